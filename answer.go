@@ -1,0 +1,171 @@
+package stepwise
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// AnswerParams answer a pending input request.
+type AnswerParams struct {
+	RunID     string
+	RequestID string // the id of the waiting input step
+	// Answer is JSON: a string for free-text requests, a value valid under
+	// the request's schema, or an ApprovalAnswer for approvals.
+	Answer json.RawMessage
+}
+
+// PendingInput is a waiting input request.
+type PendingInput struct {
+	RequestID string        `json:"request_id"`
+	RunID     string        `json:"run_id"`
+	SessionID string        `json:"session_id"`
+	Request   *InputRequest `json:"request"`
+	Step      *Step         `json:"-"`
+}
+
+// Pending lists waiting input requests, of one run or (runID empty) all.
+func (e *Engine) Pending(ctx context.Context, runID string) ([]*PendingInput, error) {
+	if runID != "" {
+		if _, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID}); err != nil {
+			return nil, fmt.Errorf("run %q: %w", runID, err)
+		}
+	}
+	steps, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, Status: steptype.StepWaiting, Kinds: []steptype.Kind{steptype.KindInput}})
+	if err != nil {
+		return nil, fmt.Errorf("list pending inputs: %w", err)
+	}
+	out := make([]*PendingInput, 0, len(steps))
+	for _, s := range steps {
+		var req InputRequest
+		if err := json.Unmarshal(s.Inputs, &req); err != nil {
+			return nil, fmt.Errorf("input request %s: %w", s.ID, err)
+		}
+		out = append(out, &PendingInput{RequestID: s.ID, RunID: s.RunID, SessionID: s.SessionID, Request: &req, Step: s})
+	}
+	return out, nil
+}
+
+// Answer answers a pending input request. The answer is validated first: an
+// invalid answer is refused with the validation error and the run keeps
+// waiting. When the run's last pending request is answered it is queued and
+// resumes at its next step; nothing that ran before the request runs again.
+// Exactly one of concurrent answers to one request wins; the others get
+// ErrAlreadyAnswered.
+func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
+	run, err := e.store.RunGet(ctx, &store.RunGetParams{ID: p.RunID})
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w", p.RunID, err)
+	}
+	s, err := e.store.StepGet(ctx, &store.StepGetParams{ID: p.RequestID})
+	if err != nil || s.RunID != run.ID || s.Kind != steptype.KindInput {
+		return nil, fmt.Errorf("%w: input request %q in run %s", ErrNotFound, p.RequestID, p.RunID)
+	}
+	if run.Status.Terminal() {
+		return nil, fmt.Errorf("%w: run %s is %s; its requests can no longer be answered", ErrRunFinished, run.ID, run.Status)
+	}
+	switch s.Status {
+	case steptype.StepWaiting:
+	case steptype.StepExpired:
+		return nil, fmt.Errorf("%w: request %s expired", ErrAlreadyAnswered, s.ID)
+	default:
+		return nil, fmt.Errorf("%w: request %s", ErrAlreadyAnswered, s.ID)
+	}
+	var req InputRequest
+	if err := json.Unmarshal(s.Inputs, &req); err != nil {
+		return nil, fmt.Errorf("input request %s: %w", s.ID, err)
+	}
+	if !req.ExpiresAt.IsZero() && e.now().After(req.ExpiresAt) {
+		return nil, fmt.Errorf("%w: request %s expired at %s", ErrAlreadyAnswered, s.ID, req.ExpiresAt.Format(time.RFC3339))
+	}
+	content, err := checkAnswer(&req, p.Answer)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.store.StepResolve(ctx, &store.StepResolveParams{
+		ID: s.ID, RunID: run.ID, Status: steptype.StepCompleted, Content: content, Outputs: canonicalJSON(p.Answer), Now: e.now(), QueueRun: true,
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return nil, fmt.Errorf("%w: request %s", ErrAlreadyAnswered, s.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("answer: %w", err)
+	}
+	e.broker.publish(&Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
+	e.wake()
+	return out, nil
+}
+
+// checkAnswer validates an answer and returns the text the model sees.
+func checkAnswer(req *InputRequest, answer json.RawMessage) (string, error) {
+	if len(answer) == 0 || !json.Valid(answer) {
+		return "", fmt.Errorf("%w: the answer must be JSON (a string for free text)", ErrInvalidAnswer)
+	}
+	if req.Approval != nil {
+		var a ApprovalAnswer
+		dec := json.NewDecoder(strings.NewReader(string(answer)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return "", fmt.Errorf(`%w: an approval is {"approved": true|false, "message": "...", "always": bool}: %v`, ErrInvalidAnswer, err)
+		}
+		if err := validateAgainst(approvalSchema, answer); err != nil {
+			return "", fmt.Errorf("%w: %v", ErrInvalidAnswer, err)
+		}
+		if a.Approved {
+			return "approved", nil
+		}
+		return "rejected: " + a.Message, nil
+	}
+	if len(req.Schema) > 0 {
+		if err := validateAgainst(req.Schema, answer); err != nil {
+			return "", fmt.Errorf("%w: %v", ErrInvalidAnswer, err)
+		}
+		return string(canonicalJSON(answer)), nil
+	}
+	var text string
+	if err := json.Unmarshal(answer, &text); err != nil {
+		return string(canonicalJSON(answer)), nil
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", fmt.Errorf("%w: an empty answer; this request needs text", ErrInvalidAnswer)
+	}
+	return text, nil
+}
+
+// expireInputs applies the expiry outcome of overdue requests.
+func (e *Engine) expireInputs(ctx context.Context) {
+	pend, err := e.Pending(ctx, "")
+	if err != nil {
+		return
+	}
+	now := e.now()
+	for _, p := range pend {
+		req := p.Request
+		if req.ExpiresAt.IsZero() || now.Before(req.ExpiresAt) {
+			continue
+		}
+		if req.OnExpire == "default" && len(req.Default) > 0 {
+			content, err := checkAnswer(req, req.Default)
+			if err == nil {
+				_, _ = e.store.StepResolve(ctx, &store.StepResolveParams{ID: p.RequestID, RunID: p.RunID, Status: steptype.StepCompleted, Content: content, Outputs: req.Default, Now: now, QueueRun: true})
+				e.wake()
+				continue
+			}
+		}
+		if _, err := e.store.StepResolve(ctx, &store.StepResolveParams{ID: p.RequestID, RunID: p.RunID, Status: steptype.StepExpired, Now: now}); err != nil {
+			continue
+		}
+		failed := steptype.RunFailed
+		r, err := e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: p.RunID, ExpectStatus: []steptype.RunStatus{steptype.RunWaiting}, Status: &failed, ClearLease: true,
+			Error: &StepError{Message: "input request " + p.RequestID + " expired", Class: steptype.ErrorPermanent, Code: "input_expired"}, Now: now})
+		if err == nil {
+			e.broker.publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package stepwise
+
+import (
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// conversation is the in-memory model context of an execution: the
+// message-bearing steps of the run's thread, appended as steps commit, so
+// building a request never re-reads the session.
+type conversation struct {
+	msgs  []llm.Message
+	steps []*Step // the step behind each message
+	// lastAssistant is the latest assistant step with tool calls, and
+	// answered the tool-call ids that already have a result after it.
+	lastAssistant *Step
+	answered      map[string]bool
+}
+
+func newConversation() *conversation { return &conversation{answered: map[string]bool{}} }
+
+// inThread reports whether a step belongs to the model context of a run at
+// hop `hop` (root runs see every hop-0 message of the session; child runs
+// are loaded by run id).
+func inContext(s *Step) bool {
+	if !s.InMessageContext() {
+		return false
+	}
+	return s.Status != steptype.StepWaiting && s.Status != steptype.StepCancelled
+}
+
+// add appends a committed step if it is part of the context.
+func (c *conversation) add(s *Step) {
+	if !inContext(s) {
+		return
+	}
+	c.msgs = append(c.msgs, llm.MessageOf(s))
+	c.steps = append(c.steps, s)
+	if s.HasToolCalls() {
+		c.lastAssistant = s
+		clear(c.answered)
+	}
+	if s.Role == steptype.RoleTool && s.ToolCallID != "" {
+		c.answered[s.ToolCallID] = true
+	}
+}
+
+func (c *conversation) messages() []llm.Message { return c.msgs }
+
+// pendingToolCalls returns the calls of the last assistant message that have
+// no result yet, in the model's order.
+func (c *conversation) pendingToolCalls() []ToolCall {
+	if c.lastAssistant == nil {
+		return nil
+	}
+	var out []ToolCall
+	for _, tc := range c.lastAssistant.ToolCalls {
+		if !c.answered[tc.ID] {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+// lastAssistantText returns the content of the latest assistant message.
+func (c *conversation) lastAssistantText() string {
+	for i := len(c.steps) - 1; i >= 0; i-- {
+		if c.steps[i].Role == steptype.RoleAssistant {
+			return c.steps[i].Content
+		}
+	}
+	return ""
+}

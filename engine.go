@@ -1,0 +1,194 @@
+package stepwise
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// Config configures an Engine. Only Store is required.
+type Config struct {
+	// Store persists sessions, steps and runs. Required.
+	Store store.Store
+	// Agents are registered at construction; more can be added with Register.
+	Agents []*Agent
+	// Owner identifies this engine instance in run leases. Default
+	// "HOSTNAME-PID-RANDOM".
+	Owner string
+	// Lease is how long a claimed run stays owned without a heartbeat.
+	// Default 30s; heartbeats run every Lease/3.
+	Lease time.Duration
+	// Workers bounds the runs the background executor (Start) runs at once.
+	// Default 64.
+	Workers int
+	// PollInterval is how often the background executor looks for runnable
+	// runs queued by other processes. Default 1s.
+	PollInterval time.Duration
+	// Prices is the price table used to compute step cost. Default
+	// DefaultPrices().
+	Prices PriceTable
+	// Logger receives background errors. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.Workers == 0 {
+		c.Workers = 64
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.Prices == nil {
+		c.Prices = DefaultPrices()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Engine runs agents over a store. It is safe for concurrent use.
+type Engine struct {
+	cfg    Config
+	store  store.Store
+	broker *broker
+
+	mu       sync.Mutex
+	agents   map[string]*Agent
+	active   map[string]*execution // run id → execution in this process
+	sessLock map[string]*sessionLock
+	closed   bool
+
+	bg bgState
+}
+
+type sessionLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// New returns an engine. It does not start background work; call Start to
+// execute queued runs in the background (the server does).
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("stepwise: config: Store is required")
+	}
+	cfg = cfg.withDefaults()
+	e := &Engine{
+		cfg: cfg, store: cfg.Store, broker: newBroker(),
+		agents: map[string]*Agent{}, active: map[string]*execution{}, sessLock: map[string]*sessionLock{},
+	}
+	for _, a := range cfg.Agents {
+		if err := e.Register(a); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Owner returns the lease owner id of this engine.
+func (e *Engine) Owner() string { return e.cfg.Owner }
+
+// Register adds an agent (and, recursively, its sub-agents). Registering a
+// name twice replaces the earlier definition.
+func (e *Engine) Register(a *Agent) error {
+	if a == nil {
+		return fmt.Errorf("stepwise: register: nil agent")
+	}
+	d := a.withDefaults()
+	if err := d.validate(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.agents[d.Name] = d
+	e.mu.Unlock()
+	for _, s := range a.SubAgents {
+		if err := e.Register(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Agent returns a registered agent.
+func (e *Engine) Agent(name string) (*Agent, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a, ok := e.agents[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, name)
+	}
+	return a, nil
+}
+
+// Agents lists the registered agents by name.
+func (e *Engine) Agents() []*Agent {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*Agent, 0, len(e.agents))
+	for _, a := range e.agents {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// lockSession serializes commits (and their event publication) per session,
+// so event positions follow sequence order.
+func (e *Engine) lockSession(id string) func() {
+	e.mu.Lock()
+	l := e.sessLock[id]
+	if l == nil {
+		l = &sessionLock{}
+		e.sessLock[id] = l
+	}
+	l.refs++
+	e.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		e.mu.Lock()
+		l.refs--
+		if l.refs == 0 {
+			delete(e.sessLock, id)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// NewID returns a new sortable id (UUIDv7).
+func NewID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }

@@ -1,0 +1,266 @@
+package stepwise
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// StartParams start a run.
+type StartParams struct {
+	// Agent is the registered agent name. Required.
+	Agent string
+	// SessionID continues an existing session (multi-turn); empty starts a
+	// new session.
+	SessionID string
+	// Input is the user message of the turn.
+	Input string
+	// State is the initial custom state (a JSON object or a value that
+	// marshals to one); merged into the session's previous state is not
+	// implied: each run starts from State.
+	State any
+	// Replay, when set, reuses recorded outputs of another session.
+	Replay *ReplayOptions
+	// Title names a new session.
+	Title string
+}
+
+// StartRun creates a queued run (and a session when SessionID is empty) and
+// returns it without executing it. Execute it with Execute, or let the
+// background executor (Start) pick it up.
+func (e *Engine) StartRun(ctx context.Context, p StartParams) (*Run, error) {
+	a, err := e.Agent(p.Agent)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	sid := p.SessionID
+	if sid == "" {
+		sid = NewID()
+		if _, err := e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: a.Name, Title: p.Title, Now: now}); err != nil {
+			return nil, fmt.Errorf("create session: %w", err)
+		}
+	} else if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sid}); err != nil {
+		return nil, fmt.Errorf("session %q: %w", sid, err)
+	}
+	active, err := e.store.RunList(ctx, &store.RunListParams{SessionID: sid, Statuses: []steptype.RunStatus{steptype.RunQueued, steptype.RunRunning, steptype.RunWaiting}})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	for _, r := range active {
+		if r.Hop == 0 {
+			return nil, fmt.Errorf("%w: session %s already has an unfinished run %s (%s); answer, resume or cancel it first", ErrConflict, sid, r.ID, r.Status)
+		}
+	}
+	r := &Run{ID: NewID(), SessionID: sid, Agent: a.Name, Status: steptype.RunQueued, Input: p.Input, CreatedAt: now}
+	if p.State != nil {
+		st, err := toRaw(p.State)
+		if err != nil {
+			return nil, fmt.Errorf("initial state: %w", err)
+		}
+		r.State = st
+	}
+	if p.Replay != nil {
+		if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: p.Replay.SourceSessionID}); err != nil {
+			return nil, fmt.Errorf("replay source %q: %w", p.Replay.SourceSessionID, err)
+		}
+		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay})
+	}
+	created, err := e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
+	if err != nil {
+		return nil, fmt.Errorf("create run: %w", err)
+	}
+	e.wake()
+	return created, nil
+}
+
+// Run starts a run and executes it in the caller's iteration; see Execute.
+func (e *Engine) Run(ctx context.Context, p StartParams) iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		r, err := e.StartRun(ctx, p)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for ev, err := range e.Execute(ctx, r.ID) {
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// Execute claims a run and executes it until it finishes or parks waiting
+// for input, yielding its events (sub-agent runs included).
+//
+// Contract: each pair is an event or an error; an error ends the sequence
+// and is an engine failure (run not found, claimed elsewhere, store error) —
+// a run that fails is reported by its run_finished event, not an error.
+// Cancelling ctx stops the execution at once; the run stays resumable.
+// Breaking out of the loop stops the execution too and hands the run back
+// to the queue. The execution starts when iteration begins.
+func (e *Engine) Execute(ctx context.Context, runID string) iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		x, err := e.claim(ctx, runID, nil)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		events := make(chan *Event, 256)
+		x.sink = events
+		done := make(chan error, 1)
+		go func() {
+			err := x.loop()
+			x.release()
+			close(events)
+			done <- err
+		}()
+		for ev := range events {
+			if !yield(ev, nil) {
+				x.cancel(errDetached)
+				for range events {
+				}
+				<-done
+				return
+			}
+		}
+		if err := <-done; err != nil {
+			yield(nil, err)
+		}
+	}
+}
+
+// Resume executes a run from its cursor; see Execute.
+func (e *Engine) Resume(ctx context.Context, runID string) iter.Seq2[*Event, error] {
+	return e.Execute(ctx, runID)
+}
+
+// Wait runs an event sequence to its end and returns the run's final row.
+func (e *Engine) Wait(ctx context.Context, seq iter.Seq2[*Event, error]) (*Run, error) {
+	var last *Run
+	for ev, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		if ev.Run != nil && ev.RunID == ev.Run.ID && ev.Run.Hop == 0 {
+			last = ev.Run
+		}
+	}
+	if last == nil {
+		return nil, errors.New("stepwise: run produced no events")
+	}
+	return e.store.RunGet(ctx, &store.RunGetParams{ID: last.ID})
+}
+
+// claim leases a run to this engine and prepares its execution.
+func (e *Engine) claim(ctx context.Context, runID string, parent *execution) (*execution, error) {
+	e.mu.Lock()
+	closed := e.closed
+	_, busy := e.active[runID]
+	e.mu.Unlock()
+	if closed {
+		return nil, ErrEngineClosed
+	}
+	if busy {
+		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
+	}
+	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID})
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w", runID, err)
+	}
+	switch {
+	case r.Status.Terminal():
+		return nil, fmt.Errorf("%w: run %s is %s", ErrRunFinished, runID, r.Status)
+	case r.Status == steptype.RunWaiting:
+		return nil, fmt.Errorf("%w: run %s is waiting for input; answer its pending requests first", ErrConflict, runID)
+	}
+	a, err := e.Agent(r.Agent)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && now.Before(r.LeaseExpires) && isExclusive(e.store) {
+		// The store is exclusive to this process, so the other owner is a
+		// process that died: take its lease over at once.
+		now = r.LeaseExpires.Add(time.Millisecond)
+	}
+	claimed, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, ID: runID, Limit: 1, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("claim run: %w", err)
+	}
+	if len(claimed) == 0 {
+		return nil, fmt.Errorf("%w: run %s is leased by %s until %s", ErrConflict, runID, r.LeaseOwner, r.LeaseExpires.Format(time.RFC3339))
+	}
+	x := &execution{e: e, agent: a, run: claimed[0], parent: parent}
+	base := ctx
+	if parent != nil {
+		base = parent.ctx
+		x.sink = parent.sink
+	}
+	x.ctx, x.cancel = context.WithCancelCause(base)
+	if t := a.Limits.RunTimeout; t > 0 && parent == nil {
+		var cancel context.CancelFunc
+		x.ctx, cancel = context.WithTimeoutCause(x.ctx, t, ErrRunTimeout)
+		_ = cancel // released with x.cancel
+	}
+	if err := x.load(ctx); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.active[runID] = x
+	e.mu.Unlock()
+	e.broker.acquire(r.SessionID, x.lastSeq)
+	e.startHeartbeat()
+	return x, nil
+}
+
+// release ends an execution's hold on its run.
+func (x *execution) release() {
+	x.cancel(nil)
+	x.e.mu.Lock()
+	delete(x.e.active, x.run.ID)
+	x.e.mu.Unlock()
+	x.e.broker.release(x.run.SessionID)
+}
+
+// Cancel cancels a run that has not finished: its status becomes cancelled
+// and, if it is executing in this process, its execution stops at once.
+func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*Run, error) {
+	cancelled := steptype.RunCancelled
+	if reason == "" {
+		reason = "cancelled"
+	}
+	r, err := e.store.RunUpdate(ctx, &store.RunUpdateParams{
+		ID: runID, ExpectStatus: []steptype.RunStatus{steptype.RunQueued, steptype.RunRunning, steptype.RunWaiting},
+		Status: &cancelled, ClearLease: true, Error: &StepError{Message: reason, Class: steptype.ErrorPermanent, Code: "cancelled"}, Now: e.now(),
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return nil, fmt.Errorf("%w: run %s", ErrRunFinished, runID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cancel run %q: %w", runID, err)
+	}
+	e.mu.Lock()
+	x := e.active[runID]
+	e.mu.Unlock()
+	if x != nil {
+		x.cancel(ErrRunCancelled)
+	}
+	e.broker.publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: e.now()})
+	return r, nil
+}
+
+// isExclusive reports whether the store is held by this process alone.
+func isExclusive(s store.Store) bool {
+	x, ok := s.(interface{ Exclusive() bool })
+	return ok && x.Exclusive()
+}
+
+func trimID(id string) string { return strings.TrimSpace(id) }

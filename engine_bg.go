@@ -1,0 +1,244 @@
+package stepwise
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// bgState is the engine's background machinery: the executor of queued
+// runs and the lease heartbeat.
+type bgState struct {
+	once      sync.Once // heartbeat started
+	wakeCh    chan struct{}
+	stop      chan struct{}
+	done      sync.WaitGroup
+	running   bool
+	stopOnce  sync.Once
+	executing sync.WaitGroup
+}
+
+func (e *Engine) wakeChan() chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.bg.wakeCh == nil {
+		e.bg.wakeCh = make(chan struct{}, 1)
+	}
+	if e.bg.stop == nil {
+		e.bg.stop = make(chan struct{})
+	}
+	return e.bg.wakeCh
+}
+
+// wake nudges the background executor to look for runnable runs.
+func (e *Engine) wake() {
+	select {
+	case e.wakeChan() <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the background executor: it claims queued runs (and runs whose
+// lease expired) and executes them, until Stop. Runs started with StartRun,
+// and runs whose input was answered, are picked up here.
+func (e *Engine) Start(ctx context.Context) error {
+	wake := e.wakeChan()
+	e.mu.Lock()
+	if e.bg.running {
+		e.mu.Unlock()
+		return errors.New("stepwise: engine already started")
+	}
+	if e.closed {
+		e.mu.Unlock()
+		return ErrEngineClosed
+	}
+	e.bg.running = true
+	stop := e.bg.stop
+	e.mu.Unlock()
+	e.startHeartbeat()
+	e.bg.done.Add(1)
+	go func() {
+		defer e.bg.done.Done()
+		sem := make(chan struct{}, e.cfg.Workers)
+		t := time.NewTicker(e.cfg.PollInterval)
+		defer t.Stop()
+		for {
+			e.expireInputs(ctx)
+			e.dispatch(ctx, sem)
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-wake:
+			case <-t.C:
+			}
+		}
+	}()
+	return nil
+}
+
+// dispatch claims as many runnable runs as there are free workers.
+func (e *Engine) dispatch(ctx context.Context, sem chan struct{}) {
+	for {
+		free := cap(sem) - len(sem)
+		if free == 0 {
+			return
+		}
+		runs, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, Limit: free, Now: e.now()})
+		if err != nil {
+			if ctx.Err() == nil {
+				e.cfg.Logger.Error("stepwise: claim runs", "err", err)
+			}
+			return
+		}
+		if len(runs) == 0 {
+			return
+		}
+		for _, r := range runs {
+			sem <- struct{}{}
+			e.bg.executing.Add(1)
+			go func() {
+				defer func() { <-sem; e.bg.executing.Done() }()
+				e.executeClaimed(ctx, r)
+			}()
+		}
+	}
+}
+
+// executeClaimed executes a run the background executor has claimed.
+func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
+	a, err := e.Agent(r.Agent)
+	if err != nil {
+		e.failRun(ctx, r, &StepError{Message: err.Error(), Class: steptype.ErrorPermanent, Code: "unknown_agent"})
+		return
+	}
+	x := &execution{e: e, agent: a, run: r}
+	x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	if err := x.load(ctx); err != nil {
+		e.cfg.Logger.Error("stepwise: load run", "run", r.ID, "err", err)
+		return
+	}
+	e.mu.Lock()
+	if _, busy := e.active[r.ID]; busy || e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.active[r.ID] = x
+	stop := e.bg.stop
+	e.mu.Unlock()
+	e.broker.acquire(r.SessionID, x.lastSeq)
+	go func() {
+		select {
+		case <-stop:
+			x.cancel(errDetached)
+		case <-x.ctx.Done():
+		}
+	}()
+	if err := x.loop(); err != nil {
+		e.cfg.Logger.Error("stepwise: run stopped", "run", r.ID, "err", err)
+	}
+	x.release()
+	e.afterRun(ctx, x)
+}
+
+// afterRun wakes a parent run whose child finished in the background.
+func (e *Engine) afterRun(ctx context.Context, x *execution) {
+	r := x.runSnapshot()
+	if r.ParentRunID == "" || !r.Status.Terminal() {
+		return
+	}
+	waiting, err := e.store.StepList(ctx, &store.StepListParams{RunID: r.ParentRunID, Status: steptype.StepWaiting, Limit: 1})
+	if err != nil || len(waiting) > 0 {
+		return
+	}
+	queued := steptype.RunQueued
+	if _, err := e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: r.ParentRunID, ExpectStatus: []steptype.RunStatus{steptype.RunWaiting}, Status: &queued, ClearLease: true, Now: e.now()}); err == nil {
+		e.wake()
+	}
+}
+
+func (e *Engine) failRun(ctx context.Context, r *Run, serr *StepError) {
+	failed := steptype.RunFailed
+	_, _ = e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: r.ID, Owner: e.cfg.Owner, Status: &failed, Error: serr, ClearLease: true, Now: e.now()})
+}
+
+// startHeartbeat starts the lease heartbeat once.
+func (e *Engine) startHeartbeat() {
+	e.bg.once.Do(func() {
+		e.wakeChan()
+		stop := e.bg.stop
+		e.bg.done.Add(1)
+		go func() {
+			defer e.bg.done.Done()
+			t := time.NewTicker(e.cfg.Lease / 3)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					e.heartbeat()
+				}
+			}
+		}()
+	})
+}
+
+// heartbeat extends the leases of every run executing in this process.
+func (e *Engine) heartbeat() {
+	e.mu.Lock()
+	xs := make([]*execution, 0, len(e.active))
+	for _, x := range e.active {
+		xs = append(xs, x)
+	}
+	e.mu.Unlock()
+	for _, x := range xs {
+		exp := e.now().Add(e.cfg.Lease)
+		_, err := e.store.RunUpdate(context.Background(), &store.RunUpdateParams{
+			ID: x.run.ID, Owner: e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, LeaseExpires: &exp, Now: e.now(),
+		})
+		if errors.Is(err, store.ErrConflict) {
+			x.cancel(x.conflict(err))
+		}
+	}
+}
+
+// Stop stops background work and waits for executing runs to reach a step
+// boundary; they are handed back to the queue (status queued), so another
+// process, or the next start, resumes them. In-flight steps are abandoned,
+// never half-written.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.wakeChan()
+	e.bg.stopOnce.Do(func() { close(e.bg.stop) })
+	e.mu.Lock()
+	for _, x := range e.active {
+		if x.parent == nil {
+			x.cancel(errDetached)
+		}
+	}
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() { e.bg.executing.Wait(); e.bg.done.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops the engine (see Stop). It does not close the store.
+func (e *Engine) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := e.Stop(ctx)
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	return err
+}

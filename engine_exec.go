@@ -1,0 +1,484 @@
+package stepwise
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// errDetached cancels an execution whose consumer stopped iterating; the
+// run is handed back to the queue, not failed.
+var errDetached = errors.New("stepwise: execution detached by its consumer")
+
+// execution is one process executing one run between a claim and a park or
+// finish. It is the only writer of the run while it holds the lease.
+type execution struct {
+	e      *Engine
+	agent  *Agent
+	run    *Run // current row; updated in memory after each commit
+	conv   *conversation
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	sink   chan<- *Event // inline consumer, nil for background runs
+	parent *execution
+
+	prevStepID string
+	lastSeq    int64
+	lastAnswer *Step
+	replay     *replaySource
+	approvals  map[string]ApprovalAnswer // tool-call id → decision
+	waiting    map[string]bool           // tool-call id → a request is pending
+	allowed    map[string]bool           // tools allowed for the session
+
+	mu sync.Mutex // guards run fields read by the heartbeat
+}
+
+// load builds the in-memory context of the run from the store, once.
+func (x *execution) load(ctx context.Context) error {
+	x.conv = newConversation()
+	var steps []*Step
+	var err error
+	if x.run.Hop == 0 {
+		steps, err = x.e.store.StepList(ctx, &store.StepListParams{SessionID: x.run.SessionID})
+	} else {
+		steps, err = x.e.store.StepList(ctx, &store.StepListParams{RunID: x.run.ID})
+	}
+	if err != nil {
+		return fmt.Errorf("load context: %w", err)
+	}
+	x.loadInputs(steps)
+	sess, err := x.e.store.SessionGet(ctx, &store.SessionGetParams{ID: x.run.SessionID})
+	if err != nil {
+		return fmt.Errorf("load session: %w", err)
+	}
+	x.lastSeq = sess.LastSequence
+	for _, s := range steps {
+		if x.run.Hop == 0 && s.Hop != 0 {
+			continue
+		}
+		x.conv.add(s)
+		if s.RunID == x.run.ID {
+			x.prevStepID = s.ID
+			if s.Kind == steptype.KindInput && s.Status == steptype.StepCompleted {
+				x.lastAnswer = s
+			}
+		}
+	}
+	if x.prevStepID == "" && x.run.ParentStepID != "" {
+		x.prevStepID = x.run.ParentStepID
+	}
+	return x.loadReplay(ctx)
+}
+
+// publish stamps and delivers an event.
+func (x *execution) publish(ev *Event) {
+	ev.SessionID = x.run.SessionID
+	if ev.RunID == "" {
+		ev.RunID = x.run.ID
+	}
+	ev.Time = x.e.now()
+	x.e.broker.publish(ev)
+	if x.sink != nil {
+		select {
+		case x.sink <- ev:
+		case <-x.ctx.Done():
+		}
+	}
+}
+
+func (x *execution) emitDelta(stepName string, d *Delta) {
+	x.publish(&Event{Type: EventStepDelta, StepName: stepName, Delta: d})
+}
+
+func (x *execution) runSnapshot() *Run {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := *x.run
+	return &r
+}
+
+// runUpdate is the run change committed with a step.
+type runUpdate struct {
+	cursor *string
+	patch  json.RawMessage
+	status *steptype.RunStatus
+	output *string
+	err    *StepError
+	finish bool
+}
+
+// commit writes steps and the run change in one transaction, then updates
+// the in-memory run and context and publishes the steps.
+func (x *execution) commit(steps []*Step, u runUpdate) error {
+	now := x.e.now()
+	x.mu.Lock()
+	state := x.run.State
+	x.mu.Unlock()
+	if len(u.patch) > 0 {
+		var err error
+		if state, err = MergePatch(state, u.patch); err != nil {
+			return err
+		}
+	}
+	for _, s := range steps {
+		if s.ID == "" {
+			s.ID = NewID()
+		}
+		s.SessionID, s.RunID, s.Hop = x.run.SessionID, x.run.ID, x.run.Hop
+		if s.ParentID == "" {
+			s.ParentID = x.prevStepID
+		}
+		if s.Status == "" {
+			s.Status = steptype.StepCompleted
+		}
+		s.CreatedAt = now
+		x.prevStepID = s.ID
+	}
+	p := &store.RunUpdateParams{
+		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning},
+		Cursor: u.cursor, Status: u.status, Output: u.output, Error: u.err, StepDelta: int64(len(steps)), Now: now,
+	}
+	if len(u.patch) > 0 {
+		p.State = state
+	}
+	if u.finish || (u.status != nil && *u.status == steptype.RunWaiting) {
+		p.ClearLease = true
+	}
+	unlock := x.e.lockSession(x.run.SessionID)
+	defer unlock()
+	var stored []*Step
+	var err error
+	if len(steps) > 0 {
+		stored, err = x.e.store.StepAppend(context.WithoutCancel(x.ctx), &store.StepAppendParams{Steps: steps, Runs: []*store.RunUpdateParams{p}})
+	} else {
+		_, err = x.e.store.RunUpdate(context.WithoutCancel(x.ctx), p)
+	}
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return x.conflict(err)
+		}
+		return fmt.Errorf("commit step: %w", err)
+	}
+	x.mu.Lock()
+	if u.cursor != nil {
+		x.run.Cursor = *u.cursor
+	}
+	if len(u.patch) > 0 {
+		x.run.State = state
+	}
+	if u.status != nil {
+		x.run.Status = *u.status
+	}
+	if u.output != nil {
+		x.run.Output = *u.output
+	}
+	x.run.StepCount += int64(len(steps))
+	x.run.UpdatedAt = now
+	x.mu.Unlock()
+	for _, s := range stored {
+		x.conv.add(s)
+		x.publish(&Event{Type: EventStepCompleted, StepName: s.Name, Step: s})
+	}
+	return nil
+}
+
+// conflict explains a failed fenced write: the run was cancelled, finished
+// elsewhere, or its lease was taken.
+func (x *execution) conflict(err error) error {
+	r, gerr := x.e.store.RunGet(context.WithoutCancel(x.ctx), &store.RunGetParams{ID: x.run.ID})
+	if gerr != nil {
+		return fmt.Errorf("commit step: %w", err)
+	}
+	switch {
+	case r.Status == steptype.RunCancelled:
+		return ErrRunCancelled
+	case r.Status.Terminal():
+		return ErrRunFinished
+	case r.LeaseOwner != x.e.cfg.Owner:
+		return ErrLeaseLost
+	}
+	return fmt.Errorf("commit step: %w", err)
+}
+
+// loop executes steps until the run finishes, parks or is stopped.
+func (x *execution) loop() error {
+	x.publish(&Event{Type: EventRunStarted, Run: x.runSnapshot()})
+	for {
+		if err := context.Cause(x.ctx); err != nil {
+			return x.stopped(err)
+		}
+		cursor := x.run.Cursor
+		switch {
+		case cursor == "":
+			if err := x.commitInput(); err != nil {
+				return x.stopped(err)
+			}
+			continue
+		case cursor == StepEnd:
+			return x.finish(steptype.RunCompleted, nil)
+		case x.run.StepCount >= int64(x.agent.Limits.MaxSteps):
+			serr := &StepError{Message: fmt.Sprintf("step budget of %d steps exhausted", x.agent.Limits.MaxSteps), Class: steptype.ErrorPermanent, Code: "max_steps"}
+			if err := x.commit([]*Step{{Kind: steptype.KindError, Name: cursor, Status: steptype.StepFailed, Error: serr}}, runUpdate{}); err != nil {
+				return x.stopped(err)
+			}
+			return x.finish(steptype.RunFailed, serr)
+		}
+		h := x.handler(cursor)
+		if h == nil {
+			serr := &StepError{Message: fmt.Sprintf("step %q is not defined in agent %q", cursor, x.agent.Name), Class: steptype.ErrorPermanent, Code: "unknown_step"}
+			return x.finish(steptype.RunFailed, serr)
+		}
+		next, serr, err := x.runStep(cursor, h)
+		if err != nil {
+			return x.stopped(err)
+		}
+		if serr != nil {
+			return x.finish(steptype.RunFailed, serr)
+		}
+		if next.committed {
+			if x.run.Status == steptype.RunWaiting {
+				return nil
+			}
+			continue
+		}
+		parked, err := x.record(cursor, next)
+		if err != nil {
+			return x.stopped(err)
+		}
+		if parked {
+			return nil
+		}
+	}
+}
+
+// commitInput records the user step of a new run and moves to the start step.
+func (x *execution) commitInput() error {
+	start := x.agent.StartStep
+	s := &Step{Kind: steptype.KindUser, Name: "input", Role: steptype.RoleUser, Content: x.run.Input}
+	s.Metrics.StartedAt, s.Metrics.FinishedAt = x.e.now(), x.e.now()
+	return x.commit([]*Step{s}, runUpdate{cursor: &start})
+}
+
+func (x *execution) handler(name string) Handler {
+	if h, ok := x.agent.Steps[name]; ok {
+		return h
+	}
+	switch name {
+	case StepLLM:
+		return StepFunc(x.llmStep)
+	case StepTools:
+		return StepFunc(x.toolsStep)
+	}
+	return nil
+}
+
+// runStep executes one step with the retry policy. It returns the handler's
+// Next, or a StepError when the step failed for good (already recorded as
+// error steps), or an engine error (cancelled, store failure).
+func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
+	pol := x.agent.Retry
+	for attempt := 1; ; attempt++ {
+		scope := &Scope{exec: x, name: name, step: &Step{ID: NewID(), Name: name}}
+		scope.step.Metrics.Attempt = attempt
+		scope.step.Metrics.StartedAt = x.e.now()
+		x.publish(&Event{Type: EventStepStarted, StepName: name})
+		next, err := x.call(h, scope)
+		if err == nil {
+			if next == nil || (!next.committed && !x.agent.hasStep(next.Step)) {
+				got := "<nil>"
+				if next != nil {
+					got = next.Step
+				}
+				err = fmt.Errorf("%w: step %q routed to %q", ErrUnknownStep, name, got)
+			} else {
+				if next.record != nil {
+					next.record.ID = scope.step.ID
+				}
+				if next.record == nil && !next.committed {
+					next.record = scope.step
+				}
+				return next, nil, nil
+			}
+		}
+		if cause := context.Cause(x.ctx); cause != nil {
+			return nil, nil, cause
+		}
+		class := llm.Classify(err)
+		code := "step_error"
+		switch {
+		case errors.Is(err, ErrStepTimeout):
+			class, code = steptype.ErrorTransient, "timeout"
+		case errors.Is(err, ErrStepPanic):
+			class, code = steptype.ErrorPermanent, "panic"
+		case errors.Is(err, ErrUnknownStep):
+			class, code = steptype.ErrorPermanent, "unknown_step"
+		}
+		var le *llm.Error
+		if errors.As(err, &le) && le.Code != "" {
+			code = le.Code
+		}
+		retry := class == steptype.ErrorTransient && attempt < pol.MaxAttempts
+		serr := &StepError{Message: err.Error(), Class: class, Attempt: attempt, Recoverable: retry, Code: code}
+		if cause := errors.Unwrap(err); cause != nil {
+			serr.Cause = cause.Error()
+		}
+		es := &Step{Kind: steptype.KindError, Name: name, Status: steptype.StepFailed, Error: serr}
+		es.Metrics.Attempt = attempt
+		es.Metrics.StartedAt, es.Metrics.FinishedAt = scope.step.Metrics.StartedAt, x.e.now()
+		es.Metrics.Duration = es.Metrics.FinishedAt.Sub(es.Metrics.StartedAt)
+		if m := x.agent.Model; m != nil && name == StepLLM {
+			es.Metrics.Model = m.Name()
+		}
+		if err := x.commit([]*Step{es}, runUpdate{}); err != nil {
+			return nil, nil, err
+		}
+		if !retry {
+			return nil, serr, nil
+		}
+		if err := sleepCtx(x.ctx, backoffDelay(pol, attempt, llm.RetryAfter(err))); err != nil {
+			return nil, nil, context.Cause(x.ctx)
+		}
+	}
+}
+
+// call runs a handler under the step timeout, turning a panic into an error.
+func (x *execution) call(h Handler, s *Scope) (next *Next, err error) {
+	ctx, cancel := context.WithTimeoutCause(x.ctx, x.agent.Limits.StepTimeout, ErrStepTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			next, err = nil, fmt.Errorf("%w: %v\n%s", ErrStepPanic, r, debug.Stack())
+		}
+	}()
+	next, err = h.HandleStep(ctx, s)
+	if err != nil && errors.Is(context.Cause(ctx), ErrStepTimeout) && x.ctx.Err() == nil {
+		err = fmt.Errorf("%w after %s: %w", ErrStepTimeout, x.agent.Limits.StepTimeout, err)
+	}
+	return next, err
+}
+
+// record commits the step a handler produced, with the cursor move and state
+// patch. It reports whether the run parked waiting for input.
+func (x *execution) record(name string, next *Next) (bool, error) {
+	s := next.record
+	if s.Kind == "" {
+		s.Kind = steptype.KindCustom
+		if next.Decision != nil {
+			s.Kind = steptype.KindDecision
+		}
+	}
+	if !next.Annotations.IsZero() {
+		s.Annotations = next.Annotations
+	}
+	if s.Content == "" {
+		s.Content = next.Content
+	}
+	u := runUpdate{cursor: &next.Step}
+	if next.State != nil {
+		patch, err := toRaw(next.State)
+		if err != nil {
+			return false, fmt.Errorf("step %q state: %w", name, err)
+		}
+		s.StatePatch, u.patch = patch, patch
+	}
+	if next.Output != nil {
+		out, err := toRaw(next.Output)
+		if err != nil {
+			return false, fmt.Errorf("step %q output: %w", name, err)
+		}
+		s.Outputs = out
+	}
+	if next.Decision != nil {
+		in, _ := json.Marshal(map[string]any{"purpose": next.Decision.Purpose, "options": next.Decision.Options})
+		out, _ := json.Marshal(map[string]any{"choice": next.Decision.Choice})
+		s.Inputs, s.Outputs = in, out
+	}
+	if s.Metrics.FinishedAt.IsZero() {
+		s.Metrics.FinishedAt = x.e.now()
+		s.Metrics.Duration = s.Metrics.FinishedAt.Sub(s.Metrics.StartedAt)
+	}
+	steps := []*Step{s}
+	if next.Input != nil {
+		in, err := x.inputStep(name, next.Input, nil)
+		if err != nil {
+			return false, err
+		}
+		steps = append(steps, in)
+		waiting := steptype.RunWaiting
+		u.status = &waiting
+	}
+	if err := x.commit(steps, u); err != nil {
+		return false, err
+	}
+	if u.status != nil {
+		x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
+		return true, nil
+	}
+	return false, nil
+}
+
+// finish ends the run.
+func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
+	out := x.conv.lastAssistantText()
+	if err := x.commit(nil, runUpdate{status: &status, output: &out, err: serr, finish: true}); err != nil {
+		return x.stopped(err)
+	}
+	x.publish(&Event{Type: EventRunFinished, Run: x.runSnapshot()})
+	return nil
+}
+
+// stopped handles an execution that cannot continue: a detached consumer
+// hands the run back to the queue; a cancelled run just stops; other errors
+// are returned.
+func (x *execution) stopped(err error) error {
+	switch {
+	case errors.Is(err, errDetached):
+		queued := steptype.RunQueued
+		_, _ = x.e.store.RunUpdate(context.WithoutCancel(x.ctx), &store.RunUpdateParams{
+			ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning},
+			Status: &queued, ClearLease: true, Now: x.e.now(),
+		})
+		return nil
+	case errors.Is(err, ErrRunCancelled):
+		return nil
+	}
+	return err
+}
+
+func toRaw(v any) (json.RawMessage, error) {
+	switch t := v.(type) {
+	case json.RawMessage:
+		if !json.Valid(t) {
+			return nil, errors.New("invalid JSON")
+		}
+		return t, nil
+	case []byte:
+		if !json.Valid(t) {
+			return nil, errors.New("invalid JSON")
+		}
+		return t, nil
+	}
+	return json.Marshal(v)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,165 @@
+package stepwise
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// errNoFinal is returned when a model stream ends without a final response.
+var errNoFinal = &llm.Error{Class: steptype.ErrorTransient, Code: "stream_truncated", Message: "model stream ended without a final response"}
+
+// request builds the model request of the next llm step from the in-memory
+// context.
+func (x *execution) request() *llm.Request {
+	a := x.agent
+	req := &llm.Request{System: a.Instructions, Messages: x.conv.messages(), Temperature: a.Temperature, MaxTokens: a.MaxTokens}
+	req.Tools = x.toolDefs()
+	return req
+}
+
+// llmStep is the built-in "llm" step: one model call, streamed as deltas,
+// recorded as one llm step. Routes to "tools" when the model asked for tools.
+func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
+	model := x.agent.Model
+	if model == nil {
+		return nil, fmt.Errorf("stepwise: agent %q has no model", x.agent.Name)
+	}
+	req := x.request()
+	fp := requestFingerprint(model.Name(), req)
+	step := s.step
+	step.Kind, step.Role, step.Fingerprint = steptype.KindLLM, steptype.RoleAssistant, fp
+	step.Metrics.Model = model.Name()
+	if p, ok := model.(llm.Provider); ok {
+		step.Metrics.Provider = p.Provider()
+	}
+	if rec := x.replay.takeLLM(fp); rec != nil {
+		reuseRecorded(step, rec)
+		return &Next{Step: x.afterLLM(step), record: step}, nil
+	}
+	if x.replay != nil {
+		step.Replay = "live"
+	}
+	var final *llm.Response
+	start := x.e.now()
+	for resp, err := range model.Generate(ctx, req) {
+		if err != nil {
+			return nil, err
+		}
+		if resp.Partial {
+			if step.Metrics.FirstTokenLatency == 0 {
+				step.Metrics.FirstTokenLatency = x.e.now().Sub(start)
+			}
+			if resp.Content != "" || resp.Reasoning != "" {
+				x.emitDelta(s.name, &Delta{Content: resp.Content, Reasoning: resp.Reasoning})
+			}
+			for i := range resp.ToolCallDeltas {
+				x.emitDelta(s.name, &Delta{ToolCall: &resp.ToolCallDeltas[i]})
+			}
+			continue
+		}
+		final = resp
+	}
+	if final == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, errNoFinal
+	}
+	step.Content, step.Reasoning, step.ToolCalls = final.Content, final.Reasoning, final.ToolCalls
+	for i := range step.ToolCalls {
+		tc := &step.ToolCalls[i]
+		if tc.ID == "" {
+			tc.ID = "call_" + strconv.Itoa(i) + "_" + step.ID[len(step.ID)-8:]
+		}
+		if len(tc.Arguments) == 0 {
+			tc.Arguments = json.RawMessage("{}")
+		}
+	}
+	m := &step.Metrics
+	m.FinishedAt = x.e.now()
+	m.Duration = m.FinishedAt.Sub(m.StartedAt)
+	if m.FirstTokenLatency == 0 {
+		m.FirstTokenLatency = m.FinishedAt.Sub(start)
+	}
+	m.InputTokens, m.OutputTokens = final.Usage.InputTokens, final.Usage.OutputTokens
+	m.CachedTokens, m.ReasoningTokens = final.Usage.CachedTokens, final.Usage.ReasoningTokens
+	if final.Model != "" {
+		step.Metadata = map[string]any{"response_model": final.Model, "finish_reason": final.FinishReason}
+	}
+	if price, ok := x.e.cfg.Prices.Lookup(model.Name()); ok {
+		m.Cost = price.Cost(m.InputTokens, m.OutputTokens, m.CachedTokens)
+	}
+	return &Next{Step: x.afterLLM(step), record: step}, nil
+}
+
+func (x *execution) afterLLM(s *Step) string {
+	if len(s.ToolCalls) > 0 {
+		return StepTools
+	}
+	return x.agent.AfterLLM
+}
+
+// requestFingerprint is the canonical hash of a model request: model name,
+// system prompt, messages, tools and parameters, as canonical JSON.
+func requestFingerprint(model string, req *llm.Request) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	_ = enc.Encode(model)
+	_ = enc.Encode(req.System)
+	for _, m := range req.Messages {
+		m.ToolCalls = canonicalCalls(m.ToolCalls)
+		_ = enc.Encode(m)
+	}
+	for _, t := range req.Tools {
+		_ = enc.Encode(t.Name)
+		_ = enc.Encode(t.Description)
+		_ = enc.Encode(canonicalJSON(t.Parameters))
+	}
+	_ = enc.Encode(req.Temperature)
+	_ = enc.Encode(req.MaxTokens)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func canonicalCalls(calls []ToolCall) []ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = ToolCall{ID: c.ID, Name: c.Name, Arguments: canonicalJSON(c.Arguments)}
+	}
+	return out
+}
+
+// canonicalJSON re-encodes JSON with sorted keys and no insignificant
+// whitespace; invalid JSON is returned unchanged.
+func canonicalJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return b
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// toolFingerprint identifies a tool call by name and canonical arguments.
+func toolFingerprint(name string, args json.RawMessage) string {
+	h := sha256.Sum256(append([]byte(name+"\x00"), canonicalJSON(args)...))
+	return hex.EncodeToString(h[:16])
+}
+
+var _ = errors.New

@@ -1,0 +1,298 @@
+package stepwise
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/tool"
+)
+
+// toolDefs lists what the model may call: tools, sub-agents, ask_human.
+func (x *execution) toolDefs() []llm.ToolDef {
+	a := x.agent
+	if len(a.Tools) == 0 && len(a.SubAgents) == 0 {
+		return nil
+	}
+	defs := make([]llm.ToolDef, 0, len(a.Tools)+len(a.SubAgents))
+	for _, t := range a.Tools {
+		defs = append(defs, t.Definition())
+	}
+	for _, s := range a.SubAgents {
+		defs = append(defs, subAgentDef(s))
+	}
+	return defs
+}
+
+// outcome is what a tool worker hands to the run goroutine for commit.
+type outcome struct {
+	step  *Step
+	final bool   // the call is done (step is its result)
+	park  bool   // the call needs a human: step is a waiting input step
+	child string // a child run that parked waiting for input
+}
+
+// toolsStep is the built-in "tools" step: it executes every pending tool
+// call of the last model response, in parallel (bounded), each committed as
+// its own step as it finishes; the last commit moves the cursor to "llm".
+func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
+	pending := x.conv.pendingToolCalls()
+	if len(pending) == 0 {
+		llmStep := StepLLM
+		return &Next{committed: true}, x.commit(nil, runUpdate{cursor: &llmStep})
+	}
+	var run []ToolCall
+	var approvals []*Step
+	for _, call := range pending {
+		if x.waiting[call.ID] {
+			continue // already asked, still waiting
+		}
+		if x.needsApproval(call) {
+			if ans, ok := x.approvals[call.ID]; ok {
+				if !ans.Approved {
+					msg := "The user rejected this tool call."
+					if ans.Message != "" {
+						msg += " Message: " + ans.Message
+					}
+					if err := x.commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runUpdate{}); err != nil {
+						return nil, err
+					}
+					continue
+				}
+			} else {
+				in, err := x.inputStep(StepTools, &InputRequest{
+					Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
+					Approval: &call,
+					Schema:   approvalSchema,
+				}, nil)
+				if err != nil {
+					return nil, err
+				}
+				approvals = append(approvals, in)
+				continue
+			}
+		}
+		run = append(run, call)
+	}
+	// The cursor moves with the last result unless a call may park (a
+	// sub-agent or ask_human); then it moves by itself at the end.
+	deferCursor := false
+	for _, c := range run {
+		if c.Name == AskHumanTool || x.subAgent(c.Name) != nil {
+			deferCursor = true
+		}
+	}
+	remaining, moved := len(run), false
+	results := make(chan *outcome)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
+	idemBase := ""
+	if x.conv.lastAssistant != nil {
+		idemBase = fmt.Sprintf("%s:%d", x.run.ID, x.conv.lastAssistant.Sequence)
+	}
+	for _, call := range run {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			x.execCall(ctx, call, idemBase, results)
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+	parked := false
+	var firstErr error
+	for o := range results {
+		if firstErr != nil {
+			continue // drain
+		}
+		var err error
+		switch {
+		case o.child != "":
+			remaining--
+			parked = true
+		case o.park:
+			remaining--
+			err = x.commit([]*Step{o.step}, runUpdate{})
+			x.waiting[o.step.ToolCallID] = true
+		case o.final:
+			remaining--
+			last := remaining == 0 && !deferCursor && len(approvals) == 0 && !x.anyWaiting()
+			err = x.commitToolStep(o.step, last)
+			moved = moved || last
+		default:
+			err = x.commit([]*Step{o.step}, runUpdate{})
+		}
+		if err != nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if remaining > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("stepwise: %d tool calls did not complete", remaining)
+	}
+	if len(approvals) > 0 || parked || x.anyWaiting() {
+		waiting := steptype.RunWaiting
+		if err := x.commit(approvals, runUpdate{status: &waiting}); err != nil {
+			return nil, err
+		}
+		x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
+		return &Next{committed: true}, nil
+	}
+	if !moved {
+		llmStep := StepLLM
+		if err := x.commit(nil, runUpdate{cursor: &llmStep}); err != nil {
+			return nil, err
+		}
+	}
+	return &Next{committed: true}, nil
+}
+
+// commitToolStep commits a tool result; the last one moves the cursor on.
+func (x *execution) commitToolStep(s *Step, last bool) error {
+	if last {
+		llmStep := StepLLM
+		return x.commit([]*Step{s}, runUpdate{cursor: &llmStep})
+	}
+	return x.commit([]*Step{s}, runUpdate{})
+}
+
+func (x *execution) anyWaiting() bool {
+	for _, w := range x.waiting {
+		if w {
+			return true
+		}
+	}
+	return false
+}
+
+// execCall runs one call with retries, sending error steps for failed
+// attempts and finally the result step.
+func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string, out chan<- *outcome) {
+	send := func(o *outcome) {
+		select {
+		case out <- o:
+		case <-ctx.Done():
+		}
+	}
+	if sub := x.subAgent(call.Name); sub != nil {
+		send(x.callSubAgent(ctx, sub, call))
+		return
+	}
+	if call.Name == AskHumanTool {
+		send(x.askHuman(call))
+		return
+	}
+	fp := toolFingerprint(call.Name, call.Arguments)
+	if rec := x.replay.takeTool(call.Name, fp); rec != nil {
+		s := x.toolResultStep(call, &tool.Result{Content: rec.Content, Output: rec.Outputs, IsError: rec.Error != nil})
+		s.Replay, s.Fingerprint = "reused", fp
+		s.Metadata = map[string]any{"replayed_from": rec.ID}
+		send(&outcome{step: s, final: true})
+		return
+	}
+	t := x.tool(call.Name)
+	if t == nil {
+		send(&outcome{step: x.toolResultStep(call, &tool.Result{Content: fmt.Sprintf("error: unknown tool %q", call.Name), IsError: true}), final: true})
+		return
+	}
+	idem := sha256.Sum256([]byte(idemBase + ":" + call.ID))
+	pol := x.agent.Retry
+	for attempt := 1; ; attempt++ {
+		start := x.e.now()
+		res, err := callTool(ctx, t, &tool.Call{
+			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: hex.EncodeToString(idem[:16]),
+			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt,
+		})
+		if err == nil || llm.Classify(err) != steptype.ErrorTransient || attempt >= pol.MaxAttempts || ctx.Err() != nil {
+			if err != nil {
+				res = &tool.Result{Content: "error: " + err.Error(), IsError: true}
+			}
+			s := x.toolResultStep(call, res)
+			s.Metrics.StartedAt, s.Metrics.Attempt, s.Fingerprint = start, attempt, fp
+			if x.replay != nil {
+				s.Replay = "live"
+			}
+			if err != nil {
+				s.Error = &StepError{Message: err.Error(), Class: llm.Classify(err), Attempt: attempt, Code: "tool_error"}
+			}
+			send(&outcome{step: s, final: true})
+			return
+		}
+		es := &Step{Kind: steptype.KindError, Name: StepTools, Status: steptype.StepFailed, ToolName: call.Name,
+			Error: &StepError{Message: err.Error(), Class: steptype.ErrorTransient, Attempt: attempt, Recoverable: true, Code: "tool_error"}}
+		es.Metrics.StartedAt, es.Metrics.FinishedAt, es.Metrics.Attempt = start, x.e.now(), attempt
+		es.Inputs, _ = json.Marshal(map[string]any{"tool_call_id": call.ID})
+		send(&outcome{step: es})
+		if sleepCtx(ctx, backoffDelay(pol, attempt, llm.RetryAfter(err))) != nil {
+			return
+		}
+	}
+}
+
+// callTool calls a tool, turning a panic into an error.
+func callTool(ctx context.Context, t tool.Tool, c *tool.Call) (res *tool.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("%w: tool %q: %v", ErrStepPanic, c.Name, r)
+		}
+	}()
+	res, err = t.Call(ctx, c)
+	if err == nil && res == nil {
+		res = &tool.Result{}
+	}
+	return res, err
+}
+
+// toolResultStep builds the tool step of a call.
+func (x *execution) toolResultStep(call ToolCall, r *tool.Result) *Step {
+	content := r.Content
+	if content == "" && len(r.Output) > 0 {
+		content = string(r.Output)
+	}
+	s := &Step{
+		Kind: steptype.KindTool, Name: StepTools, Role: steptype.RoleTool,
+		Content: content, ToolCallID: call.ID, ToolName: call.Name, Inputs: call.Arguments, Outputs: r.Output,
+	}
+	if r.IsError && s.Error == nil {
+		s.Error = &StepError{Message: content, Class: steptype.ErrorPermanent, Code: "tool_error"}
+	}
+	s.Metrics.StartedAt = x.e.now()
+	s.Metrics.FinishedAt = s.Metrics.StartedAt
+	return s
+}
+
+func (x *execution) tool(name string) tool.Tool {
+	for _, t := range x.agent.Tools {
+		if t.Definition().Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+func (x *execution) subAgent(name string) *Agent {
+	for _, s := range x.agent.SubAgents {
+		if s.Name == name {
+			if reg, err := x.e.Agent(name); err == nil {
+				return reg
+			}
+			return s.withDefaults()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package stepwise
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stepwise-run/stepwise/llm"
+)
+
+// EventType names what an event reports.
+type EventType string
+
+// Event types.
+const (
+	EventRunStarted    EventType = "run_started"
+	EventStepStarted   EventType = "step_started"
+	EventStepDelta     EventType = "step_delta"
+	EventStepCompleted EventType = "step_completed"
+	EventRunWaiting    EventType = "run_waiting"
+	EventRunFinished   EventType = "run_finished"
+)
+
+// Position orders the events of a session. A committed step with sequence N
+// is at (N, 0); every other event emitted after it and before the next
+// commit is at (N, 1), (N, 2)… So a step's deltas always come before its
+// completion, and a client that reconnects with its last position gets
+// every later event exactly once.
+type Position struct {
+	Seq int64
+	Idx int64
+}
+
+// Less reports whether p comes before q.
+func (p Position) Less(q Position) bool {
+	return p.Seq < q.Seq || (p.Seq == q.Seq && p.Idx < q.Idx)
+}
+
+// String formats the position as "SEQ:IDX", the SSE event id.
+func (p Position) String() string {
+	return strconv.FormatInt(p.Seq, 10) + ":" + strconv.FormatInt(p.Idx, 10)
+}
+
+// ParsePosition parses "SEQ:IDX" (or a bare "SEQ", meaning "SEQ:0").
+func ParsePosition(s string) (Position, error) {
+	seqPart, idxPart, hasIdx := strings.Cut(strings.TrimSpace(s), ":")
+	seq, err := strconv.ParseInt(seqPart, 10, 64)
+	if err != nil || seq < 0 {
+		return Position{}, fmt.Errorf("stepwise: invalid event position %q: want SEQ:IDX with non-negative integers", s)
+	}
+	var idx int64
+	if hasIdx {
+		idx, err = strconv.ParseInt(idxPart, 10, 64)
+		if err != nil || idx < 0 {
+			return Position{}, fmt.Errorf("stepwise: invalid event position %q: want SEQ:IDX with non-negative integers", s)
+		}
+	}
+	return Position{Seq: seq, Idx: idx}, nil
+}
+
+// Event is what streams from a run or a session.
+type Event struct {
+	Type      EventType `json:"type"`
+	SessionID string    `json:"session_id"`
+	RunID     string    `json:"run_id"`
+	Position  Position  `json:"-"`
+	Time      time.Time `json:"time"`
+	// StepName is the graph step the event belongs to (started, delta).
+	StepName string `json:"step_name,omitempty"`
+	// Delta is set on step_delta events.
+	Delta *Delta `json:"delta,omitempty"`
+	// Step is set on step_completed events (the committed record).
+	Step *Step `json:"step,omitempty"`
+	// Run is set on run events (a snapshot of the run row).
+	Run *Run `json:"run,omitempty"`
+}
+
+// Delta is a streamed fragment of a step in flight.
+type Delta struct {
+	Content   string             `json:"content,omitempty"`
+	Reasoning string             `json:"reasoning,omitempty"`
+	ToolCall  *llm.ToolCallDelta `json:"tool_call,omitempty"`
+}

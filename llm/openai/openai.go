@@ -1,0 +1,150 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/stepwise-run/stepwise/llm"
+)
+
+// ProviderName is what [Model.Provider] returns.
+const ProviderName = "openai"
+
+// DefaultBaseURL is the base URL used when neither Config.BaseURL nor
+// OPENAI_BASE_URL is set (the SDK's default).
+const DefaultBaseURL = "https://api.openai.com/v1/"
+
+// Config configures a [Model]. Only Model is required.
+type Config struct {
+	// Model is the model id sent to the server, e.g. "gpt-4o-mini",
+	// "qwen2.5:7b" (Ollama) or "meta-llama/Llama-3.1-8B-Instruct" (vLLM).
+	// A Request.Model overrides it per call. Required.
+	Model string
+	// BaseURL is the API root, ending in /v1 for most servers, e.g.
+	// "http://localhost:11434/v1". Default: $OPENAI_BASE_URL, else
+	// DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <key>". Default:
+	// $OPENAI_API_KEY. Local servers usually need none; leave both empty.
+	APIKey string
+	// HTTPClient sends the requests. Default: the SDK's client (the standard
+	// transport with a 10-minute response-header timeout).
+	HTTPClient *http.Client
+	// Timeout bounds one call, from sending the request to the end of the
+	// stream. Expiry is a transient *llm.Error with Code "timeout". Default
+	// 0: no limit besides the caller's context.
+	Timeout time.Duration
+	// ExtraHeaders are added to every request (e.g. "OpenAI-Organization",
+	// "HTTP-Referer" for OpenRouter). Default: none.
+	ExtraHeaders map[string]string
+}
+
+// Model is an [llm.Model] over an OpenAI-compatible chat completions
+// endpoint. It is safe for concurrent use.
+type Model struct {
+	cfg    Config
+	client sdk.Client
+	// maxCompletion sends max_completion_tokens instead of max_tokens.
+	maxCompletion bool
+}
+
+var (
+	_ llm.Model    = (*Model)(nil)
+	_ llm.Provider = (*Model)(nil)
+)
+
+// New returns a Model for cfg, with defaults filled from the environment.
+// It makes no network call.
+func New(cfg Config) (*Model, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("stepwise: openai: Config.Model is required")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("stepwise: openai: Config.BaseURL must be an http(s) URL, got " + cfg.BaseURL)
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if cfg.Timeout < 0 {
+		return nil, errors.New("stepwise: openai: Config.Timeout must not be negative")
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithMaxRetries(0), // the engine retries, and records each attempt
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	for k, v := range cfg.ExtraHeaders {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	return &Model{
+		cfg:    cfg,
+		client: sdk.NewClient(opts...),
+		// api.openai.com rejects max_tokens for reasoning models; other
+		// servers may not know max_completion_tokens.
+		maxCompletion: u.Hostname() == "api.openai.com",
+	}, nil
+}
+
+// Name returns "openai:" followed by the configured model id.
+func (m *Model) Name() string { return ProviderName + ":" + m.cfg.Model }
+
+// Provider returns "openai".
+func (m *Model) Provider() string { return ProviderName }
+
+// Generate streams one chat completion for req; see [llm.Model] for the
+// contract of the sequence. Partial responses carry content, reasoning and
+// tool-call deltas as they arrive; the final response carries the whole
+// message, usage, finish reason and the model id the server reported.
+//
+// Errors are *llm.Error classified for the engine's retries, except that
+// cancellation of ctx yields ctx.Err() unchanged.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.Response, error] {
+	return func(yield func(*llm.Response, error) bool) {
+		params, err := m.params(req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		callCtx, cancel := ctx, context.CancelFunc(func() {})
+		if m.cfg.Timeout > 0 {
+			callCtx, cancel = context.WithTimeoutCause(ctx, m.cfg.Timeout, errCallTimeout)
+		}
+		defer cancel()
+
+		// The raw response keeps the stream in our hands: the SDK's stream
+		// cannot tell a clean end ("data: [DONE]") from a cut connection.
+		var raw *http.Response
+		_, err = m.client.Chat.Completions.New(callCtx, params,
+			option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw))
+		if err != nil || raw == nil || raw.StatusCode >= 400 {
+			yield(nil, m.callError(ctx, callCtx, raw, err))
+			return
+		}
+		m.stream(ctx, callCtx, raw, yield)
+	}
+}
+
+// errCallTimeout is the cancellation cause of a call that outlived
+// Config.Timeout.
+var errCallTimeout = errors.New("stepwise: openai: call timeout")

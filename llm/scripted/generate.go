@@ -1,0 +1,186 @@
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// Generate plays the turn that the script assigns to req (see
+// docs/scripted_model.md): after the turn's Delay it streams the reasoning,
+// then the content, then each tool call's arguments in deltas of Chunk
+// characters, separated by ChunkDelay, and ends with the final response. A
+// failing turn yields its *llm.Error instead. Cancelling ctx during a delay
+// yields ctx.Err() at once. Nothing runs before iteration begins.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.Response, error] {
+	return func(yield func(*llm.Response, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		if req == nil {
+			req = &llm.Request{}
+		}
+		t, p, lastUser := m.pick(req.Messages)
+		if t.Match != "" && (lastUser < 0 || !strings.Contains(req.Messages[lastUser].Content, t.Match)) {
+			yield(nil, t.mismatch(m.full))
+			return
+		}
+		if err := sleep(ctx, t.Delay); err != nil {
+			yield(nil, err)
+			return
+		}
+		if t.Fail != nil && m.fail(t, req) {
+			yield(nil, t.failure())
+			return
+		}
+		s := stream{ctx: ctx, yield: yield, chunkDelay: t.ChunkDelay}
+		if !s.text(t.Reasoning, t.Chunk, true) || !s.text(t.Text, t.Chunk, false) {
+			return
+		}
+		var calls []steptype.ToolCall
+		if n := len(t.ToolCalls); n > 0 {
+			calls = make([]steptype.ToolCall, n)
+			for i, tc := range t.ToolCalls {
+				id := tc.ID
+				if id == "" {
+					id = "call_" + strconv.Itoa(p) + "_" + strconv.Itoa(i)
+				}
+				calls[i] = steptype.ToolCall{ID: id, Name: tc.Name, Arguments: json.RawMessage(t.args[i])}
+				if !s.call(i, id, tc.Name, t.args[i], t.Chunk) {
+					return
+				}
+			}
+		}
+		if !s.pause() {
+			return
+		}
+		yield(&llm.Response{
+			Content:      t.Text,
+			Reasoning:    t.Reasoning,
+			ToolCalls:    calls,
+			Usage:        usage(t, req),
+			FinishReason: t.finish,
+			Model:        m.name,
+		}, nil)
+	}
+}
+
+// stream yields partial responses, pausing between them.
+type stream struct {
+	ctx        context.Context
+	yield      func(*llm.Response, error) bool
+	chunkDelay time.Duration
+	started    bool
+}
+
+// pause waits ChunkDelay unless nothing was yielded yet; false ends the stream.
+func (s *stream) pause() bool {
+	if !s.started {
+		return true
+	}
+	if err := sleep(s.ctx, s.chunkDelay); err != nil {
+		s.yield(nil, err)
+		return false
+	}
+	return true
+}
+
+func (s *stream) send(r *llm.Response) bool {
+	if !s.pause() {
+		return false
+	}
+	s.started = true
+	return s.yield(r, nil)
+}
+
+func (s *stream) text(text string, chunk int, reasoning bool) bool {
+	for text != "" {
+		var part string
+		part, text = cut(text, chunk)
+		r := &llm.Response{Partial: true}
+		if reasoning {
+			r.Reasoning = part
+		} else {
+			r.Content = part
+		}
+		if !s.send(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *stream) call(i int, id, name, args string, chunk int) bool {
+	first := true
+	for first || args != "" {
+		var part string
+		part, args = cut(args, chunk)
+		d := llm.ToolCallDelta{Index: i, Arguments: part}
+		if first {
+			d.ID, d.Name, first = id, name, false
+		}
+		if !s.send(&llm.Response{Partial: true, ToolCallDeltas: []llm.ToolCallDelta{d}}) {
+			return false
+		}
+	}
+	return true
+}
+
+// cut splits s after n characters (runes); n <= 0 takes everything.
+func cut(s string, n int) (head, tail string) {
+	if n <= 0 || len(s) <= n {
+		return s, ""
+	}
+	i := 0
+	for c := 0; c < n && i < len(s); c++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i], s[i:]
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func usage(t *cturn, req *llm.Request) llm.Usage {
+	u := t.Usage
+	if u.InputTokens == 0 {
+		n := len(req.System)
+		for i := range req.Messages {
+			msg := &req.Messages[i]
+			n += len(msg.Content) + len(msg.Reasoning) + len(msg.ToolCallID) + len(msg.ToolName)
+			for _, tc := range msg.ToolCalls {
+				n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+			}
+		}
+		u.InputTokens = tokens(n)
+	}
+	if u.OutputTokens == 0 {
+		u.OutputTokens = tokens(t.outChars)
+	}
+	if u.ReasoningTokens == 0 {
+		u.ReasoningTokens = tokens(len(t.Reasoning))
+	}
+	return u
+}
+
+func tokens(chars int) int64 { return int64((chars + 3) / 4) }

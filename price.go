@@ -1,0 +1,75 @@
+package stepwise
+
+import "strings"
+
+// Price is the cost of a model in USD per million tokens.
+type Price struct {
+	Input       float64 `json:"input" yaml:"input"`
+	Output      float64 `json:"output" yaml:"output"`
+	CachedInput float64 `json:"cached_input" yaml:"cached_input"`
+}
+
+// PriceTable maps model strings ("openai:gpt-4o-mini", or a bare model id)
+// to prices.
+type PriceTable map[string]Price
+
+// DefaultPrices returns list prices of well-known models (USD per million
+// tokens, as published by the providers; override them in config).
+func DefaultPrices() PriceTable {
+	return PriceTable{
+		"gpt-4o":            {Input: 2.50, Output: 10.00, CachedInput: 1.25},
+		"gpt-4o-mini":       {Input: 0.15, Output: 0.60, CachedInput: 0.075},
+		"gpt-4.1":           {Input: 2.00, Output: 8.00, CachedInput: 0.50},
+		"gpt-4.1-mini":      {Input: 0.40, Output: 1.60, CachedInput: 0.10},
+		"gpt-4.1-nano":      {Input: 0.10, Output: 0.40, CachedInput: 0.025},
+		"o3":                {Input: 2.00, Output: 8.00, CachedInput: 0.50},
+		"o4-mini":           {Input: 1.10, Output: 4.40, CachedInput: 0.275},
+		"claude-opus-4":     {Input: 15.00, Output: 75.00, CachedInput: 1.50},
+		"claude-sonnet-4":   {Input: 3.00, Output: 15.00, CachedInput: 0.30},
+		"claude-3-5-haiku":  {Input: 0.80, Output: 4.00, CachedInput: 0.08},
+		"claude-haiku-4-5":  {Input: 1.00, Output: 5.00, CachedInput: 0.10},
+		"claude-sonnet-4-5": {Input: 3.00, Output: 15.00, CachedInput: 0.30},
+		// The scripted model has a nominal price so that cost paths are exercised.
+		"scripted": {Input: 1.00, Output: 2.00, CachedInput: 0.10},
+	}
+}
+
+// Lookup finds the price of a model: exact model string first, then the
+// model id without its "provider:" prefix, then the longest known prefix of
+// the id (so "gpt-4o-mini-2024-07-18" matches "gpt-4o-mini"), then the
+// provider name alone.
+func (t PriceTable) Lookup(model string) (Price, bool) {
+	if p, ok := t[model]; ok {
+		return p, true
+	}
+	provider, id, found := strings.Cut(model, ":")
+	if !found {
+		id, provider = model, ""
+	}
+	if p, ok := t[id]; ok {
+		return p, true
+	}
+	best, bestLen := Price{}, 0
+	for k, p := range t {
+		if strings.HasPrefix(id, k) && len(k) > bestLen {
+			best, bestLen = p, len(k)
+		}
+	}
+	if bestLen > 0 {
+		return best, true
+	}
+	if p, ok := t[provider]; ok && provider != "" {
+		return p, true
+	}
+	return Price{}, false
+}
+
+// Cost computes the USD cost of a call. Cached input tokens are part of
+// inputTokens and billed at the cached rate.
+func (p Price) Cost(inputTokens, outputTokens, cachedTokens int64) float64 {
+	uncached := inputTokens - cachedTokens
+	if uncached < 0 {
+		uncached = 0
+	}
+	return (float64(uncached)*p.Input + float64(cachedTokens)*p.CachedInput + float64(outputTokens)*p.Output) / 1e6
+}

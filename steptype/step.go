@@ -1,0 +1,115 @@
+package steptype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Step is one completed unit of work: the row of the step log. A step is
+// written once and never mutated, except input steps (answered later) and the
+// observation fields kept beside it (evals, annotations, attachments).
+//
+// The Go field names are for programs; the wire and storage format is the
+// explicit JSON documented in docs/step_format.md and produced by MarshalJSON.
+type Step struct {
+	// Identity.
+	ID        string     // UUIDv7, sortable by creation time
+	SessionID string     // the session whose log holds the step
+	RunID     string     // the run that produced it
+	Sequence  int64      // 1..N within the session (lineage included), gap-free
+	ParentID  string     // the previous step, or the calling step for a child run
+	Hop       int        // nesting depth: 0 for the root agent, +1 per sub-agent
+	Kind      Kind       // what the step is
+	Name      string     // the graph step that produced it ("llm", "tools", a custom name)
+	Status    StepStatus // completed, failed, waiting…
+
+	// Message: the step is its own LLM message (zero conversion).
+	Role       Role
+	Content    string
+	Reasoning  string
+	ToolCalls  []ToolCall
+	ToolCallID string
+	ToolName   string
+
+	// Work.
+	Inputs     json.RawMessage // handler inputs, tool arguments, input request
+	Outputs    json.RawMessage // handler outputs, tool result, input answer
+	StatePatch json.RawMessage // JSON merge patch applied to the run state
+	Error      *StepError
+
+	// Metrics.
+	Metrics Metrics
+
+	// Observation.
+	Annotations Annotations
+
+	// Memory.
+	Vector   []float32 // optional embedding
+	Embedder string    // name of the embedder that produced Vector
+
+	// Replay marks how a replayed step was produced: "reused" or "live"; empty
+	// outside replays.
+	Replay string
+	// Fingerprint is the canonical hash of the model request (llm steps) or
+	// of tool name+arguments (tool steps); replay matches on it.
+	Fingerprint string
+
+	// Metadata is free-form.
+	Metadata map[string]any
+
+	// CreatedAt is when the step was committed.
+	CreatedAt time.Time
+}
+
+// ToolCall is one call a model asked for.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// StepError describes a failed attempt.
+type StepError struct {
+	Message     string     `json:"message"`
+	Cause       string     `json:"cause,omitempty"`
+	Class       ErrorClass `json:"class,omitempty"`
+	Attempt     int        `json:"attempt,omitempty"`
+	Recoverable bool       `json:"recoverable"`
+	Code        string     `json:"code,omitempty"` // e.g. "timeout", "panic", "rate_limited", "http_400"
+}
+
+// Metrics are the measurements of a step.
+type Metrics struct {
+	StartedAt         time.Time
+	FinishedAt        time.Time
+	Duration          time.Duration
+	FirstTokenLatency time.Duration
+	InputTokens       int64
+	OutputTokens      int64
+	CachedTokens      int64
+	ReasoningTokens   int64
+	Cost              float64 // USD, from the price table
+	Model             string
+	Provider          string
+	Attempt           int // 1-based attempt number of a retried call
+}
+
+// Annotations are the seed-003 observation strings of a step, with optional
+// model-written summaries.
+type Annotations struct {
+	State         string `json:"state,omitempty"`
+	StateSummary  string `json:"state_summary,omitempty"`
+	Goal          string `json:"goal,omitempty"`
+	GoalSummary   string `json:"goal_summary,omitempty"`
+	Action        string `json:"action,omitempty"`
+	ActionSummary string `json:"action_summary,omitempty"`
+}
+
+// IsZero reports whether no annotation is set.
+func (a Annotations) IsZero() bool { return a == Annotations{} }
+
+// InMessageContext reports whether the step is an LLM message.
+func (s *Step) InMessageContext() bool { return s.Role != RoleNone }
+
+// HasToolCalls reports whether the step is an assistant message with tool calls.
+func (s *Step) HasToolCalls() bool { return s.Role == RoleAssistant && len(s.ToolCalls) > 0 }

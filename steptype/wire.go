@@ -1,0 +1,155 @@
+package steptype
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// WireVersion is the version of the step JSON format written by MarshalJSON.
+const WireVersion = 1
+
+// stepWire is the explicit JSON shape of a step, version 1. Field names and
+// units are a contract (docs/step_format.md); never change one in place, add
+// a field or bump WireVersion.
+type stepWire struct {
+	V           int             `json:"v"`
+	ID          string          `json:"id"`
+	SessionID   string          `json:"session_id"`
+	RunID       string          `json:"run_id"`
+	Sequence    int64           `json:"sequence"`
+	ParentID    string          `json:"parent_id,omitempty"`
+	Hop         int             `json:"hop"`
+	Kind        Kind            `json:"kind"`
+	Name        string          `json:"name,omitempty"`
+	Status      StepStatus      `json:"status"`
+	Role        Role            `json:"role,omitempty"`
+	Content     string          `json:"content,omitempty"`
+	Reasoning   string          `json:"reasoning,omitempty"`
+	ToolCalls   []ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID  string          `json:"tool_call_id,omitempty"`
+	ToolName    string          `json:"tool_name,omitempty"`
+	Inputs      json.RawMessage `json:"inputs,omitempty"`
+	Outputs     json.RawMessage `json:"outputs,omitempty"`
+	StatePatch  json.RawMessage `json:"state_patch,omitempty"`
+	Error       *StepError      `json:"error,omitempty"`
+	Metrics     *metricsWire    `json:"metrics,omitempty"`
+	Annotations *Annotations    `json:"annotations,omitempty"`
+	Vector      []float32       `json:"vector,omitempty"`
+	Embedder    string          `json:"embedder,omitempty"`
+	Replay      string          `json:"replay,omitempty"`
+	Fingerprint string          `json:"fingerprint,omitempty"`
+	Metadata    map[string]any  `json:"metadata,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// metricsWire carries durations as integer microseconds and times as RFC 3339.
+type metricsWire struct {
+	StartedAt           *time.Time `json:"started_at,omitempty"`
+	FinishedAt          *time.Time `json:"finished_at,omitempty"`
+	DurationUS          int64      `json:"duration_us,omitempty"`
+	FirstTokenLatencyUS int64      `json:"first_token_latency_us,omitempty"`
+	InputTokens         int64      `json:"input_tokens,omitempty"`
+	OutputTokens        int64      `json:"output_tokens,omitempty"`
+	CachedTokens        int64      `json:"cached_tokens,omitempty"`
+	ReasoningTokens     int64      `json:"reasoning_tokens,omitempty"`
+	Cost                float64    `json:"cost,omitempty"`
+	Model               string     `json:"model,omitempty"`
+	Provider            string     `json:"provider,omitempty"`
+	Attempt             int        `json:"attempt,omitempty"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func (m Metrics) wire() *metricsWire {
+	if m == (Metrics{}) {
+		return nil
+	}
+	return &metricsWire{
+		StartedAt:           timePtr(m.StartedAt),
+		FinishedAt:          timePtr(m.FinishedAt),
+		DurationUS:          m.Duration.Microseconds(),
+		FirstTokenLatencyUS: m.FirstTokenLatency.Microseconds(),
+		InputTokens:         m.InputTokens,
+		OutputTokens:        m.OutputTokens,
+		CachedTokens:        m.CachedTokens,
+		ReasoningTokens:     m.ReasoningTokens,
+		Cost:                m.Cost,
+		Model:               m.Model,
+		Provider:            m.Provider,
+		Attempt:             m.Attempt,
+	}
+}
+
+func (w *metricsWire) metrics() Metrics {
+	if w == nil {
+		return Metrics{}
+	}
+	m := Metrics{
+		Duration:          time.Duration(w.DurationUS) * time.Microsecond,
+		FirstTokenLatency: time.Duration(w.FirstTokenLatencyUS) * time.Microsecond,
+		InputTokens:       w.InputTokens,
+		OutputTokens:      w.OutputTokens,
+		CachedTokens:      w.CachedTokens,
+		ReasoningTokens:   w.ReasoningTokens,
+		Cost:              w.Cost,
+		Model:             w.Model,
+		Provider:          w.Provider,
+		Attempt:           w.Attempt,
+	}
+	if w.StartedAt != nil {
+		m.StartedAt = *w.StartedAt
+	}
+	if w.FinishedAt != nil {
+		m.FinishedAt = *w.FinishedAt
+	}
+	return m
+}
+
+// MarshalJSON writes the version-1 wire format.
+func (s Step) MarshalJSON() ([]byte, error) {
+	w := stepWire{
+		V: WireVersion, ID: s.ID, SessionID: s.SessionID, RunID: s.RunID, Sequence: s.Sequence,
+		ParentID: s.ParentID, Hop: s.Hop, Kind: s.Kind, Name: s.Name, Status: s.Status,
+		Role: s.Role, Content: s.Content, Reasoning: s.Reasoning, ToolCalls: s.ToolCalls,
+		ToolCallID: s.ToolCallID, ToolName: s.ToolName,
+		Inputs: s.Inputs, Outputs: s.Outputs, StatePatch: s.StatePatch, Error: s.Error,
+		Metrics: s.Metrics.wire(), Vector: s.Vector, Embedder: s.Embedder,
+		Replay: s.Replay, Fingerprint: s.Fingerprint, Metadata: s.Metadata, CreatedAt: s.CreatedAt,
+	}
+	if !s.Annotations.IsZero() {
+		a := s.Annotations
+		w.Annotations = &a
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the wire format. A missing "v" is read as version 1; a
+// newer version is refused rather than half-read.
+func (s *Step) UnmarshalJSON(b []byte) error {
+	var w stepWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.V > WireVersion {
+		return fmt.Errorf("stepwise: step wire version %d is newer than supported version %d", w.V, WireVersion)
+	}
+	*s = Step{
+		ID: w.ID, SessionID: w.SessionID, RunID: w.RunID, Sequence: w.Sequence,
+		ParentID: w.ParentID, Hop: w.Hop, Kind: w.Kind, Name: w.Name, Status: w.Status,
+		Role: w.Role, Content: w.Content, Reasoning: w.Reasoning, ToolCalls: w.ToolCalls,
+		ToolCallID: w.ToolCallID, ToolName: w.ToolName,
+		Inputs: w.Inputs, Outputs: w.Outputs, StatePatch: w.StatePatch, Error: w.Error,
+		Metrics: w.Metrics.metrics(), Vector: w.Vector, Embedder: w.Embedder,
+		Replay: w.Replay, Fingerprint: w.Fingerprint, Metadata: w.Metadata, CreatedAt: w.CreatedAt,
+	}
+	if w.Annotations != nil {
+		s.Annotations = *w.Annotations
+	}
+	return nil
+}

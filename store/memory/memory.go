@@ -1,0 +1,248 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rules"
+)
+
+// ErrClosed is returned by every method of a closed Store.
+var ErrClosed = rules.ErrClosed
+
+// Store is an in-memory store.Store. The zero value is not usable; call New.
+type Store struct {
+	mu       sync.Mutex
+	closed   bool
+	sessions map[string]*sessionRow
+	steps    map[string]*stepRow // by step id
+	runs     map[string]*steptype.Run
+}
+
+// sessionRow is a session and its own steps: steps[i] has sequence
+// ForkSequence+1+i.
+type sessionRow struct {
+	s     *steptype.Session
+	steps []*stepRow
+}
+
+// stepRow is a stored step: its wire JSON plus the fields reads filter on.
+type stepRow struct {
+	id        string
+	sessionID string
+	runID     string
+	seq       int64
+	kind      steptype.Kind
+	status    steptype.StepStatus
+	body      []byte
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		sessions: make(map[string]*sessionRow),
+		steps:    make(map[string]*stepRow),
+		runs:     make(map[string]*steptype.Run),
+	}
+}
+
+// lock takes the mutex, or fails when the store is closed.
+func (m *Store) lock() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close marks the store closed; later calls fail with ErrClosed. Close is
+// idempotent.
+func (m *Store) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}
+
+func (m *Store) session(id string) (*sessionRow, error) {
+	if id == "" {
+		return nil, rules.Invalid("session id is required")
+	}
+	sr, ok := m.sessions[id]
+	if !ok {
+		return nil, rules.NotFound("session", id)
+	}
+	return sr, nil
+}
+
+// chain returns the lineage of sr, from sr up to its root.
+func (m *Store) chain(sr *sessionRow) []rules.Link {
+	var links []rules.Link
+	for sr != nil {
+		s := sr.s
+		links = append(links, rules.Link{
+			SessionID: s.ID, ParentSessionID: s.ParentSessionID,
+			ForkSequence: s.ForkSequence, LastSequence: s.LastSequence,
+		})
+		sr = m.sessions[s.ParentSessionID]
+	}
+	return links
+}
+
+// visible returns the rows visible in sr with sequences [start, end], in
+// sequence order.
+func (m *Store) visible(sr *sessionRow, start, end int64) []*stepRow {
+	var rows []*stepRow
+	for _, seg := range rules.Segments(m.chain(sr), start, end) {
+		own := m.sessions[seg.SessionID]
+		base := own.s.ForkSequence + 1
+		rows = append(rows, own.steps[seg.From-base:seg.To-base+1]...)
+	}
+	return rows
+}
+
+func decodeRows(rows []*stepRow) ([]*steptype.Step, error) {
+	out := make([]*steptype.Step, 0, len(rows))
+	for _, r := range rows {
+		s, err := rules.DecodeStep(r.body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// hasForks reports the fork sequences of the direct forks of id.
+func (m *Store) forksOf(id string) []int64 {
+	var seqs []int64
+	for _, sr := range m.sessions {
+		if sr.s.ParentSessionID == id {
+			seqs = append(seqs, sr.s.ForkSequence)
+		}
+	}
+	return seqs
+}
+
+// SessionCreate implements store.Store.
+func (m *Store) SessionCreate(_ context.Context, p *store.SessionCreateParams) (*steptype.Session, error) {
+	s, err := rules.NewSession(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	if _, ok := m.sessions[s.ID]; ok {
+		return nil, rules.Conflict("session %q already exists", s.ID)
+	}
+	m.sessions[s.ID] = &sessionRow{s: s}
+	return rules.CloneSession(s), nil
+}
+
+// SessionGet implements store.Store.
+func (m *Store) SessionGet(_ context.Context, p *store.SessionGetParams) (*steptype.Session, error) {
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	sr, err := m.session(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return rules.CloneSession(sr.s), nil
+}
+
+// SessionList implements store.Store.
+func (m *Store) SessionList(_ context.Context, p *store.SessionListParams) (*store.SessionPage, error) {
+	limit, cur, err := rules.CheckSessionList(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var all []*steptype.Session
+	for _, sr := range m.sessions {
+		s := sr.s
+		if (p.Agent != "" && s.Agent != p.Agent) || (p.ParentID != "" && s.ParentSessionID != p.ParentID) ||
+			!rules.MatchQuery(p.Query, s.ID, s.Title, s.Agent) || !cur.After(s.UpdatedAt, s.ID) {
+			continue
+		}
+		all = append(all, s)
+	}
+	slices.SortFunc(all, func(a, b *steptype.Session) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	page := &store.SessionPage{}
+	for i, s := range all {
+		if i == limit {
+			last := page.Sessions[limit-1]
+			page.Next = rules.EncodeCursor(rules.SessionCursor{UpdatedAt: last.UpdatedAt, ID: last.ID})
+			break
+		}
+		page.Sessions = append(page.Sessions, rules.CloneSession(s))
+	}
+	return page, nil
+}
+
+// SessionFork implements store.Store.
+func (m *Store) SessionFork(_ context.Context, p *store.SessionForkParams) (*steptype.Session, error) {
+	if err := rules.CheckFork(p); err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	parent, err := m.session(p.ParentID)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := m.sessions[p.ID]; ok {
+		return nil, rules.Conflict("session %q already exists", p.ID)
+	}
+	f, err := rules.NewFork(p, parent.s)
+	if err != nil {
+		return nil, err
+	}
+	m.sessions[f.ID] = &sessionRow{s: f}
+	return rules.CloneSession(f), nil
+}
+
+// SessionDelete implements store.Store.
+func (m *Store) SessionDelete(_ context.Context, p *store.SessionDeleteParams) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	sr, err := m.session(p.ID)
+	if err != nil {
+		return err
+	}
+	if forks := m.forksOf(p.ID); len(forks) > 0 {
+		return rules.Conflict("session %q has %d fork(s)", p.ID, len(forks))
+	}
+	for _, r := range sr.steps {
+		delete(m.steps, r.id)
+	}
+	for id, r := range m.runs {
+		if r.SessionID == p.ID {
+			delete(m.runs, id)
+		}
+	}
+	delete(m.sessions, p.ID)
+	return nil
+}

@@ -1,0 +1,145 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rules"
+)
+
+// RunCreate implements store.Store.
+func (m *Store) RunCreate(_ context.Context, p *store.RunCreateParams) (*steptype.Run, error) {
+	r, err := rules.NewRun(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	if _, err := m.session(r.SessionID); err != nil {
+		return nil, err
+	}
+	if _, ok := m.runs[r.ID]; ok {
+		return nil, rules.Conflict("run %q already exists", r.ID)
+	}
+	m.runs[r.ID] = r
+	return rules.CloneRun(r), nil
+}
+
+// RunGet implements store.Store.
+func (m *Store) RunGet(_ context.Context, p *store.RunGetParams) (*steptype.Run, error) {
+	if p == nil || p.ID == "" {
+		return nil, rules.Invalid("run id is required")
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	r, ok := m.runs[p.ID]
+	if !ok {
+		return nil, rules.NotFound("run", p.ID)
+	}
+	return rules.CloneRun(r), nil
+}
+
+// newestFirst orders runs by creation time, then id, descending.
+func newestFirst(a, b *steptype.Run) int {
+	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(b.ID, a.ID)
+}
+
+// RunList implements store.Store.
+func (m *Store) RunList(_ context.Context, p *store.RunListParams) ([]*steptype.Run, error) {
+	if err := rules.CheckRunList(p); err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := []*steptype.Run{}
+	for _, r := range m.runs {
+		if (p.SessionID != "" && r.SessionID != p.SessionID) || (p.ParentRunID != "" && r.ParentRunID != p.ParentRunID) ||
+			(p.Agent != "" && r.Agent != p.Agent) || (len(p.Statuses) > 0 && !slices.Contains(p.Statuses, r.Status)) {
+			continue
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, newestFirst)
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	for i, r := range out {
+		out[i] = rules.CloneRun(r)
+	}
+	return out, nil
+}
+
+// RunClaim implements store.Store: the oldest claimable runs first.
+func (m *Store) RunClaim(_ context.Context, p *store.RunClaimParams) ([]*steptype.Run, error) {
+	limit, now, err := rules.CheckClaim(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var cands []*steptype.Run
+	if p.ID != "" {
+		r, ok := m.runs[p.ID]
+		if !ok {
+			return nil, rules.NotFound("run", p.ID)
+		}
+		cands = append(cands, r)
+	} else {
+		for _, r := range m.runs {
+			cands = append(cands, r)
+		}
+		slices.SortFunc(cands, func(a, b *steptype.Run) int {
+			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+		})
+	}
+	out := []*steptype.Run{}
+	for _, r := range cands {
+		if len(out) == limit {
+			break
+		}
+		if !rules.Claimable(r, now) {
+			continue
+		}
+		c := rules.CloneRun(r)
+		rules.Claim(c, p, now)
+		m.runs[c.ID] = c
+		out = append(out, rules.CloneRun(c))
+	}
+	return out, nil
+}
+
+// RunUpdate implements store.Store.
+func (m *Store) RunUpdate(_ context.Context, p *store.RunUpdateParams) (*steptype.Run, error) {
+	if err := rules.CheckRunUpdate(p); err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	cur, ok := m.runs[p.ID]
+	if !ok {
+		return nil, rules.NotFound("run", p.ID)
+	}
+	r := rules.CloneRun(cur)
+	if err := rules.UpdateRun(r, p); err != nil {
+		return nil, err
+	}
+	m.runs[r.ID] = r
+	return rules.CloneRun(r), nil
+}

@@ -1,0 +1,291 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rules"
+)
+
+// StepAppend implements store.Store. Everything is staged first and applied
+// only when every step and run update succeeded.
+func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*steptype.Step, error) {
+	if err := rules.CheckAppend(p); err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	now := rules.Now(time.Time{})
+
+	staged := make(map[string]*stepRow)            // new rows by id
+	sessions := make(map[string]*steptype.Session) // staged session copies
+	var newRows []*stepRow
+	out := make([]*steptype.Step, 0, len(p.Steps))
+	for _, in := range p.Steps {
+		row := m.steps[in.ID]
+		if row == nil {
+			row = staged[in.ID]
+		}
+		if row == nil {
+			sess := sessions[in.SessionID]
+			if sess == nil {
+				sr, err := m.session(in.SessionID)
+				if err != nil {
+					return nil, err
+				}
+				sess = rules.CloneSession(sr.s)
+				sessions[sess.ID] = sess
+			}
+			s, err := rules.PlaceStep(in, sess.LastSequence+1, now)
+			if err != nil {
+				return nil, err
+			}
+			body, err := rules.EncodeStep(s)
+			if err != nil {
+				return nil, err
+			}
+			row = &stepRow{id: s.ID, sessionID: s.SessionID, runID: s.RunID, seq: s.Sequence,
+				kind: s.Kind, status: s.Status, body: body}
+			sess.LastSequence = s.Sequence
+			sess.UpdatedAt = now
+			rules.AddTotals(sess, s, 1)
+			staged[row.id] = row
+			newRows = append(newRows, row)
+		}
+		s, err := rules.DecodeStep(row.body)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	runs := make(map[string]*steptype.Run)
+	for _, u := range p.Runs {
+		r := runs[u.ID]
+		if r == nil {
+			cur, ok := m.runs[u.ID]
+			if !ok {
+				return nil, rules.NotFound("run", u.ID)
+			}
+			r = rules.CloneRun(cur)
+		}
+		if err := rules.UpdateRun(r, u); err != nil {
+			return nil, err
+		}
+		runs[r.ID] = r
+	}
+
+	// Commit.
+	for _, row := range newRows {
+		m.steps[row.id] = row
+		sr := m.sessions[row.sessionID]
+		sr.steps = append(sr.steps, row)
+	}
+	for id, s := range sessions {
+		m.sessions[id].s = s
+	}
+	for id, r := range runs {
+		m.runs[id] = r
+	}
+	return out, nil
+}
+
+// StepList implements store.Store.
+func (m *Store) StepList(_ context.Context, p *store.StepListParams) ([]*steptype.Step, error) {
+	lineage, err := rules.CheckList(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	if p.SessionID != "" {
+		if _, err := m.session(p.SessionID); err != nil {
+			return nil, err
+		}
+	}
+	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
+		return []*steptype.Step{}, nil
+	}
+	var rows []*stepRow
+	if lineage {
+		for _, r := range m.visible(m.sessions[p.SessionID], p.StartSeq, p.EndSeq) {
+			if rules.MatchKinds(p.Kinds, r.kind) {
+				rows = append(rows, r)
+			}
+		}
+	} else {
+		for _, r := range m.steps {
+			if (p.SessionID != "" && r.sessionID != p.SessionID) || (p.RunID != "" && r.runID != p.RunID) ||
+				(p.Status != "" && r.status != p.Status) || !rules.MatchKinds(p.Kinds, r.kind) ||
+				r.seq < p.StartSeq || (p.EndSeq > 0 && r.seq > p.EndSeq) {
+				continue
+			}
+			rows = append(rows, r)
+		}
+		slices.SortFunc(rows, func(a, b *stepRow) int {
+			if c := cmp.Compare(a.seq, b.seq); c != 0 {
+				return c
+			}
+			return strings.Compare(a.id, b.id)
+		})
+	}
+	if p.Desc {
+		slices.Reverse(rows)
+	}
+	if p.Limit > 0 && len(rows) > p.Limit {
+		rows = rows[:p.Limit]
+	}
+	return decodeRows(rows)
+}
+
+// StepGet implements store.Store.
+func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.Step, error) {
+	if p == nil || (p.ID == "" && p.SessionID == "") {
+		return nil, rules.Invalid("step get needs an id, or a session id and a sequence")
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	if p.ID != "" {
+		row, ok := m.steps[p.ID]
+		if !ok {
+			return nil, rules.NotFound("step", p.ID)
+		}
+		return rules.DecodeStep(row.body)
+	}
+	return m.stepAt(p.SessionID, p.Sequence)
+}
+
+// stepAt returns the step visible at seq in a session.
+func (m *Store) stepAt(sessionID string, seq int64) (*steptype.Step, error) {
+	sr, err := m.session(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if seq < 1 {
+		return nil, rules.Invalid("sequence %d < 1", seq)
+	}
+	rows := m.visible(sr, seq, seq)
+	if len(rows) == 0 {
+		return nil, rules.NotFound("step at sequence of session", sessionID)
+	}
+	return rules.DecodeStep(rows[0].body)
+}
+
+// StepLast implements store.Store.
+func (m *Store) StepLast(_ context.Context, p *store.StepLastParams) (*steptype.Step, error) {
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	sr, err := m.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if sr.s.LastSequence == 0 {
+		return nil, rules.NotFound("last step of session", p.SessionID)
+	}
+	return m.stepAt(p.SessionID, sr.s.LastSequence)
+}
+
+// StepCount implements store.Store. Sequences are gap-free, so the count is
+// the last visible sequence.
+func (m *Store) StepCount(_ context.Context, p *store.StepCountParams) (int64, error) {
+	if err := m.lock(); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	sr, err := m.session(p.SessionID)
+	if err != nil {
+		return 0, err
+	}
+	return sr.s.LastSequence, nil
+}
+
+// StepTruncate implements store.Store.
+func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (int64, error) {
+	if err := m.lock(); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	sr, err := m.session(p.SessionID)
+	if err != nil {
+		return 0, err
+	}
+	if err := rules.CheckTruncate(p, sr.s, m.forksOf(p.SessionID)); err != nil {
+		return 0, err
+	}
+	if p.StartSeq > sr.s.LastSequence {
+		return 0, nil
+	}
+	sess := rules.CloneSession(sr.s)
+	cut := sr.steps[p.StartSeq-sess.ForkSequence-1:]
+	for _, row := range cut {
+		s, err := rules.DecodeStep(row.body)
+		if err != nil {
+			return 0, err
+		}
+		rules.AddTotals(sess, s, -1)
+	}
+	for _, row := range cut {
+		delete(m.steps, row.id)
+	}
+	sess.LastSequence = p.StartSeq - 1
+	sess.UpdatedAt = rules.Now(time.Time{})
+	sr.s = sess
+	sr.steps = slices.Clip(sr.steps[:len(sr.steps)-len(cut)])
+	return int64(len(cut)), nil
+}
+
+// StepResolve implements store.Store.
+func (m *Store) StepResolve(_ context.Context, p *store.StepResolveParams) (*steptype.Step, error) {
+	if err := rules.CheckResolve(p); err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	row, ok := m.steps[p.ID]
+	if !ok {
+		return nil, rules.NotFound("step", p.ID)
+	}
+	s, err := rules.DecodeStep(row.body)
+	if err != nil {
+		return nil, err
+	}
+	if err := rules.Resolve(s, p); err != nil {
+		return nil, err
+	}
+	body, err := rules.EncodeStep(s)
+	if err != nil {
+		return nil, err
+	}
+	row.body, row.status = body, s.Status
+	if r, ok := m.runs[row.runID]; ok && p.QueueRun && !m.waiting(row.runID) {
+		r = rules.CloneRun(r)
+		if rules.Requeue(r, rules.Now(p.Now)) {
+			m.runs[r.ID] = r
+		}
+	}
+	return rules.DecodeStep(body)
+}
+
+// waiting reports whether a step of run is waiting.
+func (m *Store) waiting(runID string) bool {
+	for _, r := range m.steps {
+		if r.runID == runID && r.status == steptype.StepWaiting {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,244 @@
+// Package store defines the seam between the Stepwise engine and its storage:
+// one Store interface with noun-first methods taking params structs, the
+// shared error sentinels every driver maps its native errors to, and the
+// capability interfaces through which dialect differences are declared.
+//
+// Drivers live in subpackages named after what they wrap: store/memory,
+// store/sqlite, store/postgres. store/storetest is the conformance suite every
+// driver runs in plain go test.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// Shared sentinels. Drivers wrap them (fmt.Errorf("...: %w", ErrNotFound)) so
+// callers test with errors.Is.
+var (
+	// ErrNotFound: the session, run or step does not exist.
+	ErrNotFound = errors.New("stepwise: not found")
+	// ErrConflict: the write contradicts what is stored (a sequence already
+	// taken, a status that moved on, a lease held by another owner, a fork that
+	// depends on steps being deleted).
+	ErrConflict = errors.New("stepwise: conflict")
+	// ErrInvalid: the parameters are malformed (fork at 0, empty ids…).
+	ErrInvalid = errors.New("stepwise: invalid argument")
+	// ErrLocked: the database is held by another process or is busy beyond
+	// the driver's timeout.
+	ErrLocked = errors.New("stepwise: database locked")
+	// ErrCorrupt: the database file is not a readable Stepwise database.
+	ErrCorrupt = errors.New("stepwise: database corrupt or not a stepwise database")
+)
+
+// Store is the storage of sessions, steps and runs. Every method is safe for
+// concurrent use. Reads of a session read through its fork lineage: a fork at
+// K of session P shows P's steps 1..K (with P's session id on them) followed
+// by its own.
+type Store interface {
+	// SessionCreate inserts a new, empty session.
+	SessionCreate(ctx context.Context, p *SessionCreateParams) (*steptype.Session, error)
+	// SessionGet returns one session or ErrNotFound.
+	SessionGet(ctx context.Context, p *SessionGetParams) (*steptype.Session, error)
+	// SessionList pages through sessions, newest activity first.
+	SessionList(ctx context.Context, p *SessionListParams) (*SessionPage, error)
+	// SessionFork creates a session whose first p.Sequence steps are the
+	// parent's, in O(1): nothing is copied. Fails with ErrInvalid when
+	// Sequence is < 1 or beyond the parent's last sequence.
+	SessionFork(ctx context.Context, p *SessionForkParams) (*steptype.Session, error)
+	// SessionDelete deletes a session, its steps and its runs. Fails with
+	// ErrConflict while another session is a fork of it.
+	SessionDelete(ctx context.Context, p *SessionDeleteParams) error
+
+	// StepAppend commits steps, and optionally run updates, in one
+	// transaction. Steps with Sequence 0 get the next sequence of their
+	// session; a non-zero Sequence must equal that next sequence (else
+	// ErrConflict). A step whose ID is already stored is not written again:
+	// the stored row is returned in its place (idempotent append).
+	StepAppend(ctx context.Context, p *StepAppendParams) ([]*steptype.Step, error)
+	// StepList returns steps in sequence order.
+	StepList(ctx context.Context, p *StepListParams) ([]*steptype.Step, error)
+	// StepGet returns one step by id, or by session and sequence (lineage
+	// aware), or ErrNotFound.
+	StepGet(ctx context.Context, p *StepGetParams) (*steptype.Step, error)
+	// StepLast returns the step with the highest sequence visible in a
+	// session, or ErrNotFound when it has none.
+	StepLast(ctx context.Context, p *StepLastParams) (*steptype.Step, error)
+	// StepCount counts the steps visible in a session (lineage included).
+	StepCount(ctx context.Context, p *StepCountParams) (int64, error)
+	// StepTruncate deletes a session's own steps with sequence >= StartSeq
+	// and returns how many were deleted. Fails with ErrConflict while a fork
+	// of the session was made at a sequence >= StartSeq, and with ErrInvalid
+	// when StartSeq is inside the inherited (parent) part of the lineage.
+	StepTruncate(ctx context.Context, p *StepTruncateParams) (int64, error)
+	// StepResolve moves a waiting step (a pending input request) to a final
+	// status with its answer, in one transaction with its run: exactly one of
+	// concurrent resolutions wins, the others get ErrConflict.
+	StepResolve(ctx context.Context, p *StepResolveParams) (*steptype.Step, error)
+
+	// RunCreate inserts a run.
+	RunCreate(ctx context.Context, p *RunCreateParams) (*steptype.Run, error)
+	// RunGet returns one run or ErrNotFound.
+	RunGet(ctx context.Context, p *RunGetParams) (*steptype.Run, error)
+	// RunList returns runs matching the filters, newest first.
+	RunList(ctx context.Context, p *RunListParams) ([]*steptype.Run, error)
+	// RunClaim leases runnable runs to an owner: queued runs, and running
+	// runs whose lease expired. Claimed runs have status running.
+	RunClaim(ctx context.Context, p *RunClaimParams) ([]*steptype.Run, error)
+	// RunUpdate changes a run, checking its lease owner and expected status
+	// when given (ErrConflict if they do not match).
+	RunUpdate(ctx context.Context, p *RunUpdateParams) (*steptype.Run, error)
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// SessionCreateParams are the parameters of Store.SessionCreate.
+type SessionCreateParams struct {
+	ID       string // required, e.g. a UUIDv7
+	Agent    string
+	Title    string
+	Metadata json.RawMessage
+	Now      time.Time // zero means time.Now()
+}
+
+// SessionGetParams are the parameters of Store.SessionGet.
+type SessionGetParams struct {
+	ID string
+}
+
+// SessionListParams are the parameters of Store.SessionList.
+type SessionListParams struct {
+	Agent    string // only sessions of this agent
+	ParentID string // only direct forks of this session
+	Query    string // substring of id, title or agent
+	Cursor   string // opaque, from SessionPage.Next
+	Limit    int    // default 50, max 1000
+}
+
+// SessionPage is one page of sessions.
+type SessionPage struct {
+	Sessions []*steptype.Session
+	Next     string // cursor of the next page, empty at the end
+}
+
+// SessionForkParams are the parameters of Store.SessionFork.
+type SessionForkParams struct {
+	ID       string // id of the new session, required
+	ParentID string
+	Sequence int64 // the fork keeps the parent's steps 1..Sequence
+	Title    string
+	Now      time.Time
+}
+
+// SessionDeleteParams are the parameters of Store.SessionDelete.
+type SessionDeleteParams struct {
+	ID string
+}
+
+// StepAppendParams are the parameters of Store.StepAppend.
+type StepAppendParams struct {
+	Steps []*steptype.Step
+	// Runs are applied in the same transaction as Steps. If one fails (lease
+	// lost, unexpected status) nothing of the call is written.
+	Runs []*RunUpdateParams
+}
+
+// StepListParams are the parameters of Store.StepList. SessionID is required
+// unless RunID or Status is given; in that case no lineage is followed.
+type StepListParams struct {
+	SessionID string
+	StartSeq  int64 // inclusive; 0 means from the start
+	EndSeq    int64 // inclusive; 0 means to the end
+	RunID     string
+	Status    steptype.StepStatus // only steps in this status
+	Kinds     []steptype.Kind
+	Limit     int // 0 means no limit
+	Desc      bool
+}
+
+// StepGetParams are the parameters of Store.StepGet: ID, or SessionID and
+// Sequence.
+type StepGetParams struct {
+	ID        string
+	SessionID string
+	Sequence  int64
+}
+
+// StepLastParams are the parameters of Store.StepLast.
+type StepLastParams struct {
+	SessionID string
+}
+
+// StepCountParams are the parameters of Store.StepCount.
+type StepCountParams struct {
+	SessionID string
+}
+
+// StepTruncateParams are the parameters of Store.StepTruncate.
+type StepTruncateParams struct {
+	SessionID string
+	StartSeq  int64
+}
+
+// StepResolveParams are the parameters of Store.StepResolve.
+type StepResolveParams struct {
+	ID      string
+	RunID   string // must match the step's run, else ErrNotFound
+	Status  steptype.StepStatus
+	Content string
+	Outputs json.RawMessage
+	Now     time.Time
+	// QueueRun sets the run to queued (clearing its lease) when, after this
+	// resolution, none of its steps is waiting any more and it is waiting.
+	QueueRun bool
+}
+
+// RunCreateParams are the parameters of Store.RunCreate.
+type RunCreateParams struct {
+	Run *steptype.Run // ID, SessionID, Agent required; Status defaults to queued
+}
+
+// RunGetParams are the parameters of Store.RunGet.
+type RunGetParams struct {
+	ID string
+}
+
+// RunListParams are the parameters of Store.RunList.
+type RunListParams struct {
+	SessionID   string
+	ParentRunID string
+	Agent       string
+	Statuses    []steptype.RunStatus
+	Limit       int
+}
+
+// RunClaimParams are the parameters of Store.RunClaim.
+type RunClaimParams struct {
+	Owner string        // lease owner, required
+	Lease time.Duration // lease length, required
+	ID    string        // claim only this run
+	Limit int           // max runs to claim; default 1
+	Now   time.Time
+}
+
+// RunUpdateParams change one run. Nil pointers leave a field unchanged.
+type RunUpdateParams struct {
+	ID           string
+	Owner        string               // when set, the run's lease owner must equal it
+	ExpectStatus []steptype.RunStatus // when set, the current status must be one of them
+	Status       *steptype.RunStatus
+	Cursor       *string
+	State        json.RawMessage // new state snapshot; nil leaves it
+	Output       *string
+	Error        *steptype.StepError
+	Options      json.RawMessage
+	StepDelta    int64      // added to StepCount
+	LeaseExpires *time.Time // extend the lease
+	ClearLease   bool       // release the lease
+	Now          time.Time
+}

@@ -1,0 +1,110 @@
+package stepwise
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/tool"
+)
+
+// subAgentDef is how a sub-agent is offered to its parent's model.
+func subAgentDef(a *Agent) llm.ToolDef {
+	desc := a.Description
+	if desc == "" {
+		desc = "Delegate a task to the " + a.Name + " agent."
+	}
+	return llm.ToolDef{
+		Name: a.Name, Description: desc,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"The task or question for the agent"}},"required":["input"],"additionalProperties":false}`),
+	}
+}
+
+// callSubAgent runs (or resumes) the child run of one sub-agent call in this
+// process and returns the parent's agent step. A failed child becomes a tool
+// error for the parent; a child waiting for input parks the parent.
+func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall) *outcome {
+	var args struct {
+		Input string `json:"input"`
+	}
+	if err := json.Unmarshal(call.Arguments, &args); err != nil || args.Input == "" {
+		return x.agentResult(call, "", &tool.Result{Content: `error: sub-agent calls need {"input": "..."}`, IsError: true})
+	}
+	if x.run.Hop+1 > x.agent.Limits.MaxDepth {
+		return x.agentResult(call, "", toolError(fmt.Sprintf("sub-agent depth limit %d reached", x.agent.Limits.MaxDepth)))
+	}
+	for p := x; p != nil; p = p.parent {
+		if p.agent.Name == sub.Name {
+			return x.agentResult(call, "", toolError(fmt.Sprintf("sub-agent cycle: %q is already running in this call chain", sub.Name)))
+		}
+	}
+	child, err := x.childRun(ctx, sub, call, args.Input)
+	if err != nil {
+		return x.agentResult(call, "", toolError("sub-agent: "+err.Error()))
+	}
+	if !child.Status.Terminal() {
+		cx, err := x.e.claim(ctx, child.ID, x)
+		if err != nil {
+			return x.agentResult(call, child.ParentStepID, toolError("sub-agent: "+err.Error()))
+		}
+		if err := cx.loop(); err != nil {
+			cx.release()
+			return x.agentResult(call, child.ParentStepID, toolError("sub-agent: "+err.Error()))
+		}
+		cx.release()
+		child = cx.runSnapshot()
+	}
+	switch child.Status {
+	case steptype.RunCompleted:
+		return x.agentResult(call, child.ParentStepID, &tool.Result{Content: child.Output})
+	case steptype.RunWaiting:
+		return &outcome{child: child.ID}
+	default:
+		msg := "sub-agent " + sub.Name + " " + string(child.Status)
+		if child.Error != nil {
+			msg += ": " + child.Error.Message
+		}
+		return x.agentResult(call, child.ParentStepID, toolError(msg))
+	}
+}
+
+// childRun finds the child run of a call (after a crash) or creates it.
+func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, input string) (*Run, error) {
+	kids, err := x.e.store.RunList(ctx, &store.RunListParams{ParentRunID: x.run.ID})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
+		var o runOptions
+		_ = json.Unmarshal(k.Options, &o)
+		if o.ToolCallID == call.ID {
+			return k, nil
+		}
+	}
+	o := runOptions{ToolCallID: call.ID}
+	if x.replay != nil {
+		o.Replay = &x.replay.opts
+	}
+	opts, _ := json.Marshal(o)
+	r := &Run{
+		ID: NewID(), SessionID: x.run.SessionID, Agent: sub.Name, ParentRunID: x.run.ID, ParentStepID: NewID(),
+		Hop: x.run.Hop + 1, Status: steptype.RunQueued, Input: input, Options: opts, CreatedAt: x.e.now(),
+	}
+	return x.e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
+}
+
+// agentResult builds the parent's agent step for a sub-agent call; stepID
+// is the id its child run links to.
+func (x *execution) agentResult(call ToolCall, stepID string, r *tool.Result) *outcome {
+	s := x.toolResultStep(call, r)
+	s.Kind = steptype.KindAgent
+	s.ID = stepID
+	return &outcome{step: s, final: true}
+}
+
+func toolError(msg string) *tool.Result {
+	return &tool.Result{Content: "error: " + msg, IsError: true}
+}

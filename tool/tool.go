@@ -1,0 +1,47 @@
+// Package tool defines what an agent can call: the Tool interface, typed Go
+// function tools (New[Args, Result]) whose JSON Schema is generated from the
+// arguments struct and checked before every call, and error helpers.
+//
+// Built-in tools live in tool/builtin, MCP server tools in tool/mcp.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/stepwise-run/stepwise/llm"
+)
+
+// Tool is something a model can call.
+type Tool interface {
+	// Definition is the name, description and argument schema shown to the model.
+	Definition() llm.ToolDef
+	// Call executes one call. A returned error becomes a tool result the
+	// model can read (with IsError set); mark it Transient to have the
+	// engine retry it.
+	Call(ctx context.Context, c *Call) (*Result, error)
+}
+
+// Call is one invocation of a tool.
+type Call struct {
+	ID        string          // the model's tool-call id
+	Name      string          // the tool name
+	Arguments json.RawMessage // the arguments object as the model sent it
+	// IdempotencyKey is stable across re-executions of the same call after a
+	// crash (derived from run id and tool-call id): use it to make side
+	// effects safe to repeat.
+	IdempotencyKey string
+	SessionID      string
+	RunID          string
+	Attempt        int // 1-based
+}
+
+// Result is what a tool returns.
+type Result struct {
+	// Content is the text the model sees. When empty, Output is shown.
+	Content string
+	// Output is the structured result (any JSON).
+	Output json.RawMessage
+	// IsError marks a result that reports a failure to the model.
+	IsError bool
+}
