@@ -24,9 +24,16 @@ type topic struct {
 }
 
 type subscriber struct {
-	ch     chan *Event
-	runID  string // only events of this run, if set
-	lagged atomic.Bool
+	ch      chan *Event
+	runID   string        // only events of this run, if set
+	lag     chan struct{} // closed when the subscriber fell behind
+	lagOnce sync.Once
+	lagged  atomic.Bool
+}
+
+func (s *subscriber) markLagged() {
+	s.lagged.Store(true)
+	s.lagOnce.Do(func() { close(s.lag) })
 }
 
 func newBroker() *broker {
@@ -97,7 +104,7 @@ func (b *broker) publish(ev *Event) {
 		select {
 		case s.ch <- ev:
 		default:
-			s.lagged.Store(true)
+			s.markLagged()
 		}
 	}
 	if t.active <= 0 && len(t.subs) == 0 {
@@ -112,10 +119,12 @@ func (b *broker) subscribe(sessionID, runID string, pos Position) (*subscriber, 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.topicLocked(sessionID)
-	s := &subscriber{ch: make(chan *Event, b.bufSize), runID: runID}
+	s := &subscriber{ch: make(chan *Event, b.bufSize), runID: runID, lag: make(chan struct{})}
 	t.subs[s] = struct{}{}
 	var out []*Event
-	covered := len(t.ring) > 0 && !pos.Less(t.ring[0].Position) || len(t.ring) > 0 && t.ring[0].Position == Position{Seq: pos.Seq, Idx: pos.Idx + 1}
+	// The ring covers pos when its oldest event is not after pos: then every
+	// later event is in the ring or still to come.
+	covered := len(t.ring) > 0 && !pos.Less(t.ring[0].Position)
 	for _, ev := range t.ring {
 		if pos.Less(ev.Position) && (runID == "" || ev.RunID == runID) {
 			out = append(out, ev)

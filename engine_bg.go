@@ -10,6 +10,8 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
+var errAlreadyStarted = errors.New("stepwise: engine already started")
+
 // bgState is the engine's background machinery: the executor of queued
 // runs and the lease heartbeat.
 type bgState struct {
@@ -50,7 +52,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	if e.bg.running {
 		e.mu.Unlock()
-		return errors.New("stepwise: engine already started")
+		return errAlreadyStarted
 	}
 	if e.closed {
 		e.mu.Unlock()

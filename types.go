@@ -1,6 +1,9 @@
 package stepwise
 
-import "github.com/stepwise-run/stepwise/steptype"
+import (
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/tool"
+)
 
 // The record types are defined in package steptype, shared with the store
 // drivers; these aliases make them part of the root API.
@@ -33,3 +36,6 @@ const (
 	StepTools = "tools" // execute the tool calls of the last model response
 	StepEnd   = "end"   // finish the run
 )
+
+// Tool is something a model can call; see package tool.
+type Tool = tool.Tool

@@ -28,8 +28,9 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		if req == nil {
 			req = &llm.Request{}
 		}
-		t, p, lastUser := m.pick(req.Messages)
-		if t.Match != "" && (lastUser < 0 || !strings.Contains(req.Messages[lastUser].Content, t.Match)) {
+		c := m.tally(req.Messages)
+		t, p := m.pick(req.Messages, &c), c.assistants
+		if t.Match != "" && (c.lastUser < 0 || !strings.Contains(req.Messages[c.lastUser].Content, t.Match)) {
 			yield(nil, t.mismatch(m.full))
 			return
 		}
@@ -66,7 +67,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 			Content:      t.Text,
 			Reasoning:    t.Reasoning,
 			ToolCalls:    calls,
-			Usage:        usage(t, req),
+			Usage:        usage(t, len(req.System)+c.chars),
 			FinishReason: t.finish,
 			Model:        m.name,
 		}, nil)
@@ -161,18 +162,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func usage(t *cturn, req *llm.Request) llm.Usage {
+func usage(t *cturn, inChars int) llm.Usage {
 	u := t.Usage
 	if u.InputTokens == 0 {
-		n := len(req.System)
-		for i := range req.Messages {
-			msg := &req.Messages[i]
-			n += len(msg.Content) + len(msg.Reasoning) + len(msg.ToolCallID) + len(msg.ToolName)
-			for _, tc := range msg.ToolCalls {
-				n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
-			}
-		}
-		u.InputTokens = tokens(n)
+		u.InputTokens = tokens(inChars)
 	}
 	if u.OutputTokens == 0 {
 		u.OutputTokens = tokens(t.outChars)

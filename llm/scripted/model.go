@@ -27,8 +27,9 @@ type Model struct {
 	exhausted cturn
 
 	seed  maphash.Seed
-	mu    sync.Mutex
-	fails map[failKey]int
+	mu    sync.Mutex      // guards fails and memo
+	fails map[failKey]int // failures served per turn and request
+	memo  memo            // tally of the last request
 }
 
 var (
@@ -174,30 +175,18 @@ func (q *seq) at(p int) *cturn {
 	return &q.turns[lo]
 }
 
-// pick chooses the turn for msgs: a pure function of the messages. It
-// returns the turn, the number of assistant messages (which names default
-// tool-call ids) and the index of the last user message (-1 if none).
-func (m *Model) pick(msgs []llm.Message) (t *cturn, assistants, lastUser int) {
-	lastUser = -1
-	after := 0 // assistant messages after the last user message
-	for i := range msgs {
-		switch msgs[i].Role {
-		case steptype.RoleAssistant:
-			assistants++
-			after++
-		case steptype.RoleUser:
-			lastUser, after = i, 0
-		}
-	}
+// pick chooses the turn for msgs: a pure function of the messages.
+func (m *Model) pick(msgs []llm.Message, c *tally) *cturn {
+	var t *cturn
 	if !m.grouped {
-		t = m.flat.at(assistants)
+		t = m.flat.at(c.assistants)
 	} else {
-		t = m.pickGrouped(msgs, lastUser, after)
+		t = m.pickGrouped(msgs, c.lastUser, c.after)
 	}
 	if t == nil {
 		t = &m.exhausted
 	}
-	return t, assistants, lastUser
+	return t
 }
 
 func (m *Model) pickGrouped(msgs []llm.Message, lastUser, after int) *cturn {

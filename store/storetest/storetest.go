@@ -161,15 +161,11 @@ func wantView(t *testing.T, what string, got []*steptype.Step, want string) {
 	}
 }
 
-// wantErr fails unless err wraps target and reads "stepwise: …".
+// wantErr fails unless err wraps target.
 func wantErr(t *testing.T, what string, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Errorf("%s: err = %v, want %v", what, err, target)
-		return
-	}
-	if !strings.HasPrefix(err.Error(), "stepwise: ") {
-		t.Errorf("%s: error %q lacks the stepwise: prefix", what, err)
 	}
 }
 

@@ -1,0 +1,217 @@
+package stepwise
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// Client is the step-by-step client protocol (seed 000): initiate a run,
+// pull its next step — a continuation, a human-input request, a result or an
+// error — and provide human input. The in-process client (Engine.Client) and
+// the HTTP client (package client) both implement it.
+type Client interface {
+	// Initiate starts a run of agent with input and returns its invocation.
+	Initiate(ctx context.Context, agent, input string, opts ...InitiateOption) (*Invocation, error)
+	// NextStep blocks until the run has something new for the caller and
+	// returns it: *Continuation after each committed step, *HumanInputRequest
+	// while an input request is pending, *Result when the run completed,
+	// *Error when it failed or was cancelled. It advances inv.
+	NextStep(ctx context.Context, inv *Invocation) (AgentStep, error)
+	// ProvideHumanInput answers a pending request of the run.
+	ProvideHumanInput(ctx context.Context, inv *Invocation, requestID string, response json.RawMessage) error
+}
+
+// InitiateOption adjusts Initiate.
+type InitiateOption func(*StartParams)
+
+// InSession continues an existing session (multi-turn).
+func InSession(id string) InitiateOption { return func(p *StartParams) { p.SessionID = id } }
+
+// Invocation identifies a run being driven step by step and remembers how far
+// the caller has read.
+type Invocation struct {
+	RunID     string   `json:"run_id"`
+	SessionID string   `json:"session_id"`
+	After     Position `json:"-"`
+	// Cursor is After as "SEQ:IDX", for clients that keep invocations as JSON.
+	Cursor string `json:"cursor"`
+}
+
+// AgentStep is one of *Continuation, *HumanInputRequest, *Result, *Error.
+type AgentStep interface{ agentStep() }
+
+// Continuation reports progress: a step was committed and the run goes on.
+type Continuation struct {
+	Status      string  `json:"status"`       // run status, e.g. "running"
+	CurrentStep string  `json:"current_step"` // graph step that will run next
+	Progress    float64 `json:"progress"`     // share of the step budget used, 0..1
+	Step        *Step   `json:"step"`         // the committed step
+}
+
+// HumanInputRequest asks the caller for input.
+type HumanInputRequest struct {
+	RequestID string          `json:"request_id"`
+	Prompt    string          `json:"prompt"`
+	Schema    json.RawMessage `json:"schema,omitempty"`
+	Context   map[string]any  `json:"context,omitempty"`
+	Approval  *ToolCall       `json:"approval,omitempty"` // set for tool-call approvals
+	ExpiresAt time.Time       `json:"expires_at,omitzero"`
+}
+
+// Result is the final output of a completed run.
+type Result struct {
+	Value    string         `json:"value"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// Error reports a failed or cancelled run.
+type Error struct {
+	Message     string `json:"message"`
+	Cause       string `json:"cause,omitempty"`
+	RetryCount  int    `json:"retry_count"`
+	Recoverable bool   `json:"recoverable"`
+}
+
+func (*Continuation) agentStep()      {}
+func (*HumanInputRequest) agentStep() {}
+func (*Result) agentStep()            {}
+func (*Error) agentStep()             {}
+
+// Client returns the in-process client of the engine. Runs are executed by
+// the engine's background executor, which Client starts if needed.
+func (e *Engine) Client() Client { return &localClient{e: e} }
+
+type localClient struct{ e *Engine }
+
+func (c *localClient) Initiate(ctx context.Context, agent, input string, opts ...InitiateOption) (*Invocation, error) {
+	p := StartParams{Agent: agent, Input: input}
+	for _, o := range opts {
+		o(&p)
+	}
+	if err := c.e.Start(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, errAlreadyStarted) {
+		return nil, err
+	}
+	r, err := c.e.StartRun(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Invocation{RunID: r.ID, SessionID: r.SessionID, Cursor: Position{}.String()}, nil
+}
+
+func (c *localClient) NextStep(ctx context.Context, inv *Invocation) (AgentStep, error) {
+	return c.e.NextStep(ctx, inv)
+}
+
+func (c *localClient) ProvideHumanInput(ctx context.Context, inv *Invocation, requestID string, response json.RawMessage) error {
+	_, err := c.e.Answer(ctx, AnswerParams{RunID: inv.RunID, RequestID: requestID, Answer: response})
+	return err
+}
+
+// NextStep implements the protocol's next-step call over the engine; see
+// Client.NextStep. The HTTP server's long-poll uses it with a deadline.
+func (e *Engine) NextStep(ctx context.Context, inv *Invocation) (AgentStep, error) {
+	if inv.Cursor != "" {
+		if p, err := ParsePosition(inv.Cursor); err == nil && inv.After.Less(p) {
+			inv.After = p
+		}
+	}
+	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: inv.RunID})
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w", inv.RunID, err)
+	}
+	a, _ := e.Agent(r.Agent)
+	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: inv.RunID, After: inv.After}) {
+		if err != nil {
+			return nil, err
+		}
+		inv.After, inv.Cursor = ev.Position, ev.Position.String()
+		switch ev.Type {
+		case EventStepCompleted:
+			s := ev.Step
+			if s.Kind == steptype.KindInput && s.Status == steptype.StepWaiting {
+				return inputRequestOf(s)
+			}
+			if s.RunID != inv.RunID {
+				continue
+			}
+			cur, err := e.store.RunGet(ctx, &store.RunGetParams{ID: inv.RunID})
+			if err != nil {
+				return nil, err
+			}
+			if cur.Status == steptype.RunWaiting {
+				// Report the pending requests before anything else.
+				if req, err := e.firstPending(ctx, inv.RunID); req != nil || err != nil {
+					return req, err
+				}
+			}
+			prog := 0.0
+			if a != nil && a.Limits.MaxSteps > 0 {
+				prog = min(1, float64(cur.StepCount)/float64(a.Limits.MaxSteps))
+			}
+			return &Continuation{Status: string(cur.Status), CurrentStep: cur.Cursor, Progress: prog, Step: s}, nil
+		case EventRunWaiting:
+			if req, err := e.firstPending(ctx, inv.RunID); req != nil || err != nil {
+				return req, err
+			}
+		case EventRunFinished:
+			if ev.RunID != inv.RunID {
+				continue
+			}
+			return finalStep(ev.Run), nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("stepwise: run stream ended unexpectedly")
+}
+
+func (e *Engine) firstPending(ctx context.Context, runID string) (AgentStep, error) {
+	pend, err := e.Pending(ctx, runID)
+	if err != nil || len(pend) == 0 {
+		return nil, err
+	}
+	return inputRequestOf(pend[0].Step)
+}
+
+func inputRequestOf(s *Step) (*HumanInputRequest, error) {
+	var req InputRequest
+	if err := json.Unmarshal(s.Inputs, &req); err != nil {
+		return nil, fmt.Errorf("input request %s: %w", s.ID, err)
+	}
+	return &HumanInputRequest{RequestID: s.ID, Prompt: req.Prompt, Schema: req.Schema, Context: req.Context, Approval: req.Approval, ExpiresAt: req.ExpiresAt}, nil
+}
+
+// finalStep converts a finished run to a Result or an Error.
+func finalStep(r *Run) AgentStep {
+	if r.Status == steptype.RunCompleted {
+		return &Result{Value: r.Output, Metadata: map[string]any{
+			"run_id": r.ID, "session_id": r.SessionID, "steps": r.StepCount,
+			"execution_time_ms": r.UpdatedAt.Sub(r.CreatedAt).Milliseconds(),
+		}}
+	}
+	out := &Error{Message: "run " + string(r.Status)}
+	if r.Error != nil {
+		out.Message, out.Cause, out.Recoverable = r.Error.Message, r.Error.Cause, r.Error.Recoverable
+		out.RetryCount = max(0, r.Error.Attempt-1)
+	}
+	return out
+}
+
+// NextStepAsync calls c.NextStep in a goroutine and delivers the outcome to
+// fn (the seed's asynchronous form). The returned channel closes after fn
+// returns.
+func NextStepAsync(ctx context.Context, c Client, inv *Invocation, fn func(AgentStep, error)) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(c.NextStep(ctx, inv))
+	}()
+	return done
+}

@@ -1,0 +1,160 @@
+package stepwise
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// SubscribeParams select a stream: a whole session, or one run of it.
+type SubscribeParams struct {
+	SessionID string // required unless RunID is set
+	RunID     string // only this run's events; the stream ends when it finishes
+	// After is the position of the last event the client has; the stream
+	// starts with the first event after it. The zero value replays the
+	// whole session.
+	After Position
+}
+
+// Subscribe streams the events of a session (or a run) after a position:
+// first the committed steps from the store, then live events, each exactly
+// once and in position order. Deltas of steps already committed are not
+// replayed from the store (the committed step supersedes them), but recent
+// ones are served from an in-memory ring. A subscriber that falls behind is
+// switched to catch-up from the store instead of slowing the run.
+//
+// Contract: each pair is an event or an error; an error ends the sequence;
+// ctx cancels it; break releases it. A run stream ends after the run's
+// run_finished event; a session stream runs until ctx is done.
+func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		sid, err := e.streamSession(ctx, p)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		pos := p.After
+		emit := func(ev *Event) bool {
+			if !pos.Less(ev.Position) {
+				return true
+			}
+			pos = ev.Position
+			return yield(ev, nil)
+		}
+		for {
+			sub, buffered, covered := e.broker.subscribe(sid, p.RunID, pos)
+			done, err := e.catchUp(ctx, sid, p.RunID, &pos, covered, buffered, emit)
+			if err != nil || done {
+				e.broker.unsubscribe(sid, sub)
+				if err != nil && err != errStopped {
+					yield(nil, err)
+				}
+				return
+			}
+			finished, err := e.follow(ctx, sub, p.RunID, emit)
+			e.broker.unsubscribe(sid, sub)
+			if err != nil || finished {
+				if err != nil && err != errStopped {
+					yield(nil, err)
+				}
+				return
+			}
+			// Lagged: catch up from the store and subscribe again.
+		}
+	}
+}
+
+// errStopped signals that the consumer stopped iterating.
+var errStopped = fmt.Errorf("stepwise: consumer stopped")
+
+func (e *Engine) streamSession(ctx context.Context, p SubscribeParams) (string, error) {
+	if p.RunID == "" {
+		if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: p.SessionID}); err != nil {
+			return "", fmt.Errorf("session %q: %w", p.SessionID, err)
+		}
+		return p.SessionID, nil
+	}
+	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: p.RunID})
+	if err != nil {
+		return "", fmt.Errorf("run %q: %w", p.RunID, err)
+	}
+	if p.SessionID != "" && p.SessionID != r.SessionID {
+		return "", fmt.Errorf("%w: run %s is not in session %s", ErrNotFound, p.RunID, p.SessionID)
+	}
+	return r.SessionID, nil
+}
+
+// follow delivers live events until the subscriber lags (false, nil), the
+// run finishes (true, nil), or ctx ends.
+func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit func(*Event) bool) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case ev := <-sub.ch:
+			if !emit(ev) {
+				return true, errStopped
+			}
+			if runID != "" && ev.Type == EventRunFinished && ev.RunID == runID {
+				return true, nil
+			}
+		case <-sub.lag:
+			// Deliver what is buffered, then catch up.
+			for {
+				select {
+				case ev := <-sub.ch:
+					if !emit(ev) {
+						return true, errStopped
+					}
+				default:
+					return false, nil
+				}
+			}
+		}
+	}
+}
+
+// catchUp emits committed steps after pos from the store (unless the ring
+// covers pos), then the ring's buffered events. For a run stream it reports
+// done when the run has already finished.
+func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, covered bool, buffered []*Event, emit func(*Event) bool) (bool, error) {
+	if !covered {
+		steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sid, StartSeq: pos.Seq + 1})
+		if err != nil {
+			return true, fmt.Errorf("replay steps: %w", err)
+		}
+		for _, s := range steps {
+			if runID != "" && s.RunID != runID {
+				continue
+			}
+			if !emit(&Event{Type: EventStepCompleted, SessionID: sid, RunID: s.RunID, StepName: s.Name, Step: s, Time: s.CreatedAt, Position: Position{Seq: s.Sequence}}) {
+				return true, errStopped
+			}
+		}
+	}
+	for _, ev := range buffered {
+		if !emit(ev) {
+			return true, errStopped
+		}
+		if runID != "" && ev.Type == EventRunFinished && ev.RunID == runID {
+			return true, nil
+		}
+	}
+	if runID == "" {
+		return false, nil
+	}
+	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID})
+	if err != nil {
+		return true, fmt.Errorf("run %q: %w", runID, err)
+	}
+	if r.Status.Terminal() {
+		ev := &Event{Type: EventRunFinished, SessionID: sid, RunID: r.ID, Run: r, Time: r.UpdatedAt, Position: Position{Seq: pos.Seq, Idx: pos.Idx + 1}}
+		if !emit(ev) {
+			return true, errStopped
+		}
+		return true, nil
+	}
+	return false, nil
+}
