@@ -15,6 +15,20 @@ type conversation struct {
 	// answered the tool-call ids that already have a result after it.
 	lastAssistant *Step
 	answered      map[string]bool
+	// prefix[i] is the estimated tokens of msgs[:i].
+	prefix []int
+	// trimmed messages at the front are left out under a token budget;
+	// summary replaces them when the strategy is "summarize".
+	trimmed int
+	summary string
+}
+
+// tokens returns the estimated tokens of the first n messages.
+func (c *conversation) tokens(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return c.prefix[n-1]
 }
 
 func newConversation() *conversation { return &conversation{answered: map[string]bool{}} }
@@ -34,7 +48,9 @@ func (c *conversation) add(s *Step) {
 	if !inContext(s) {
 		return
 	}
-	c.msgs = append(c.msgs, llm.MessageOf(s))
+	m := llm.MessageOf(s)
+	c.msgs = append(c.msgs, m)
+	c.prefix = append(c.prefix, c.tokens(len(c.prefix))+EstimateTokens(m))
 	c.steps = append(c.steps, s)
 	if s.HasToolCalls() {
 		c.lastAssistant = s

@@ -65,6 +65,9 @@ func (x *execution) load(ctx context.Context) error {
 			continue
 		}
 		x.conv.add(s)
+		if s.Kind == steptype.KindSystem && s.Name == "context" && (x.run.Hop == 0 || s.RunID == x.run.ID) {
+			x.conv.restoreTrim(s)
+		}
 		if s.RunID == x.run.ID {
 			x.prevStepID = s.ID
 			if s.Kind == steptype.KindInput && s.Status == steptype.StepCompleted {

@@ -33,6 +33,16 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 		return nil, fmt.Errorf("stepwise: agent %q has no model", x.agent.Name)
 	}
 	req := x.request()
+	msgs, trim, err := x.window(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if trim != nil {
+		if err := x.commit([]*Step{trim}, runUpdate{}); err != nil {
+			return nil, err
+		}
+	}
+	req.Messages = msgs
 	fp := requestFingerprint(model.Name(), req)
 	step := s.step
 	step.Kind, step.Role, step.Fingerprint = steptype.KindLLM, steptype.RoleAssistant, fp

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -25,7 +26,7 @@ type callBuilder struct {
 	index int64 // the server's index
 	id    string
 	name  string
-	args  strings.Builder
+	args  []byte
 }
 
 // add folds chunk c in and returns the partial response it amounts to, or
@@ -76,7 +77,7 @@ func (a *accumulator) add(c *sdk.ChatCompletionChunk) *llm.Response {
 			if b.name == "" && tc.Function.Name != "" {
 				b.name, delta.Name = tc.Function.Name, tc.Function.Name
 			}
-			b.args.WriteString(tc.Function.Arguments)
+			b.args = append(b.args, tc.Function.Arguments...)
 			p.ToolCallDeltas = append(p.ToolCallDeltas, delta)
 		}
 	}
@@ -114,7 +115,7 @@ func (a *accumulator) final() *llm.Response {
 		r.ToolCalls = make([]steptype.ToolCall, len(a.calls))
 		for i := range a.calls {
 			b := &a.calls[i]
-			r.ToolCalls[i] = steptype.ToolCall{ID: b.id, Name: b.name, Arguments: arguments(b.args.String())}
+			r.ToolCalls[i] = steptype.ToolCall{ID: b.id, Name: b.name, Arguments: arguments(b.args)}
 		}
 	}
 	return r
@@ -124,15 +125,15 @@ func (a *accumulator) final() *llm.Response {
 // the text itself when it is valid JSON, and otherwise the text as a JSON
 // string, so that a model's broken JSON still reaches the tool (which
 // rejects it with an error the model can read) and the step stays storable.
-func arguments(s string) json.RawMessage {
-	s = strings.TrimSpace(s)
-	if s == "" {
+func arguments(s []byte) json.RawMessage {
+	s = bytes.TrimSpace(s)
+	if len(s) == 0 {
 		return json.RawMessage("{}")
 	}
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
+	if json.Valid(s) {
+		return s
 	}
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(string(s))
 	return b
 }
 
@@ -141,12 +142,13 @@ func arguments(s string) json.RawMessage {
 // OpenRouter and recent vLLM send "reasoning".
 func reasoningDelta(d *sdk.ChatCompletionChunkChoiceDelta) string {
 	for _, key := range [...]string{"reasoning_content", "reasoning"} {
-		f, ok := d.JSON.ExtraFields[key]
-		if !ok || !f.Valid() {
-			continue
+		// Extra fields are never Valid (no declared type): read Raw.
+		raw := d.JSON.ExtraFields[key].Raw()
+		if len(raw) < 2 || raw[0] != '"' {
+			continue // absent, null or not a string
 		}
 		var s string
-		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+		if json.Unmarshal([]byte(raw), &s) == nil && s != "" {
 			return s
 		}
 	}

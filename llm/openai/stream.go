@@ -41,8 +41,8 @@ func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield f
 			yield(nil, badChunk(data, err))
 			return
 		}
-		if f, ok := c.JSON.ExtraFields["error"]; ok && f.Valid() {
-			yield(nil, streamedError(f.Raw()))
+		if raw := c.JSON.ExtraFields["error"].Raw(); raw != "" && raw != "null" {
+			yield(nil, streamedError(raw))
 			return
 		}
 		if c.JSON.Object.Raw() == `"error"` { // vLLM's mid-stream error shape

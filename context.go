@@ -1,0 +1,169 @@
+package stepwise
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// EstimateTokens is the token estimate used by context budgets: about four
+// characters per token, plus a small per-message overhead.
+func EstimateTokens(m llm.Message) int {
+	n := len(m.Content) + len(m.Reasoning)
+	for _, tc := range m.ToolCalls {
+		n += len(tc.Name) + len(tc.Arguments)
+	}
+	return n/4 + 4
+}
+
+// contextTrim is what a "context" system step records.
+type contextTrim struct {
+	Strategy     string `json:"strategy"`
+	Messages     int    `json:"trimmed_messages"` // messages dropped from the front
+	FromSequence int64  `json:"from_sequence"`
+	ToSequence   int64  `json:"to_sequence"`
+	Tokens       int    `json:"trimmed_tokens"`
+	Budget       int    `json:"budget"`
+}
+
+// window returns the messages of the next request under the agent's token
+// budget, and, when the trim point moved, the system step that records it.
+func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
+	msgs := x.conv.messages()
+	budget := x.agent.Context.TokenBudget
+	if budget <= 0 || len(msgs) == 0 {
+		return msgs, nil, nil
+	}
+	total := x.conv.tokens(len(msgs))
+	cut := x.conv.trimmed
+	if total-x.conv.tokens(cut) > budget {
+		// Drop whole turns from the front: cut at the first user message
+		// that brings the rest under the budget, keeping the last turn.
+		for i := cut + 1; i < len(msgs); i++ {
+			if msgs[i].Role != steptype.RoleUser {
+				continue
+			}
+			cut = i
+			if total-x.conv.tokens(i) <= budget {
+				break
+			}
+		}
+	}
+	var rec *Step
+	if cut > x.conv.trimmed {
+		t := contextTrim{Strategy: x.agent.Context.Strategy, Messages: cut, FromSequence: x.conv.steps[0].Sequence,
+			ToSequence: x.conv.steps[cut-1].Sequence, Tokens: x.conv.tokens(cut), Budget: budget}
+		if t.Strategy == "" {
+			t.Strategy = "trim"
+		}
+		out, _ := json.Marshal(t)
+		rec = &Step{Kind: steptype.KindSystem, Name: "context", Outputs: out,
+			Content: fmt.Sprintf("context over budget (%d tokens): %d oldest messages (sequences %d..%d, ~%d tokens) left out of the model context", budget, cut, t.FromSequence, t.ToSequence, t.Tokens)}
+		if t.Strategy == "summarize" && x.agent.Model != nil {
+			sum, err := x.summarize(ctx, msgs[:cut])
+			if err != nil {
+				return nil, nil, fmt.Errorf("summarize trimmed context: %w", err)
+			}
+			rec.Content = sum
+		}
+		x.conv.trimmed, x.conv.summary = cut, ""
+		if t.Strategy == "summarize" {
+			x.conv.summary = rec.Content
+		}
+	}
+	out := msgs[x.conv.trimmed:]
+	if x.conv.summary != "" {
+		out = append([]llm.Message{{Role: steptype.RoleUser, Content: "Summary of the earlier conversation:\n" + x.conv.summary}}, out...)
+	}
+	return out, rec, nil
+}
+
+// summarize asks the agent's model for a summary of trimmed messages.
+func (x *execution) summarize(ctx context.Context, msgs []llm.Message) (string, error) {
+	var b strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
+	}
+	req := &llm.Request{System: "Summarize the conversation below in a few sentences, keeping facts, decisions and open questions.",
+		Messages: []llm.Message{{Role: steptype.RoleUser, Content: b.String()}}}
+	var final *llm.Response
+	for r, err := range x.agent.Model.Generate(ctx, req) {
+		if err != nil {
+			return "", err
+		}
+		if !r.Partial {
+			final = r
+		}
+	}
+	if final == nil {
+		return "", errNoFinal
+	}
+	return final.Content, nil
+}
+
+// restoreTrim re-applies the latest context trim recorded in the session.
+func (c *conversation) restoreTrim(s *Step) {
+	var t contextTrim
+	if json.Unmarshal(s.Outputs, &t) != nil {
+		return
+	}
+	// The trim point is the first message after ToSequence.
+	i := sort.Search(len(c.steps), func(i int) bool { return c.steps[i].Sequence > t.ToSequence })
+	c.trimmed, c.summary = i, ""
+	if t.Strategy == "summarize" {
+		c.summary = s.Content
+	}
+}
+
+// ContextPreview returns the exact model request the next llm step of a
+// session would send: the agent's instructions and tools, and the session's
+// messages under the agent's token budget.
+func (e *Engine) ContextPreview(ctx context.Context, sessionID, agentName string) (*llm.Request, error) {
+	sess, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sessionID})
+	if err != nil {
+		return nil, fmt.Errorf("session %q: %w", sessionID, err)
+	}
+	if agentName == "" {
+		agentName = sess.Agent
+	}
+	a, err := e.Agent(agentName)
+	if err != nil {
+		return nil, err
+	}
+	x := &execution{e: e, agent: a, run: &Run{SessionID: sessionID, Agent: a.Name}, ctx: ctx}
+	if err := x.load(ctx); err != nil {
+		return nil, err
+	}
+	req := x.request()
+	msgs, _, err := x.windowPreview()
+	if err != nil {
+		return nil, err
+	}
+	req.Messages = msgs
+	return req, nil
+}
+
+// windowPreview is window without side effects or model calls.
+func (x *execution) windowPreview() ([]llm.Message, *Step, error) {
+	saved := *x.conv
+	defer func() { *x.conv = saved }()
+	a := *x.agent
+	a.Context.Strategy = "trim"
+	keep := x.agent
+	x.agent = &a
+	defer func() { x.agent = keep }()
+	msgs, _, err := x.window(context.Background())
+	if err != nil {
+		return nil, nil, err
+	}
+	if saved.summary != "" && x.conv.summary == "" {
+		msgs = append([]llm.Message{{Role: steptype.RoleUser, Content: "Summary of the earlier conversation:\n" + saved.summary}}, msgs...)
+	}
+	return append([]llm.Message(nil), msgs...), nil, nil
+}

@@ -1,0 +1,306 @@
+package stepwise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// ForkParams fork a session.
+type ForkParams struct {
+	SessionID string
+	// At is the sequence the fork keeps: steps 1..At are shared with the
+	// parent (read through the lineage, not copied).
+	At int64
+	// Edit, when set, replaces the content of step At in the fork: the
+	// fork keeps 1..At-1 and gets a copy of step At with this content (an
+	// edited user message, or a rewritten assistant answer).
+	Edit  *string
+	Title string
+}
+
+// Fork creates a new session sharing the first At steps of another, in O(1).
+// The parent never changes. Forks of forks work.
+func (e *Engine) Fork(ctx context.Context, p ForkParams) (*Session, error) {
+	parent, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: p.SessionID})
+	if err != nil {
+		return nil, fmt.Errorf("session %q: %w", p.SessionID, err)
+	}
+	if p.At < 1 || p.At > parent.LastSequence {
+		return nil, fmt.Errorf("%w: fork point %d is outside session %s (1..%d)", store.ErrInvalid, p.At, p.SessionID, parent.LastSequence)
+	}
+	keep := p.At
+	var edited *Step
+	if p.Edit != nil {
+		orig, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: p.SessionID, Sequence: p.At})
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", p.At, err)
+		}
+		if !orig.InMessageContext() || orig.Status == steptype.StepWaiting {
+			return nil, fmt.Errorf("%w: step %d is a %s step without a message to edit", store.ErrInvalid, p.At, orig.Kind)
+		}
+		c := *orig
+		c.ID, c.Sequence, c.SessionID, c.Content = NewID(), 0, "", *p.Edit
+		c.Metadata = map[string]any{"edited_from": orig.ID}
+		edited = &c
+		keep = p.At - 1
+	}
+	var s *Session
+	if keep == 0 {
+		s, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: parent.Agent, Title: p.Title, Now: e.now()})
+	} else {
+		s, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: p.SessionID, Sequence: keep, Title: p.Title, Now: e.now()})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	if edited != nil {
+		edited.SessionID = s.ID
+		if _, err := e.store.StepAppend(ctx, &store.StepAppendParams{Steps: []*Step{edited}}); err != nil {
+			return nil, fmt.Errorf("fork: write edited step: %w", err)
+		}
+		return e.store.SessionGet(ctx, &store.SessionGetParams{ID: s.ID})
+	}
+	return s, nil
+}
+
+// Forks lists the direct forks of a session.
+func (e *Engine) Forks(ctx context.Context, sessionID string) ([]*Session, error) {
+	if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sessionID}); err != nil {
+		return nil, fmt.Errorf("session %q: %w", sessionID, err)
+	}
+	var out []*Session
+	cursor := ""
+	for {
+		page, err := e.store.SessionList(ctx, &store.SessionListParams{ParentID: sessionID, Cursor: cursor, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Sessions...)
+		if page.Next == "" {
+			return out, nil
+		}
+		cursor = page.Next
+	}
+}
+
+// ForkTree is a session and its forks, recursively.
+type ForkTree struct {
+	Session *Session    `json:"session"`
+	Forks   []*ForkTree `json:"forks,omitempty"`
+}
+
+// Tree returns the fork tree rooted at the root ancestor of a session.
+func (e *Engine) Tree(ctx context.Context, sessionID string) (*ForkTree, error) {
+	s, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sessionID})
+	if err != nil {
+		return nil, fmt.Errorf("session %q: %w", sessionID, err)
+	}
+	for s.ParentSessionID != "" {
+		if s, err = e.store.SessionGet(ctx, &store.SessionGetParams{ID: s.ParentSessionID}); err != nil {
+			return nil, err
+		}
+	}
+	var build func(s *Session, depth int) (*ForkTree, error)
+	build = func(s *Session, depth int) (*ForkTree, error) {
+		t := &ForkTree{Session: s}
+		if depth > 64 {
+			return t, nil
+		}
+		kids, err := e.Forks(ctx, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range kids {
+			kt, err := build(k, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			t.Forks = append(t.Forks, kt)
+		}
+		return t, nil
+	}
+	return build(s, 0)
+}
+
+// RetryParams regenerate a session from a step.
+type RetryParams struct {
+	SessionID string
+	// From is the first step to regenerate. If it is a user step, the
+	// agent runs again on that user message; otherwise it runs again from
+	// the context before it.
+	From int64
+	// Destructive deletes steps >= From in place (seed 004) instead of
+	// forking; refused while a fork depends on those steps.
+	Destructive bool
+	// Agent overrides the session's agent.
+	Agent string
+}
+
+// Retry regenerates a session from step From. By default it is
+// non-destructive: it forks at From-1 and starts a run there, leaving the
+// old attempt visible. It returns the run (queued; execute it with Execute
+// or let the background executor take it).
+func (e *Engine) Retry(ctx context.Context, p RetryParams) (*Run, error) {
+	src, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: p.SessionID})
+	if err != nil {
+		return nil, fmt.Errorf("session %q: %w", p.SessionID, err)
+	}
+	if p.From < 1 || p.From > src.LastSequence {
+		return nil, fmt.Errorf("%w: retry point %d is outside session %s (1..%d)", store.ErrInvalid, p.From, p.SessionID, src.LastSequence)
+	}
+	step, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: p.SessionID, Sequence: p.From})
+	if err != nil {
+		return nil, fmt.Errorf("step %d: %w", p.From, err)
+	}
+	agentName := p.Agent
+	if agentName == "" {
+		agentName = src.Agent
+	}
+	a, err := e.Agent(agentName)
+	if err != nil {
+		return nil, err
+	}
+	target := src.ID
+	if p.Destructive {
+		if _, err := e.store.StepTruncate(ctx, &store.StepTruncateParams{SessionID: src.ID, StartSeq: p.From}); err != nil {
+			return nil, fmt.Errorf("truncate: %w", err)
+		}
+	} else {
+		var fork *Session
+		if p.From == 1 {
+			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: src.Agent, Title: src.Title, Now: e.now()})
+		} else {
+			fork, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: src.ID, Sequence: p.From - 1, Title: src.Title, Now: e.now()})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fork: %w", err)
+		}
+		target = fork.ID
+	}
+	r := &Run{ID: NewID(), SessionID: target, Agent: a.Name, Status: steptype.RunQueued, CreatedAt: e.now()}
+	if step.Kind == steptype.KindUser {
+		r.Input = step.Content
+	} else {
+		r.Cursor = a.StartStep
+		if step.Kind == steptype.KindLLM {
+			r.Cursor = StepLLM
+		}
+	}
+	created, err := e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
+	if err != nil {
+		return nil, fmt.Errorf("create run: %w", err)
+	}
+	e.wake()
+	return created, nil
+}
+
+// Truncate deletes a session's steps >= from (seed 004's destructive
+// retry). Refused with ErrConflict while a fork depends on those steps or a
+// run of the session is unfinished.
+func (e *Engine) Truncate(ctx context.Context, sessionID string, from int64) (int64, error) {
+	runs, err := e.store.RunList(ctx, &store.RunListParams{SessionID: sessionID, Statuses: []steptype.RunStatus{steptype.RunQueued, steptype.RunRunning, steptype.RunWaiting}})
+	if err != nil {
+		return 0, err
+	}
+	if len(runs) > 0 {
+		return 0, fmt.Errorf("%w: session %s has an unfinished run %s", ErrConflict, sessionID, runs[0].ID)
+	}
+	n, err := e.store.StepTruncate(ctx, &store.StepTruncateParams{SessionID: sessionID, StartSeq: from})
+	if err != nil {
+		return 0, fmt.Errorf("truncate session %q from %d: %w", sessionID, from, err)
+	}
+	return n, nil
+}
+
+// Summary describes a session (seed 004's context summary, extended).
+type Summary struct {
+	SessionID     string                     `json:"session_id"`
+	TotalSteps    int64                      `json:"total_steps"`
+	ByKind        map[steptype.Kind]int      `json:"by_kind"`
+	ByRole        map[steptype.Role]int      `json:"by_role"`
+	SequenceRange [2]int64                   `json:"sequence_range"`
+	InputTokens   int64                      `json:"input_tokens"`
+	OutputTokens  int64                      `json:"output_tokens"`
+	CachedTokens  int64                      `json:"cached_tokens"`
+	Cost          float64                    `json:"cost"`
+	DurationMS    int64                      `json:"duration_ms"`
+	Errors        int                        `json:"errors"`
+	Runs          map[steptype.RunStatus]int `json:"runs"`
+	Forks         int                        `json:"forks"`
+	ParentID      string                     `json:"parent_session_id,omitempty"`
+	ForkSequence  int64                      `json:"fork_sequence,omitempty"`
+}
+
+// Summarize computes a session's summary: counts per kind and role, tokens,
+// cost, duration, sequence range, runs and forks.
+func (e *Engine) Summarize(ctx context.Context, sessionID string) (*Summary, error) {
+	s, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sessionID})
+	if err != nil {
+		return nil, fmt.Errorf("session %q: %w", sessionID, err)
+	}
+	steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sessionID})
+	if err != nil {
+		return nil, err
+	}
+	sum := &Summary{SessionID: s.ID, ByKind: map[steptype.Kind]int{}, ByRole: map[steptype.Role]int{}, Runs: map[steptype.RunStatus]int{},
+		ParentID: s.ParentSessionID, ForkSequence: s.ForkSequence}
+	for _, st := range steps {
+		sum.TotalSteps++
+		sum.ByKind[st.Kind]++
+		if st.Role != "" {
+			sum.ByRole[st.Role]++
+		}
+		if st.Kind == steptype.KindError {
+			sum.Errors++
+		}
+		m := st.Metrics
+		sum.InputTokens += m.InputTokens
+		sum.OutputTokens += m.OutputTokens
+		sum.CachedTokens += m.CachedTokens
+		sum.Cost += m.Cost
+	}
+	if len(steps) > 0 {
+		sum.SequenceRange = [2]int64{steps[0].Sequence, steps[len(steps)-1].Sequence}
+		first, last := steps[0].CreatedAt, steps[len(steps)-1].CreatedAt
+		if !steps[0].Metrics.StartedAt.IsZero() {
+			first = steps[0].Metrics.StartedAt
+		}
+		sum.DurationMS = last.Sub(first).Milliseconds()
+	}
+	runs, err := e.store.RunList(ctx, &store.RunListParams{SessionID: sessionID})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		sum.Runs[r.Status]++
+	}
+	forks, err := e.Forks(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	sum.Forks = len(forks)
+	return sum, nil
+}
+
+// DeleteSession deletes a session with its steps and runs; refused while
+// forks depend on it or a run is unfinished.
+func (e *Engine) DeleteSession(ctx context.Context, sessionID string) error {
+	runs, err := e.store.RunList(ctx, &store.RunListParams{SessionID: sessionID, Statuses: []steptype.RunStatus{steptype.RunRunning}})
+	if err != nil {
+		return err
+	}
+	if len(runs) > 0 {
+		return fmt.Errorf("%w: session %s has a running run %s; cancel it first", ErrConflict, sessionID, runs[0].ID)
+	}
+	if err := e.store.SessionDelete(ctx, &store.SessionDeleteParams{ID: sessionID}); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("delete session %q: forks depend on it: %w", sessionID, err)
+		}
+		return fmt.Errorf("delete session %q: %w", sessionID, err)
+	}
+	return nil
+}
