@@ -435,6 +435,9 @@ func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
 		return x.stopped(err)
 	}
 	x.publish(&Event{Type: EventRunFinished, Run: x.runSnapshot()})
+	if status == steptype.RunCompleted {
+		return x.queueNextTurn()
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package stepwise
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -50,7 +51,9 @@ func (e *Engine) Fork(ctx context.Context, p ForkParams) (*Session, error) {
 	}
 	var s *Session
 	if keep == 0 {
-		s, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: parent.Agent, Title: p.Title, Now: e.now()})
+		// Editing step 1 shares nothing: a new root session that notes its origin.
+		meta, _ := json.Marshal(map[string]any{"forked_from": parent.ID, "edited_sequence": p.At})
+		s, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: parent.Agent, Title: p.Title, Metadata: meta, Now: e.now()})
 	} else {
 		s, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: p.SessionID, Sequence: keep, Title: p.Title, Now: e.now()})
 	}

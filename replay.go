@@ -26,6 +26,8 @@ type ReplayOptions struct {
 	SourceSessionID string   `json:"source_session_id"`
 	LiveTools       []string `json:"live_tools,omitempty"`
 	AllToolsLive    bool     `json:"all_tools_live,omitempty"`
+	// NextTurns are the user messages of later turns still to replay.
+	NextTurns []string `json:"next_turns,omitempty"`
 }
 
 // replaySource indexes recorded steps by fingerprint. Each recorded step is
