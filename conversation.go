@@ -1,6 +1,9 @@
 package stepwise
 
 import (
+	"crypto/sha256"
+	"encoding/json"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -21,6 +24,9 @@ type conversation struct {
 	// summary replaces them when the strategy is "summarize".
 	trimmed int
 	summary string
+	// chain[i] hashes messages[:i+1] (canonical JSON, chained), so a
+	// request fingerprint costs O(1) per call instead of O(history).
+	chain [][sha256.Size]byte
 }
 
 // tokens returns the estimated tokens of the first n messages.
@@ -51,6 +57,7 @@ func (c *conversation) add(s *Step) {
 	m := llm.MessageOf(s)
 	c.msgs = append(c.msgs, m)
 	c.prefix = append(c.prefix, c.tokens(len(c.prefix))+EstimateTokens(m))
+	c.chain = append(c.chain, chainHash(c.chain, m))
 	c.steps = append(c.steps, s)
 	if s.HasToolCalls() {
 		c.lastAssistant = s
@@ -86,4 +93,26 @@ func (c *conversation) lastAssistantText() string {
 		}
 	}
 	return ""
+}
+
+// chainHash extends the message hash chain with m.
+func chainHash(chain [][sha256.Size]byte, m llm.Message) [sha256.Size]byte {
+	m.ToolCalls = canonicalCalls(m.ToolCalls)
+	b, _ := json.Marshal(m)
+	h := sha256.New()
+	if n := len(chain); n > 0 {
+		h.Write(chain[n-1][:])
+	}
+	h.Write(b)
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// head is the hash of the whole conversation.
+func (c *conversation) head() []byte {
+	if len(c.chain) == 0 {
+		return nil
+	}
+	return c.chain[len(c.chain)-1][:]
 }

@@ -38,6 +38,9 @@ type execution struct {
 	waiting    map[string]bool           // tool-call id → a request is pending
 	allowed    map[string]bool           // tools allowed for the session
 
+	toolsHash []byte        // fingerprint of the agent's tool definitions
+	defs      []llm.ToolDef // the agent's tool definitions, built once
+
 	mu sync.Mutex // guards run fields read by the heartbeat
 }
 

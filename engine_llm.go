@@ -21,7 +21,10 @@ var errNoFinal = &llm.Error{Class: steptype.ErrorTransient, Code: "stream_trunca
 func (x *execution) request() *llm.Request {
 	a := x.agent
 	req := &llm.Request{System: a.Instructions, Messages: x.conv.messages(), Temperature: a.Temperature, MaxTokens: a.MaxTokens}
-	req.Tools = x.toolDefs()
+	if x.defs == nil {
+		x.defs = x.toolDefs()
+	}
+	req.Tools = x.defs
 	return req
 }
 
@@ -43,7 +46,7 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 	}
 	req.Messages = msgs
-	fp := requestFingerprint(model.Name(), req)
+	fp := x.requestFingerprint(model.Name(), req)
 	step := s.step
 	step.Kind, step.Role, step.Fingerprint = steptype.KindLLM, steptype.RoleAssistant, fp
 	step.Metrics.Model = model.Name()
@@ -118,23 +121,30 @@ func (x *execution) afterLLM(s *Step) string {
 }
 
 // requestFingerprint is the canonical hash of a model request: model name,
-// system prompt, messages, tools and parameters, as canonical JSON.
-func requestFingerprint(model string, req *llm.Request) string {
+// system prompt, tools, parameters and the messages — the latter through the
+// conversation's hash chain (canonical JSON of every message, chained), the
+// trim point and the summary, so it costs O(1) in the history length.
+func (x *execution) requestFingerprint(model string, req *llm.Request) string {
+	if x.toolsHash == nil {
+		th := sha256.New()
+		enc := json.NewEncoder(th)
+		for _, t := range req.Tools {
+			_ = enc.Encode(t.Name)
+			_ = enc.Encode(t.Description)
+			_ = enc.Encode(canonicalJSON(t.Parameters))
+		}
+		x.toolsHash = th.Sum(nil)
+	}
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode(model)
 	_ = enc.Encode(req.System)
-	for _, m := range req.Messages {
-		m.ToolCalls = canonicalCalls(m.ToolCalls)
-		_ = enc.Encode(m)
-	}
-	for _, t := range req.Tools {
-		_ = enc.Encode(t.Name)
-		_ = enc.Encode(t.Description)
-		_ = enc.Encode(canonicalJSON(t.Parameters))
-	}
+	h.Write(x.toolsHash)
 	_ = enc.Encode(req.Temperature)
 	_ = enc.Encode(req.MaxTokens)
+	h.Write(x.conv.head())
+	_ = enc.Encode(x.conv.trimmed)
+	_ = enc.Encode(x.conv.summary)
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 

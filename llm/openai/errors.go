@@ -58,8 +58,11 @@ func transportError(err error) *llm.Error {
 		class = steptype.ErrorTransient
 	}
 	code := "connection"
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		code = "timeout"
+	case class == steptype.ErrorPermanent:
+		code = "request"
 	}
 	return &llm.Error{Class: class, Code: code, Message: err.Error(), Err: err}
 }

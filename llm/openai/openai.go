@@ -128,7 +128,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		}
 		callCtx, cancel := ctx, context.CancelFunc(func() {})
 		if m.cfg.Timeout > 0 {
-			callCtx, cancel = context.WithTimeoutCause(ctx, m.cfg.Timeout, errCallTimeout)
+			callCtx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
 		}
 		defer cancel()
 
@@ -144,7 +144,3 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		m.stream(ctx, callCtx, raw, yield)
 	}
 }
-
-// errCallTimeout is the cancellation cause of a call that outlived
-// Config.Timeout.
-var errCallTimeout = errors.New("stepwise: openai: call timeout")

@@ -30,7 +30,7 @@ func (c *Client) Tools(ctx context.Context) ([]tool.Tool, error) {
 	var tools []tool.Tool
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
-			if ctx.Err() == nil && !isWireError(err) {
+			if ctx.Err() == nil && serverError(err) == nil {
 				c.broken(s)
 				err = tool.Transient(err)
 			}
@@ -115,28 +115,62 @@ func (t *mcpTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, error) 
 	return convertResult(res)
 }
 
-// callError sorts a failed call: a JSON-RPC error is the server's answer
-// (bad parameters become an error result, others permanent errors); the
-// caller's cancellation is returned as is; anything else is a transport
-// failure, transient, after which the client reconnects.
+// callError sorts a failed call: a JSON-RPC error from the server is its
+// answer (bad parameters become an error result the model reads, others
+// permanent errors); the caller's cancellation is returned as is; anything
+// else is a transport failure, transient, after which the client
+// reconnects on the next call.
 func (t *mcpTool) callError(ctx context.Context, s *sdk.ClientSession, err error) (*tool.Result, error) {
 	name := t.client.cfg.Name
-	var we *jsonrpc.Error
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return nil, fmt.Errorf("mcp %s: call %s: %w", name, t.remote, ctx.Err())
-	case errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidParams:
-		return tool.ErrorResult(fmt.Errorf("invalid arguments: %s", we.Message)), nil
-	case errors.As(err, &we):
+	}
+	if we := serverError(err); we != nil {
+		if we.Code == jsonrpc.CodeInvalidParams {
+			return tool.ErrorResult(fmt.Errorf("invalid arguments: %s", we.Message)), nil
+		}
 		return nil, tool.Permanent(fmt.Errorf("mcp %s: call %s: %w", name, t.remote, err))
 	}
 	t.client.broken(s)
 	return nil, tool.Transient(fmt.Errorf("mcp %s: call %s: %w", name, t.remote, err))
 }
 
-func isWireError(err error) bool {
-	var we *jsonrpc.Error
-	return errors.As(err, &we)
+// Codes the SDK uses for failures on this side of the connection, not for
+// answers from the server (see go-sdk internal/jsonrpc2/wire.go).
+const (
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+	codeRejected      = -32005 // "rejected by transport": not sent, or HTTP 429/5xx
+)
+
+// serverError returns the JSON-RPC error the server answered with, if err
+// holds one, skipping the SDK's local transport errors.
+func serverError(err error) *jsonrpc.Error {
+	var found *jsonrpc.Error
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil || found != nil {
+			return
+		}
+		if we, ok := e.(*jsonrpc.Error); ok {
+			switch we.Code {
+			case codeClientClosing, codeServerClosing, codeRejected:
+			default:
+				found = we
+				return
+			}
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return found
 }
 
 // convertResult renders an MCP result: Content is the text of its content

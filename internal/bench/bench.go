@@ -1,0 +1,177 @@
+// Package bench measures the engine's per-step overhead: the standard agent
+// loop (the model asks for one tool, the tool answers, repeat) on a
+// zero-latency scripted model, over a chosen store. It backs `stepwise
+// bench` and is reported in docs/PERFORMANCE.md.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/scripted"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/tool"
+)
+
+// Config selects a benchmark.
+type Config struct {
+	Store       string // "memory" or "sqlite"
+	Steps       int    // steps per run (default 10,000)
+	Runs        int    // concurrent runs (default 1)
+	Dir         string // directory for the SQLite file (default a temp dir)
+	Synchronous string // SQLite synchronous mode (default NORMAL)
+	// Model, when set, replaces the scripted model (e.g. an OpenAI-compatible
+	// provider pointed at a local fake server); it must follow the loop.
+	Model func(steps int) llm.Model
+	// Open opens the store; required (the CLI passes its DSN opener).
+	Open func(ctx context.Context, kind, path, sync string) (store.Store, error)
+}
+
+// Result is one measured configuration, in the JSON shape of `stepwise bench --json`.
+type Result struct {
+	Store         string  `json:"store"`
+	Runs          int     `json:"runs"`
+	Steps         int     `json:"steps"`
+	PerStepUS     float64 `json:"per_step_us"`
+	FirstDecileUS float64 `json:"first_decile_us"`
+	LastDecileUS  float64 `json:"last_decile_us"`
+	StepsPerS     float64 `json:"steps_per_s"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	Synchronous   string  `json:"synchronous,omitempty"`
+	Model         string  `json:"model,omitempty"`
+}
+
+type echoArgs struct {
+	N int `json:"n"`
+}
+
+// Run executes the benchmark.
+func Run(ctx context.Context, c Config) (*Result, error) {
+	if c.Steps <= 0 {
+		c.Steps = 10000
+	}
+	if c.Runs <= 0 {
+		c.Runs = 1
+	}
+	if c.Store == "" {
+		c.Store = "memory"
+	}
+	if c.Store == "sqlite" && c.Synchronous == "" {
+		c.Synchronous = "NORMAL"
+	}
+	path := ""
+	if c.Store == "sqlite" {
+		dir := c.Dir
+		if dir == "" {
+			d, err := os.MkdirTemp("", "stepwise-bench-")
+			if err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(d)
+			dir = d
+		}
+		path = filepath.Join(dir, fmt.Sprintf("bench-%d.db", time.Now().UnixNano()))
+	}
+	st, err := c.Open(ctx, c.Store, path, c.Synchronous)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	// Each loop iteration commits two steps (llm + tool); the user step and
+	// the final answer add two.
+	iterations := max(0, (c.Steps-2)/2)
+	var model llm.Model = scripted.Loop("echo", `{"n":1}`, iterations, "done")
+	if c.Model != nil {
+		model = c.Model(iterations)
+	}
+	echo := tool.New("echo", "returns its argument", func(ctx context.Context, a echoArgs) (int, error) { return a.N, nil })
+	agent := &stepwise.Agent{Name: "bench", Model: model, Tools: []tool.Tool{echo},
+		Limits: stepwise.Limits{MaxSteps: c.Steps + 10}}
+	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{agent}})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	runs := make([]*stepwise.Run, c.Runs)
+	for i := range runs {
+		if runs[i], err = eng.StartRun(ctx, stepwise.StartParams{Agent: "bench", Input: "go"}); err != nil {
+			return nil, err
+		}
+	}
+	times := make([][]time.Time, c.Runs)
+	errs := make([]error, c.Runs)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ts := make([]time.Time, 0, c.Steps+4)
+			ts = append(ts, time.Now())
+			for ev, err := range eng.Execute(ctx, r.ID) {
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if ev.Type == stepwise.EventStepCompleted {
+					ts = append(ts, time.Now())
+				}
+				if ev.Type == stepwise.EventRunFinished && ev.Run.Status != stepwise.RunStatus("completed") {
+					errs[i] = fmt.Errorf("run %s %s", ev.Run.ID, ev.Run.Status)
+				}
+			}
+			times[i] = ts
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	total := 0
+	for _, ts := range times {
+		total += len(ts) - 1
+	}
+	res := &Result{Store: c.Store, Runs: c.Runs, Steps: total / c.Runs, Synchronous: c.Synchronous, Model: model.Name()}
+	res.StepsPerS = float64(total) / elapsed.Seconds()
+	res.PerStepUS = float64(elapsed.Microseconds()) / float64(total) * float64(c.Runs)
+	ts := times[0]
+	n := len(ts) - 1
+	if d := n / 10; d > 0 {
+		res.FirstDecileUS = float64(ts[d].Sub(ts[0]).Microseconds()) / float64(d)
+		res.LastDecileUS = float64(ts[n].Sub(ts[n-d]).Microseconds()) / float64(d)
+	}
+	res.PeakRSSMB = peakRSSMB()
+	return res, nil
+}
+
+// peakRSSMB reads the process's peak resident set (VmHWM) on Linux; on
+// other systems it falls back to the Go runtime's view of obtained memory.
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "VmHWM:") {
+				f := strings.Fields(line)
+				if len(f) >= 2 {
+					kb, _ := strconv.ParseFloat(f[1], 64)
+					return kb / 1024
+				}
+			}
+		}
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.Sys) / (1 << 20)
+}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stepwise-run/stepwise/internal/bench"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/memory"
+	"github.com/stepwise-run/stepwise/store/sqlite"
+)
+
+func init() { register(benchCmd) }
+
+func benchCmd(e *env) *cobra.Command {
+	var stores []string
+	var steps, runs int
+	var jsonOut bool
+	var sync, dir string
+	c := &cobra.Command{
+		Use:   "bench [--store memory|sqlite] [--steps N] [--runs N] [--json]",
+		Short: "Measure per-step engine overhead on the standard tool loop",
+		Long: `Run the standard agent loop (the model asks for one tool, the tool answers,
+repeat) on a zero-latency scripted model and report the per-step time, the
+mean per-step time of the first and last 10% of the steps, throughput and
+peak RSS. --runs N runs N agents concurrently (each with --steps steps) and
+reports total throughput.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var results []*bench.Result
+			for _, s := range stores {
+				if s != "memory" && s != "sqlite" {
+					return usagef("--store %q: want memory or sqlite", s)
+				}
+				r, err := bench.Run(cmd.Context(), bench.Config{Store: s, Steps: steps, Runs: runs, Synchronous: sync, Dir: dir, Open: benchOpen})
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+			}
+			if jsonOut {
+				return json.NewEncoder(e.stdout).Encode(map[string]any{"results": results})
+			}
+			for _, r := range results {
+				fmt.Fprintf(e.stdout, "%-7s runs=%d steps=%d  per-step %.1f µs  first-decile %.1f µs  last-decile %.1f µs  %.0f steps/s  peak RSS %.1f MB\n",
+					r.Store, r.Runs, r.Steps, r.PerStepUS, r.FirstDecileUS, r.LastDecileUS, r.StepsPerS, r.PeakRSSMB)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringSliceVar(&stores, "store", []string{"memory"}, "store(s) to measure: memory, sqlite")
+	c.Flags().IntVar(&steps, "steps", 10000, "steps per run")
+	c.Flags().IntVar(&runs, "runs", 1, "concurrent runs")
+	c.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
+	c.Flags().StringVar(&sync, "sync", "NORMAL", "SQLite synchronous mode: NORMAL or FULL")
+	c.Flags().StringVar(&dir, "dir", "", "directory for the SQLite file (default: a temp dir)")
+	return c
+}
+
+func benchOpen(ctx context.Context, kind, path, sync string) (store.Store, error) {
+	if kind == "sqlite" {
+		return sqlite.Open(ctx, sqlite.Config{Path: path, Synchronous: sync})
+	}
+	return memory.New(), nil
+}

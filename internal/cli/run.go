@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+func init() { register(runCmd); register(resumeCmd) }
+
+func runCmd(e *env) *cobra.Command {
+	var agent, input, session string
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "run --agent FILE|NAME --input TEXT [--session ID]",
+		Short: "Run an agent turn, streaming its steps",
+		Long: `Run one turn of an agent and stream its steps as they commit. --agent is an
+agent file (YAML/JSON) or the name of a built-in agent ("analyst"). With
+--session the turn continues an existing session (multi-turn). In a terminal,
+pending human input and approvals are asked for interactively; otherwise the
+command exits with status 3 and prints how to answer.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if agent == "" {
+				return usagef("--agent is required")
+			}
+			eng, st, name, err := e.engineFor(cmd.Context(), agent)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer eng.Close()
+			r, err := eng.StartRun(cmd.Context(), stepwise.StartParams{Agent: name, Input: input, SessionID: session})
+			if err != nil {
+				return err
+			}
+			if !jsonOut {
+				fmt.Fprintf(e.stdout, "session %s  run %s  agent %s\n", r.SessionID, r.ID, name)
+			}
+			return e.drive(cmd.Context(), eng, r.ID, jsonOut)
+		},
+	}
+	c.Flags().StringVar(&agent, "agent", "", "agent file or built-in agent name")
+	c.Flags().StringVar(&input, "input", "", "the user message")
+	c.Flags().StringVar(&session, "session", "", "continue this session")
+	c.Flags().BoolVar(&jsonOut, "json", false, "print committed steps as JSON lines")
+	return c
+}
+
+func resumeCmd(e *env) *cobra.Command {
+	var agent string
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Resume an interrupted run from its last committed step",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, st, _, err := e.engineFor(cmd.Context(), agent)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer eng.Close()
+			return e.drive(cmd.Context(), eng, args[0], jsonOut)
+		},
+	}
+	c.Flags().StringVar(&agent, "agent", "", "agent file of the run (built-in agents need none)")
+	c.Flags().BoolVar(&jsonOut, "json", false, "print committed steps as JSON lines")
+	return c
+}
+
+// engineFor opens an engine with the built-in agents and, when agent is a
+// file, that agent file; it returns the agent's name.
+func (e *env) engineFor(ctx context.Context, agent string) (*stepwise.Engine, store.Store, string, error) {
+	var files []string
+	name := agent
+	if looksLikeFile(agent) {
+		files = append(files, agent)
+	}
+	eng, st, err := e.openEngine(ctx, files...)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if len(files) > 0 {
+		as := eng.Agents()
+		name = lastLoaded
+		_ = as
+	}
+	if name != "" {
+		if _, err := eng.Agent(name); err != nil {
+			st.Close()
+			return nil, nil, "", err
+		}
+	}
+	return eng, st, name, nil
+}
+
+// drive executes a run to its end, answering input interactively when
+// possible, and maps the final status to an exit code.
+func (e *env) drive(ctx context.Context, eng *stepwise.Engine, runID string, jsonOut bool) error {
+	p := newPrinter(e.stdout, e.interactive && !jsonOut, jsonOut)
+	var in *bufio.Reader
+	for {
+		if err := consume(eng.Execute(ctx, runID), p); err != nil {
+			return err
+		}
+		r, err := eng.Store().RunGet(ctx, &store.RunGetParams{ID: runID})
+		if err != nil {
+			return err
+		}
+		switch r.Status {
+		case steptype.RunCompleted:
+			return nil
+		case steptype.RunWaiting:
+			pend, err := eng.Pending(ctx, runID)
+			if err != nil {
+				return err
+			}
+			if !e.interactive {
+				for _, pi := range pend {
+					fmt.Fprintf(e.stdout, "pending request %s: %s\n  answer with: stepwise input %s %s 'ANSWER'\n", pi.RequestID, pi.Request.Prompt, runID, pi.RequestID)
+				}
+				return &exitError{code: ExitWaiting}
+			}
+			if in == nil {
+				in = bufio.NewReader(e.stdin)
+			}
+			for _, pi := range pend {
+				if err := e.prompt(ctx, eng, in, pi); err != nil {
+					return err
+				}
+			}
+		default:
+			msg := "run " + string(r.Status)
+			if r.Error != nil {
+				msg += ": " + r.Error.Message
+			}
+			return &exitError{code: ExitFailure, err: fmt.Errorf("%s", msg)}
+		}
+	}
+}
+
+func consume(seq iter.Seq2[*stepwise.Event, error], p *printer) error {
+	for ev, err := range seq {
+		if err != nil {
+			return err
+		}
+		p.event(ev)
+	}
+	return nil
+}
+
+// prompt asks the terminal user to answer one request, until an answer is
+// accepted.
+func (e *env) prompt(ctx context.Context, eng *stepwise.Engine, in *bufio.Reader, pi *stepwise.PendingInput) error {
+	for {
+		var answer json.RawMessage
+		if a := pi.Request.Approval; a != nil {
+			fmt.Fprintf(e.stdout, "? approve %s(%s)  [y]es / [n]o / [a]lways: ", a.Name, string(a.Arguments))
+			line, err := in.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("read answer: %w", err)
+			}
+			switch strings.ToLower(strings.TrimSpace(line)) {
+			case "y", "yes":
+				answer = json.RawMessage(`{"approved":true}`)
+			case "a", "always":
+				answer = json.RawMessage(`{"approved":true,"always":true}`)
+			case "n", "no":
+				fmt.Fprint(e.stdout, "  reason (optional): ")
+				reason, _ := in.ReadString('\n')
+				answer, _ = json.Marshal(stepwise.ApprovalAnswer{Approved: false, Message: strings.TrimSpace(reason)})
+			default:
+				fmt.Fprintln(e.stdout, "  please answer y, n or a")
+				continue
+			}
+		} else {
+			fmt.Fprintf(e.stdout, "? %s\n> ", pi.Request.Prompt)
+			line, err := in.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("read answer: %w", err)
+			}
+			answer = textOrJSON(strings.TrimSpace(line), len(pi.Request.Schema) > 0)
+		}
+		_, err := eng.Answer(ctx, stepwise.AnswerParams{RunID: pi.RunID, RequestID: pi.RequestID, Answer: answer})
+		if err == nil {
+			return nil
+		}
+		fmt.Fprintf(e.stdout, "  %v\n", err)
+	}
+}
+
+// textOrJSON reads an answer: JSON when the request has a schema (or the
+// text is valid JSON), else a JSON string.
+func textOrJSON(s string, preferJSON bool) json.RawMessage {
+	if json.Valid([]byte(s)) && (preferJSON || strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[") || strings.HasPrefix(s, `"`)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func looksLikeFile(s string) bool {
+	return strings.ContainsAny(s, "/\\") || strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml") || strings.HasSuffix(s, ".json")
+}

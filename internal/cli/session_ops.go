@@ -1,0 +1,275 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+func init() {
+	register(contextCmd)
+	register(forkCmd)
+	register(summaryCmd)
+	register(traceCmd)
+	register(retryCmd)
+	register(replayCmd)
+	register(cancelCmd)
+	register(forksCmd)
+}
+
+func contextCmd(e *env) *cobra.Command {
+	var agent string
+	c := &cobra.Command{
+		Use:   "context SESSION",
+		Short: "Preview the exact messages the next model call would receive",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, st, err := e.openEngine(cmd.Context(), filesOf(agent)...)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer eng.Close()
+			req, err := eng.ContextPreview(cmd.Context(), args[0], nameOf(agent))
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(req)
+		},
+	}
+	c.Flags().StringVar(&agent, "agent", "", "agent file or name (default: the session's agent)")
+	return c
+}
+
+func forkCmd(e *env) *cobra.Command {
+	var at int64
+	var edit string
+	c := &cobra.Command{
+		Use:   "fork SESSION --at K [--edit TEXT]",
+		Short: "Fork a session at step K (O(1), nothing copied); optionally replace step K's message",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, st, err := e.openEngine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer eng.Close()
+			p := stepwise.ForkParams{SessionID: args[0], At: at}
+			if cmd.Flags().Changed("edit") {
+				p.Edit = &edit
+			}
+			s, err := eng.Fork(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s\n", s.ID)
+			return nil
+		},
+	}
+	c.Flags().Int64Var(&at, "at", 0, "fork point: the fork keeps steps 1..K")
+	c.Flags().StringVar(&edit, "edit", "", "replace the content of step K in the fork")
+	return c
+}
+
+func forksCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "forks SESSION",
+		Short: "Print the fork tree of a session",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, st, err := e.openEngine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer eng.Close()
+			t, err := eng.Tree(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			var walk func(t *stepwise.ForkTree, depth int)
+			walk = func(t *stepwise.ForkTree, depth int) {
+				mark := ""
+				if t.Session.ID == args[0] {
+					mark = "  ◀"
+				}
+				at := ""
+				if t.Session.ParentSessionID != "" {
+					at = fmt.Sprintf(" @%d", t.Session.ForkSequence)
+				}
+				fmt.Fprintf(e.stdout, "%s%s%s  (%d steps)%s\n", strings.Repeat("  ", depth), t.Session.ID, at, t.Session.LastSequence, mark)
+				for _, k := range t.Forks {
+					walk(k, depth+1)
+				}
+			}
+			walk(t, 0)
+			return nil
+		},
+	}
+}
+
+func summaryCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "summary SESSION",
+		Short: "Counts per kind and role, tokens, cost, duration, sequence range, forks",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, st, err := e.openEngine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer eng.Close()
+			s, err := eng.Summarize(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(s)
+		},
+	}
+}
+
+func traceCmd(e *env) *cobra.Command {
+	var from, to int64
+	c := &cobra.Command{
+		Use:   "trace SESSION",
+		Short: "Render a session's steps as text (Action / Decision / Call Program …)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := openStore(cmd.Context(), e.db, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if _, err := st.SessionGet(cmd.Context(), &store.SessionGetParams{ID: args[0]}); err != nil {
+				return fmt.Errorf("session %q: %w", args[0], err)
+			}
+			steps, err := st.StepList(cmd.Context(), &store.StepListParams{SessionID: args[0], StartSeq: from, EndSeq: to})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, stepwise.RenderSteps(steps))
+			return nil
+		},
+	}
+	c.Flags().Int64Var(&from, "from", 0, "first sequence")
+	c.Flags().Int64Var(&to, "to", 0, "last sequence")
+	return c
+}
+
+func retryCmd(e *env) *cobra.Command {
+	var from int64
+	var destructive bool
+	var agent string
+	c := &cobra.Command{
+		Use:   "retry SESSION --from K",
+		Short: "Regenerate from step K: fork at K-1 and run again (or --destructive: delete steps >= K)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, st, err := e.openEngine(cmd.Context(), filesOf(agent)...)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer eng.Close()
+			r, err := eng.Retry(cmd.Context(), stepwise.RetryParams{SessionID: args[0], From: from, Destructive: destructive, Agent: nameOf(agent)})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "session %s  run %s\n", r.SessionID, r.ID)
+			return e.drive(cmd.Context(), eng, r.ID, false)
+		},
+	}
+	c.Flags().Int64Var(&from, "from", 0, "first step to regenerate")
+	c.Flags().BoolVar(&destructive, "destructive", false, "delete steps >= K in place instead of forking")
+	c.Flags().StringVar(&agent, "agent", "", "agent file or name (default: the session's agent)")
+	return c
+}
+
+func replayCmd(e *env) *cobra.Command {
+	var live []string
+	var allLive bool
+	var agent string
+	c := &cobra.Command{
+		Use:   "replay SESSION",
+		Short: "Re-run a session into a fork, reusing recorded model and tool outputs until they diverge",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, st, err := e.openEngine(cmd.Context(), filesOf(agent)...)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer eng.Close()
+			r, err := eng.ReplayAll(cmd.Context(), stepwise.ReplayParams{SessionID: args[0], Agent: nameOf(agent), LiveTools: live, AllToolsLive: allLive})
+			if err != nil {
+				return err
+			}
+			steps, err := st.StepList(cmd.Context(), &store.StepListParams{SessionID: r.SessionID})
+			if err != nil {
+				return err
+			}
+			reused, liveN := 0, 0
+			for _, s := range steps {
+				switch s.Replay {
+				case "reused":
+					reused++
+				case "live":
+					liveN++
+				}
+			}
+			fmt.Fprintf(e.stdout, "replayed into session %s: run %s %s; %d steps reused, %d live\n", r.SessionID, r.ID, r.Status, reused, liveN)
+			return nil
+		},
+	}
+	c.Flags().StringSliceVar(&live, "live-tool", nil, "tool that must run live (repeatable)")
+	c.Flags().BoolVar(&allLive, "all-tools-live", false, "run every tool live")
+	c.Flags().StringVar(&agent, "agent", "", "agent file or name (default: the session's agent)")
+	return c
+}
+
+func cancelCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel RUN",
+		Short: "Cancel a run that has not finished",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, st, err := e.openEngine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			defer eng.Close()
+			r, err := eng.Cancel(cmd.Context(), args[0], "cancelled from the command line")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "run %s %s\n", r.ID, r.Status)
+			return nil
+		},
+	}
+}
+
+func filesOf(agent string) []string {
+	if looksLikeFile(agent) {
+		return []string{agent}
+	}
+	return nil
+}
+
+func nameOf(agent string) string {
+	if looksLikeFile(agent) {
+		return lastLoaded
+	}
+	return agent
+}

@@ -1,0 +1,151 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rules"
+)
+
+// RunCreate implements store.Store.
+func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*steptype.Run, error) {
+	r, err := rules.NewRun(p)
+	if err != nil {
+		return nil, err
+	}
+	args, err := runArgs(r)
+	if err != nil {
+		return nil, err
+	}
+	return write(s, ctx, func(tx *wtx) (*steptype.Run, error) {
+		if _, err := tx.session(r.SessionID); err != nil {
+			return nil, err
+		}
+		if _, err := tx.st.runInsert.ExecContext(bg, args...); err != nil {
+			if isUnique(err) {
+				return nil, rules.Conflict("run %q already exists", r.ID)
+			}
+			return nil, err
+		}
+		return r, nil
+	})
+}
+
+// RunUpdate implements store.Store.
+func (s *Store) RunUpdate(ctx context.Context, p *store.RunUpdateParams) (*steptype.Run, error) {
+	if err := rules.CheckRunUpdate(p); err != nil {
+		return nil, err
+	}
+	return write(s, ctx, func(tx *wtx) (*steptype.Run, error) { return tx.updateRun(p) })
+}
+
+// RunClaim implements store.Store: the oldest claimable runs first. Claims
+// are serialized by the writer, so no run is leased twice.
+func (s *Store) RunClaim(ctx context.Context, p *store.RunClaimParams) ([]*steptype.Run, error) {
+	limit, now, err := rules.CheckClaim(p)
+	if err != nil {
+		return nil, err
+	}
+	return write(s, ctx, func(tx *wtx) ([]*steptype.Run, error) {
+		var cands []*steptype.Run
+		if p.ID != "" {
+			r, err := tx.run(p.ID)
+			if err != nil {
+				return nil, err
+			}
+			cands = append(cands, r)
+		} else {
+			rows, err := tx.conn().QueryContext(bg, `SELECT `+runCols+` FROM runs
+				WHERE status IN ('queued', 'running') AND (status = 'queued' OR lease_expires <= ?)
+				ORDER BY created_at, id LIMIT ?`, nanos(now), limit)
+			if err != nil {
+				return nil, err
+			}
+			if cands, err = scanRuns(rows); err != nil {
+				return nil, err
+			}
+		}
+		out := []*steptype.Run{}
+		for _, r := range cands {
+			if len(out) == limit || !rules.Claimable(r, now) {
+				continue
+			}
+			rules.Claim(r, p, now)
+			if err := tx.saveRun(r); err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		return out, nil
+	})
+}
+
+func scanRuns(rows *sql.Rows) ([]*steptype.Run, error) {
+	defer rows.Close()
+	out := []*steptype.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// RunGet implements store.Store.
+func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*steptype.Run, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if p == nil || p.ID == "" {
+		return nil, rules.Invalid("run id is required")
+	}
+	r, err := scanRun(s.rdb.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, p.ID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, rules.NotFound("run", p.ID)
+	}
+	return r, mapErr(err)
+}
+
+// RunList implements store.Store.
+func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*steptype.Run, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if err := rules.CheckRunList(p); err != nil {
+		return nil, err
+	}
+	where := []string{"1 = 1"}
+	var args []any
+	if p.SessionID != "" {
+		where, args = append(where, "session_id = ?"), append(args, p.SessionID)
+	}
+	if p.ParentRunID != "" {
+		where, args = append(where, "parent_run_id = ?"), append(args, p.ParentRunID)
+	}
+	if p.Agent != "" {
+		where, args = append(where, "agent = ?"), append(args, p.Agent)
+	}
+	if len(p.Statuses) > 0 {
+		where = append(where, "status IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(p.Statuses)), ", ")+")")
+		for _, st := range p.Statuses {
+			args = append(args, string(st))
+		}
+	}
+	q := `SELECT ` + runCols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	runs, err := scanRuns(rows)
+	return runs, mapErr(err)
+}

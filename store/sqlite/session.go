@@ -1,0 +1,142 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rules"
+)
+
+// SessionCreate implements store.Store.
+func (s *Store) SessionCreate(ctx context.Context, p *store.SessionCreateParams) (*steptype.Session, error) {
+	sess, err := rules.NewSession(p)
+	if err != nil {
+		return nil, err
+	}
+	return write(s, ctx, func(tx *wtx) (*steptype.Session, error) {
+		return sess, tx.insertSession(sess)
+	})
+}
+
+// SessionFork implements store.Store.
+func (s *Store) SessionFork(ctx context.Context, p *store.SessionForkParams) (*steptype.Session, error) {
+	if err := rules.CheckFork(p); err != nil {
+		return nil, err
+	}
+	return write(s, ctx, func(tx *wtx) (*steptype.Session, error) {
+		parent, err := tx.session(p.ParentID)
+		if err != nil {
+			return nil, err
+		}
+		f, err := rules.NewFork(p, parent)
+		if err != nil {
+			return nil, err
+		}
+		return f, tx.insertSession(f)
+	})
+}
+
+// SessionDelete implements store.Store. Steps and runs go with the session
+// (ON DELETE CASCADE).
+func (s *Store) SessionDelete(ctx context.Context, p *store.SessionDeleteParams) error {
+	if p == nil || p.ID == "" {
+		return rules.Invalid("session id is required")
+	}
+	_, err := write(s, ctx, func(tx *wtx) (struct{}, error) {
+		if _, err := tx.session(p.ID); err != nil {
+			return struct{}{}, err
+		}
+		forks, err := tx.forks(p.ID)
+		if err != nil {
+			return struct{}{}, err
+		}
+		if len(forks) > 0 {
+			return struct{}{}, rules.Conflict("session %q has %d fork(s)", p.ID, len(forks))
+		}
+		return struct{}{}, execTx(tx, `DELETE FROM sessions WHERE id = ?`, p.ID)
+	})
+	return err
+}
+
+// SessionGet implements store.Store.
+func (s *Store) SessionGet(ctx context.Context, p *store.SessionGetParams) (*steptype.Session, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if p == nil || p.ID == "" {
+		return nil, rules.Invalid("session id is required")
+	}
+	sess, err := scanSession(s.rdb.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, p.ID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, rules.NotFound("session", p.ID)
+	}
+	return sess, mapErr(err)
+}
+
+// SessionList implements store.Store.
+func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*store.SessionPage, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	limit, cur, err := rules.CheckSessionList(p)
+	if err != nil {
+		return nil, err
+	}
+	var where []string
+	var args []any
+	if p.Agent != "" {
+		where, args = append(where, "agent = ?"), append(args, p.Agent)
+	}
+	if p.ParentID != "" {
+		where, args = append(where, "parent_session_id = ?"), append(args, p.ParentID)
+	}
+	if p.Query != "" {
+		q := rules.LowerASCII(p.Query)
+		where = append(where, "(instr(lower(id), ?) > 0 OR instr(lower(title), ?) > 0 OR instr(lower(agent), ?) > 0)")
+		args = append(args, q, q, q)
+	}
+	if cur != nil {
+		n := nanos(cur.UpdatedAt)
+		where = append(where, "(updated_at < ? OR (updated_at = ? AND id < ?))")
+		args = append(args, n, n, cur.ID)
+	}
+	q := `SELECT ` + sessionCols + ` FROM sessions`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	page := &store.SessionPage{Sessions: []*steptype.Session{}}
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		page.Sessions = append(page.Sessions, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	if len(page.Sessions) > limit {
+		page.Sessions = page.Sessions[:limit]
+		last := page.Sessions[limit-1]
+		page.Next = rules.EncodeCursor(rules.SessionCursor{UpdatedAt: last.UpdatedAt, ID: last.ID})
+	}
+	return page, nil
+}
+
+// execTx runs an unprepared statement on the writer connection; for rare
+// writes (delete, truncate) that are not worth a prepared statement.
+func execTx(tx *wtx, query string, args ...any) error {
+	_, err := tx.conn().ExecContext(bg, query, args...)
+	return err
+}

@@ -1,0 +1,211 @@
+package sqlite_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/sqlite"
+	"github.com/stepwise-run/stepwise/store/storetest"
+)
+
+func open(t *testing.T, cfg sqlite.Config) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Open(%+v): %v", cfg, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "s.db")})
+	}, storetest.Options{
+		Reopen: func(t *testing.T, st store.Store) store.Store {
+			path := st.(*sqlite.Store).Path()
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return open(t, sqlite.Config{Path: path})
+		},
+	})
+}
+
+func TestConformanceFull(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("synchronous=FULL run skipped in -short mode")
+	}
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "s.db"), Synchronous: "full", Readers: 1})
+	}, storetest.Options{Concurrency: 8, PerGoroutine: 5})
+}
+
+func TestCorruptFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "junk.db")
+	junk := make([]byte, 8192)
+	rand.Read(junk)
+	if err := os.WriteFile(path, junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{false, true} {
+		_, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, ReadOnly: ro})
+		if !errors.Is(err, store.ErrCorrupt) {
+			t.Fatalf("Open(junk, readonly=%v) = %v, want ErrCorrupt", ro, err)
+		}
+		if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a database") {
+			t.Errorf("error %q should name the file and say it is not a database", err)
+		}
+	}
+	after, _ := os.ReadFile(path)
+	if string(after) != string(junk) {
+		t.Error("Open modified a file that is not a database")
+	}
+	// A lock taken by the failed open must have been released.
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open(t, sqlite.Config{Path: path})
+}
+
+func TestForeignDatabase(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "other.db")
+	st := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "x.db")})
+	_ = st
+	// Build a valid SQLite file with someone else's table.
+	db := mustRawDB(t, path)
+	if _, err := db.Exec(`CREATE TABLE accounts (id INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err := sqlite.Open(t.Context(), sqlite.Config{Path: path})
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "no stepwise_schema table") {
+		t.Fatalf("Open(foreign db) = %v, want ErrCorrupt naming the missing schema", err)
+	}
+}
+
+func TestSecondWriterLocked(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.db")
+	first := open(t, sqlite.Config{Path: path})
+	_, err := sqlite.Open(t.Context(), sqlite.Config{Path: path})
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+	want := "stepwise: database " + path + " is in use by another stepwise process (pid " + itoa(os.Getpid()) + ")"
+	if err.Error() != want {
+		t.Errorf("error = %q\n want %q", err, want)
+	}
+	// Readers take no lock and see the writer's data.
+	ctx := t.Context()
+	if _, err := first.SessionCreate(ctx, &store.SessionCreateParams{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	ro := open(t, sqlite.Config{Path: path, ReadOnly: true})
+	if _, err := ro.SessionGet(ctx, &store.SessionGetParams{ID: "s1"}); err != nil {
+		t.Errorf("read-only SessionGet: %v", err)
+	}
+	_, err = ro.SessionCreate(ctx, &store.SessionCreateParams{ID: "s2"})
+	if !errors.Is(err, sqlite.ErrReadOnly) {
+		t.Errorf("read-only write = %v, want ErrReadOnly", err)
+	}
+	// After Close the lock is free again.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := open(t, sqlite.Config{Path: path})
+	if _, err := again.SessionGet(ctx, &store.SessionGetParams{ID: "s1"}); err != nil {
+		t.Errorf("after reopen: %v", err)
+	}
+}
+
+func TestReopenKeepsDataAndMigrationsIdempotent(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st := open(t, sqlite.Config{Path: path})
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{{ID: "x", SessionID: "s1",
+		Kind: steptype.KindUser, Status: steptype.StepCompleted, Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for range 3 {
+		st = open(t, sqlite.Config{Path: path})
+		got, err := st.StepGet(ctx, &store.StepGetParams{SessionID: "s1", Sequence: 1})
+		if err != nil || got.Content != "hi" {
+			t.Fatalf("after reopen: %v, %v", got, err)
+		}
+		st.Close()
+	}
+	db := mustRawDB(t, path)
+	defer db.Close()
+	var n, applied int
+	if err := db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE version_id > 0) FROM stepwise_schema`).Scan(&n, &applied); err != nil {
+		t.Fatal(err)
+	}
+	if applied != 1 {
+		t.Errorf("stepwise_schema holds %d applied migrations after 4 opens, want 1", applied)
+	}
+}
+
+func TestReadOnlyWithoutSchema(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "empty.db")
+	db := mustRawDB(t, path)
+	db.Exec(`PRAGMA user_version = 1`)
+	db.Close()
+	_, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, ReadOnly: true})
+	if !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("read-only Open of an empty database = %v, want ErrCorrupt", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, cfg := range []sqlite.Config{
+		{},
+		{Path: filepath.Join(dir, "a.db"), Synchronous: "OFF"},
+		{Path: filepath.Join(dir, "a.db"), Readers: -1},
+		{Path: filepath.Join(dir, "a.db"), BusyTimeout: -1},
+	} {
+		if _, err := sqlite.Open(t.Context(), cfg); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Open(%+v) = %v, want ErrInvalid", cfg, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.db")); !os.IsNotExist(err) {
+		t.Errorf("an invalid config created the database: %v", err)
+	}
+	def := sqlite.Config{Path: "x"}.WithDefaults()
+	if def.Synchronous != "NORMAL" || def.Readers != 4 || def.BusyTimeout != sqlite.DefaultBusyTimeout {
+		t.Errorf("defaults = %+v", def)
+	}
+}
+
+func TestCancelledWriteNotWritten(t *testing.T) {
+	t.Parallel()
+	st := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "s.db")})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s1"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled create = %v", err)
+	}
+	if _, err := st.SessionGet(t.Context(), &store.SessionGetParams{ID: "s1"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("cancelled create was written: %v", err)
+	}
+}

@@ -1,0 +1,67 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// stmts are the writer's prepared statements, bound to its connection.
+type stmts struct {
+	begin, commit, rollback, savepoint, release, rollbackTo *sql.Stmt
+
+	sessionGet, sessionInsert, sessionAppend, sessionForks *sql.Stmt
+	stepBody, stepInsert, stepForResolve, stepResolve      *sql.Stmt
+	stepWaiting                                            *sql.Stmt
+	runGet, runInsert, runUpdate                           *sql.Stmt
+
+	all []*sql.Stmt
+}
+
+const runUpdateSQL = `UPDATE runs SET status = ?, cursor = ?, state = ?, output = ?, error = ?, step_count = ?,
+	options = ?, lease_owner = ?, lease_expires = ?, updated_at = ?, finished_at = ? WHERE id = ?`
+
+func prepare(ctx context.Context, conn *sql.Conn) (*stmts, error) {
+	st := &stmts{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&st.begin, `BEGIN IMMEDIATE`},
+		{&st.commit, `COMMIT`},
+		{&st.rollback, `ROLLBACK`},
+		{&st.savepoint, `SAVEPOINT req`},
+		{&st.release, `RELEASE req`},
+		{&st.rollbackTo, `ROLLBACK TO req`},
+		{&st.sessionGet, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
+		{&st.sessionInsert, `INSERT INTO sessions (` + sessionCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.sessionAppend, `UPDATE sessions SET last_seq = ?, input_tokens = ?, output_tokens = ?, cost = ?, updated_at = ? WHERE id = ?`},
+		{&st.sessionForks, `SELECT fork_sequence FROM sessions WHERE parent_session_id = ?`},
+		{&st.stepBody, `SELECT body FROM steps WHERE id = ?`},
+		{&st.stepInsert, `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.stepForResolve, `SELECT body, run_id FROM steps WHERE id = ?`},
+		{&st.stepResolve, `UPDATE steps SET status = ?, body = ? WHERE id = ?`},
+		{&st.stepWaiting, `SELECT EXISTS (SELECT 1 FROM steps WHERE run_id = ? AND status = 'waiting')`},
+		{&st.runGet, `SELECT ` + runCols + ` FROM runs WHERE id = ?`},
+		{&st.runInsert, `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.runUpdate, runUpdateSQL},
+	} {
+		s, err := conn.PrepareContext(ctx, p.sql)
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		*p.dst = s
+		st.all = append(st.all, s)
+	}
+	return st, nil
+}
+
+func (st *stmts) close() error {
+	var errs []error
+	for _, s := range st.all {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,201 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// maxBatch bounds how many write requests one group commit carries.
+const maxBatch = 256
+
+// writeReq is one write call waiting for the writer goroutine.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(*wtx) (any, error)
+	done chan writeRes // buffered: the writer never blocks on a reply
+}
+
+type writeRes struct {
+	v   any
+	err error
+}
+
+// writer owns the single writer connection. Every write is a request on
+// reqs; the writer goroutine drains all pending requests (up to maxBatch),
+// runs them in ONE transaction with a SAVEPOINT each, so a failing request
+// rolls back only itself, commits once, then replies to each. Under
+// concurrency, one commit (and, with synchronous=FULL, one fsync) serves the
+// whole batch.
+type writer struct {
+	conn *sql.Conn
+	st   *stmts
+
+	mu     sync.RWMutex // held for reading while sending, for writing by stop
+	closed bool
+	reqs   chan *writeReq
+	done   chan struct{}
+}
+
+func startWriter(ctx context.Context, db *sql.DB) (*writer, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := prepare(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	w := &writer{conn: conn, st: st, reqs: make(chan *writeReq, maxBatch), done: make(chan struct{})}
+	go w.loop()
+	return w, nil
+}
+
+// submit queues fn and waits for its result. Once queued, the request is
+// always answered: if ctx ends before the writer reaches it, it is skipped
+// and fails with ctx's error; once started, it runs to the end, so a nil
+// error always means committed and a non-nil one means not written.
+func (w *writer) submit(ctx context.Context, fn func(*wtx) (any, error)) (any, error) {
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan writeRes, 1)}
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case w.reqs <- req:
+	case <-ctx.Done():
+		w.mu.RUnlock()
+		return nil, ctx.Err()
+	}
+	w.mu.RUnlock()
+	res := <-req.done
+	return res.v, res.err
+}
+
+// stop lets the writer finish the queued requests, then closes the
+// connection.
+func (w *writer) stop() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	close(w.reqs)
+	w.mu.Unlock()
+	<-w.done
+	return errors.Join(w.st.close(), w.conn.Close())
+}
+
+func (w *writer) loop() {
+	defer close(w.done)
+	batch := make([]*writeReq, 0, maxBatch)
+	for req := range w.reqs {
+		batch = append(batch[:0], req)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-w.reqs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		w.run(batch)
+		clear(batch)
+	}
+}
+
+// run executes one batch as one transaction and replies to every request.
+func (w *writer) run(batch []*writeReq) {
+	bg := context.Background()
+	res := make([]writeRes, len(batch))
+	abort := func(err error) {
+		_, _ = w.st.rollback.ExecContext(bg)
+		for _, r := range batch {
+			r.done <- writeRes{err: err}
+		}
+	}
+	if _, err := w.st.begin.ExecContext(bg); err != nil {
+		abort(err)
+		return
+	}
+	// A lone request needs no savepoint: on failure the whole tx rolls back.
+	single := len(batch) == 1
+	tx := &wtx{st: w.st, c: w.conn}
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			res[i].err = err
+			continue
+		}
+		if !single {
+			if _, err := w.st.savepoint.ExecContext(bg); err != nil {
+				abort(err)
+				return
+			}
+		}
+		res[i].v, res[i].err = call(r.fn, tx)
+		switch {
+		case res[i].err == nil && !single:
+			if _, err := w.st.release.ExecContext(bg); err != nil {
+				abort(err)
+				return
+			}
+		case res[i].err != nil && single:
+			_, _ = w.st.rollback.ExecContext(bg)
+			r.done <- res[i]
+			return
+		case res[i].err != nil:
+			// If SQLite already rolled the whole transaction back (I/O
+			// error, full disk), ROLLBACK TO fails and everything fails.
+			if _, err := w.st.rollbackTo.ExecContext(bg); err != nil {
+				abort(fmt.Errorf("%w (after %v)", err, res[i].err))
+				return
+			}
+			if _, err := w.st.release.ExecContext(bg); err != nil {
+				abort(err)
+				return
+			}
+		}
+	}
+	if _, err := w.st.commit.ExecContext(bg); err != nil {
+		abort(fmt.Errorf("commit: %w", err))
+		return
+	}
+	for i, r := range batch {
+		r.done <- res[i]
+	}
+}
+
+// call runs fn, turning a panic into an error so the writer survives.
+func call(fn func(*wtx) (any, error), tx *wtx) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("stepwise: sqlite write panicked: %v", p)
+		}
+	}()
+	return fn(tx)
+}
+
+// write runs fn on the writer and returns its typed result.
+func write[T any](s *Store, ctx context.Context, fn func(*wtx) (T, error)) (T, error) {
+	var zero T
+	if err := s.usable(); err != nil {
+		return zero, err
+	}
+	if s.w == nil {
+		return zero, ErrReadOnly
+	}
+	v, err := s.w.submit(ctx, func(tx *wtx) (any, error) { return fn(tx) })
+	if err != nil {
+		return zero, mapErr(err)
+	}
+	return v.(T), nil
+}
