@@ -42,6 +42,7 @@ type classifiedError struct {
 	class steptype.ErrorClass
 }
 
+// Error returns the marked error's message unchanged.
 func (e *classifiedError) Error() string { return e.err.Error() }
 
 // Unwrap returns the marked error.

@@ -93,8 +93,10 @@ type funcTool[A, R any] struct {
 	fn        func(context.Context, A) (R, error)
 }
 
+// Definition returns the name, description and inferred schema.
 func (t *funcTool[A, R]) Definition() llm.ToolDef { return t.def }
 
+// Call validates and decodes the arguments, then runs the function.
 func (t *funcTool[A, R]) Call(ctx context.Context, c *Call) (res *Result, err error) {
 	if err := t.validator.Validate(c.Arguments); err != nil {
 		return ErrorResult(err), nil
@@ -146,8 +148,10 @@ type untypedTool struct {
 	fn        func(context.Context, *Call) (*Result, error)
 }
 
+// Definition returns the tool definition given to Func.
 func (t *untypedTool) Definition() llm.ToolDef { return t.def }
 
+// Call validates the arguments, then runs the function.
 func (t *untypedTool) Call(ctx context.Context, c *Call) (res *Result, err error) {
 	if err := t.validator.Validate(c.Arguments); err != nil {
 		return ErrorResult(err), nil

@@ -22,6 +22,8 @@ type ArgumentError struct {
 	Problem string
 }
 
+// Error renders the problem for the model, e.g.
+// `invalid arguments: field "city" is required`.
 func (e *ArgumentError) Error() string {
 	if e.Field == "" {
 		return "invalid arguments: " + e.Problem

@@ -18,6 +18,7 @@ type calcError struct {
 	msg string
 }
 
+// Error renders the problem with its position.
 func (e *calcError) Error() string {
 	if e.pos > 0 {
 		return fmt.Sprintf("at position %d: %s", e.pos, e.msg)

@@ -111,6 +111,7 @@ func (r hostRule) allows(host, port string) bool {
 // refusal is a URL the tool will not fetch; it is never worth retrying.
 type refusal struct{ msg string }
 
+// Error returns the reason for the refusal.
 func (e *refusal) Error() string { return e.msg }
 
 // checkURL refuses URLs the configuration does not allow.

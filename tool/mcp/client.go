@@ -228,6 +228,7 @@ type headerTransport struct {
 	headers map[string]string
 }
 
+// RoundTrip sends a copy of req with the headers set.
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	for k, v := range t.headers {

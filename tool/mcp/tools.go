@@ -87,6 +87,8 @@ type mcpTool struct {
 	validator *tool.Validator // nil if the schema could not be resolved
 }
 
+// Definition returns the server's description and input schema under the
+// local name.
 func (t *mcpTool) Definition() llm.ToolDef { return t.def }
 
 // Call validates the arguments, then calls the tool on the server.
