@@ -81,8 +81,6 @@ func TestCorruptFile(t *testing.T) {
 func TestForeignDatabase(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "other.db")
-	st := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "x.db")})
-	_ = st
 	// Build a valid SQLite file with someone else's table.
 	db := mustRawDB(t, path)
 	if _, err := db.Exec(`CREATE TABLE accounts (id INTEGER PRIMARY KEY)`); err != nil {
