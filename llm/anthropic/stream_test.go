@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"runtime"
@@ -344,5 +343,3 @@ func assertCalls(t *testing.T, got, want []steptype.ToolCall) {
 		t.Errorf("tool calls\n got %s\nwant %s", g, w)
 	}
 }
-
-var _ = fmt.Sprint
