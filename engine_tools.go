@@ -52,30 +52,28 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		if x.waiting[call.ID] {
 			continue // already asked, still waiting
 		}
-		if x.needsApproval(call) {
-			if ans, ok := x.approvals[call.ID]; ok {
-				if !ans.Approved {
-					msg := "The user rejected this tool call."
-					if ans.Message != "" {
-						msg += " Message: " + ans.Message
-					}
-					if err := x.commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runUpdate{}); err != nil {
-						return nil, err
-					}
-					continue
+		if ans, decided := x.approvals[call.ID]; decided {
+			if !ans.Approved {
+				msg := "The user rejected this tool call."
+				if ans.Message != "" {
+					msg += " Message: " + ans.Message
 				}
-			} else {
-				in, err := x.inputStep(StepTools, &InputRequest{
-					Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
-					Approval: &call,
-					Schema:   approvalSchema,
-				}, nil)
-				if err != nil {
+				if err := x.commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runUpdate{}); err != nil {
 					return nil, err
 				}
-				approvals = append(approvals, in)
 				continue
 			}
+		} else if x.needsApproval(call) {
+			in, err := x.inputStep(StepTools, &InputRequest{
+				Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
+				Approval: &call,
+				Schema:   approvalSchema,
+			}, nil)
+			if err != nil {
+				return nil, err
+			}
+			approvals = append(approvals, in)
+			continue
 		}
 		run = append(run, call)
 	}

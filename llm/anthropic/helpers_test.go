@@ -88,11 +88,16 @@ func (s *server) model(t testing.TB, mods ...func(*anthropic.Config)) *anthropic
 // a real server streams.
 func sseFile(t testing.TB, name string) http.HandlerFunc {
 	t.Helper()
+	return sseBytes(readFile(t, name))
+}
+
+func readFile(t testing.TB, name string) []byte {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sseBytes(data)
+	return data
 }
 
 func sseBytes(data []byte) http.HandlerFunc {

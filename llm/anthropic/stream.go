@@ -19,6 +19,10 @@ import (
 // arrives. It owns raw.Body.
 func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield func(*llm.Response, error) bool) {
 	dec := ssestream.NewDecoder(raw)
+	if dec == nil { // no body at all
+		yield(nil, truncated(nil))
+		return
+	}
 	defer dec.Close()
 
 	var acc accumulator

@@ -257,12 +257,12 @@ data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta"
 	}
 }
 
-// slowStream sends the start of a message, then nothing until the client
-// goes away, and reports that on gone.
+// slowStream sends the start of a message and four text deltas at once,
+// then nothing until the client goes away, and reports that on gone.
 func slowStream(gone chan<- struct{}) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Once\"}}\n\n"))
+		_, _ = w.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Once\"}}\n\n" + strings.Repeat("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" upon\"}}\n\n", 3))) // one write: the client buffers them all
 		_ = http.NewResponseController(w).Flush()
 		<-r.Context().Done()
 		close(gone)
@@ -291,7 +291,7 @@ func TestGenerateCancelledMidStream(t *testing.T) {
 		t.Fatalf("error %v, want context.Canceled itself", got)
 	}
 	if partials != 1 {
-		t.Errorf("%d partials", partials)
+		t.Errorf("%d partials after cancelling: buffered events must not be yielded", partials)
 	}
 	<-gone // the connection was released
 }

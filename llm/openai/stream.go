@@ -20,6 +20,10 @@ var doneMarker = []byte("[DONE]")
 // chunk that carries a delta, then the final response. It owns raw.Body.
 func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield func(*llm.Response, error) bool) {
 	dec := ssestream.NewDecoder(raw)
+	if dec == nil { // no body at all
+		yield(nil, truncated(nil))
+		return
+	}
 	defer dec.Close()
 
 	var acc accumulator

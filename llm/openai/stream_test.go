@@ -273,12 +273,16 @@ func TestGenerateMalformedChunk(t *testing.T) {
 	}
 }
 
-// slowStream sends one chunk, then nothing until the client goes away, and
-// reports that on gone.
+// slowStream sends four chunks at once, then nothing until the client goes
+// away, and reports that on gone.
 func slowStream(gone chan<- struct{}) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write([]byte(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Once"},"finish_reason":null}]}` + "\n\n"))
+		var b strings.Builder
+		for _, word := range []string{"Once", " upon", " a", " time"} {
+			b.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"` + word + `"},"finish_reason":null}]}` + "\n\n")
+		}
+		_, _ = w.Write([]byte(b.String())) // one write: the client buffers them all
 		_ = http.NewResponseController(w).Flush()
 		<-r.Context().Done()
 		close(gone)
@@ -307,7 +311,7 @@ func TestGenerateCancelledMidStream(t *testing.T) {
 		t.Fatalf("error %v, want context.Canceled itself", got)
 	}
 	if partials != 1 {
-		t.Errorf("%d partials", partials)
+		t.Errorf("%d partials after cancelling: buffered chunks must not be yielded", partials)
 	}
 	<-gone // the connection was released
 }

@@ -2,7 +2,6 @@ package scripted
 
 import (
 	"context"
-	"encoding/json"
 	"iter"
 	"strconv"
 	"strings"
@@ -25,12 +24,13 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 			yield(nil, err)
 			return
 		}
-		if req == nil {
-			req = &llm.Request{}
+		r := req
+		if r == nil {
+			r = &llm.Request{}
 		}
-		c := m.tally(req.Messages)
-		t, p := m.pick(req.Messages, &c), c.assistants
-		if t.Match != "" && (c.lastUser < 0 || !strings.Contains(req.Messages[c.lastUser].Content, t.Match)) {
+		c := m.tally(r.Messages)
+		t, p := m.pick(r.Messages, &c), c.assistants
+		if t.Match != "" && (c.lastUser < 0 || !strings.Contains(r.Messages[c.lastUser].Content, t.Match)) {
 			yield(nil, t.mismatch(m.full))
 			return
 		}
@@ -38,7 +38,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 			yield(nil, err)
 			return
 		}
-		if t.Fail != nil && m.fail(t, req) {
+		if t.Fail != nil && m.fail(t, r) {
 			yield(nil, t.failure())
 			return
 		}
@@ -46,32 +46,41 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		if !s.text(t.Reasoning, t.Chunk, true) || !s.text(t.Text, t.Chunk, false) {
 			return
 		}
-		var calls []steptype.ToolCall
-		if n := len(t.ToolCalls); n > 0 {
-			calls = make([]steptype.ToolCall, n)
-			for i, tc := range t.ToolCalls {
-				id := tc.ID
-				if id == "" {
-					id = "call_" + strconv.Itoa(p) + "_" + strconv.Itoa(i)
-				}
-				calls[i] = steptype.ToolCall{ID: id, Name: tc.Name, Arguments: json.RawMessage(t.args[i])}
-				if !s.call(i, id, tc.Name, t.args[i], t.Chunk) {
-					return
-				}
+		// One allocation holds the final response and, commonly, its only call.
+		f := &finalResponse{}
+		if n := len(t.ToolCalls); n == 1 {
+			f.ToolCalls = f.one[:]
+		} else if n > 1 {
+			f.ToolCalls = make([]steptype.ToolCall, n)
+		}
+		for i, tc := range t.ToolCalls {
+			id := tc.ID
+			if id == "" {
+				id = "call_" + strconv.Itoa(p) + "_" + strconv.Itoa(i)
+			}
+			// Arguments share the script's bytes (capacity clipped): read-only.
+			f.ToolCalls[i] = steptype.ToolCall{ID: id, Name: tc.Name, Arguments: t.raw[i]}
+			if !s.call(i, id, tc.Name, t.args[i], t.Chunk) {
+				return
 			}
 		}
 		if !s.pause() {
 			return
 		}
-		yield(&llm.Response{
-			Content:      t.Text,
-			Reasoning:    t.Reasoning,
-			ToolCalls:    calls,
-			Usage:        usage(t, len(req.System)+c.chars),
-			FinishReason: t.finish,
-			Model:        m.name,
-		}, nil)
+		f.Content, f.Reasoning, f.FinishReason, f.Model = t.Text, t.Reasoning, t.finish, m.name
+		f.Usage = usage(t, len(r.System)+c.chars)
+		yield(&f.Response, nil)
 	}
+}
+
+type finalResponse struct {
+	llm.Response
+	one [1]steptype.ToolCall
+}
+
+type callDelta struct {
+	llm.Response
+	one [1]llm.ToolCallDelta
 }
 
 // stream yields partial responses, pausing between them.
@@ -124,11 +133,13 @@ func (s *stream) call(i int, id, name, args string, chunk int) bool {
 	for first || args != "" {
 		var part string
 		part, args = cut(args, chunk)
-		d := llm.ToolCallDelta{Index: i, Arguments: part}
+		d := &callDelta{}
+		d.Partial, d.ToolCallDeltas = true, d.one[:]
+		d.one[0] = llm.ToolCallDelta{Index: i, Arguments: part}
 		if first {
-			d.ID, d.Name, first = id, name, false
+			d.one[0].ID, d.one[0].Name, first = id, name, false
 		}
-		if !s.send(&llm.Response{Partial: true, ToolCallDeltas: []llm.ToolCallDelta{d}}) {
+		if !s.send(&d.Response) {
 			return false
 		}
 	}

@@ -54,8 +54,9 @@ type seq struct {
 // cturn is a turn prepared for serving.
 type cturn struct {
 	Turn
-	where    string   // "turns[3]", for messages
-	args     []string // compacted arguments per call
+	where    string            // "turns[3]", for messages
+	args     []string          // arguments per call, streamed
+	raw      []json.RawMessage // the same bytes, for final responses
 	outChars int
 	finish   string
 }
@@ -141,12 +142,14 @@ func prepare(where string, t Turn) cturn {
 	c := cturn{Turn: t, where: where, finish: "stop"}
 	c.outChars = len(t.Text) + len(t.Reasoning)
 	c.args = make([]string, len(t.ToolCalls))
+	c.raw = make([]json.RawMessage, len(t.ToolCalls))
 	for i, tc := range t.ToolCalls {
 		a := strings.TrimSpace(string(tc.Arguments))
 		if a == "" {
 			a = "{}"
 		}
 		c.args[i] = a
+		c.raw[i] = json.RawMessage(a)[:len(a):len(a)]
 		c.outChars += len(tc.Name) + len(a)
 	}
 	if len(t.ToolCalls) > 0 {

@@ -45,6 +45,7 @@ func (e *ParseError) Error() string {
 const (
 	maxErrors  = 20        // errors reported per file before giving up
 	nodeBudget = 1_000_000 // nodes visited, aliases expanded, before giving up
+	maxDepth   = 256       // nesting of free-form values (a cyclic alias never ends)
 )
 
 // decoder walks a yaml.v3 node tree, collecting located errors.
@@ -52,6 +53,7 @@ type decoder struct {
 	file   string
 	errs   []error
 	budget int
+	depth  int // nesting of the free-form value being read
 }
 
 func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
@@ -270,6 +272,11 @@ func (d *decoder) jsonValue(b []byte, n *yaml.Node, field string) ([]byte, bool)
 	if n = d.resolve(n); n == nil {
 		return b, false
 	}
+	if d.depth++; d.depth > maxDepth {
+		d.errorf(n, field, "nested too deeply (an alias to itself?)")
+		return b, false
+	}
+	defer func() { d.depth-- }()
 	switch n.Kind {
 	case yaml.MappingNode:
 		b = append(b, '{')

@@ -54,6 +54,7 @@ func TestParseErrors(t *testing.T) {
 		{"merge key", "base: &b {text: a}\nturns:\n  - <<: *b\n", "bad.yaml:1: base: unknown field"},
 		{"merge key in turn", "turns:\n  - <<: {text: a}\n", "bad.yaml:2: turns[0]: merge keys (<<) are not supported"},
 		{"two documents", "turns: [a]\n---\nturns: [b]\n", "bad.yaml:2: more than one YAML document"},
+		{"cyclic alias", "turns:\n  - tool_calls:\n      - name: a\n        arguments: &x {a: *x}\n", "bad.yaml:4: turns[0].tool_calls[0].arguments"},
 		{"non-string key", "turns:\n  - {[a]: b}\n", "bad.yaml:2: turns[0]: keys must be strings"},
 	}
 	for _, tt := range tests {

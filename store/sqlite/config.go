@@ -71,7 +71,8 @@ func (c Config) validate() error {
 	return nil
 }
 
-// dsn returns the modernc.org/sqlite DSN of one connection role.
+// dsn returns the modernc.org/sqlite DSN of one connection role: the
+// writer, or a (query-only) reader.
 func (c Config) dsn(abs string, writer bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", c.BusyTimeout.Milliseconds()))

@@ -26,6 +26,8 @@
 // with run updates, StepResolve and RunClaim are atomic and serialized.
 // A request whose context ends before the writer reaches it is skipped; once
 // started it always finishes, so an error always means "not written".
+// SQLite checkpoints the WAL into the database file every 1000 pages, on the
+// writer; Close checkpoints and truncates it.
 //
 // # Reads
 //

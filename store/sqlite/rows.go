@@ -114,16 +114,6 @@ func runArgs(r *steptype.Run) ([]any, error) {
 		nanos(r.LeaseExpires), nanos(r.CreatedAt), nanos(r.UpdatedAt), nanos(r.FinishedAt)}, nil
 }
 
-// runUpdateArgs are the mutable columns of runUpdateSQL, then the id.
-func runUpdateArgs(r *steptype.Run) ([]any, error) {
-	errb, err := runErrorJSON(r.Error)
-	if err != nil {
-		return nil, err
-	}
-	return []any{string(r.Status), r.Cursor, blob(r.State), r.Output, errb, r.StepCount, blob(r.Options),
-		r.LeaseOwner, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt), r.ID}, nil
-}
-
 // decodeBodies decodes stored step bodies.
 func decodeBodies(bodies [][]byte) ([]*steptype.Step, error) {
 	out := make([]*steptype.Step, 0, len(bodies))

@@ -17,21 +17,11 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*stept
 	if err != nil {
 		return nil, err
 	}
-	args, err := runArgs(r)
-	if err != nil {
-		return nil, err
-	}
 	return write(s, ctx, func(tx *wtx) (*steptype.Run, error) {
 		if _, err := tx.session(r.SessionID); err != nil {
 			return nil, err
 		}
-		if _, err := tx.st.runInsert.ExecContext(bg, args...); err != nil {
-			if isUnique(err) {
-				return nil, rules.Conflict("run %q already exists", r.ID)
-			}
-			return nil, err
-		}
-		return r, nil
+		return rules.CloneRun(r), tx.insertRun(r)
 	})
 }
 
@@ -75,7 +65,7 @@ func (s *Store) RunClaim(ctx context.Context, p *store.RunClaimParams) ([]*stept
 				continue
 			}
 			rules.Claim(r, p, now)
-			if err := tx.saveRun(r); err != nil {
+			if err := tx.saveRun(nil, r); err != nil {
 				return nil, err
 			}
 			out = append(out, r)

@@ -57,6 +57,7 @@ func (s *Store) SessionDelete(ctx context.Context, p *store.SessionDeleteParams)
 		if len(forks) > 0 {
 			return struct{}{}, rules.Conflict("session %q has %d fork(s)", p.ID, len(forks))
 		}
+		tx.cache.dropSession(p.ID)
 		return struct{}{}, execTx(tx, `DELETE FROM sessions WHERE id = ?`, p.ID)
 	})
 	return err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -205,5 +206,39 @@ func TestCancelledWriteNotWritten(t *testing.T) {
 	}
 	if _, err := st.SessionGet(t.Context(), &store.SessionGetParams{ID: "s1"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("cancelled create was written: %v", err)
+	}
+}
+
+func TestBusyIsLocked(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st := open(t, sqlite.Config{Path: path, BusyTimeout: 50 * time.Millisecond})
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	// A foreign connection (not a stepwise process) holds the write lock.
+	db := mustRawDB(t, path)
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s2"})
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("write under a foreign lock = %v, want ErrLocked", err)
+	}
+	if _, err := st.SessionGet(ctx, &store.SessionGetParams{ID: "s1"}); err != nil {
+		t.Errorf("reads must not wait for the write lock (WAL): %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s2"}); err != nil {
+		t.Errorf("write after the lock is gone: %v", err)
 	}
 }

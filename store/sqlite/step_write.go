@@ -18,27 +18,28 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	if err := rules.CheckAppend(p); err != nil {
 		return nil, err
 	}
-	bodies, err := write(s, ctx, func(tx *wtx) ([][]byte, error) { return tx.stepAppend(p) })
+	// The JSON work happens here, in the caller's goroutine; the writer
+	// only splices the sequence in.
+	now := rules.Now(time.Time{})
+	pre := make([]*rules.PreEncoded, len(p.Steps))
+	for i, st := range p.Steps {
+		var err error
+		if pre[i], err = rules.PreEncode(st, now); err != nil {
+			return nil, err
+		}
+	}
+	bodies, err := write(s, ctx, func(tx *wtx) ([][]byte, error) { return tx.stepAppend(p, pre, now) })
 	if err != nil {
 		return nil, err
 	}
 	return decodeBodies(bodies) // off the writer goroutine
 }
 
-func (tx *wtx) stepAppend(p *store.StepAppendParams) ([][]byte, error) {
-	now := rules.Now(time.Time{})
+func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, now time.Time) ([][]byte, error) {
 	bodies := make([][]byte, 0, len(p.Steps))
 	var sessions []*steptype.Session // touched, in first-touch order
-	for _, in := range p.Steps {
-		var body []byte
-		err := tx.st.stepBody.QueryRowContext(bg, in.ID).Scan(&body)
-		if err == nil { // idempotent append: the stored row stands
-			bodies = append(bodies, body)
-			continue
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return nil, err
-		}
+	for _, pe := range pre {
+		in := pe.Step
 		var sess *steptype.Session
 		for _, t := range sessions {
 			if t.ID == in.SessionID {
@@ -46,26 +47,36 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams) ([][]byte, error) {
 			}
 		}
 		if sess == nil {
+			var err error
 			if sess, err = tx.session(in.SessionID); err != nil {
-				return nil, err
+				return tx.storedOr(bodies, in.ID, err)
 			}
 			sessions = append(sessions, sess)
 		}
-		st, err := rules.PlaceStep(in, sess.LastSequence+1, now)
+		seq := sess.LastSequence + 1
+		if err := rules.CheckSequence(pe.In, seq); err != nil {
+			return tx.storedOr(bodies, in.ID, err)
+		}
+		body, err := pe.Body(seq)
 		if err != nil {
 			return nil, err
 		}
-		if body, err = rules.EncodeStep(st); err != nil {
-			return nil, err
-		}
-		_, err = tx.st.stepInsert.ExecContext(bg, st.ID, st.SessionID, st.Sequence, st.RunID, string(st.Kind),
-			string(st.Status), st.Hop, nanos(st.CreatedAt), body)
+		res, err := tx.st.stepInsert.ExecContext(bg, in.ID, in.SessionID, seq, in.RunID, string(in.Kind),
+			string(in.Status), in.Hop, nanos(in.CreatedAt), body)
 		if err != nil {
 			return nil, err
 		}
-		sess.LastSequence = st.Sequence
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			// The id is taken (ON CONFLICT DO NOTHING): idempotent append,
+			// the stored row stands and the sequence is not used.
+			if bodies, err = tx.storedOr(bodies, in.ID, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		sess.LastSequence = seq
 		sess.UpdatedAt = now
-		rules.AddTotals(sess, st, 1)
+		rules.AddTotals(sess, in, 1)
 		bodies = append(bodies, body)
 	}
 	for _, sess := range sessions {
@@ -79,6 +90,22 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams) ([][]byte, error) {
 		}
 	}
 	return bodies, nil
+}
+
+// storedOr appends the stored body of step id to bodies when the step
+// exists (an idempotent re-append); otherwise it fails with err, or
+// ErrNotFound when err is nil.
+func (tx *wtx) storedOr(bodies [][]byte, id string, err error) ([][]byte, error) {
+	var body []byte
+	switch qerr := tx.st.stepBody.QueryRowContext(bg, id).Scan(&body); {
+	case qerr == nil:
+		return append(bodies, body), nil
+	case !errors.Is(qerr, sql.ErrNoRows):
+		return nil, qerr
+	case err != nil:
+		return nil, err
+	}
+	return nil, rules.NotFound("step", id)
 }
 
 // StepTruncate implements store.Store.
@@ -174,7 +201,7 @@ func (s *Store) StepResolve(ctx context.Context, p *store.StepResolveParams) (*s
 			return nil, err
 		}
 		if rules.Requeue(r, rules.Now(p.Now)) {
-			err = tx.saveRun(r)
+			err = tx.saveRun(nil, r)
 		}
 		return body, err
 	})

@@ -13,7 +13,7 @@ type stmts struct {
 	sessionGet, sessionInsert, sessionAppend, sessionForks *sql.Stmt
 	stepBody, stepInsert, stepForResolve, stepResolve      *sql.Stmt
 	stepWaiting                                            *sql.Stmt
-	runGet, runInsert, runUpdate                           *sql.Stmt
+	runGet, runInsert, runUpdate, runUpdateLight           *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -39,13 +39,15 @@ func prepare(ctx context.Context, conn *sql.Conn) (*stmts, error) {
 		{&st.sessionForks, `SELECT fork_sequence FROM sessions WHERE parent_session_id = ?`},
 		{&st.stepBody, `SELECT body FROM steps WHERE id = ?`},
 		{&st.stepInsert, `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{&st.stepForResolve, `SELECT body, run_id FROM steps WHERE id = ?`},
 		{&st.stepResolve, `UPDATE steps SET status = ?, body = ? WHERE id = ?`},
 		{&st.stepWaiting, `SELECT EXISTS (SELECT 1 FROM steps WHERE run_id = ? AND status = 'waiting')`},
 		{&st.runGet, `SELECT ` + runCols + ` FROM runs WHERE id = ?`},
 		{&st.runInsert, `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.runUpdate, runUpdateSQL},
+		{&st.runUpdateLight, `UPDATE runs SET cursor = ?, state = ?, output = ?, error = ?, step_count = ?,
+			options = ?, updated_at = ?, finished_at = ? WHERE id = ?`},
 	} {
 		s, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {

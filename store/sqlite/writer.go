@@ -30,8 +30,9 @@ type writeRes struct {
 // concurrency, one commit (and, with synchronous=FULL, one fsync) serves the
 // whole batch.
 type writer struct {
-	conn *sql.Conn
-	st   *stmts
+	conn  *sql.Conn
+	st    *stmts
+	cache *rowCache
 
 	mu     sync.RWMutex // held for reading while sending, for writing by stop
 	closed bool
@@ -49,7 +50,7 @@ func startWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 		conn.Close()
 		return nil, err
 	}
-	w := &writer{conn: conn, st: st, reqs: make(chan *writeReq, maxBatch), done: make(chan struct{})}
+	w := &writer{conn: conn, st: st, cache: newRowCache(), reqs: make(chan *writeReq, maxBatch), done: make(chan struct{})}
 	go w.loop()
 	return w, nil
 }
@@ -88,6 +89,9 @@ func (w *writer) stop() error {
 	close(w.reqs)
 	w.mu.Unlock()
 	<-w.done
+	// Fold the WAL into the database file and truncate it, when no reader
+	// holds it; a failure only leaves a longer WAL for the next open.
+	_, _ = w.conn.ExecContext(bg, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	return errors.Join(w.st.close(), w.conn.Close())
 }
 
@@ -119,6 +123,7 @@ func (w *writer) run(batch []*writeReq) {
 	res := make([]writeRes, len(batch))
 	abort := func(err error) {
 		_, _ = w.st.rollback.ExecContext(bg)
+		w.cache.aborted()
 		for _, r := range batch {
 			r.done <- writeRes{err: err}
 		}
@@ -129,7 +134,7 @@ func (w *writer) run(batch []*writeReq) {
 	}
 	// A lone request needs no savepoint: on failure the whole tx rolls back.
 	single := len(batch) == 1
-	tx := &wtx{st: w.st, c: w.conn}
+	tx := &wtx{st: w.st, c: w.conn, cache: w.cache}
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			res[i].err = err
@@ -143,13 +148,17 @@ func (w *writer) run(batch []*writeReq) {
 		}
 		res[i].v, res[i].err = call(r.fn, tx)
 		switch {
-		case res[i].err == nil && !single:
+		case res[i].err == nil && single:
+			w.cache.released()
+		case res[i].err == nil:
 			if _, err := w.st.release.ExecContext(bg); err != nil {
 				abort(err)
 				return
 			}
-		case res[i].err != nil && single:
+			w.cache.released()
+		case single:
 			_, _ = w.st.rollback.ExecContext(bg)
+			w.cache.aborted()
 			r.done <- res[i]
 			return
 		case res[i].err != nil:
@@ -159,6 +168,7 @@ func (w *writer) run(batch []*writeReq) {
 				abort(fmt.Errorf("%w (after %v)", err, res[i].err))
 				return
 			}
+			w.cache.failed()
 			if _, err := w.st.release.ExecContext(bg); err != nil {
 				abort(err)
 				return
@@ -169,6 +179,7 @@ func (w *writer) run(batch []*writeReq) {
 		abort(fmt.Errorf("commit: %w", err))
 		return
 	}
+	w.cache.committed()
 	for i, r := range batch {
 		r.done <- res[i]
 	}

@@ -130,6 +130,50 @@ func testSteps(t *testing.T, h *harness) {
 			t.Errorf("LastSequence %d, want %d", last, n*per)
 		}
 	})
+	h.sub(t, "AppendConcurrentWithFailures", func(t *testing.T, st store.Store) {
+		// Half of the appends carry a run update with the wrong owner and
+		// must fail alone: the others commit, gap-free, in the same batches.
+		mustSession(t, st, "s1")
+		mustRun(t, st, &steptype.Run{ID: "r1", SessionID: "s1", Agent: "a", Status: steptype.RunRunning, LeaseOwner: "w"})
+		n := 2 * h.opts.Concurrency
+		var wg sync.WaitGroup
+		results := make([]error, n)
+		for g := range n {
+			wg.Go(func() {
+				owner := "w"
+				if g%2 == 1 {
+					owner = "intruder"
+				}
+				_, results[g] = st.StepAppend(t.Context(), &store.StepAppendParams{
+					Steps: []*steptype.Step{newStep("s1", fmt.Sprint("x", g))},
+					Runs:  []*store.RunUpdateParams{{ID: "r1", Owner: owner, StepDelta: 1}},
+				})
+			})
+		}
+		wg.Wait()
+		for g, err := range results {
+			if g%2 == 0 && err != nil {
+				t.Errorf("append %d: %v", g, err)
+			}
+			if g%2 == 1 {
+				wantErr(t, fmt.Sprint("append ", g), err, store.ErrConflict)
+			}
+		}
+		all := list(t, st, &store.StepListParams{SessionID: "s1"})
+		for i, s := range all {
+			var g int
+			fmt.Sscanf(s.ID, "x%d", &g)
+			if s.Sequence != int64(i+1) || g%2 == 1 {
+				t.Errorf("step %d: %s at sequence %d", i, s.ID, s.Sequence)
+			}
+		}
+		if len(all) != n/2 {
+			t.Errorf("%d steps stored, want %d", len(all), n/2)
+		}
+		if r := getRun(t, st, "r1"); r.StepCount != int64(n/2) {
+			t.Errorf("run StepCount %d, want %d", r.StepCount, n/2)
+		}
+	})
 	h.sub(t, "AppendIdempotent", func(t *testing.T, st store.Store) {
 		mustSession(t, st, "s1")
 		first := fill(t, st, "s1", "x", 1)[0]

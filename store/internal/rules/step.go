@@ -1,8 +1,9 @@
 package rules
 
 import (
-	"encoding/json"
+	"bytes"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
@@ -48,38 +49,98 @@ func CheckAppend(p *store.StepAppendParams) error {
 	return nil
 }
 
-// PlaceStep returns the copy of s to store at sequence next of its session:
-// Sequence 0 takes next, any other value must equal it (else ErrConflict). A
-// zero CreatedAt becomes now; times are normalized to UTC.
-func PlaceStep(s *steptype.Step, next int64, now time.Time) (*steptype.Step, error) {
+// CheckSequence fails with ErrConflict unless s may take sequence next of
+// its session: Sequence 0 takes any, another value must equal next.
+func CheckSequence(s *steptype.Step, next int64) error {
 	if s.Sequence != 0 && s.Sequence != next {
-		return nil, Conflict("step %q asks for sequence %d of session %q, next is %d", s.ID, s.Sequence, s.SessionID, next)
+		return Conflict("step %q asks for sequence %d of session %q, next is %d", s.ID, s.Sequence, s.SessionID, next)
 	}
+	return nil
+}
+
+// PlaceStep checks s against sequence next (CheckSequence) and returns the
+// copy to store there. A zero CreatedAt becomes now; times are normalized
+// to UTC.
+func PlaceStep(s *steptype.Step, next int64, now time.Time) (*steptype.Step, error) {
+	if err := CheckSequence(s, next); err != nil {
+		return nil, err
+	}
+	return place(s, next, now), nil
+}
+
+func place(s *steptype.Step, seq int64, now time.Time) *steptype.Step {
 	c := *s
-	c.Sequence = next
+	c.Sequence = seq
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now
 	}
 	c.CreatedAt = c.CreatedAt.UTC().Round(0)
-	return &c, nil
+	return &c
 }
 
-// EncodeStep returns the stored body of a step: its wire JSON.
+// EncodeStep returns the stored body of a step: its wire JSON. It calls
+// MarshalJSON directly: json.Marshal would re-scan and compact the output.
 func EncodeStep(s *steptype.Step) ([]byte, error) {
-	b, err := json.Marshal(s)
+	b, err := s.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode step %q: %w", s.ID, err)
 	}
 	return b, nil
 }
 
-// DecodeStep reads a stored body.
+// DecodeStep reads a stored body. It calls UnmarshalJSON directly:
+// json.Unmarshal would validate the whole body once more first.
 func DecodeStep(b []byte) (*steptype.Step, error) {
 	s := new(steptype.Step)
-	if err := json.Unmarshal(b, s); err != nil {
+	if err := s.UnmarshalJSON(b); err != nil {
 		return nil, fmt.Errorf("%w: decode stored step: %v", store.ErrCorrupt, err)
 	}
 	return s, nil
+}
+
+// seqZero is the sequence field of a body encoded with Sequence 0.
+var seqZero = []byte(`,"sequence":0,`)
+
+// PreEncoded is a step encoded before its sequence is known, so a driver
+// can do the JSON work outside its critical section.
+type PreEncoded struct {
+	In   *steptype.Step // the step as given, for CheckSequence
+	Step *steptype.Step // placed at sequence 0, CreatedAt set
+	body []byte         // wire JSON of Step
+	at   int            // offset of seqZero in body, or -1
+}
+
+// PreEncode places s at sequence 0 and encodes it.
+func PreEncode(s *steptype.Step, now time.Time) (*PreEncoded, error) {
+	c := place(s, 0, now)
+	body, err := EncodeStep(c)
+	if err != nil {
+		return nil, err
+	}
+	p := &PreEncoded{In: s, Step: c, body: body, at: -1}
+	// Sequence is always written and no earlier field can contain the
+	// marker (strings escape their quotes), so a single occurrence is the
+	// field itself; nested metadata may repeat it, then Body re-encodes.
+	if bytes.Count(body, seqZero) == 1 {
+		p.at = bytes.Index(body, seqZero)
+	}
+	return p, nil
+}
+
+// Body returns the wire JSON of the step at sequence seq: the pre-encoded
+// body with its sequence field replaced, byte for byte what EncodeStep
+// would return.
+func (p *PreEncoded) Body(seq int64) ([]byte, error) {
+	if p.at < 0 {
+		c := *p.Step
+		c.Sequence = seq
+		return EncodeStep(&c)
+	}
+	num := strconv.AppendInt(nil, seq, 10)
+	out := make([]byte, 0, len(p.body)+len(num))
+	out = append(out, p.body[:p.at+len(`,"sequence":`)]...)
+	out = append(out, num...)
+	return append(out, p.body[p.at+len(seqZero)-1:]...), nil
 }
 
 // AddTotals adds (sign +1) or removes (sign -1) a step's metrics to its

@@ -17,7 +17,9 @@ CREATE TABLE sessions (
     updated_at        INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX sessions_activity ON sessions (updated_at DESC, id DESC);
-CREATE INDEX sessions_agent ON sessions (agent, updated_at DESC, id DESC);
+-- Not (agent, updated_at): every append moves updated_at, and each index
+-- holding it costs a page write per commit.
+CREATE INDEX sessions_agent ON sessions (agent);
 CREATE INDEX sessions_parent ON sessions (parent_session_id) WHERE parent_session_id IS NOT NULL;
 
 -- Steps: one row per step; body is the step's versioned wire JSON

@@ -1,0 +1,171 @@
+package agentfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// Load reads and parses the agent file at path; see Parse.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load agent file: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses an agent file (YAML, or JSON, recognised by a .json
+// extension or a leading '{'). filename names the file in errors and its
+// directory is the base of relative paths; Parse reads no other file.
+// Unknown fields are errors. Every problem found is reported as a
+// *ParseError ("agent.yaml:7: limits.max_steps: must be a positive
+// integer"), joined with errors.Join.
+func Parse(filename string, data []byte) (*Spec, error) {
+	root, err := document(filename, data)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: filename, budget: nodeBudget}
+	s := &Spec{File: filename, Dir: filepath.Dir(filename)}
+	var named, modeled bool
+	d.object(root, "", func(key string, v *yaml.Node, f string) bool {
+		switch key {
+		case "name":
+			named = true
+			if s.Name = d.str(v, f); !validName(s.Name) {
+				d.errorf(v, f, "must be 1–64 characters of a-z, 0-9, _ and -")
+			}
+		case "description":
+			s.Description = d.str(v, f)
+		case "instructions":
+			s.Instructions = d.str(v, f)
+		case "model":
+			modeled = true
+			s.Model = d.model(v, f, s.Dir)
+		case "model_options":
+			s.ModelOptions = d.modelOptions(v, f)
+		case "tools":
+			s.Tools = d.tools(v, f, s.Dir)
+		case "mcp_servers":
+			s.MCPServers = d.mcpServers(v, f, s.Dir)
+		case "sub_agents":
+			for _, p := range d.strList(v, f, "a path", nil) {
+				s.SubAgents = append(s.SubAgents, resolve(s.Dir, p))
+			}
+		case "start_step":
+			if s.StartStep = d.str(v, f); !stepName.MatchString(s.StartStep) {
+				d.errorf(v, f, "must be a step name of letters, digits, _ . : and -")
+			}
+		case "limits":
+			s.Limits = d.limits(v, f)
+		case "retry":
+			s.Retry = d.retry(v, f)
+		case "approvals":
+			s.Approvals = d.approvals(v, f)
+		case "context":
+			s.Context = d.contextPolicy(v, f)
+		case "embeddings":
+			s.Embeddings = d.embeddings(v, f)
+		case "prices":
+			s.Prices = d.prices(v, f)
+		case "metadata":
+			if r := d.resolve(v); r != nil && !isNull(r) && r.Kind != yaml.MappingNode {
+				d.errorf(r, f, "must be a mapping")
+			} else if m, ok := d.value(v, f); ok && m != nil {
+				s.Metadata = m.(map[string]any)
+			}
+		default:
+			return false
+		}
+		return true
+	})
+	if root.Kind == yaml.MappingNode {
+		if !named {
+			d.errorf(root, "name", "required")
+		}
+		if !modeled {
+			d.errorf(root, "model", "required")
+		}
+	}
+	if len(d.errs) > 0 {
+		return nil, d.err()
+	}
+	return s, nil
+}
+
+var (
+	agentName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+	stepName  = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	toolName  = regexp.MustCompile(`^([A-Za-z0-9_.:/-]{1,128}|\*)$`)
+	// An HTTP header name is an RFC 9110 token.
+	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	hostRule   = regexp.MustCompile(`^(\*|(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?|\[[0-9a-f:.]+\](:[0-9]{1,5})?)$`)
+	modelID    = regexp.MustCompile(`^[^\s]+$`)
+)
+
+func validName(s string) bool { return agentName.MatchString(s) }
+
+// resolve joins a relative path to dir.
+func resolve(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+func (d *decoder) model(n *yaml.Node, field, dir string) Model {
+	const want = `a model such as "openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5" or "scripted:script.yaml"`
+	v := d.str(n, field)
+	provider, name, ok := strings.Cut(v, ":")
+	switch {
+	case !ok || name == "":
+		d.errorf(n, field, "must be %s", want)
+	case provider == ProviderScripted:
+		return Model{Provider: provider, Name: resolve(dir, name)}
+	case provider == ProviderOpenAI || provider == ProviderAnthropic:
+		if !modelID.MatchString(name) {
+			d.errorf(n, field, "model id %q must not contain spaces", name)
+		}
+		return Model{Provider: provider, Name: name}
+	default:
+		d.errorf(n, field, "unknown provider %q (want scripted, openai or anthropic)", provider)
+	}
+	return Model{}
+}
+
+func (d *decoder) embeddings(n *yaml.Node, field string) Embeddings {
+	var e Embeddings
+	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+		switch key {
+		case "kinds":
+			seen := map[steptype.Kind]bool{}
+			d.list(v, f, func(_ int, v *yaml.Node, f string) {
+				s := d.str(v, f)
+				k, err := steptype.ParseKind(s)
+				switch {
+				case err != nil:
+					d.errorf(v, f, "unknown step kind %q (want one of %v)", s, steptype.Kinds)
+				case seen[k]:
+					d.errorf(v, f, "duplicate kind %q", s)
+				default:
+					seen[k] = true
+					e.Kinds = append(e.Kinds, k)
+				}
+			})
+		case "embedder":
+			e.Embedder = d.str(v, f)
+		default:
+			return false
+		}
+		return true
+	})
+	return e
+}

@@ -1,0 +1,60 @@
+package rules
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+func TestPreEncodedBodyMatchesEncode(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, s := range map[string]*steptype.Step{
+		"plain":    {ID: "a", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted, Content: `,"sequence":0,`},
+		"metadata": {ID: "b", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted, Metadata: map[string]any{"x": map[string]any{"sequence": 0, "y": 1}}},
+		"ids":      {ID: `q",` + `"sequence":0,`, SessionID: "s", Kind: steptype.KindLLM, Status: steptype.StepCompleted},
+	} {
+		p, err := PreEncode(s, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range []int64{1, 9, 10, 123456789} {
+			got, err := p.Body(seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := *p.Step
+			c.Sequence = seq
+			want, _ := EncodeStep(&c)
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s seq %d:\n got %s\nwant %s", name, seq, got, want)
+			}
+		}
+	}
+}
+
+func TestSegments(t *testing.T) {
+	// g forked from f at 2; f forked from p at 3.
+	chain := []Link{{SessionID: "g", ForkSequence: 2, LastSequence: 4}, {SessionID: "f", ForkSequence: 3, LastSequence: 5}, {SessionID: "p", LastSequence: 10}}
+	for _, c := range []struct {
+		start, end int64
+		want       []Segment
+	}{
+		{0, 0, []Segment{{"p", 1, 2}, {"g", 3, 4}}},
+		{2, 3, []Segment{{"p", 2, 2}, {"g", 3, 3}}},
+		{4, 0, []Segment{{"g", 4, 4}}},
+		{5, 0, nil},
+	} {
+		got := Segments(chain, c.start, c.end)
+		if len(got) != len(c.want) {
+			t.Errorf("Segments(%d, %d) = %v, want %v", c.start, c.end, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("Segments(%d, %d) = %v, want %v", c.start, c.end, got, c.want)
+			}
+		}
+	}
+}
