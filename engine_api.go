@@ -213,6 +213,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution) (*e
 	if err := x.load(ctx); err != nil {
 		return nil, err
 	}
+	x.done = make(chan struct{})
 	e.mu.Lock()
 	e.active[runID] = x
 	e.mu.Unlock()
@@ -225,8 +226,13 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution) (*e
 func (x *execution) release() {
 	x.cancel(nil)
 	x.e.mu.Lock()
-	delete(x.e.active, x.run.ID)
+	if x.e.active[x.run.ID] == x {
+		delete(x.e.active, x.run.ID)
+	}
 	x.e.mu.Unlock()
+	if x.done != nil {
+		close(x.done)
+	}
 	x.e.broker.release(x.run.SessionID)
 }
 

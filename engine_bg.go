@@ -126,10 +126,22 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 		return
 	}
 	e.mu.Lock()
-	if _, busy := e.active[r.ID]; busy || e.closed {
+	for {
+		prev, busy := e.active[r.ID]
+		if e.closed {
+			e.mu.Unlock()
+			return
+		}
+		if !busy {
+			break
+		}
+		// The execution that parked this run has committed its last step
+		// but not let go yet: wait for it, then continue with the claim.
 		e.mu.Unlock()
-		return
+		<-prev.done
+		e.mu.Lock()
 	}
+	x.done = make(chan struct{})
 	e.active[r.ID] = x
 	stop := e.bg.stop
 	e.mu.Unlock()

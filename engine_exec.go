@@ -38,6 +38,7 @@ type execution struct {
 	waiting    map[string]bool           // tool-call id → a request is pending
 	allowed    map[string]bool           // tools allowed for the session
 
+	done      chan struct{} // closed by release
 	toolsHash []byte        // fingerprint of the agent's tool definitions
 	defs      []llm.ToolDef // the agent's tool definitions, built once
 

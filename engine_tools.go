@@ -119,8 +119,11 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 			remaining--
 			parked = true
 		case o.park:
+			// Committed at the end with the status change, in one
+			// transaction, so an answer can never arrive before the run
+			// is waiting.
 			remaining--
-			err = x.commit([]*Step{o.step}, runUpdate{})
+			approvals = append(approvals, o.step)
 			x.waiting[o.step.ToolCallID] = true
 		case o.final:
 			remaining--

@@ -43,7 +43,9 @@
 // Open takes an exclusive flock on Path+".lock" and writes its pid there; a
 // second writer, in another process or this one, fails with an error
 // wrapping store.ErrLocked that names the holder. Config.ReadOnly opens take
-// no lock. The schema is created and upgraded by embedded goose migrations
+// no lock. The writer relies on being the only writer of the file: it caches
+// the session and run rows it has written. Do not write to an open database
+// with other tools. The schema is created and upgraded by embedded goose migrations
 // on every writable Open (a no-op when up to date); a file that is not a
 // SQLite database, or a database with foreign tables and no Stepwise schema,
 // fails with store.ErrCorrupt.

@@ -11,9 +11,10 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-// StepAppend implements store.Store. Sequences come from sessions.last_seq,
-// read and updated in the same transaction as the inserts; the writer
-// serializes transactions, so allocation is gap-free without retries.
+// StepAppend implements store.Store. Sequences come from sessions.last_seq
+// (read through the writer's row cache) and are written back in the same
+// transaction as the inserts; the writer serializes transactions, so
+// allocation is gap-free without retries.
 func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*steptype.Step, error) {
 	if err := rules.CheckAppend(p); err != nil {
 		return nil, err
