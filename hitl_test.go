@@ -20,7 +20,7 @@ import (
 // approvalModel asks for two parallel calls of "delete" then reports the results.
 func approvalModel() *fakeModel {
 	return &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) {
-		if assistantTurns(req) == 0 {
+		if req.Messages[len(req.Messages)-1].Role == "user" {
 			return &llm.Response{ToolCalls: []stepwise.ToolCall{call("d1", "delete", `{"id":1}`), call("d2", "delete", `{"id":2}`)}}, nil
 		}
 		var res []string
