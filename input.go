@@ -68,7 +68,11 @@ func (x *execution) askHuman(call ToolCall) *outcome {
 }
 
 func (x *execution) needsApproval(call ToolCall) bool {
-	if x.agent.Approvals[call.Name] != ApproveAlways {
+	p, ok := x.agent.Approvals[call.Name]
+	if !ok {
+		p = x.agent.Approvals["*"] // the policy of every other tool
+	}
+	if p != ApproveAlways {
 		return false
 	}
 	return !x.allowed[call.Name]

@@ -13,7 +13,8 @@ func TestParseErrors(t *testing.T) {
 	const base = "name: a\nmodel: openai:gpt-4o\n" // lines 1-2
 	tests := []struct{ name, src, want string }{
 		{"empty", "", "agent.yaml: empty document"},
-		{"not a mapping", "- a\n", "agent.yaml:1: must be a mapping"},
+		{"not a mapping", "- a\n", "agent.yaml:1: an agent file must be a mapping of fields"},
+		{"null document", "&a\n", "agent.yaml:1: an agent file must be a mapping of fields"},
 		{"syntax", "name: a\nmodel: [\n", "agent.yaml:"},
 		{"missing name", "model: openai:gpt-4o\n", "agent.yaml:1: name: required"},
 		{"missing model", "name: a\n", "agent.yaml:1: model: required"},

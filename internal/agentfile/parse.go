@@ -32,6 +32,9 @@ func Parse(filename string, data []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if root.Kind != yaml.MappingNode {
+		return nil, &ParseError{File: filename, Line: root.Line, Msg: "an agent file must be a mapping of fields"}
+	}
 	d := &decoder{file: filename, budget: nodeBudget}
 	s := &Spec{File: filename, Dir: filepath.Dir(filename)}
 	var named, modeled bool
@@ -86,13 +89,11 @@ func Parse(filename string, data []byte) (*Spec, error) {
 		}
 		return true
 	})
-	if root.Kind == yaml.MappingNode {
-		if !named {
-			d.errorf(root, "name", "required")
-		}
-		if !modeled {
-			d.errorf(root, "model", "required")
-		}
+	if !named {
+		d.errorf(root, "name", "required")
+	}
+	if !modeled {
+		d.errorf(root, "model", "required")
 	}
 	if len(d.errs) > 0 {
 		return nil, d.err()

@@ -26,12 +26,12 @@ as it happens. Then the dashboard is served on --addr until interrupted;
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			eng, st, err := e.openEngine(ctx)
+			rt, err := e.open(ctx, "")
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
+			defer rt.Close()
+			eng := rt.eng
 			if fast {
 				a, err := demo.Agents(demo.Options{Fast: true})
 				if err != nil {

@@ -19,12 +19,12 @@ func inputsCmd(e *env) *cobra.Command {
 		Short: "List pending human-input requests and approvals",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, err := e.openEngine(cmd.Context())
+			rt, err := e.open(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
+			defer rt.Close()
+			eng := rt.eng
 			run := ""
 			if len(args) == 1 {
 				run = args[0]
@@ -59,12 +59,12 @@ func inputCmd(e *env) *cobra.Command {
 		Short: "Answer a pending request (text, JSON, or an approval like '{\"approved\":true}')",
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, err := e.openEngine(cmd.Context())
+			rt, err := e.open(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
+			defer rt.Close()
+			eng := rt.eng
 			s, err := eng.Answer(cmd.Context(), stepwise.AnswerParams{RunID: args[0], RequestID: args[1], Answer: textOrJSON(args[2], false)})
 			if err != nil {
 				return err

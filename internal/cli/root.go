@@ -11,9 +11,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-
-	"github.com/stepwise-run/stepwise"
-	"github.com/stepwise-run/stepwise/store"
 )
 
 // Exit codes of the stepwise command.
@@ -118,24 +115,4 @@ func isTerminal(v any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// openEngine opens the store and an engine with the built-in agents plus
-// the given agent files.
-func (e *env) openEngine(ctx context.Context, agentFiles ...string) (*stepwise.Engine, store.Store, error) {
-	st, err := openStore(ctx, e.db, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	agents, err := loadAgents(st, agentFiles...)
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: agents})
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	return eng, st, nil
 }

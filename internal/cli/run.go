@@ -33,12 +33,12 @@ command exits with status 3 and prints how to answer.`,
 			if agent == "" {
 				return usagef("--agent is required")
 			}
-			eng, st, name, err := e.engineFor(cmd.Context(), agent)
+			rt, err := e.open(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
+			defer rt.Close()
+			eng, name := rt.eng, rt.agentName(agent)
 			r, err := eng.StartRun(cmd.Context(), stepwise.StartParams{Agent: name, Input: input, SessionID: session})
 			if err != nil {
 				return err
@@ -64,44 +64,17 @@ func resumeCmd(e *env) *cobra.Command {
 		Short: "Resume an interrupted run from its last committed step",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, _, err := e.engineFor(cmd.Context(), agent)
+			rt, err := e.open(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
-			return e.drive(cmd.Context(), eng, args[0], jsonOut)
+			defer rt.Close()
+			return e.drive(cmd.Context(), rt.eng, args[0], jsonOut)
 		},
 	}
 	c.Flags().StringVar(&agent, "agent", "", "agent file of the run (built-in agents need none)")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print committed steps as JSON lines")
 	return c
-}
-
-// engineFor opens an engine with the built-in agents and, when agent is a
-// file, that agent file; it returns the agent's name.
-func (e *env) engineFor(ctx context.Context, agent string) (*stepwise.Engine, store.Store, string, error) {
-	var files []string
-	name := agent
-	if looksLikeFile(agent) {
-		files = append(files, agent)
-	}
-	eng, st, err := e.openEngine(ctx, files...)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if len(files) > 0 {
-		as := eng.Agents()
-		name = lastLoaded
-		_ = as
-	}
-	if name != "" {
-		if _, err := eng.Agent(name); err != nil {
-			st.Close()
-			return nil, nil, "", err
-		}
-	}
-	return eng, st, name, nil
 }
 
 // drive executes a run to its end, answering input interactively when

@@ -29,13 +29,13 @@ func contextCmd(e *env) *cobra.Command {
 		Short: "Preview the exact messages the next model call would receive",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, err := e.openEngine(cmd.Context(), filesOf(agent)...)
+			rt, err := e.open(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
-			req, err := eng.ContextPreview(cmd.Context(), args[0], nameOf(agent))
+			defer rt.Close()
+			eng := rt.eng
+			req, err := eng.ContextPreview(cmd.Context(), args[0], rt.agentName(agent))
 			if err != nil {
 				return err
 			}
@@ -56,12 +56,12 @@ func forkCmd(e *env) *cobra.Command {
 		Short: "Fork a session at step K (O(1), nothing copied); optionally replace step K's message",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, err := e.openEngine(cmd.Context())
+			rt, err := e.open(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
+			defer rt.Close()
+			eng := rt.eng
 			p := stepwise.ForkParams{SessionID: args[0], At: at}
 			if cmd.Flags().Changed("edit") {
 				p.Edit = &edit
@@ -85,12 +85,12 @@ func forksCmd(e *env) *cobra.Command {
 		Short: "Print the fork tree of a session",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, err := e.openEngine(cmd.Context())
+			rt, err := e.open(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
+			defer rt.Close()
+			eng := rt.eng
 			t, err := eng.Tree(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -122,12 +122,12 @@ func summaryCmd(e *env) *cobra.Command {
 		Short: "Counts per kind and role, tokens, cost, duration, sequence range, forks",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, err := e.openEngine(cmd.Context())
+			rt, err := e.open(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
+			defer rt.Close()
+			eng := rt.eng
 			s, err := eng.Summarize(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -176,13 +176,13 @@ func retryCmd(e *env) *cobra.Command {
 		Short: "Regenerate from step K: fork at K-1 and run again (or --destructive: delete steps >= K)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, err := e.openEngine(cmd.Context(), filesOf(agent)...)
+			rt, err := e.open(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
-			r, err := eng.Retry(cmd.Context(), stepwise.RetryParams{SessionID: args[0], From: from, Destructive: destructive, Agent: nameOf(agent)})
+			defer rt.Close()
+			eng := rt.eng
+			r, err := eng.Retry(cmd.Context(), stepwise.RetryParams{SessionID: args[0], From: from, Destructive: destructive, Agent: rt.agentName(agent)})
 			if err != nil {
 				return err
 			}
@@ -205,13 +205,13 @@ func replayCmd(e *env) *cobra.Command {
 		Short: "Re-run a session into a fork, reusing recorded model and tool outputs until they diverge",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, err := e.openEngine(cmd.Context(), filesOf(agent)...)
+			rt, err := e.open(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
-			r, err := eng.ReplayAll(cmd.Context(), stepwise.ReplayParams{SessionID: args[0], Agent: nameOf(agent), LiveTools: live, AllToolsLive: allLive})
+			defer rt.Close()
+			eng, st := rt.eng, rt.st
+			r, err := eng.ReplayAll(cmd.Context(), stepwise.ReplayParams{SessionID: args[0], Agent: rt.agentName(agent), LiveTools: live, AllToolsLive: allLive})
 			if err != nil {
 				return err
 			}
@@ -244,12 +244,12 @@ func cancelCmd(e *env) *cobra.Command {
 		Short: "Cancel a run that has not finished",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, st, err := e.openEngine(cmd.Context())
+			rt, err := e.open(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			defer eng.Close()
+			defer rt.Close()
+			eng := rt.eng
 			r, err := eng.Cancel(cmd.Context(), args[0], "cancelled from the command line")
 			if err != nil {
 				return err
@@ -258,18 +258,4 @@ func cancelCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
-}
-
-func filesOf(agent string) []string {
-	if looksLikeFile(agent) {
-		return []string{agent}
-	}
-	return nil
-}
-
-func nameOf(agent string) string {
-	if looksLikeFile(agent) {
-		return lastLoaded
-	}
-	return agent
 }

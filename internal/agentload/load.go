@@ -1,0 +1,187 @@
+// Package agentload turns declarative agent files (internal/agentfile) into
+// engine agents: it builds the model client, the built-in tools, the MCP
+// server connections and the sub-agents. The CLI and the server use it.
+package agentload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/agentfile"
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/anthropic"
+	"github.com/stepwise-run/stepwise/llm/openai"
+	"github.com/stepwise-run/stepwise/llm/scripted"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/tool"
+	"github.com/stepwise-run/stepwise/tool/builtin"
+	"github.com/stepwise-run/stepwise/tool/mcp"
+)
+
+// Options are what a loaded agent may need from its host.
+type Options struct {
+	// Store backs the trace and past_steps_search tools.
+	Store store.Store
+	// Extra builds tools the loader does not know itself (by name), e.g.
+	// past_steps_search from package recall. Nil entries are refused.
+	Extra map[string]func(spec agentfile.Tool) (tool.Tool, error)
+}
+
+// Loaded is an agent built from a file, with the resources it holds.
+type Loaded struct {
+	Agent   *stepwise.Agent
+	Spec    *agentfile.Spec
+	Prices  stepwise.PriceTable // prices declared in the file (and its sub-agents)
+	closers []func() error
+}
+
+// Close releases MCP connections (and their processes).
+func (l *Loaded) Close() error {
+	var errs []error
+	for _, c := range l.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+// Load reads an agent file and builds its agent.
+func Load(ctx context.Context, path string, o Options) (*Loaded, error) {
+	l := &Loaded{Prices: stepwise.PriceTable{}}
+	a, err := l.load(ctx, path, o, map[string]bool{})
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	l.Agent = a
+	return l, nil
+}
+
+func (l *Loaded) load(ctx context.Context, path string, o Options, seen map[string]bool) (*stepwise.Agent, error) {
+	abs, _ := filepath.Abs(path)
+	if seen[abs] {
+		return nil, fmt.Errorf("%s: sub-agent cycle", path)
+	}
+	seen[abs] = true
+	defer delete(seen, abs)
+	spec, err := agentfile.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if l.Spec == nil {
+		l.Spec = spec
+	}
+	model, err := buildModel(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: model: %w", spec.File, err)
+	}
+	a := &stepwise.Agent{
+		Name: spec.Name, Description: spec.Description, Instructions: spec.Instructions, Model: model,
+		StartStep: spec.StartStep,
+		Limits: stepwise.Limits{MaxSteps: spec.Limits.MaxSteps, StepTimeout: spec.Limits.StepTimeout, RunTimeout: spec.Limits.RunTimeout,
+			MaxParallelTools: spec.Limits.MaxParallelTools, MaxDepth: spec.Limits.MaxDepth},
+		Retry:       stepwise.RetryPolicy{MaxAttempts: spec.Retry.MaxAttempts, InitialInterval: spec.Retry.InitialInterval, MaxInterval: spec.Retry.MaxInterval},
+		Context:     stepwise.ContextPolicy{TokenBudget: spec.Context.TokenBudget, Strategy: spec.Context.Strategy},
+		Temperature: spec.ModelOptions.Temperature,
+		MaxTokens:   spec.ModelOptions.MaxTokens,
+	}
+	if len(spec.Approvals) > 0 {
+		a.Approvals = map[string]stepwise.ApprovalPolicy{}
+		for name, p := range spec.Approvals {
+			a.Approvals[name] = stepwise.ApprovalPolicy(p)
+		}
+	}
+	for m, p := range spec.Prices {
+		l.Prices[m] = stepwise.Price{Input: p.Input, Output: p.Output, CachedInput: p.Cached}
+	}
+	for _, t := range spec.Tools {
+		ts, err := buildTool(t, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tool %s: %w", spec.File, t.Name, err)
+		}
+		a.Tools = append(a.Tools, ts...)
+	}
+	for _, srv := range spec.MCPServers {
+		c, err := mcp.Connect(ctx, mcp.ServerConfig{Name: srv.Name, Command: srv.Command, Args: srv.Args, Env: envList(srv.Env), URL: srv.URL, Headers: srv.Headers})
+		if err != nil {
+			return nil, fmt.Errorf("%s: mcp server %s: %w", spec.File, srv.Name, err)
+		}
+		l.closers = append(l.closers, c.Close)
+		ts, err := c.Tools(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: mcp server %s: list tools: %w", spec.File, srv.Name, err)
+		}
+		a.Tools = append(a.Tools, ts...)
+	}
+	for _, sub := range spec.SubAgents {
+		sa, err := l.load(ctx, sub, o, seen)
+		if err != nil {
+			return nil, err
+		}
+		a.SubAgents = append(a.SubAgents, sa)
+	}
+	return a, nil
+}
+
+func envList(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// buildModel creates the model client of a spec.
+func buildModel(spec *agentfile.Spec) (llm.Model, error) {
+	mo := spec.ModelOptions
+	key := func(def string) string {
+		if mo.APIKeyEnv != "" {
+			return os.Getenv(mo.APIKeyEnv)
+		}
+		return os.Getenv(def)
+	}
+	switch spec.Model.Provider {
+	case agentfile.ProviderScripted:
+		return scripted.Load(spec.Model.Name)
+	case agentfile.ProviderOpenAI:
+		return openai.New(openai.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, APIKey: key("OPENAI_API_KEY"), Timeout: mo.Timeout})
+	case agentfile.ProviderAnthropic:
+		return anthropic.New(anthropic.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, APIKey: key("ANTHROPIC_API_KEY"), Timeout: mo.Timeout, MaxTokens: mo.MaxTokens})
+	}
+	return nil, fmt.Errorf("unknown provider %q", spec.Model.Provider)
+}
+
+// buildTool creates a built-in tool.
+func buildTool(t agentfile.Tool, o Options) ([]tool.Tool, error) {
+	one := func(x tool.Tool, err error) ([]tool.Tool, error) {
+		if err != nil {
+			return nil, err
+		}
+		return []tool.Tool{x}, nil
+	}
+	switch t.Name {
+	case agentfile.ToolCalculator:
+		return one(builtin.NewCalculator(builtin.CalculatorConfig{}))
+	case agentfile.ToolClock:
+		return one(builtin.NewClock(builtin.ClockConfig{}))
+	case agentfile.ToolFiles:
+		return builtin.NewFiles(builtin.FilesConfig{Root: t.Root})
+	case agentfile.ToolHTTPGet:
+		return one(builtin.NewHTTPGet(builtin.HTTPGetConfig{AllowedHosts: t.AllowHosts}))
+	case agentfile.ToolAskHuman:
+		return []tool.Tool{stepwise.AskHuman()}, nil
+	case agentfile.ToolTrace:
+		if o.Store == nil {
+			return nil, errors.New("needs a store")
+		}
+		return []tool.Tool{stepwise.TraceTool(o.Store)}, nil
+	}
+	if f, ok := o.Extra[t.Name]; ok && f != nil {
+		return one(f(t))
+	}
+	return nil, fmt.Errorf("not available in this build (known: %s)", strings.Join(agentfile.BuiltinTools, ", "))
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"errors"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/agentload"
+	"github.com/stepwise-run/stepwise/internal/demo"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// runtime is an open store, an engine over it and the agent files loaded
+// into it.
+type runtime struct {
+	eng    *stepwise.Engine
+	st     store.Store
+	loaded []*agentload.Loaded
+}
+
+// Close stops the engine and releases the agents' and store's resources.
+func (r *runtime) Close() error {
+	errs := []error{r.eng.Close()}
+	for _, l := range r.loaded {
+		errs = append(errs, l.Close())
+	}
+	errs = append(errs, r.st.Close())
+	return errors.Join(errs...)
+}
+
+// agentName resolves an --agent value: the name of the agent loaded from a
+// file, or the value itself (a registered agent name, or "" for "the
+// session's agent").
+func (r *runtime) agentName(arg string) string {
+	if looksLikeFile(arg) && len(r.loaded) > 0 {
+		return r.loaded[0].Agent.Name
+	}
+	return arg
+}
+
+// open opens the store and an engine with the built-in agents plus the
+// agent file in agentArg (when it names a file).
+func (e *env) open(ctx context.Context, agentArg string) (*runtime, error) {
+	st, err := openStore(ctx, e.db, false)
+	if err != nil {
+		return nil, err
+	}
+	r := &runtime{st: st}
+	agents, prices, err := e.agents(ctx, r, agentArg)
+	if err != nil {
+		for _, l := range r.loaded {
+			_ = l.Close()
+		}
+		st.Close()
+		return nil, err
+	}
+	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: agents, Prices: prices})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	r.eng = eng
+	if arg := r.agentName(agentArg); arg != "" {
+		if _, err := eng.Agent(arg); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// agents returns the built-in agents and the agent file's, with prices.
+func (e *env) agents(ctx context.Context, r *runtime, agentArg string) ([]*stepwise.Agent, stepwise.PriceTable, error) {
+	a, err := demo.Agents(demo.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	agents := []*stepwise.Agent{a}
+	prices := stepwise.DefaultPrices()
+	if looksLikeFile(agentArg) {
+		l, err := agentload.Load(ctx, agentArg, agentload.Options{Store: r.st, Extra: extraTools(r.st)})
+		if err != nil {
+			return nil, nil, err
+		}
+		r.loaded = append(r.loaded, l)
+		agents = append(agents, l.Agent)
+		for k, v := range l.Prices {
+			prices[k] = v
+		}
+	}
+	return agents, prices, nil
+}

@@ -1,0 +1,12 @@
+package cli
+
+import (
+	"github.com/stepwise-run/stepwise/internal/agentfile"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/tool"
+)
+
+// extraTools are the built-in tools that live outside the agent loader.
+func extraTools(st store.Store) map[string]func(agentfile.Tool) (tool.Tool, error) {
+	return map[string]func(agentfile.Tool) (tool.Tool, error){}
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// ProblemTypePrefix prefixes the type URI of every problem: the type of a
+// problem with code "not_found" is "urn:stepwise:problem:not_found".
+const ProblemTypePrefix = "urn:stepwise:problem:"
+
+// Problem codes. They are stable: clients branch on them.
+const (
+	CodeNotFound         = "not_found"         // 404: no such session, run, step or request
+	CodeUnknownAgent     = "unknown_agent"     // 404: no agent of that name
+	CodeConflict         = "conflict"          // 409: the write contradicts what is stored
+	CodeAlreadyAnswered  = "already_answered"  // 409: the input request was answered or expired
+	CodeRunFinished      = "run_finished"      // 409: the run has already finished
+	CodeNotWaiting       = "not_waiting"       // 409: the run is not waiting for input
+	CodeInvalidArgument  = "invalid_argument"  // 422: well-formed request the engine refuses
+	CodeInvalidAnswer    = "invalid_answer"    // 422: the answer does not satisfy the request
+	CodeInvalidJSON      = "invalid_json"      // 400: malformed, unknown field, trailing data
+	CodeInvalidParam     = "invalid_parameter" // 400: a bad query or path parameter
+	CodeInvalidPosition  = "invalid_position"  // 400: a malformed Last-Event-ID or after
+	CodeBodyTooLarge     = "body_too_large"    // 413
+	CodeUnsupportedType  = "unsupported_media_type"
+	CodeUnauthorized     = "unauthorized"       // 401
+	CodeMethodNotAllowed = "method_not_allowed" // 405
+	CodeRouteNotFound    = "route_not_found"    // 404: no such endpoint
+	CodeUnavailable      = "unavailable"        // 503: the engine is shutting down
+	CodeInternal         = "internal"           // 500: the cause is in the server log
+)
+
+// Problem is an RFC 9457 problem details object, the body of every error
+// response (Content-Type application/problem+json).
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	Code   string `json:"code"`
+}
+
+// apiError is an error the server raises itself (bad parameters, bodies).
+type apiError struct {
+	status int
+	code   string
+	detail string
+}
+
+func (e *apiError) Error() string { return e.detail }
+
+func errorf(status int, code, format string, args ...any) error {
+	return &apiError{status: status, code: code, detail: fmt.Sprintf(format, args...)}
+}
+
+func badParam(format string, args ...any) error {
+	return errorf(http.StatusBadRequest, CodeInvalidParam, format, args...)
+}
+
+// problemOf maps an error to its problem: the one place where engine and
+// store sentinels become HTTP statuses. Whatever it does not recognise is an
+// internal error whose detail is not shown to the client.
+func problemOf(err error) (p *Problem, internal bool) {
+	var ae *apiError
+	var tooBig *http.MaxBytesError
+	status, code, detail := 0, "", err.Error()
+	switch {
+	case errors.As(err, &ae):
+		status, code, detail = ae.status, ae.code, ae.detail
+	case errors.As(err, &tooBig):
+		status, code, detail = http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, stepwise.ErrInvalidAnswer):
+		status, code = http.StatusUnprocessableEntity, CodeInvalidAnswer
+	case errors.Is(err, stepwise.ErrAlreadyAnswered):
+		status, code = http.StatusConflict, CodeAlreadyAnswered
+	case errors.Is(err, stepwise.ErrRunFinished):
+		status, code = http.StatusConflict, CodeRunFinished
+	case errors.Is(err, stepwise.ErrNotWaiting):
+		status, code = http.StatusConflict, CodeNotWaiting
+	case errors.Is(err, stepwise.ErrUnknownAgent):
+		status, code = http.StatusNotFound, CodeUnknownAgent
+	case errors.Is(err, store.ErrNotFound):
+		status, code = http.StatusNotFound, CodeNotFound
+	case errors.Is(err, store.ErrConflict):
+		status, code = http.StatusConflict, CodeConflict
+	case errors.Is(err, store.ErrInvalid):
+		status, code = http.StatusUnprocessableEntity, CodeInvalidArgument
+	case errors.Is(err, stepwise.ErrEngineClosed):
+		status, code, detail = http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down"
+	default:
+		status, code, detail, internal = http.StatusInternalServerError, CodeInternal, "internal error; the cause is in the server log", true
+	}
+	return newProblem(status, code, detail), internal
+}
+
+func newProblem(status int, code, detail string) *Problem {
+	return &Problem{Type: ProblemTypePrefix + code, Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
+}
+
+// writeProblem writes p as the response.
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	body, _ := json.Marshal(p)
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// fail writes the problem of err and logs internal causes. A request whose
+// client went away gets nothing.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		return
+	}
+	p, internal := problemOf(err)
+	if internal {
+		s.log.Error("stepwise server: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	} else {
+		s.log.Debug("stepwise server: request refused", "method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
+	}
+	writeProblem(w, p)
+}

@@ -1,0 +1,43 @@
+package server
+
+import "net/http"
+
+// register installs every endpoint. The OpenAPI document (openapi.go) lists
+// the same routes; a test keeps the two in step.
+func (s *Server) register() {
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+
+	s.handle(get, "/v1/openapi.json", s.openAPI)
+
+	s.handle(get, "/v1/agents", s.listAgents)
+	s.handle(get, "/v1/agents/{name}", s.getAgent)
+
+	s.handle(post, "/v1/runs", s.initiate)
+	s.handle(get, "/v1/runs/{id}", s.getRun)
+	s.handle(post, "/v1/runs/{id}/cancel", s.cancelRun)
+	s.handle(get, "/v1/runs/{id}/next", s.nextStep)
+	s.handle(get, "/v1/runs/{id}/events", s.runEvents)
+	s.handle(get, "/v1/runs/{id}/inputs", s.runInputs)
+	s.handle(post, "/v1/runs/{id}/inputs/{request_id}", s.answer)
+	s.handle(get, "/v1/inputs", s.allInputs)
+
+	s.handle(get, "/v1/sessions", s.listSessions)
+	s.handle(post, "/v1/sessions", s.createSession)
+	s.handle(get, "/v1/sessions/{id}", s.getSession)
+	s.handle(del, "/v1/sessions/{id}", s.deleteSession)
+	s.handle(get, "/v1/sessions/{id}/summary", s.summary)
+	s.handle(get, "/v1/sessions/{id}/context", s.contextPreview)
+	s.handle(post, "/v1/sessions/{id}/fork", s.fork)
+	s.handle(post, "/v1/sessions/{id}/retry", s.retry)
+	s.handle(post, "/v1/sessions/{id}/replay", s.replay)
+	s.handle(get, "/v1/sessions/{id}/forks", s.forks)
+	s.handle(get, "/v1/sessions/{id}/tree", s.tree)
+	s.handle(get, "/v1/sessions/{id}/events", s.sessionEvents)
+
+	s.handle(get, "/v1/sessions/{id}/steps", s.listSteps)
+	s.handle(post, "/v1/sessions/{id}/steps", s.ingest)
+	s.handle(del, "/v1/sessions/{id}/steps", s.truncate)
+	s.handle(get, "/v1/sessions/{id}/steps/{sequence}", s.getStep)
+
+	s.handle(post, "/v1/agui/{agent}", s.agui)
+}

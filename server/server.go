@@ -1,0 +1,245 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stepwise-run/stepwise"
+)
+
+// MaxNextStepTimeout bounds the timeout of a next-step long-poll.
+const MaxNextStepTimeout = 120 * time.Second
+
+// Config configures a Server. Only Engine is required.
+type Config struct {
+	// Engine serves the API. Required. New starts its background executor
+	// (runs created over HTTP are executed there); Shutdown stops it.
+	Engine *stepwise.Engine
+	// Tokens are the accepted bearer tokens. When set, every /v1 request
+	// must carry "Authorization: Bearer <token>" with one of them. When
+	// empty, requests are not authenticated: ListenAndServe allows that on
+	// loopback addresses only (see RequireTokens).
+	Tokens []string
+	// Logger receives internal errors (their cause never reaches clients).
+	// Default slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes limits request bodies; larger ones get 413. Default 1 MiB.
+	MaxBodyBytes int64
+	// Heartbeat is the interval of SSE comment lines that keep idle streams
+	// open through proxies. Default 15s.
+	Heartbeat time.Duration
+	// NextStepTimeout is the default wait of GET /v1/runs/{id}/next when the
+	// request names no timeout. Default 30s; at most MaxNextStepTimeout.
+	NextStepTimeout time.Duration
+	// WriteTimeout bounds each write to a stream: a client that reads
+	// nothing for this long is disconnected (it can resume with its last
+	// event id). Default 30s.
+	WriteTimeout time.Duration
+	// ShutdownTimeout bounds the graceful shutdown of ListenAndServe and
+	// Serve: requests in flight, then executing runs reaching a step
+	// boundary. Default 30s.
+	ShutdownTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = 15 * time.Second
+	}
+	if c.NextStepTimeout == 0 {
+		c.NextStepTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Engine == nil {
+		errs = append(errs, errors.New("Engine is required"))
+	}
+	if c.MaxBodyBytes < 0 || c.Heartbeat < 0 || c.NextStepTimeout < 0 || c.WriteTimeout < 0 || c.ShutdownTimeout < 0 {
+		errs = append(errs, errors.New("sizes and durations must not be negative"))
+	}
+	if c.NextStepTimeout > MaxNextStepTimeout {
+		errs = append(errs, fmt.Errorf("NextStepTimeout %s is above the maximum %s", c.NextStepTimeout, MaxNextStepTimeout))
+	}
+	for i, t := range c.Tokens {
+		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, " \t\r\n") {
+			errs = append(errs, fmt.Errorf("Tokens[%d] is empty or contains whitespace", i))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stepwise server: config: %w", err)
+	}
+	return nil
+}
+
+// Server is the HTTP API of an engine. It is an http.Handler.
+type Server struct {
+	cfg     Config
+	eng     *stepwise.Engine
+	log     *slog.Logger
+	mux     *http.ServeMux
+	handler http.Handler
+	routes  []route
+	tokens  [][32]byte // sha256 of each token, compared in constant time
+
+	base       context.Context // cancelled by Close: ends streams and long-polls
+	cancelBase context.CancelFunc
+	closeOnce  sync.Once
+}
+
+// route is one registered endpoint.
+type route struct {
+	method, pattern string
+}
+
+// New returns the server of cfg.Engine and starts the engine's background
+// executor.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	// Start fails only when the engine is closed or already started; the
+	// latter is fine (the caller may run its own executor).
+	if err := cfg.Engine.Start(context.Background()); errors.Is(err, stepwise.ErrEngineClosed) {
+		return nil, fmt.Errorf("stepwise server: %w", err)
+	}
+	s := &Server{cfg: cfg, eng: cfg.Engine, log: cfg.Logger, mux: http.NewServeMux()}
+	for _, t := range cfg.Tokens {
+		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
+	}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	s.register()
+	s.mux.HandleFunc("/", s.notFound)
+	s.handler = s.recoverPanics(s.authenticate(s.mux))
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Close ends every open stream and long-poll (clients may reconnect
+// elsewhere with their last event id). It does not stop the engine.
+func (s *Server) Close() {
+	s.closeOnce.Do(s.cancelBase)
+}
+
+// Shutdown closes the server (see Close) and stops the engine: executing
+// runs stop at a step boundary and go back to the queue, to be resumed by
+// the next start.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.Close()
+	if err := s.eng.Stop(ctx); err != nil {
+		return fmt.Errorf("stepwise server: stop engine: %w", err)
+	}
+	return nil
+}
+
+// handlerFunc is an endpoint: it returns an error instead of writing one.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle registers an endpoint; errors become problem responses.
+func (s *Server) handle(method, pattern string, h handlerFunc) {
+	s.routes = append(s.routes, route{method: method, pattern: pattern})
+	s.mux.HandleFunc(method+" "+pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	})
+}
+
+// requestContext is the request's context, also cancelled when the server
+// closes.
+func (s *Server) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.base, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// notFound answers requests no route matches: 405 with Allow when the path
+// exists under another method, else 404.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut, http.MethodPatch} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeProblem(w, newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", "))))
+		return
+	}
+	writeProblem(w, newProblem(http.StatusNotFound, CodeRouteNotFound, fmt.Sprintf("no endpoint %s %s; see /v1/openapi.json", r.Method, r.URL.Path)))
+}
+
+// authenticate checks the bearer token of every request when tokens are
+// configured. The 401 says nothing about why a token was refused.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	if len(s.tokens) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stepwise"`)
+			writeProblem(w, newProblem(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) authorized(header string) bool {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	match := 0
+	for _, want := range s.tokens {
+		match |= subtle.ConstantTimeCompare(got[:], want[:])
+	}
+	return match == 1
+}
+
+// recoverPanics turns a handler panic into a logged 500.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("stepwise server: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeProblem(w, newProblem(http.StatusInternalServerError, CodeInternal, "internal error; the cause is in the server log"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
