@@ -22,7 +22,7 @@ type ParseError struct {
 	File  string // the name given to Parse or the path given to Load
 	Line  int    // 1-based line, 0 when unknown
 	Field string // path of the offending field, e.g. "limits.max_steps"; empty for document errors
-	Msg   string
+	Msg   string // what is wrong
 }
 
 // Error formats the error as "file:line: field: message".

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -84,7 +85,12 @@ func (e *env) drive(ctx context.Context, eng *stepwise.Engine, runID string, jso
 	var in *bufio.Reader
 	for {
 		if err := consume(eng.Execute(ctx, runID), p); err != nil {
-			return err
+			// Resuming a run that already finished is not an error in
+			// itself: report its final status below.
+			if !errors.Is(err, stepwise.ErrRunFinished) {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "run %s had already finished\n", runID)
 		}
 		r, err := eng.Store().RunGet(ctx, &store.RunGetParams{ID: runID})
 		if err != nil {
