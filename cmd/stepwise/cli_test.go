@@ -1,0 +1,118 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+func TestDemoNoServe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, errOut, code := stepwise(t, dir, "demo", "--no-serve", "--fast")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"decision", "rate_limited", "lookup_population", "summarizer", "completed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".stepwise", "stepwise.db")); err != nil {
+		t.Fatalf("default database not created: %v", err)
+	}
+	// Steps as JSON lines in the v1 wire format.
+	m := runLine.FindStringSubmatch(out)
+	out, _, code = stepwise(t, dir, "steps", m[1], "--json", "--from", "2", "--to", "4")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 {
+		t.Fatalf("steps --json: exit %d, %d lines\n%s", code, len(lines), out)
+	}
+	var s steptype.Step
+	if err := json.Unmarshal([]byte(lines[0]), &s); err != nil || s.Sequence != 2 || !strings.HasPrefix(lines[0], `{"v":1`) {
+		t.Fatalf("step line %q: %v", lines[0], err)
+	}
+	out, _, code = stepwise(t, dir, "trace", m[1])
+	if code != 0 || !strings.Contains(out, "Decision Purpose: Route the request") || !strings.Contains(out, "Call Program: summarizer") {
+		t.Fatalf("trace: %d\n%s", code, out)
+	}
+	out, _, code = stepwise(t, dir, "summary", m[1])
+	if code != 0 || !strings.Contains(out, `"total_steps"`) {
+		t.Fatalf("summary: %d\n%s", code, out)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: ok\nmodel: scripted:x.yaml\nlimits:\n  max_steps: -3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"invalid agent file", []string{"run", "--agent", bad, "--input", "x"}, 1, "bad.yaml:4"},
+		{"missing agent file", []string{"run", "--agent", filepath.Join(dir, "none.yaml"), "--input", "x"}, 1, "no such file"},
+		{"unknown agent", []string{"run", "--agent", "nobody", "--input", "x"}, 1, "unknown agent"},
+		{"unknown session", []string{"run", "--agent", "analyst", "--input", "x", "--session", "nope"}, 1, "not found"},
+		{"unknown run", []string{"resume", "nope"}, 1, "not found"},
+		{"unknown session steps", []string{"steps", "nope"}, 1, "not found"},
+		{"bad range", []string{"steps", "x", "--from", "5", "--to", "2"}, 2, "invalid range"},
+		{"fork at 0", []string{"fork", "nope", "--at", "0"}, 1, "not found"},
+		{"missing flag", []string{"run", "--input", "x"}, 2, "--agent is required"},
+	}
+	// Make the database exist for the read-only commands.
+	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "inputs"); code != 0 {
+		t.Fatalf("inputs on empty db: %s", errOut)
+	}
+	for _, c := range cases {
+		_, errOut, code := stepwise(t, dir, append([]string{"--db", "sqlite:" + filepath.Join(dir, "x.db")}, c.args...)...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d containing %q", c.name, code, errOut, c.code, c.want)
+		}
+	}
+}
+
+func TestCorruptAndLockedDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.db")
+	junk := []byte(strings.Repeat("this is not a database ", 400))
+	if err := os.WriteFile(corrupt, junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := stepwise(t, dir, "--db", "sqlite:"+corrupt, "run", "--agent", "analyst", "--input", "x")
+	if code != 1 || !strings.Contains(errOut, "not a database") {
+		t.Fatalf("corrupt: exit %d %q", code, errOut)
+	}
+	if b, _ := os.ReadFile(corrupt); string(b) != string(junk) {
+		t.Fatal("corrupt file was modified")
+	}
+	// A second process writing the same database gets a clear error.
+	db := filepath.Join(dir, "shared.db")
+	first := exec.Command(bin, "--db", "sqlite:"+db, "demo", "--no-serve")
+	first.Dir = dir
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Wait()
+	time.Sleep(500 * time.Millisecond)
+	_, errOut, code = stepwise(t, dir, "--db", "sqlite:"+db, "run", "--agent", "analyst", "--input", "x")
+	if code != 1 || !strings.Contains(errOut, "in use by another stepwise process") {
+		t.Fatalf("second writer: exit %d %q", code, errOut)
+	}
+	// Readers still work while the writer holds the database.
+	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+db, "sessions"); code != 0 {
+		t.Fatalf("sessions while locked: %s", errOut)
+	}
+}
