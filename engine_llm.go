@@ -1,6 +1,7 @@
 package stepwise
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -177,8 +178,19 @@ func canonicalJSON(b json.RawMessage) json.RawMessage {
 }
 
 // toolFingerprint identifies a tool call by name and canonical arguments.
+//
+// Arguments are compacted, not re-encoded: a replayed call carries the exact
+// bytes of the recorded model response, so key order already matches, and
+// compacting is an order of magnitude cheaper than decoding.
 func toolFingerprint(name string, args json.RawMessage) string {
-	h := sha256.Sum256(append([]byte(name+"\x00"), canonicalJSON(args)...))
+	var b bytes.Buffer
+	b.Grow(len(name) + 1 + len(args))
+	b.WriteString(name)
+	b.WriteByte(0)
+	if json.Compact(&b, args) != nil {
+		b.Write(args)
+	}
+	h := sha256.Sum256(b.Bytes())
 	return hex.EncodeToString(h[:16])
 }
 

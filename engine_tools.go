@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -86,32 +87,16 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 	}
 	remaining, moved := len(run), false
-	results := make(chan *outcome)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
 	idemBase := ""
 	if x.conv.lastAssistant != nil {
-		idemBase = fmt.Sprintf("%s:%d", x.run.ID, x.conv.lastAssistant.Sequence)
+		idemBase = x.run.ID + ":" + strconv.FormatInt(x.conv.lastAssistant.Sequence, 10)
 	}
-	for _, call := range run {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-sem }()
-			x.execCall(ctx, call, idemBase, results)
-		}()
-	}
-	go func() { wg.Wait(); close(results) }()
 	parked := false
 	var firstErr error
-	for o := range results {
+	// handle commits what a call produced; it runs on this goroutine only.
+	handle := func(o *outcome) bool {
 		if firstErr != nil {
-			continue // drain
+			return false // drain
 		}
 		var err error
 		switch {
@@ -135,6 +120,40 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 		if err != nil {
 			firstErr = err
+		}
+		return firstErr == nil
+	}
+	if len(run) == 1 {
+		// One call: execute it on this goroutine, no hand-off.
+		x.execCall(ctx, run[0], idemBase, handle)
+	} else {
+		results := make(chan *outcome)
+		send := func(o *outcome) bool {
+			select {
+			case results <- o:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
+		for _, call := range run {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				defer func() { <-sem }()
+				x.execCall(ctx, call, idemBase, send)
+			}()
+		}
+		go func() { wg.Wait(); close(results) }()
+		for o := range results {
+			handle(o)
 		}
 	}
 	if firstErr != nil {
@@ -183,13 +202,7 @@ func (x *execution) anyWaiting() bool {
 
 // execCall runs one call with retries, sending error steps for failed
 // attempts and finally the result step.
-func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string, out chan<- *outcome) {
-	send := func(o *outcome) {
-		select {
-		case out <- o:
-		case <-ctx.Done():
-		}
-	}
+func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string, send func(*outcome) bool) {
 	if sub := x.subAgent(call.Name); sub != nil {
 		send(x.callSubAgent(ctx, sub, call))
 		return

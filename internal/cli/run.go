@@ -2,9 +2,9 @@ package cli
 
 import (
 	"bufio"
-	"errors"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"

@@ -38,7 +38,7 @@ type stepRow struct {
 	seq       int64
 	kind      steptype.Kind
 	status    steptype.StepStatus
-	body      []byte
+	step      *steptype.Step // owned by the store; callers get clones
 }
 
 var _ store.Store = (*Store)(nil)
@@ -111,11 +111,7 @@ func (m *Store) visible(sr *sessionRow, start, end int64) []*stepRow {
 func decodeRows(rows []*stepRow) ([]*steptype.Step, error) {
 	out := make([]*steptype.Step, 0, len(rows))
 	for _, r := range rows {
-		s, err := rules.DecodeStep(r.body)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
+		out = append(out, rules.CloneStep(r.step))
 	}
 	return out, nil
 }

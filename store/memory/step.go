@@ -47,23 +47,15 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 			if err != nil {
 				return nil, err
 			}
-			body, err := rules.EncodeStep(s)
-			if err != nil {
-				return nil, err
-			}
 			row = &stepRow{id: s.ID, sessionID: s.SessionID, runID: s.RunID, seq: s.Sequence,
-				kind: s.Kind, status: s.Status, body: body}
+				kind: s.Kind, status: s.Status, step: rules.NormalizeStep(rules.CloneStep(s))}
 			sess.LastSequence = s.Sequence
 			sess.UpdatedAt = now
 			rules.AddTotals(sess, s, 1)
 			staged[row.id] = row
 			newRows = append(newRows, row)
 		}
-		s, err := rules.DecodeStep(row.body)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
+		out = append(out, rules.CloneStep(row.step))
 	}
 	runs := make(map[string]*steptype.Run)
 	for _, u := range p.Runs {
@@ -160,7 +152,7 @@ func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.St
 		if !ok {
 			return nil, rules.NotFound("step", p.ID)
 		}
-		return rules.DecodeStep(row.body)
+		return rules.CloneStep(row.step), nil
 	}
 	return m.stepAt(p.SessionID, p.Sequence)
 }
@@ -178,7 +170,7 @@ func (m *Store) stepAt(sessionID string, seq int64) (*steptype.Step, error) {
 	if len(rows) == 0 {
 		return nil, rules.NotFound("step at sequence of session", sessionID)
 	}
-	return rules.DecodeStep(rows[0].body)
+	return rules.CloneStep(rows[0].step), nil
 }
 
 // StepLast implements store.Store.
@@ -230,11 +222,7 @@ func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (in
 	sess := rules.CloneSession(sr.s)
 	cut := sr.steps[p.StartSeq-sess.ForkSequence-1:]
 	for _, row := range cut {
-		s, err := rules.DecodeStep(row.body)
-		if err != nil {
-			return 0, err
-		}
-		rules.AddTotals(sess, s, -1)
+		rules.AddTotals(sess, row.step, -1)
 	}
 	for _, row := range cut {
 		delete(m.steps, row.id)
@@ -259,25 +247,18 @@ func (m *Store) StepResolve(_ context.Context, p *store.StepResolveParams) (*ste
 	if !ok {
 		return nil, rules.NotFound("step", p.ID)
 	}
-	s, err := rules.DecodeStep(row.body)
-	if err != nil {
-		return nil, err
-	}
+	s := rules.CloneStep(row.step)
 	if err := rules.Resolve(s, p); err != nil {
 		return nil, err
 	}
-	body, err := rules.EncodeStep(s)
-	if err != nil {
-		return nil, err
-	}
-	row.body, row.status = body, s.Status
+	row.step, row.status = s, s.Status
 	if r, ok := m.runs[row.runID]; ok && p.QueueRun && !m.waiting(row.runID) {
 		r = rules.CloneRun(r)
 		if rules.Requeue(r, rules.Now(p.Now)) {
 			m.runs[r.ID] = r
 		}
 	}
-	return rules.DecodeStep(body)
+	return rules.CloneStep(s), nil
 }
 
 // waiting reports whether a step of run is waiting.

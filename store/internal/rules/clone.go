@@ -1,0 +1,114 @@
+package rules
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// CloneStep returns a deep copy of s: no slice, map or raw JSON of the copy
+// is shared with s, so a stored row cannot be changed through a caller's
+// pointer and vice versa. It is the in-memory driver's substitute for an
+// encode/decode round trip, at a fraction of the cost.
+func CloneStep(s *steptype.Step) *steptype.Step {
+	c := *s
+	if s.ToolCalls != nil {
+		c.ToolCalls = make([]steptype.ToolCall, len(s.ToolCalls))
+		for i, tc := range s.ToolCalls {
+			tc.Arguments = cloneRaw(tc.Arguments)
+			c.ToolCalls[i] = tc
+		}
+	}
+	c.Inputs, c.Outputs, c.StatePatch = cloneRaw(s.Inputs), cloneRaw(s.Outputs), cloneRaw(s.StatePatch)
+	if s.Error != nil {
+		e := *s.Error
+		c.Error = &e
+	}
+	c.Vector = slices.Clone(s.Vector)
+	if s.Metadata != nil {
+		c.Metadata = cloneValue(s.Metadata).(map[string]any)
+	}
+	return &c
+}
+
+func cloneRaw(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return slices.Clone(b)
+}
+
+// cloneValue deep-copies a JSON-like value (maps, slices, scalars).
+func cloneValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = cloneValue(x)
+		}
+		return m
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = cloneValue(x)
+		}
+		return out
+	case json.RawMessage:
+		return cloneRaw(t)
+	}
+	return v
+}
+
+// NormalizeStep makes s look as if it had been through the wire format:
+// durations in whole microseconds, times in UTC without a monotonic
+// reading, metadata as decoded JSON. It changes s in place and returns it.
+func NormalizeStep(s *steptype.Step) *steptype.Step {
+	m := &s.Metrics
+	m.Duration = m.Duration.Truncate(time.Microsecond)
+	m.FirstTokenLatency = m.FirstTokenLatency.Truncate(time.Microsecond)
+	m.StartedAt, m.FinishedAt = wireTime(m.StartedAt), wireTime(m.FinishedAt)
+	s.CreatedAt = wireTime(s.CreatedAt)
+	if s.Metadata != nil && !jsonNative(s.Metadata) {
+		if b, err := json.Marshal(s.Metadata); err == nil {
+			var back map[string]any
+			if json.Unmarshal(b, &back) == nil {
+				s.Metadata = back
+			}
+		}
+	}
+	return s
+}
+
+func wireTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Round(0)
+}
+
+// jsonNative reports whether v holds only what encoding/json decodes into
+// (strings, float64, bools, nil, maps and slices of those), so a JSON round
+// trip would not change it.
+func jsonNative(v any) bool {
+	switch t := v.(type) {
+	case nil, string, float64, bool:
+		return true
+	case map[string]any:
+		for _, x := range t {
+			if !jsonNative(x) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, x := range t {
+			if !jsonNative(x) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
