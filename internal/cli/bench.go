@@ -8,6 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stepwise-run/stepwise/internal/bench"
+	"github.com/stepwise-run/stepwise/internal/fakeopenai"
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/openai"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/store/sqlite"
@@ -19,7 +22,7 @@ func benchCmd(e *env) *cobra.Command {
 	var stores []string
 	var steps, runs int
 	var jsonOut bool
-	var sync, dir string
+	var sync, dir, provider string
 	c := &cobra.Command{
 		Use:   "bench [--store memory|sqlite] [--steps N] [--runs N] [--json]",
 		Short: "Measure per-step engine overhead on the standard tool loop",
@@ -35,7 +38,30 @@ reports total throughput.`,
 				if s != "memory" && s != "sqlite" {
 					return usagef("--store %q: want memory or sqlite", s)
 				}
-				r, err := bench.Run(cmd.Context(), bench.Config{Store: s, Steps: steps, Runs: runs, Synchronous: sync, Dir: dir, Open: benchOpen})
+				cfg := bench.Config{Store: s, Steps: steps, Runs: runs, Synchronous: sync, Dir: dir, Open: benchOpen}
+				switch provider {
+				case "scripted":
+				case "openai":
+					// The loop through the real OpenAI-compatible provider
+					// against a local zero-latency fake server.
+					var srv *fakeopenai.Server
+					cfg.Model = func(iterations int) llm.Model {
+						srv = fakeopenai.New(fakeopenai.Config{Iterations: iterations})
+						m, err := openai.New(openai.Config{Model: "fake-model", BaseURL: srv.URL + "/v1", APIKey: "bench"})
+						if err != nil {
+							panic(err)
+						}
+						return m
+					}
+					defer func() {
+						if srv != nil {
+							srv.Close()
+						}
+					}()
+				default:
+					return usagef("--provider %q: want scripted or openai", provider)
+				}
+				r, err := bench.Run(cmd.Context(), cfg)
 				if err != nil {
 					return err
 				}
@@ -57,6 +83,7 @@ reports total throughput.`,
 	c.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
 	c.Flags().StringVar(&sync, "sync", "NORMAL", "SQLite synchronous mode: NORMAL or FULL")
 	c.Flags().StringVar(&dir, "dir", "", "directory for the SQLite file (default: a temp dir)")
+	c.Flags().StringVar(&provider, "provider", "scripted", "model: scripted (zero latency), or openai (the OpenAI provider against a local fake server)")
 	return c
 }
 
