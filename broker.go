@@ -37,7 +37,7 @@ func (s *subscriber) markLagged() {
 }
 
 func newBroker() *broker {
-	return &broker{topics: map[string]*topic{}, ringSize: 4096, bufSize: 1024}
+	return &broker{topics: map[string]*topic{}, ringSize: 512, bufSize: 1024}
 }
 
 func (b *broker) topicLocked(sessionID string) *topic {
