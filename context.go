@@ -57,8 +57,8 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 	}
 	var rec *Step
 	if cut > x.conv.trimmed {
-		t := contextTrim{Strategy: x.agent.Context.Strategy, Messages: cut, FromSequence: x.conv.steps[0].Sequence,
-			ToSequence: x.conv.steps[cut-1].Sequence, Tokens: x.conv.tokens(cut), Budget: budget}
+		t := contextTrim{Strategy: x.agent.Context.Strategy, Messages: cut, FromSequence: x.conv.seqs[0],
+			ToSequence: x.conv.seqs[cut-1], Tokens: x.conv.tokens(cut), Budget: budget}
 		if t.Strategy == "" {
 			t.Strategy = "trim"
 		}
@@ -114,7 +114,7 @@ func (c *conversation) restoreTrim(s *Step) {
 		return
 	}
 	// The trim point is the first message after ToSequence.
-	i := sort.Search(len(c.steps), func(i int) bool { return c.steps[i].Sequence > t.ToSequence })
+	i := sort.Search(len(c.seqs), func(i int) bool { return c.seqs[i] > t.ToSequence })
 	c.trimmed, c.summary = i, ""
 	if t.Strategy == "summarize" {
 		c.summary = s.Content

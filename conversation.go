@@ -13,7 +13,7 @@ import (
 // building a request never re-reads the session.
 type conversation struct {
 	msgs  []llm.Message
-	steps []*Step // the step behind each message
+	seqs  []int64 // the sequence of the step behind each message
 	// lastAssistant is the latest assistant step with tool calls, and
 	// answered the tool-call ids that already have a result after it.
 	lastAssistant *Step
@@ -58,7 +58,7 @@ func (c *conversation) add(s *Step) {
 	c.msgs = append(c.msgs, m)
 	c.prefix = append(c.prefix, c.tokens(len(c.prefix))+EstimateTokens(m))
 	c.chain = append(c.chain, chainHash(c.chain, m))
-	c.steps = append(c.steps, s)
+	c.seqs = append(c.seqs, s.Sequence)
 	if s.HasToolCalls() {
 		c.lastAssistant = s
 		clear(c.answered)
@@ -87,9 +87,9 @@ func (c *conversation) pendingToolCalls() []ToolCall {
 
 // lastAssistantText returns the content of the latest assistant message.
 func (c *conversation) lastAssistantText() string {
-	for i := len(c.steps) - 1; i >= 0; i-- {
-		if c.steps[i].Role == steptype.RoleAssistant {
-			return c.steps[i].Content
+	for i := len(c.msgs) - 1; i >= 0; i-- {
+		if c.msgs[i].Role == steptype.RoleAssistant {
+			return c.msgs[i].Content
 		}
 	}
 	return ""
