@@ -118,9 +118,17 @@ func (e *Engine) Owner() string { return e.cfg.Owner }
 // Register adds an agent (and, recursively, its sub-agents). Registering a
 // name twice replaces the earlier definition.
 func (e *Engine) Register(a *Agent) error {
+	return e.register(a, map[*Agent]bool{})
+}
+
+func (e *Engine) register(a *Agent, seen map[*Agent]bool) error {
 	if a == nil {
 		return fmt.Errorf("stepwise: register: nil agent")
 	}
+	if seen[a] {
+		return nil // an agent that is its own (indirect) sub-agent
+	}
+	seen[a] = true
 	d := a.withDefaults()
 	if err := d.validate(); err != nil {
 		return err
@@ -129,7 +137,7 @@ func (e *Engine) Register(a *Agent) error {
 	e.agents[d.Name] = d
 	e.mu.Unlock()
 	for _, s := range a.SubAgents {
-		if err := e.Register(s); err != nil {
+		if err := e.register(s, seen); err != nil {
 			return err
 		}
 	}

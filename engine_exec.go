@@ -187,6 +187,9 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	if u.output != nil {
 		x.run.Output = *u.output
 	}
+	if u.err != nil {
+		x.run.Error = u.err
+	}
 	x.run.StepCount += int64(len(steps))
 	x.run.UpdatedAt = now
 	x.mu.Unlock()
