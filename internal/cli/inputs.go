@@ -54,12 +54,13 @@ func inputsCmd(e *env) *cobra.Command {
 
 func inputCmd(e *env) *cobra.Command {
 	var resume bool
+	var agent string
 	c := &cobra.Command{
 		Use:   "input RUN REQUEST_ID ANSWER",
 		Short: "Answer a pending request (text, JSON, or an approval like '{\"approved\":true}')",
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), "")
+			rt, err := e.open(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
@@ -82,5 +83,6 @@ func inputCmd(e *env) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&resume, "resume", false, "resume the run here once nothing is pending")
+	c.Flags().StringVar(&agent, "agent", "", "agent file of the run, to resume it (built-in agents need none)")
 	return c
 }

@@ -1,0 +1,84 @@
+package main_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var pendingLine = regexp.MustCompile(`pending request (\S+): `)
+
+// TestInputSurvivesKill runs an agent until it waits for input, SIGKILLs
+// the process, answers from a new process, and checks the run completes
+// with the same transcript as without the kill.
+func TestInputSurvivesKill(t *testing.T) {
+	t.Parallel()
+	agent, _ := filepath.Abs("testdata/hitl/agent.yaml")
+	dir := t.TempDir()
+	flow := func(db string, kill bool) []string {
+		cmd := exec.Command(bin, "--db", "sqlite:"+db, "run", "--agent", agent, "--input", "compute")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var session, run, req string
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			l := sc.Text()
+			if m := runLine.FindStringSubmatch(l); m != nil {
+				session, run = m[1], m[2]
+			}
+			if m := pendingLine.FindStringSubmatch(l); m != nil {
+				req = m[1]
+				if kill {
+					_ = cmd.Process.Signal(syscall.SIGKILL)
+				}
+				break
+			}
+		}
+		go func() {
+			for sc.Scan() {
+			}
+		}()
+		err = cmd.Wait()
+		if kill {
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && !ws.Signaled() && cmd.ProcessState.ExitCode() != 3 {
+				t.Fatalf("first process: %v", err)
+			}
+		} else if cmd.ProcessState.ExitCode() != 3 {
+			t.Fatalf("waiting run should exit 3, got %v", err)
+		}
+		if req == "" {
+			t.Fatal("no pending request printed")
+		}
+		time.Sleep(10 * time.Millisecond)
+		o, e, code := stepwise(t, dir, "--db", "sqlite:"+db, "input", run, req, "yes, go ahead", "--resume", "--agent", agent)
+		if code != 0 || !strings.Contains(o, "completed") {
+			t.Fatalf("answer from a new process: exit %d\n%s\n%s", code, o, e)
+		}
+		// Answering twice is refused and changes nothing.
+		if _, e, code := stepwise(t, dir, "--db", "sqlite:"+db, "input", run, req, "again"); code != 1 || !strings.Contains(e, "already answered") {
+			t.Fatalf("second answer: exit %d %q", code, e)
+		}
+		return transcript(t, db, session)
+	}
+	want := flow(filepath.Join(dir, "plain.db"), false)
+	got := flow(filepath.Join(dir, "killed.db"), true)
+	if d := diff(got, want); d != "" {
+		t.Fatalf("transcript after kill differs:\n%s", d)
+	}
+	if !strings.Contains(strings.Join(got, "\n"), `input|tools|tool|"yes, go ahead"`) {
+		t.Fatalf("answer not in transcript:\n%s", strings.Join(got, "\n"))
+	}
+}
