@@ -37,7 +37,14 @@ as it happens. Then the dashboard is served on --addr until interrupted;
 				if err != nil {
 					return err
 				}
+				op, err := demo.Operator(demo.Options{Fast: true})
+				if err != nil {
+					return err
+				}
 				if err := eng.Register(a); err != nil {
+					return err
+				}
+				if err := eng.Register(op); err != nil {
 					return err
 				}
 			}
@@ -54,7 +61,7 @@ as it happens. Then the dashboard is served on --addr until interrupted;
 			if noServe {
 				return nil
 			}
-			return e.serveDemo(ctx, eng, addr)
+			return e.serveDemo(ctx, rt, r.SessionID, addr)
 		},
 	}
 	c.Flags().BoolVar(&noServe, "no-serve", false, "exit after the run instead of serving the dashboard")

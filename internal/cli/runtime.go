@@ -40,13 +40,13 @@ func (r *runtime) agentName(arg string) string {
 
 // open opens the store and an engine with the built-in agents plus the
 // agent file in agentArg (when it names a file).
-func (e *env) open(ctx context.Context, agentArg string) (*runtime, error) {
+func (e *env) open(ctx context.Context, agentArg string, moreFiles ...string) (*runtime, error) {
 	st, err := openStore(ctx, e.db, false)
 	if err != nil {
 		return nil, err
 	}
 	r := &runtime{st: st}
-	agents, prices, err := e.agents(ctx, r, agentArg)
+	agents, prices, err := e.agents(ctx, r, agentArg, moreFiles...)
 	if err != nil {
 		for _, l := range r.loaded {
 			_ = l.Close()
@@ -70,15 +70,23 @@ func (e *env) open(ctx context.Context, agentArg string) (*runtime, error) {
 }
 
 // agents returns the built-in agents and the agent file's, with prices.
-func (e *env) agents(ctx context.Context, r *runtime, agentArg string) ([]*stepwise.Agent, stepwise.PriceTable, error) {
+func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles ...string) ([]*stepwise.Agent, stepwise.PriceTable, error) {
 	a, err := demo.Agents(demo.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
-	agents := []*stepwise.Agent{a}
+	op, err := demo.Operator(demo.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	agents := []*stepwise.Agent{a, op}
 	prices := stepwise.DefaultPrices()
+	files := moreFiles
 	if looksLikeFile(agentArg) {
-		l, err := agentload.Load(ctx, agentArg, agentload.Options{Store: r.st, Extra: extraTools(r.st)})
+		files = append([]string{agentArg}, files...)
+	}
+	for _, f := range files {
+		l, err := agentload.Load(ctx, f, agentload.Options{Store: r.st, Extra: extraTools(r.st)})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stepwise-run/stepwise/server"
+)
+
+func init() { register(serveCmd) }
+
+func serveCmd(e *env) *cobra.Command {
+	var addr, agentsDir, tokensFile string
+	var tokens, agentFiles []string
+	c := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:7700] [--agents DIR]",
+		Short: "Serve the HTTP API, the event streams and the dashboard",
+		Long: `Serve the /v1 HTTP API, its SSE streams, the AG-UI endpoint and the dashboard
+from one process. Agents: the built-in demo agents, every --agent FILE, and in
+--agents DIR every DIR/*/agent.{yaml,yml,json} and DIR/*.agent.{yaml,yml,json}.
+Bearer tokens come from --token (repeatable), --tokens-file (one per line) and
+STEPWISE_TOKENS (comma-separated); they are required unless --addr is a
+loopback address. On SIGINT/SIGTERM the server shuts down gracefully: running
+runs stop at a step boundary and are resumed at the next start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			toks, err := collectTokens(tokens, tokensFile)
+			if err != nil {
+				return err
+			}
+			if err := server.RequireTokens(addr, toks); err != nil {
+				return err
+			}
+			files := append([]string(nil), agentFiles...)
+			if agentsDir != "" {
+				found, err := agentFilesIn(agentsDir)
+				if err != nil {
+					return err
+				}
+				files = append(files, found...)
+			}
+			rt, err := e.open(ctx, "", files...)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			return e.listen(ctx, rt, addr, toks)
+		},
+	}
+	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7700", "listen address")
+	c.Flags().StringVar(&agentsDir, "agents", "", "directory of agent files")
+	c.Flags().StringSliceVar(&agentFiles, "agent", nil, "agent file (repeatable)")
+	c.Flags().StringSliceVar(&tokens, "token", nil, "accepted bearer token (repeatable)")
+	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
+	return c
+}
+
+// listen serves the runtime's engine until ctx is done.
+func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []string) error {
+	names := []string{}
+	for _, a := range rt.eng.Agents() {
+		names = append(names, a.Name)
+	}
+	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s)\n", addr, strings.Join(names, ", "), e.db)
+	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens})
+}
+
+func collectTokens(flagTokens []string, file string) ([]string, error) {
+	toks := append([]string(nil), flagTokens...)
+	if env := os.Getenv("STEPWISE_TOKENS"); env != "" {
+		for _, t := range strings.Split(env, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				toks = append(toks, t)
+			}
+		}
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("tokens file: %w", err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				toks = append(toks, l)
+			}
+		}
+	}
+	return toks, nil
+}
+
+// agentFilesIn lists DIR/*/agent.{yaml,yml,json} and DIR/*.agent.{yaml,yml,json}.
+func agentFilesIn(dir string) ([]string, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("--agents %s: not a directory", dir)
+	}
+	var out []string
+	for _, ext := range []string{"yaml", "yml", "json"} {
+		a, _ := filepath.Glob(filepath.Join(dir, "*", "agent."+ext))
+		b, _ := filepath.Glob(filepath.Join(dir, "*.agent."+ext))
+		out = append(out, a...)
+		out = append(out, b...)
+	}
+	sort.Strings(out)
+	return out, nil
+}
