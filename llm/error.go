@@ -23,6 +23,7 @@ type Error struct {
 	Err        error         // the underlying cause
 }
 
+// Error formats the error with its code, status and message.
 func (e *Error) Error() string {
 	msg := e.Message
 	if msg == "" && e.Err != nil {
