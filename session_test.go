@@ -197,3 +197,67 @@ func TestMultiTurnContextAndBudget(t *testing.T) {
 		t.Fatalf("preview: %v %d", err, len(prev.Messages))
 	}
 }
+
+func TestContextSummarizeStrategy(t *testing.T) {
+	t.Parallel()
+	m := &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) {
+		if strings.HasPrefix(req.System, "Summarize") {
+			return &llm.Response{Content: "SUMMARY: the user counted"}, nil
+		}
+		return &llm.Response{Content: strings.Repeat("y", 500)}, nil
+	}}
+	e, st := newEngine(t, &stepwise.Agent{Name: "sum", Model: m, Context: stepwise.ContextPolicy{TokenBudget: 250, Strategy: "summarize"}})
+	ctx := context.Background()
+	r, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "sum", Input: "one"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"two", "three"} {
+		if _, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "sum", Input: in, SessionID: r.SessionID})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rec *stepwise.Step
+	for _, s := range steps(t, st, r.SessionID) {
+		if s.Kind == steptype.KindSystem {
+			rec = s
+		}
+	}
+	if rec == nil || rec.Content != "SUMMARY: the user counted" {
+		t.Fatalf("summary step %+v", rec)
+	}
+	prev, err := e.ContextPreview(ctx, r.SessionID, "")
+	if err != nil || !strings.Contains(prev.Messages[0].Content, "SUMMARY: the user counted") {
+		t.Fatalf("preview starts with %+v (%v)", prev.Messages[0], err)
+	}
+}
+
+func TestUnknownToolAndBadArguments(t *testing.T) {
+	t.Parallel()
+	m := &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) {
+		if assistantTurns(req) == 0 {
+			return &llm.Response{ToolCalls: []stepwise.ToolCall{call("u1", "nope", `{}`), call("b1", "add", `{"a":"x"}`)}}, nil
+		}
+		var out []string
+		for _, msg := range req.Messages {
+			if msg.Role == "tool" {
+				out = append(out, msg.Content)
+			}
+		}
+		return &llm.Response{Content: strings.Join(out, " | ")}, nil
+	}}
+	e, st := newEngine(t, &stepwise.Agent{Name: "t", Model: m, Tools: []tool.Tool{addTool()}})
+	ctx := context.Background()
+	r, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "t", Input: "go"}))
+	if err != nil || r.Status != steptype.RunCompleted {
+		t.Fatalf("%v %+v", err, r)
+	}
+	if !strings.Contains(r.Output, `unknown tool "nope"`) || !strings.Contains(r.Output, "invalid arguments") {
+		t.Fatalf("the model did not see both errors: %q", r.Output)
+	}
+	for _, s := range steps(t, st, r.SessionID) {
+		if s.Kind == steptype.KindTool && s.Error == nil {
+			t.Fatalf("tool step %d has no error", s.Sequence)
+		}
+	}
+}
