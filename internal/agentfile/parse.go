@@ -2,6 +2,7 @@ package agentfile
 
 import (
 	"fmt"
+	"github.com/stepwise-run/stepwise/internal/yamlnode"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,27 +29,27 @@ func Load(path string) (*Spec, error) {
 // *ParseError ("agent.yaml:7: limits.max_steps: must be a positive
 // integer"), joined with errors.Join.
 func Parse(filename string, data []byte) (*Spec, error) {
-	root, err := document(filename, data)
+	root, err := yamlnode.Document(filename, data)
 	if err != nil {
 		return nil, err
 	}
 	if root.Kind != yaml.MappingNode {
 		return nil, &ParseError{File: filename, Line: root.Line, Msg: "an agent file must be a mapping of fields"}
 	}
-	d := &decoder{file: filename, budget: nodeBudget}
+	d := &decoder{yamlnode.NewDecoder(filename)}
 	s := &Spec{File: filename, Dir: filepath.Dir(filename)}
 	var named, modeled bool
-	d.object(root, "", func(key string, v *yaml.Node, f string) bool {
+	d.Object(root, "", func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "name":
 			named = true
-			if s.Name = d.str(v, f); !validName(s.Name) {
-				d.errorf(v, f, "must be 1–64 characters of a-z, 0-9, _ and -")
+			if s.Name = d.Str(v, f); !validName(s.Name) {
+				d.Errorf(v, f, "must be 1–64 characters of a-z, 0-9, _ and -")
 			}
 		case "description":
-			s.Description = d.str(v, f)
+			s.Description = d.Str(v, f)
 		case "instructions":
-			s.Instructions = d.str(v, f)
+			s.Instructions = d.Str(v, f)
 		case "model":
 			modeled = true
 			s.Model = d.model(v, f, s.Dir)
@@ -63,8 +64,8 @@ func Parse(filename string, data []byte) (*Spec, error) {
 				s.SubAgents = append(s.SubAgents, resolve(s.Dir, p))
 			}
 		case "start_step":
-			if s.StartStep = d.str(v, f); !stepName.MatchString(s.StartStep) {
-				d.errorf(v, f, "must be a step name of letters, digits, _ . : and -")
+			if s.StartStep = d.Str(v, f); !stepName.MatchString(s.StartStep) {
+				d.Errorf(v, f, "must be a step name of letters, digits, _ . : and -")
 			}
 		case "limits":
 			s.Limits = d.limits(v, f)
@@ -79,8 +80,8 @@ func Parse(filename string, data []byte) (*Spec, error) {
 		case "prices":
 			s.Prices = d.prices(v, f)
 		case "metadata":
-			if r := d.resolve(v); r != nil && !isNull(r) && r.Kind != yaml.MappingNode {
-				d.errorf(r, f, "must be a mapping")
+			if r := d.Resolve(v); r != nil && !yamlnode.IsNull(r) && r.Kind != yaml.MappingNode {
+				d.Errorf(r, f, "must be a mapping")
 			} else if m, ok := d.value(v, f); ok && m != nil {
 				s.Metadata = m.(map[string]any)
 			}
@@ -90,13 +91,13 @@ func Parse(filename string, data []byte) (*Spec, error) {
 		return true
 	})
 	if !named {
-		d.errorf(root, "name", "required")
+		d.Errorf(root, "name", "required")
 	}
 	if !modeled {
-		d.errorf(root, "model", "required")
+		d.Errorf(root, "model", "required")
 	}
-	if len(d.errs) > 0 {
-		return nil, d.err()
+	if d.Failed() {
+		return nil, d.Err()
 	}
 	return s, nil
 }
@@ -124,45 +125,45 @@ func resolve(dir, p string) string {
 
 func (d *decoder) model(n *yaml.Node, field, dir string) Model {
 	const want = `a model such as "openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5" or "scripted:script.yaml"`
-	v := d.str(n, field)
+	v := d.Str(n, field)
 	provider, name, ok := strings.Cut(v, ":")
 	switch {
 	case !ok || name == "":
-		d.errorf(n, field, "must be %s", want)
+		d.Errorf(n, field, "must be %s", want)
 	case provider == ProviderScripted:
 		return Model{Provider: provider, Name: resolve(dir, name)}
 	case provider == ProviderOpenAI || provider == ProviderAnthropic:
 		if !modelID.MatchString(name) {
-			d.errorf(n, field, "model id %q must not contain spaces", name)
+			d.Errorf(n, field, "model id %q must not contain spaces", name)
 		}
 		return Model{Provider: provider, Name: name}
 	default:
-		d.errorf(n, field, "unknown provider %q (want scripted, openai or anthropic)", provider)
+		d.Errorf(n, field, "unknown provider %q (want scripted, openai or anthropic)", provider)
 	}
 	return Model{}
 }
 
 func (d *decoder) embeddings(n *yaml.Node, field string) Embeddings {
 	var e Embeddings
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "kinds":
 			seen := map[steptype.Kind]bool{}
-			d.list(v, f, func(_ int, v *yaml.Node, f string) {
-				s := d.str(v, f)
+			d.List(v, f, func(_ int, v *yaml.Node, f string) {
+				s := d.Str(v, f)
 				k, err := steptype.ParseKind(s)
 				switch {
 				case err != nil:
-					d.errorf(v, f, "unknown step kind %q (want one of %v)", s, steptype.Kinds)
+					d.Errorf(v, f, "unknown step kind %q (want one of %v)", s, steptype.Kinds)
 				case seen[k]:
-					d.errorf(v, f, "duplicate kind %q", s)
+					d.Errorf(v, f, "duplicate kind %q", s)
 				default:
 					seen[k] = true
 					e.Kinds = append(e.Kinds, k)
 				}
 			})
 		case "embedder":
-			e.Embedder = d.str(v, f)
+			e.Embedder = d.Str(v, f)
 		default:
 			return false
 		}

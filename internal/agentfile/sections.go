@@ -1,6 +1,7 @@
 package agentfile
 
 import (
+	"github.com/stepwise-run/stepwise/internal/yamlnode"
 	"net/url"
 	"slices"
 	"strconv"
@@ -11,18 +12,18 @@ import (
 
 func (d *decoder) modelOptions(n *yaml.Node, field string) ModelOptions {
 	var o ModelOptions
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "base_url":
-			if o.BaseURL = d.str(v, f); !httpURL(o.BaseURL) {
-				d.errorf(v, f, "must be an http or https URL")
+			if o.BaseURL = d.Str(v, f); !httpURL(o.BaseURL) {
+				d.Errorf(v, f, "must be an http or https URL")
 			}
 		case "api_key_env":
-			if o.APIKeyEnv = d.str(v, f); !envName.MatchString(o.APIKeyEnv) {
-				d.errorf(v, f, "must be an environment variable name such as OPENAI_API_KEY")
+			if o.APIKeyEnv = d.Str(v, f); !envName.MatchString(o.APIKeyEnv) {
+				d.Errorf(v, f, "must be an environment variable name such as OPENAI_API_KEY")
 			}
 		case "temperature":
-			if r := d.resolve(v); r != nil && !isNull(r) {
+			if r := d.Resolve(v); r != nil && !yamlnode.IsNull(r) {
 				t := d.float(v, f, 0, 2, "a number from 0 to 2")
 				o.Temperature = &t
 			}
@@ -46,8 +47,8 @@ func httpURL(s string) bool {
 func (d *decoder) tools(n *yaml.Node, field, dir string) []Tool {
 	var out []Tool
 	seen := map[string]bool{}
-	d.list(n, field, func(_ int, v *yaml.Node, f string) {
-		r := d.resolve(v)
+	d.List(n, field, func(_ int, v *yaml.Node, f string) {
+		r := d.Resolve(v)
 		if r == nil {
 			return
 		}
@@ -57,33 +58,33 @@ func (d *decoder) tools(n *yaml.Node, field, dir string) []Tool {
 		case r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str":
 			t.Name = r.Value
 		case r.Kind == yaml.MappingNode && len(r.Content) == 2:
-			k := d.resolve(r.Content[0])
+			k := d.Resolve(r.Content[0])
 			if k == nil || k.Kind != yaml.ScalarNode {
-				d.errorf(r, f, "must be a tool name or a mapping of one tool name to its configuration")
+				d.Errorf(r, f, "must be a tool name or a mapping of one tool name to its configuration")
 				return
 			}
 			t.Name, config = k.Value, r.Content[1]
 		default:
-			d.errorf(r, f, "must be a tool name or a mapping of one tool name to its configuration")
+			d.Errorf(r, f, "must be a tool name or a mapping of one tool name to its configuration")
 			return
 		}
 		if !slices.Contains(BuiltinTools, t.Name) {
-			d.errorf(r, f, "unknown tool %q (want one of %s)", t.Name, strings.Join(BuiltinTools, ", "))
+			d.Errorf(r, f, "unknown tool %q (want one of %s)", t.Name, strings.Join(BuiltinTools, ", "))
 			return
 		}
 		if seen[t.Name] {
-			d.errorf(r, f, "duplicate tool %q", t.Name)
+			d.Errorf(r, f, "duplicate tool %q", t.Name)
 			return
 		}
 		seen[t.Name] = true
-		f = join(f, t.Name)
-		d.object(config, f, func(key string, v *yaml.Node, f string) bool {
+		f = yamlnode.Join(f, t.Name)
+		d.Object(config, f, func(key string, v *yaml.Node, f string) bool {
 			switch {
 			case t.Name == ToolFiles && key == "root":
-				if root := d.str(v, f); root != "" {
+				if root := d.Str(v, f); root != "" {
 					t.Root = resolve(dir, root)
 				} else {
-					d.errorf(v, f, "must not be empty")
+					d.Errorf(v, f, "must not be empty")
 				}
 			case t.Name == ToolHTTPGet && key == "allow_hosts":
 				t.AllowHosts = d.strList(v, f, `a host such as "api.example.com", "*.example.com", "localhost:8080" or "*"`,
@@ -95,11 +96,11 @@ func (d *decoder) tools(n *yaml.Node, field, dir string) []Tool {
 		})
 		switch {
 		case t.Name == ToolFiles && t.Root == "" && !hasKey(config, "root"):
-			d.errorf(r, join(f, "root"), "required: the directory the files tool works in")
+			d.Errorf(r, yamlnode.Join(f, "root"), "required: the directory the files tool works in")
 		case t.Name == ToolHTTPGet && len(t.AllowHosts) == 0 && !hasKey(config, "allow_hosts"):
-			d.errorf(r, join(f, "allow_hosts"), `required: the hosts http_get may fetch ("*" for any)`)
+			d.Errorf(r, yamlnode.Join(f, "allow_hosts"), `required: the hosts http_get may fetch ("*" for any)`)
 		case t.Name == ToolHTTPGet && len(t.AllowHosts) == 0:
-			d.errorf(r, join(f, "allow_hosts"), `must list at least one host ("*" for any)`)
+			d.Errorf(r, yamlnode.Join(f, "allow_hosts"), `must list at least one host ("*" for any)`)
 		}
 		out = append(out, t)
 	})
@@ -125,37 +126,37 @@ func hasKey(n *yaml.Node, key string) bool {
 func (d *decoder) mcpServers(n *yaml.Node, field, dir string) []MCPServer {
 	var out []MCPServer
 	seen := map[string]bool{}
-	d.list(n, field, func(_ int, v *yaml.Node, f string) {
+	d.List(n, field, func(_ int, v *yaml.Node, f string) {
 		var s MCPServer
 		named := false
-		d.object(v, f, func(key string, v *yaml.Node, f string) bool {
+		d.Object(v, f, func(key string, v *yaml.Node, f string) bool {
 			switch key {
 			case "name":
 				named = true
-				switch s.Name = d.str(v, f); {
+				switch s.Name = d.Str(v, f); {
 				case !validName(s.Name):
-					d.errorf(v, f, "must be 1–64 characters of a-z, 0-9, _ and -")
+					d.Errorf(v, f, "must be 1–64 characters of a-z, 0-9, _ and -")
 				case seen[s.Name]:
-					d.errorf(v, f, "duplicate server name %q", s.Name)
+					d.Errorf(v, f, "duplicate server name %q", s.Name)
 				}
 				seen[s.Name] = true
 			case "command":
-				if s.Command = d.str(v, f); s.Command == "" {
-					d.errorf(v, f, "must not be empty")
+				if s.Command = d.Str(v, f); s.Command == "" {
+					d.Errorf(v, f, "must not be empty")
 				} else if strings.ContainsAny(s.Command, `/\`) {
 					s.Command = resolve(dir, s.Command)
 				}
 			case "args":
-				d.list(v, f, func(_ int, v *yaml.Node, f string) {
-					if sc := d.scalar(v, f, "a string"); sc != nil {
+				d.List(v, f, func(_ int, v *yaml.Node, f string) {
+					if sc := d.Scalar(v, f, "a string"); sc != nil {
 						s.Args = append(s.Args, sc.Value)
 					}
 				})
 			case "env":
 				s.Env = d.stringMap(v, f, "an environment variable name", envName.MatchString)
 			case "url":
-				if s.URL = d.str(v, f); !httpURL(s.URL) {
-					d.errorf(v, f, "must be an http or https URL")
+				if s.URL = d.Str(v, f); !httpURL(s.URL) {
+					d.Errorf(v, f, "must be an http or https URL")
 				}
 			case "headers":
 				s.Headers = d.stringMap(v, f, "an HTTP header name", headerName.MatchString)
@@ -164,23 +165,23 @@ func (d *decoder) mcpServers(n *yaml.Node, field, dir string) []MCPServer {
 			}
 			return true
 		})
-		r := d.resolve(v)
+		r := d.Resolve(v)
 		if r == nil || r.Kind != yaml.MappingNode {
 			return
 		}
 		if !named {
-			d.errorf(r, join(f, "name"), "required")
+			d.Errorf(r, yamlnode.Join(f, "name"), "required")
 		}
 		hasCmd, hasURL := hasKey(r, "command"), hasKey(r, "url")
 		switch {
 		case hasCmd && hasURL:
-			d.errorf(r, f, "set command or url, not both")
+			d.Errorf(r, f, "set command or url, not both")
 		case !hasCmd && !hasURL:
-			d.errorf(r, f, "needs command (stdio) or url (HTTP)")
+			d.Errorf(r, f, "needs command (stdio) or url (HTTP)")
 		case hasURL && (len(s.Args) > 0 || len(s.Env) > 0):
-			d.errorf(r, f, "args and env need command")
+			d.Errorf(r, f, "args and env need command")
 		case hasCmd && len(s.Headers) > 0:
-			d.errorf(r, join(f, "headers"), "need url")
+			d.Errorf(r, yamlnode.Join(f, "headers"), "need url")
 		}
 		out = append(out, s)
 	})
@@ -189,7 +190,7 @@ func (d *decoder) mcpServers(n *yaml.Node, field, dir string) []MCPServer {
 
 func (d *decoder) limits(n *yaml.Node, field string) Limits {
 	var l Limits
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "max_steps":
 			l.MaxSteps = d.positive(v, f)
@@ -212,7 +213,7 @@ func (d *decoder) limits(n *yaml.Node, field string) Limits {
 func (d *decoder) retry(n *yaml.Node, field string) Retry {
 	var r Retry
 	var maxNode *yaml.Node
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "max_attempts":
 			r.MaxAttempts = d.positive(v, f)
@@ -226,26 +227,26 @@ func (d *decoder) retry(n *yaml.Node, field string) Retry {
 		return true
 	})
 	if r.MaxInterval > 0 && r.MaxInterval < r.InitialInterval {
-		d.errorf(maxNode, join(field, "max_interval"), "must not be below initial_interval (%s)", r.InitialInterval)
+		d.Errorf(maxNode, yamlnode.Join(field, "max_interval"), "must not be below initial_interval (%s)", r.InitialInterval)
 	}
 	return r
 }
 
 func (d *decoder) approvals(n *yaml.Node, field string) map[string]Approval {
 	var out map[string]Approval
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		if !toolName.MatchString(key) {
-			d.errorf(v, f, `key must be a tool name or "*"`)
+			d.Errorf(v, f, `key must be a tool name or "*"`)
 			return true
 		}
-		switch a := Approval(d.str(v, f)); a {
+		switch a := Approval(d.Str(v, f)); a {
 		case ApprovalAlways, ApprovalNever:
 			if out == nil {
 				out = make(map[string]Approval)
 			}
 			out[key] = a
 		default:
-			d.errorf(v, f, `must be "always" or "never"`)
+			d.Errorf(v, f, `must be "always" or "never"`)
 		}
 		return true
 	})
@@ -254,15 +255,15 @@ func (d *decoder) approvals(n *yaml.Node, field string) map[string]Approval {
 
 func (d *decoder) contextPolicy(n *yaml.Node, field string) ContextPolicy {
 	var c ContextPolicy
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "token_budget":
 			c.TokenBudget = d.positive(v, f)
 		case "strategy":
-			switch c.Strategy = d.str(v, f); c.Strategy {
+			switch c.Strategy = d.Str(v, f); c.Strategy {
 			case StrategyTrim, StrategySummarize:
 			default:
-				d.errorf(v, f, `must be "trim" or "summarize"`)
+				d.Errorf(v, f, `must be "trim" or "summarize"`)
 			}
 		default:
 			return false
@@ -274,15 +275,15 @@ func (d *decoder) contextPolicy(n *yaml.Node, field string) ContextPolicy {
 
 func (d *decoder) prices(n *yaml.Node, field string) map[string]Price {
 	var out map[string]Price
-	d.object(n, field, func(model string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(model string, v *yaml.Node, f string) bool {
 		if model == "" || strings.ContainsAny(model, " \t\n") {
-			d.errorf(v, f, "key must be a model string")
+			d.Errorf(v, f, "key must be a model string")
 			return true
 		}
 		f = field + "[" + strconv.Quote(model) + "]"
 		var p Price
 		const want = "a non-negative number (USD per million tokens)"
-		d.object(v, f, func(key string, v *yaml.Node, f string) bool {
+		d.Object(v, f, func(key string, v *yaml.Node, f string) bool {
 			switch key {
 			case "input":
 				p.Input = d.float(v, f, 0, 1e9, want)

@@ -1,6 +1,7 @@
 package agentfile
 
 import (
+	"github.com/stepwise-run/stepwise/internal/yamlnode"
 	"math"
 	"strconv"
 	"time"
@@ -10,19 +11,19 @@ import (
 
 // positive reads an integer ≥ 1.
 func (d *decoder) positive(n *yaml.Node, field string) int {
-	return int(d.integer(n, field, 1, math.MaxInt32, "a positive integer"))
+	return int(d.Integer(n, field, 1, math.MaxInt32, "a positive integer"))
 }
 
 // positiveDuration reads a Go duration > 0.
 func (d *decoder) positiveDuration(n *yaml.Node, field string) time.Duration {
 	const want = `a positive Go duration such as "30s" or "5m"`
-	s := d.scalar(n, field, want)
-	if s == nil || isNull(s) {
+	s := d.Scalar(n, field, want)
+	if s == nil || yamlnode.IsNull(s) {
 		return 0
 	}
 	v, err := time.ParseDuration(s.Value)
 	if err != nil || v <= 0 {
-		d.errorf(s, field, "must be %s", want)
+		d.Errorf(s, field, "must be %s", want)
 		return 0
 	}
 	return v
@@ -30,14 +31,14 @@ func (d *decoder) positiveDuration(n *yaml.Node, field string) time.Duration {
 
 // float reads a finite number in [lo, hi].
 func (d *decoder) float(n *yaml.Node, field string, lo, hi float64, want string) float64 {
-	s := d.scalar(n, field, want)
-	if s == nil || isNull(s) {
+	s := d.Scalar(n, field, want)
+	if s == nil || yamlnode.IsNull(s) {
 		return 0
 	}
 	var v float64
 	if tag := s.ShortTag(); (tag != "!!int" && tag != "!!float") || s.Decode(&v) != nil ||
 		math.IsNaN(v) || v < lo || v > hi {
-		d.errorf(s, field, "must be %s", want)
+		d.Errorf(s, field, "must be %s", want)
 		return 0
 	}
 	return v
@@ -46,13 +47,13 @@ func (d *decoder) float(n *yaml.Node, field string, lo, hi float64, want string)
 // strList reads a list of strings, each checked by ok (nil: any non-empty).
 func (d *decoder) strList(n *yaml.Node, field, want string, ok func(string) bool) []string {
 	var out []string
-	d.list(n, field, func(_ int, v *yaml.Node, f string) {
-		s := d.scalar(v, f, want)
+	d.List(n, field, func(_ int, v *yaml.Node, f string) {
+		s := d.Scalar(v, f, want)
 		if s == nil {
 			return
 		}
 		if s.ShortTag() != "!!str" || s.Value == "" || (ok != nil && !ok(s.Value)) {
-			d.errorf(s, f, "must be %s", want)
+			d.Errorf(s, f, "must be %s", want)
 			return
 		}
 		out = append(out, s.Value)
@@ -63,19 +64,19 @@ func (d *decoder) strList(n *yaml.Node, field, want string, ok func(string) bool
 // stringMap reads a mapping of strings; keys are checked by ok.
 func (d *decoder) stringMap(n *yaml.Node, field, keyWant string, ok func(string) bool) map[string]string {
 	var out map[string]string
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		if !ok(key) {
-			d.errorf(v, f, "key must be %s", keyWant)
+			d.Errorf(v, f, "key must be %s", keyWant)
 			return true
 		}
-		s := d.scalar(v, f, "a string")
+		s := d.Scalar(v, f, "a string")
 		if s == nil {
 			return true
 		}
 		if out == nil {
 			out = make(map[string]string)
 		}
-		if !isNull(s) {
+		if !yamlnode.IsNull(s) {
 			out[key] = s.Value
 		} else {
 			out[key] = ""
@@ -88,29 +89,29 @@ func (d *decoder) stringMap(n *yaml.Node, field, keyWant string, ok func(string)
 // value converts n to a JSON-compatible Go value: map[string]any, []any,
 // string, bool, int64, float64 or nil.
 func (d *decoder) value(n *yaml.Node, field string) (any, bool) {
-	if n = d.resolve(n); n == nil {
+	if n = d.Resolve(n); n == nil {
 		return nil, false
 	}
-	if d.depth++; d.depth > maxDepth {
-		d.errorf(n, field, "nested too deeply (an alias to itself?)")
+	if d.Depth++; d.Depth > yamlnode.MaxDepth {
+		d.Errorf(n, field, "nested too deeply (an alias to itself?)")
 		return nil, false
 	}
-	defer func() { d.depth-- }()
+	defer func() { d.Depth-- }()
 	switch n.Kind {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := d.resolve(n.Content[i])
+			k := d.Resolve(n.Content[i])
 			if k == nil {
 				return nil, false
 			}
 			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
-				d.errorf(k, field, "keys must be strings")
+				d.Errorf(k, field, "keys must be strings")
 				return nil, false
 			}
-			f := join(field, k.Value)
+			f := yamlnode.Join(field, k.Value)
 			if _, dup := m[k.Value]; dup {
-				d.errorf(k, f, "duplicate key")
+				d.Errorf(k, f, "duplicate key")
 				return nil, false
 			}
 			v, ok := d.value(n.Content[i+1], f)
@@ -156,12 +157,12 @@ func (d *decoder) value(n *yaml.Node, field string) (any, bool) {
 		case "!!str", "!!timestamp", "!!binary":
 			return n.Value, true
 		default:
-			d.errorf(n, field, "unsupported YAML tag %s", n.Tag)
+			d.Errorf(n, field, "unsupported YAML tag %s", n.Tag)
 			return nil, false
 		}
-		d.errorf(n, field, "value %q has no JSON form", n.Value)
+		d.Errorf(n, field, "value %q has no JSON form", n.Value)
 		return nil, false
 	}
-	d.errorf(n, field, "unsupported YAML node")
+	d.Errorf(n, field, "unsupported YAML node")
 	return nil, false
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/stepwise-run/stepwise/internal/yamlnode"
 	"os"
 
 	"gopkg.in/yaml.v3"
@@ -34,28 +35,28 @@ func Parse(name string, data []byte) (*Model, error) {
 }
 
 func parseScript(file string, data []byte) (*Script, error) {
-	root, err := document(file, data)
+	root, err := yamlnode.Document(file, data)
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{file: file, budget: nodeBudget}
+	d := &decoder{yamlnode.NewDecoder(file)}
 	s := &Script{}
 	var turnsNode, groupsNode *yaml.Node
 	if root.Kind == yaml.SequenceNode {
 		turnsNode = root
 		s.Turns = d.turns(root, "turns")
 	} else {
-		d.object(root, "", func(key string, v *yaml.Node, f string) bool {
+		d.Object(root, "", func(key string, v *yaml.Node, f string) bool {
 			switch key {
 			case "turns":
 				turnsNode, s.Turns = v, d.turns(v, f)
 			case "user_turns":
 				groupsNode = v
-				d.list(v, f, func(_ int, v *yaml.Node, f string) {
+				d.List(v, f, func(_ int, v *yaml.Node, f string) {
 					s.UserTurns = append(s.UserTurns, d.userTurn(v, f))
 				})
 			case "loop":
-				s.Loop = d.boolean(v, f)
+				s.Loop = d.Boolean(v, f)
 			default:
 				return false
 			}
@@ -63,25 +64,25 @@ func parseScript(file string, data []byte) (*Script, error) {
 		})
 	}
 	switch {
-	case len(d.errs) > 0:
+	case d.Failed():
 	case turnsNode != nil && groupsNode != nil:
-		d.errorf(groupsNode, "user_turns", "cannot be combined with turns")
+		d.Errorf(groupsNode, "user_turns", "cannot be combined with turns")
 	case turnsNode == nil && groupsNode == nil:
-		d.errorf(root, "", "script needs turns or user_turns")
+		d.Errorf(root, "", "script needs turns or user_turns")
 	case turnsNode != nil && len(s.Turns) == 0:
-		d.errorf(turnsNode, "turns", "must list at least one turn")
+		d.Errorf(turnsNode, "turns", "must list at least one turn")
 	case groupsNode != nil && len(s.UserTurns) == 0:
-		d.errorf(groupsNode, "user_turns", "must list at least one entry")
+		d.Errorf(groupsNode, "user_turns", "must list at least one entry")
 	}
-	if len(d.errs) > 0 {
-		return nil, d.err()
+	if d.Failed() {
+		return nil, d.Err()
 	}
 	return s, nil
 }
 
 func (d *decoder) turns(n *yaml.Node, field string) []Turn {
 	var out []Turn
-	d.list(n, field, func(_ int, v *yaml.Node, f string) {
+	d.List(n, field, func(_ int, v *yaml.Node, f string) {
 		out = append(out, d.turn(v, f))
 	})
 	return out
@@ -90,16 +91,16 @@ func (d *decoder) turns(n *yaml.Node, field string) []Turn {
 func (d *decoder) userTurn(n *yaml.Node, field string) UserTurn {
 	var u UserTurn
 	var turns *yaml.Node
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "match":
-			if u.Match = d.str(v, f); u.Match == "" {
-				d.errorf(v, f, "must not be empty")
+			if u.Match = d.Str(v, f); u.Match == "" {
+				d.Errorf(v, f, "must not be empty")
 			}
 		case "turns":
 			turns, u.Turns = v, d.turns(v, f)
 		case "loop":
-			u.Loop = d.boolean(v, f)
+			u.Loop = d.Boolean(v, f)
 		default:
 			return false
 		}
@@ -110,44 +111,44 @@ func (d *decoder) userTurn(n *yaml.Node, field string) UserTurn {
 		if turns != nil {
 			at = turns
 		}
-		d.errorf(at, join(field, "turns"), "must list at least one turn")
+		d.Errorf(at, yamlnode.Join(field, "turns"), "must list at least one turn")
 	}
 	return u
 }
 
 func (d *decoder) turn(n *yaml.Node, field string) Turn {
 	t := Turn{Line: n.Line}
-	if r := d.resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
+	if r := d.Resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
 		t.Text = r.Value // shorthand: a string is a text turn
 		return t
 	}
 	set := false
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "text":
-			t.Text, set = d.str(v, f), true
+			t.Text, set = d.Str(v, f), true
 		case "reasoning":
-			t.Reasoning, set = d.str(v, f), true
+			t.Reasoning, set = d.Str(v, f), true
 		case "tool_calls":
 			set = true
-			d.list(v, f, func(_ int, v *yaml.Node, f string) {
+			d.List(v, f, func(_ int, v *yaml.Node, f string) {
 				t.ToolCalls = append(t.ToolCalls, d.toolCall(v, f))
 			})
 		case "error":
 			set = true
 			t.Fail = d.failure(v, f)
 		case "usage":
-			d.object(v, f, func(key string, v *yaml.Node, f string) bool {
+			d.Object(v, f, func(key string, v *yaml.Node, f string) bool {
 				const want = "a non-negative integer"
 				switch key {
 				case "input_tokens":
-					t.Usage.InputTokens = d.integer(v, f, 0, 1<<53, want)
+					t.Usage.InputTokens = d.Integer(v, f, 0, 1<<53, want)
 				case "output_tokens":
-					t.Usage.OutputTokens = d.integer(v, f, 0, 1<<53, want)
+					t.Usage.OutputTokens = d.Integer(v, f, 0, 1<<53, want)
 				case "cached_tokens":
-					t.Usage.CachedTokens = d.integer(v, f, 0, 1<<53, want)
+					t.Usage.CachedTokens = d.Integer(v, f, 0, 1<<53, want)
 				case "reasoning_tokens":
-					t.Usage.ReasoningTokens = d.integer(v, f, 0, 1<<53, want)
+					t.Usage.ReasoningTokens = d.Integer(v, f, 0, 1<<53, want)
 				default:
 					return false
 				}
@@ -155,26 +156,26 @@ func (d *decoder) turn(n *yaml.Node, field string) Turn {
 			})
 		case "chunk":
 			// In files, 0 means one delta; absent means DefaultChunk.
-			if t.Chunk = int(d.integer(v, f, 0, 1<<30, "a non-negative integer")); t.Chunk == 0 {
+			if t.Chunk = int(d.Integer(v, f, 0, 1<<30, "a non-negative integer")); t.Chunk == 0 {
 				t.Chunk = -1
 			}
 		case "delay":
-			t.Delay = d.duration(v, f)
+			t.Delay = d.Duration(v, f)
 		case "chunk_delay":
-			t.ChunkDelay = d.duration(v, f)
+			t.ChunkDelay = d.Duration(v, f)
 		case "match":
-			if t.Match = d.str(v, f); t.Match == "" {
-				d.errorf(v, f, "must not be empty")
+			if t.Match = d.Str(v, f); t.Match == "" {
+				d.Errorf(v, f, "must not be empty")
 			}
 		case "repeat":
-			t.Repeat = int(d.integer(v, f, 1, 1<<30, "a positive integer"))
+			t.Repeat = int(d.Integer(v, f, 1, 1<<30, "a positive integer"))
 		default:
 			return false
 		}
 		return true
 	})
-	if r := d.resolve(n); !set && r != nil && r.Kind == yaml.MappingNode {
-		d.errorf(n, field, "turn needs text, reasoning, tool_calls or error")
+	if r := d.Resolve(n); !set && r != nil && r.Kind == yaml.MappingNode {
+		d.Errorf(n, field, "turn needs text, reasoning, tool_calls or error")
 	}
 	return t
 }
@@ -182,15 +183,15 @@ func (d *decoder) turn(n *yaml.Node, field string) Turn {
 func (d *decoder) toolCall(n *yaml.Node, field string) steptype.ToolCall {
 	var tc steptype.ToolCall
 	named := false
-	d.object(n, field, func(key string, v *yaml.Node, f string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "name":
 			named = true
-			if tc.Name = d.str(v, f); tc.Name == "" {
-				d.errorf(v, f, "must not be empty")
+			if tc.Name = d.Str(v, f); tc.Name == "" {
+				d.Errorf(v, f, "must not be empty")
 			}
 		case "id":
-			tc.ID = d.str(v, f)
+			tc.ID = d.Str(v, f)
 		case "arguments":
 			tc.Arguments = d.arguments(v, f)
 		default:
@@ -199,16 +200,16 @@ func (d *decoder) toolCall(n *yaml.Node, field string) steptype.ToolCall {
 		return true
 	})
 	if !named {
-		d.errorf(n, join(field, "name"), "required")
+		d.Errorf(n, yamlnode.Join(field, "name"), "required")
 	}
 	return tc
 }
 
 // arguments accepts a mapping or a string holding a JSON object.
 func (d *decoder) arguments(n *yaml.Node, field string) json.RawMessage {
-	r := d.resolve(n)
+	r := d.Resolve(n)
 	switch {
-	case r == nil || isNull(r):
+	case r == nil || yamlnode.IsNull(r):
 		return nil
 	case r.Kind == yaml.MappingNode:
 		b, ok := d.jsonValue(nil, r, field)
@@ -220,36 +221,36 @@ func (d *decoder) arguments(n *yaml.Node, field string) json.RawMessage {
 		var buf bytes.Buffer
 		t := bytes.TrimSpace([]byte(r.Value))
 		if len(t) == 0 || t[0] != '{' || json.Compact(&buf, t) != nil {
-			d.errorf(r, field, "must be a JSON object")
+			d.Errorf(r, field, "must be a JSON object")
 			return nil
 		}
 		return buf.Bytes()
 	}
-	d.errorf(r, field, "must be a mapping or a string holding a JSON object")
+	d.Errorf(r, field, "must be a mapping or a string holding a JSON object")
 	return nil
 }
 
 func (d *decoder) failure(n *yaml.Node, field string) *Failure {
 	f := &Failure{}
 	status := false
-	d.object(n, field, func(key string, v *yaml.Node, p string) bool {
+	d.Object(n, field, func(key string, v *yaml.Node, p string) bool {
 		switch key {
 		case "status":
 			status = true
-			f.Status = int(d.integer(v, p, 400, 599, "an HTTP error status (400–599)"))
+			f.Status = int(d.Integer(v, p, 400, 599, "an HTTP error status (400–599)"))
 		case "message":
-			f.Message = d.str(v, p)
+			f.Message = d.Str(v, p)
 		case "retry_after":
-			f.RetryAfter = d.duration(v, p)
+			f.RetryAfter = d.Duration(v, p)
 		case "times":
-			f.Times = int(d.integer(v, p, 0, 1<<30, "a non-negative integer"))
+			f.Times = int(d.Integer(v, p, 0, 1<<30, "a non-negative integer"))
 		default:
 			return false
 		}
 		return true
 	})
 	if !status {
-		d.errorf(n, join(field, "status"), "required")
+		d.Errorf(n, yamlnode.Join(field, "status"), "required")
 	}
 	return f
 }

@@ -1,4 +1,8 @@
-package scripted
+// Package yamlnode walks yaml.v3 node trees for the strict file formats of
+// Stepwise (agent files, model scripts): every problem is collected with its
+// file, line and field path, unknown fields are errors, and alias bombs and
+// cyclic aliases are bounded.
+package yamlnode
 
 import (
 	"bytes"
@@ -15,13 +19,13 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// ParseError is one problem in a script file, located by line and field.
+// ParseError is one problem in a file, located by line and field.
 // Parse and Load return one or more of them joined with errors.Join;
 // errors.As finds the first.
 type ParseError struct {
 	File  string // the name given to Parse or the path given to Load
 	Line  int    // 1-based line, 0 when unknown
-	Field string // path of the offending field, e.g. "turns[2].delay"; empty for document errors
+	Field string // path of the offending field, e.g. "limits.max_steps" or "turns[2].delay"; empty for document errors
 	Msg   string // what is wrong
 }
 
@@ -45,18 +49,27 @@ func (e *ParseError) Error() string {
 const (
 	maxErrors  = 20        // errors reported per file before giving up
 	nodeBudget = 1_000_000 // nodes visited, aliases expanded, before giving up
-	maxDepth   = 256       // nesting of free-form values (a cyclic alias never ends)
+	// MaxDepth bounds the nesting of free-form values (a cyclic alias never ends).
+	MaxDepth = 256
 )
 
-// decoder walks a yaml.v3 node tree, collecting located errors.
-type decoder struct {
+// Decoder walks a yaml.v3 node tree, collecting located errors.
+type Decoder struct {
 	file   string
 	errs   []error
 	budget int
-	depth  int // nesting of the free-form value being read
+	// Depth is the nesting of the free-form value being read; callers that
+	// recurse into free-form values keep it below MaxDepth.
+	Depth int
 }
 
-func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
+// NewDecoder returns a decoder for file.
+func NewDecoder(file string) *Decoder { return &Decoder{file: file, budget: nodeBudget} }
+
+// Failed reports whether an error was recorded.
+func (d *Decoder) Failed() bool { return len(d.errs) > 0 }
+
+func (d *Decoder) Errorf(n *yaml.Node, field, format string, args ...any) {
 	if len(d.errs) > maxErrors {
 		return
 	}
@@ -71,11 +84,11 @@ func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
 	d.errs = append(d.errs, &ParseError{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (d *decoder) err() error { return errors.Join(d.errs...) }
+func (d *Decoder) Err() error { return errors.Join(d.errs...) }
 
 // resolve follows aliases and charges the visit to the budget; it returns
 // nil when the budget is spent.
-func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
+func (d *Decoder) Resolve(n *yaml.Node) *yaml.Node {
 	for depth := 0; n != nil && n.Kind == yaml.AliasNode; depth++ {
 		if depth > 100 {
 			return nil
@@ -84,7 +97,7 @@ func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
 	}
 	d.budget--
 	if d.budget == 0 {
-		d.errorf(n, "", "document too large or too many aliases")
+		d.Errorf(n, "", "document too large or too many aliases")
 	}
 	if d.budget < 0 {
 		return nil
@@ -92,14 +105,14 @@ func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+func IsNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // document parses data as one YAML (or JSON) document. JSON is recognised by
 // a .json extension or a leading '{' or '['; it is checked with
 // encoding/json first so syntax errors name their line.
-func document(file string, data []byte) (*yaml.Node, error) {
+func Document(file string, data []byte) (*yaml.Node, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	if len(trimmed) == 0 {
 		return nil, &ParseError{File: file, Msg: "empty document"}
@@ -151,47 +164,47 @@ func yamlError(file string, err error) error {
 // object walks a mapping: set is called with each key, its value and the
 // field path, and reports whether the key is known. Duplicate and unknown
 // keys are errors. A null value is an empty mapping.
-func (d *decoder) object(n *yaml.Node, field string, set func(key string, v *yaml.Node, field string) bool) {
-	if n = d.resolve(n); n == nil || isNull(n) {
+func (d *Decoder) Object(n *yaml.Node, field string, set func(key string, v *yaml.Node, field string) bool) {
+	if n = d.Resolve(n); n == nil || IsNull(n) {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, field, "must be a mapping")
+		d.Errorf(n, field, "must be a mapping")
 		return
 	}
 	seen := make(map[string]bool, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := d.resolve(n.Content[i]), n.Content[i+1]
+		k, v := d.Resolve(n.Content[i]), n.Content[i+1]
 		if k == nil {
 			return
 		}
 		if k.Kind != yaml.ScalarNode {
-			d.errorf(k, field, "keys must be strings")
+			d.Errorf(k, field, "keys must be strings")
 			continue
 		}
 		if k.Tag == "!!merge" || k.ShortTag() == "!!merge" {
-			d.errorf(k, field, "merge keys (<<) are not supported")
+			d.Errorf(k, field, "merge keys (<<) are not supported")
 			continue
 		}
-		f := join(field, k.Value)
+		f := Join(field, k.Value)
 		if seen[k.Value] {
-			d.errorf(k, f, "duplicate field")
+			d.Errorf(k, f, "duplicate field")
 			continue
 		}
 		seen[k.Value] = true
 		if !set(k.Value, v, f) {
-			d.errorf(k, f, "unknown field")
+			d.Errorf(k, f, "unknown field")
 		}
 	}
 }
 
 // list walks a sequence; a null value is an empty list.
-func (d *decoder) list(n *yaml.Node, field string, each func(i int, v *yaml.Node, field string)) {
-	if n = d.resolve(n); n == nil || isNull(n) {
+func (d *Decoder) List(n *yaml.Node, field string, each func(i int, v *yaml.Node, field string)) {
+	if n = d.Resolve(n); n == nil || IsNull(n) {
 		return
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, field, "must be a list")
+		d.Errorf(n, field, "must be a list")
 		return
 	}
 	for i, v := range n.Content {
@@ -199,7 +212,7 @@ func (d *decoder) list(n *yaml.Node, field string, each func(i int, v *yaml.Node
 	}
 }
 
-func join(field, key string) string {
+func Join(field, key string) string {
 	if field == "" {
 		return key
 	}
@@ -207,145 +220,60 @@ func join(field, key string) string {
 }
 
 // scalar returns the resolved scalar node, or reports what was expected.
-func (d *decoder) scalar(n *yaml.Node, field, want string) *yaml.Node {
-	if n = d.resolve(n); n == nil {
+func (d *Decoder) Scalar(n *yaml.Node, field, want string) *yaml.Node {
+	if n = d.Resolve(n); n == nil {
 		return nil
 	}
 	if n.Kind != yaml.ScalarNode {
-		d.errorf(n, field, "must be %s", want)
+		d.Errorf(n, field, "must be %s", want)
 		return nil
 	}
 	return n
 }
 
-func (d *decoder) str(n *yaml.Node, field string) string {
-	s := d.scalar(n, field, "a string")
-	if s == nil || isNull(s) {
+func (d *Decoder) Str(n *yaml.Node, field string) string {
+	s := d.Scalar(n, field, "a string")
+	if s == nil || IsNull(s) {
 		return ""
 	}
 	return s.Value
 }
 
-func (d *decoder) integer(n *yaml.Node, field string, lo, hi int64, want string) int64 {
-	s := d.scalar(n, field, want)
-	if s == nil || isNull(s) {
+func (d *Decoder) Integer(n *yaml.Node, field string, lo, hi int64, want string) int64 {
+	s := d.Scalar(n, field, want)
+	if s == nil || IsNull(s) {
 		return 0
 	}
 	var v int64
 	if s.ShortTag() != "!!int" || s.Decode(&v) != nil || v < lo || v > hi {
-		d.errorf(s, field, "must be %s", want)
+		d.Errorf(s, field, "must be %s", want)
 		return 0
 	}
 	return v
 }
 
-func (d *decoder) boolean(n *yaml.Node, field string) bool {
-	s := d.scalar(n, field, "true or false")
-	if s == nil || isNull(s) {
+func (d *Decoder) Boolean(n *yaml.Node, field string) bool {
+	s := d.Scalar(n, field, "true or false")
+	if s == nil || IsNull(s) {
 		return false
 	}
 	var v bool
 	if s.ShortTag() != "!!bool" || s.Decode(&v) != nil {
-		d.errorf(s, field, "must be true or false")
+		d.Errorf(s, field, "must be true or false")
 	}
 	return v
 }
 
-func (d *decoder) duration(n *yaml.Node, field string) time.Duration {
+func (d *Decoder) Duration(n *yaml.Node, field string) time.Duration {
 	const want = `a non-negative Go duration such as "250ms" or "2s"`
-	s := d.scalar(n, field, want)
-	if s == nil || isNull(s) {
+	s := d.Scalar(n, field, want)
+	if s == nil || IsNull(s) {
 		return 0
 	}
 	v, err := time.ParseDuration(s.Value)
 	if err != nil || v < 0 {
-		d.errorf(s, field, "must be %s", want)
+		d.Errorf(s, field, "must be %s", want)
 		return 0
 	}
 	return v
-}
-
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
-
-// jsonValue appends the JSON form of n to b, keeping mapping key order.
-func (d *decoder) jsonValue(b []byte, n *yaml.Node, field string) ([]byte, bool) {
-	if n = d.resolve(n); n == nil {
-		return b, false
-	}
-	if d.depth++; d.depth > maxDepth {
-		d.errorf(n, field, "nested too deeply (an alias to itself?)")
-		return b, false
-	}
-	defer func() { d.depth-- }()
-	switch n.Kind {
-	case yaml.MappingNode:
-		b = append(b, '{')
-		seen := make(map[string]bool, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := d.resolve(n.Content[i])
-			if k == nil {
-				return b, false
-			}
-			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
-				d.errorf(k, field, "keys must be strings")
-				return b, false
-			}
-			if seen[k.Value] {
-				d.errorf(k, join(field, k.Value), "duplicate key")
-				return b, false
-			}
-			seen[k.Value] = true
-			if i > 0 {
-				b = append(b, ',')
-			}
-			kb, _ := json.Marshal(k.Value)
-			b = append(b, kb...)
-			b = append(b, ':')
-			var ok bool
-			if b, ok = d.jsonValue(b, n.Content[i+1], join(field, k.Value)); !ok {
-				return b, false
-			}
-		}
-		return append(b, '}'), true
-	case yaml.SequenceNode:
-		b = append(b, '[')
-		for i, v := range n.Content {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = d.jsonValue(b, v, field+"["+strconv.Itoa(i)+"]"); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return append(b, "null"...), true
-		case "!!bool":
-			var v bool
-			if n.Decode(&v) != nil {
-				break
-			}
-			return strconv.AppendBool(b, v), true
-		case "!!int", "!!float":
-			if jsonNumber.MatchString(n.Value) {
-				return append(b, n.Value...), true
-			}
-			var v float64
-			if n.Decode(&v) != nil || v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308 {
-				d.errorf(n, field, "number %q has no JSON form", n.Value)
-				return b, false
-			}
-			return strconv.AppendFloat(b, v, 'g', -1, 64), true
-		case "!!str", "!!timestamp", "!!binary":
-			sb, _ := json.Marshal(n.Value)
-			return append(b, sb...), true
-		}
-		d.errorf(n, field, "unsupported YAML tag %s", n.Tag)
-		return b, false
-	}
-	d.errorf(n, field, "unsupported YAML node")
-	return b, false
 }
