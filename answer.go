@@ -98,6 +98,7 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 		return nil, fmt.Errorf("answer: %w", err)
 	}
 	e.broker.publish(&Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
+	e.notifyCommit(out.SessionID)
 	e.wake()
 	return out, nil
 }

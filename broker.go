@@ -141,3 +141,26 @@ func (b *broker) unsubscribe(sessionID string, s *subscriber) {
 		b.gcLocked(sessionID, t)
 	}
 }
+
+// poke makes every live subscriber of a session catch up from the store:
+// another instance committed steps this broker has not seen.
+func (b *broker) poke(sessionID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.topics[sessionID]; t != nil {
+		for s := range t.subs {
+			s.markLagged()
+		}
+	}
+}
+
+// observe records that the store holds steps up to seq (seen by a
+// subscriber catching up), so that events published here afterwards are
+// positioned after them even when another instance committed them.
+func (b *broker) observe(sessionID string, seq int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.topics[sessionID]; t != nil && seq > t.seq {
+		t.seq, t.idx = seq, 0
+	}
+}

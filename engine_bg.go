@@ -36,8 +36,14 @@ func (e *Engine) wakeChan() chan struct{} {
 	return e.bg.wakeCh
 }
 
-// wake nudges the background executor to look for runnable runs.
+// wake nudges the background executor, here and on the other instances
+// sharing the database, to look for runnable runs.
 func (e *Engine) wake() {
+	e.wakeLocal()
+	e.notifyRunnable("")
+}
+
+func (e *Engine) wakeLocal() {
 	select {
 	case e.wakeChan() <- struct{}{}:
 	default:
@@ -62,9 +68,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	stop := e.bg.stop
 	e.mu.Unlock()
 	e.startHeartbeat()
+	lctx, cancelListen := context.WithCancel(context.WithoutCancel(ctx))
+	e.listen(lctx)
 	e.bg.done.Add(1)
 	go func() {
 		defer e.bg.done.Done()
+		defer cancelListen()
 		sem := make(chan struct{}, e.cfg.Workers)
 		t := time.NewTicker(e.cfg.PollInterval)
 		defer t.Stop()

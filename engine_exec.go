@@ -197,6 +197,9 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		x.conv.add(s)
 		x.publish(&Event{Type: EventStepCompleted, StepName: s.Name, Step: s})
 	}
+	if len(stored) > 0 {
+		x.e.afterCommit(stored)
+	}
 	return nil
 }
 

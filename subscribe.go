@@ -133,6 +133,9 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 				return true, errStopped
 			}
 		}
+		if n := len(steps); n > 0 {
+			e.broker.observe(sid, steps[n-1].Sequence)
+		}
 	}
 	for _, ev := range buffered {
 		if !emit(ev) {

@@ -7,11 +7,9 @@ import (
 	"github.com/stepwise-run/stepwise/store/postgres"
 )
 
-// openPostgres opens the PostgreSQL store of a "postgres://…" DSN. The
-// schema is the DSN's search_path when it names one
-// ("postgres://…/db?search_path=stepwise"), else "public"; it is created
-// and migrated when missing.
-var openPostgres = func(ctx context.Context, dsn string) (store.Store, error) {
+// openPostgres opens the PostgreSQL store of a "postgres://…" DSN (schema from the
+// DSN's search_path when it names one, else "public"; created and migrated when missing).
+func openPostgres(ctx context.Context, dsn string) (store.Store, error) {
 	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn})
 	if err != nil {
 		return nil, err

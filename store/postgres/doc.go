@@ -1,0 +1,90 @@
+// Package postgres is the scale-out store.Store: PostgreSQL (15 or later)
+// through a pgx/v5 connection pool, with the same semantics as store/sqlite
+// — the conformance suite store/storetest proves both.
+//
+//	st, err := postgres.Open(ctx, postgres.Config{
+//		DSN:    "postgres://stepwise@db:5432/app?sslmode=verify-full",
+//		Schema: "stepwise", // created when missing; default "public"
+//	})
+//	if err != nil {
+//		return err // store.ErrInvalid for a bad Config, a clear error when the server is unreachable
+//	}
+//	defer st.Close()
+//
+// # Scale-out
+//
+// Any number of Stores, in any number of processes and hosts, may share
+// one schema: every guarantee below holds across them, because it rests on
+// PostgreSQL row locks, not on anything in the process. Runs are leased,
+// not owned: RunClaim selects queued runs, and running runs whose lease
+// expired, with FOR UPDATE SKIP LOCKED, so instances claim concurrently
+// without waiting for each other and never lease one run twice; a lease is
+// extended with RunUpdate(LeaseExpires) and every write of a run can be
+// fenced by its owner and expected status. A run waiting for human input
+// holds no lease and is claimable anywhere once StepResolve requeues it.
+// Lease times are the callers' clocks (the Now parameters), so keep the
+// instances' clocks in sync. Exclusive reports false: another instance may
+// hold any lease.
+//
+// Notify and Listen (SupportsListenNotify reports true) carry wake-ups
+// between instances over LISTEN/NOTIFY — a committed step, a run queued,
+// an input answered — so run executors and SSE subscribers on other
+// instances react at once instead of polling. They are hints: the store is
+// the source of truth, and a woken reader re-reads it. Channels are scoped
+// to the schema.
+//
+// # Guarantees
+//
+// A call that returned nil is committed (with the server's
+// synchronous_commit, by default durable). A call that failed wrote
+// nothing, except when ctx ended or the connection broke during COMMIT,
+// where the outcome is unknown: StepAppend is idempotent by step id, so
+// retry it.
+//
+//   - Sequences are gap-free per session under concurrent appends from any
+//     number of processes: an append locks its sessions' rows (SELECT … FOR
+//     NO KEY UPDATE, in id order), takes last_seq + 1 and writes last_seq
+//     back in the same transaction. No retries are involved; appends to one
+//     session queue on its row, appends to different sessions run in
+//     parallel.
+//   - StepAppend is idempotent: a step whose id is stored already is
+//     returned as stored. With run updates it is atomic: a lost lease or an
+//     unexpected status (store.ErrConflict) writes none of it.
+//   - StepResolve is a conditional update under the step's row lock: of
+//     concurrent resolutions exactly one wins, the others get
+//     store.ErrConflict; with QueueRun, resolutions of one run queue on the
+//     run's row so that the last answer requeues it.
+//   - Forks are O(1) and read through their lineage with one recursive
+//     query; StepTruncate and SessionDelete lock the session and are
+//     refused (store.ErrConflict) while a fork depends on the steps.
+//
+// Transactions are READ COMMITTED with explicit row locks. One that still
+// fails with a serialization failure or a deadlock (SQLSTATE 40001, 40P01)
+// runs again, up to Config.Retries times, then fails with
+// store.ErrConflict. A step append or a run update costs two round trips:
+// BEGIN travels with the locking reads, COMMIT with the writes.
+//
+// # Storage
+//
+// Open creates Config.Schema when missing, sets search_path to it on every
+// connection and runs the embedded goose migrations (version table
+// stepwise_schema) under an advisory lock, so concurrent Opens are safe. A
+// schema that already holds tables named sessions, steps or runs that
+// Stepwise did not create is refused with store.ErrCorrupt, untouched.
+//
+// A step is stored as its versioned wire JSON (steptype.Step.MarshalJSON)
+// in a BYTEA column, beside the columns reads filter on (session,
+// sequence, run, kind, status). BYTEA rather than JSONB because the wire
+// bytes must come back exactly as written — JSONB reorders keys, drops
+// duplicate keys, rewrites numbers and whitespace — and because nothing
+// queries inside the body, so parsing it on every append would be wasted
+// work; convert_from(body, 'UTF8')::jsonb serves ad-hoc queries. Times are
+// BIGINT unix nanoseconds, so Go times round-trip exactly (timestamptz
+// keeps microseconds). Ids use the "C" collation: byte order, as in Go.
+//
+// Native errors are mapped in one place: no rows → store.ErrNotFound,
+// unique or foreign-key violation → store.ErrConflict, serialization
+// failure or deadlock after the retries → store.ErrConflict, a missing
+// table or schema (dropped under the store) → store.ErrCorrupt, a failed
+// connection → an error that says so.
+package postgres
