@@ -96,8 +96,8 @@ func (b *Builder) Graph() *Graph {
 	final := b.foldKeys()
 	g := &Graph{Steps: len(b.visits), Nodes: []*Node{}, Edges: []*Edge{}}
 	nodes := map[string]*Node{}
-	runVisits := map[[2]string]int{}   // (run, node key) → visits
-	sigCount := map[[3]string]int{}    // (run, node key, signature) → count
+	runVisits := map[[2]string]int{} // (run, node key) → visits
+	sigCount := map[[3]string]int{}  // (run, node key, signature) → count
 	nodeRuns := map[string]map[string]bool{}
 	nodeSessions := map[string]map[string]bool{}
 	runs, sessions := map[string]bool{}, map[string]bool{}

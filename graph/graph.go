@@ -51,7 +51,7 @@ type Options struct {
 	MaxStepRefs int
 	// MaxNodes bounds the number of nodes: beyond it, the least visited
 	// states of each step name are merged into one "other states" node per
-	// name so the graph stays readable and its layout fast. Default 300.
+	// name so the graph stays readable and its layout fast. Default 80.
 	MaxNodes int
 	// NodeWidth and NodeHeight are the size of a node box in layout units
 	// (CSS pixels). Defaults 200 and 56.
@@ -70,7 +70,7 @@ func (o Options) withDefaults() Options {
 		o.MaxStepRefs = 200
 	}
 	if o.MaxNodes <= 0 {
-		o.MaxNodes = 300
+		o.MaxNodes = 80
 	}
 	if o.NodeWidth <= 0 {
 		o.NodeWidth = 200

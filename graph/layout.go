@@ -10,11 +10,14 @@ import (
 // margin surrounds the drawing.
 const margin = 24
 
-// layout places nodes and routes edges with autog (layered, top to bottom):
-// cycles broken depth-first (deterministic), network-simplex layering for
-// small graphs and longest-path beyond, weighted-median ordering,
-// sink-coloring positioning and polyline routing. Self edges get a small
-// loop on the right of their node. If autog fails, a plain grid is used.
+// layout places nodes and routes edges. The forward edges form a DAG (they
+// lead to states first seen later), which autog lays out top to bottom:
+// network-simplex layering, weighted-median ordering, vertical-align
+// positioning (the one positioning that never overlaps boxes and has no
+// unbounded recursion) and polyline routing. Backward edges are routed on
+// the right of the boxes they span, self edges as a small loop on the right
+// of their node, so loops stand apart from the forward flow. If autog
+// fails, a plain grid is used.
 func layout(g *Graph, o Options) {
 	if len(g.Nodes) == 0 {
 		g.Width, g.Height = 2*margin, 2*margin
@@ -36,12 +39,16 @@ func layout(g *Graph, o Options) {
 		minX, minY = min(minX, n.X), min(minY, n.Y)
 		maxX, maxY = max(maxX, n.X+n.W), max(maxY, n.Y+n.H)
 	}
+	backs := 0
 	for _, e := range g.Edges {
 		from, to := byID[e.From], byID[e.To]
 		switch pts := routed[[2]string{e.From, e.To}]; {
 		case e.Direction == Self:
 			x, y := from.X+from.W, from.Y+from.H/2
 			e.Points = [][2]float64{{x, y - 12}, {x + 28, y - 18}, {x + 28, y + 18}, {x, y + 12}}
+		case e.Direction == Backward:
+			e.Points = sideRoute(g, from, to, backs)
+			backs++
 		case len(pts) >= 2:
 			e.Points = orient(pts, from, to)
 		default:
@@ -74,7 +81,7 @@ func autoLayout(g *Graph, o Options, routed map[[2]string][][2]float64) (ok bool
 	var src ag.EdgeSlice
 	linked := map[string]bool{}
 	for _, e := range g.Edges {
-		if e.Direction == Self {
+		if e.Direction != Forward {
 			continue
 		}
 		src = append(src, []string{e.From, e.To})
@@ -89,17 +96,13 @@ func autoLayout(g *Graph, o Options, routed map[[2]string][][2]float64) (ok bool
 	}
 	opts := []autog.Option{
 		autog.WithCycleBreaking(autog.CycleBreakingDepthFirst),
+		autog.WithLayering(autog.LayeringNetworkSimplex),
 		autog.WithOrdering(autog.OrderingWMedian),
-		autog.WithPositioning(autog.PositioningSinkColoring),
+		autog.WithPositioning(autog.PositioningVAlign),
 		autog.WithEdgeRouting(autog.EdgeRoutingPolyline),
 		autog.WithNodeFixedSize(o.NodeWidth, o.NodeHeight),
 		autog.WithNodeSpacing(40),
 		autog.WithLayerSpacing(72),
-	}
-	if len(g.Nodes) > 120 {
-		opts = append(opts, autog.WithLayering(autog.LayeringLongestPath))
-	} else {
-		opts = append(opts, autog.WithLayering(autog.LayeringNetworkSimplex))
 	}
 	out := autog.Layout(src, opts...)
 	placed := 0
@@ -120,6 +123,22 @@ func autoLayout(g *Graph, o Options, routed map[[2]string][][2]float64) (ok bool
 		routed[[2]string{le.FromID, le.ToID}] = le.Points
 	}
 	return placed == len(g.Nodes)
+}
+
+// sideRoute routes a backward edge out of the right side of its source, up
+// a channel right of every box it passes, into the right side of its
+// target. Each backward edge gets its own channel.
+func sideRoute(g *Graph, from, to *Node, k int) [][2]float64 {
+	y1, y2 := from.Y+from.H/2+6, to.Y+to.H/2-6
+	top, bottom := min(from.Y, to.Y), max(from.Y+from.H, to.Y+to.H)
+	right := max(from.X+from.W, to.X+to.W)
+	for _, n := range g.Nodes {
+		if n.Y < bottom && n.Y+n.H > top {
+			right = max(right, n.X+n.W)
+		}
+	}
+	cx := right + 20 + float64(k%6)*10
+	return [][2]float64{{from.X + from.W, y1}, {cx, y1}, {cx, y2}, {to.X + to.W, y2}}
 }
 
 // gridLayout places nodes in first-visit order on a grid.

@@ -71,9 +71,12 @@ func TestBadInput(t *testing.T) {
 		{"fork at 0", []string{"fork", "nope", "--at", "0"}, 1, "not found"},
 		{"missing flag", []string{"run", "--input", "x"}, 2, "--agent is required"},
 	}
-	// Make the database exist for the read-only commands.
-	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "inputs"); code != 0 {
-		t.Fatalf("inputs on empty db: %s", errOut)
+	// Read-only commands do not create a database.
+	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "sessions"); code != 1 || !strings.Contains(errOut, "no such file") {
+		t.Fatalf("sessions on a missing database: exit %d %q", code, errOut)
+	}
+	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "demo", "--no-serve", "--fast"); code != 0 {
+		t.Fatalf("demo: %s", errOut)
 	}
 	for _, c := range cases {
 		_, errOut, code := stepwise(t, dir, append([]string{"--db", "sqlite:" + filepath.Join(dir, "x.db")}, c.args...)...)

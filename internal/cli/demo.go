@@ -54,7 +54,7 @@ as it happens. Then the dashboard is served on --addr until interrupted;
 				return err
 			}
 			fmt.Fprintf(e.stdout, "session %s  run %s\n\n", r.SessionID, r.ID)
-			if err := e.drive(ctx, eng, r.ID, false); err != nil {
+			if err := e.drive(ctx, local{rt}, r.ID, false); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "\nInspect it: stepwise steps %s   ·   stepwise trace %s\n", r.SessionID, r.SessionID)

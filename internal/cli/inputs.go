@@ -6,8 +6,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-
-	"github.com/stepwise-run/stepwise"
 )
 
 func init() { register(inputsCmd); register(inputCmd) }
@@ -19,17 +17,16 @@ func inputsCmd(e *env) *cobra.Command {
 		Short: "List pending human-input requests and approvals",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), "")
+			b, err := e.reader(cmd)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng := rt.eng
+			defer b.Close()
 			run := ""
 			if len(args) == 1 {
 				run = args[0]
 			}
-			pend, err := eng.Pending(cmd.Context(), run)
+			pend, err := b.Pending(cmd.Context(), run)
 			if err != nil {
 				return err
 			}
@@ -60,29 +57,30 @@ func inputCmd(e *env) *cobra.Command {
 		Short: "Answer a pending request (text, JSON, or an approval like '{\"approved\":true}')",
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), agent)
+			b, err := e.backend(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng := rt.eng
-			s, err := eng.Answer(cmd.Context(), stepwise.AnswerParams{RunID: args[0], RequestID: args[1], Answer: textOrJSON(args[2], false)})
+			defer b.Close()
+			s, err := b.Answer(cmd.Context(), args[0], args[1], textOrJSON(args[2], false))
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "answered %s: %s\n", s.ID, clip(s.Content, 80))
 			if !resume {
-				fmt.Fprintf(e.stdout, "resume with: stepwise resume %s\n", args[0])
+				if e.server == "" {
+					fmt.Fprintf(e.stdout, "resume with: stepwise resume %s\n", args[0])
+				}
 				return nil
 			}
-			pend, err := eng.Pending(cmd.Context(), args[0])
+			pend, err := b.Pending(cmd.Context(), args[0])
 			if err != nil || len(pend) > 0 {
 				return err
 			}
-			return e.drive(cmd.Context(), eng, args[0], false)
+			return e.drive(cmd.Context(), b, args[0], false)
 		},
 	}
-	c.Flags().BoolVar(&resume, "resume", false, "resume the run here once nothing is pending")
+	c.Flags().BoolVar(&resume, "resume", false, "resume (or, with --server, follow) the run here once nothing is pending")
 	c.Flags().StringVar(&agent, "agent", "", "agent file of the run, to resume it (built-in agents need none)")
 	return c
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/steptype"
-	"github.com/stepwise-run/stepwise/store"
 )
 
 func init() { register(runCmd); register(resumeCmd) }
@@ -34,20 +32,20 @@ command exits with status 3 and prints how to answer.`,
 			if agent == "" {
 				return usagef("--agent is required")
 			}
-			rt, err := e.open(cmd.Context(), agent)
+			b, err := e.backend(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng, name := rt.eng, rt.agentName(agent)
-			r, err := eng.StartRun(cmd.Context(), stepwise.StartParams{Agent: name, Input: input, SessionID: session})
+			defer b.Close()
+			name := b.AgentName(agent)
+			r, err := b.StartRun(cmd.Context(), stepwise.StartParams{Agent: name, Input: input, SessionID: session})
 			if err != nil {
 				return err
 			}
 			if !jsonOut {
 				fmt.Fprintf(e.stdout, "session %s  run %s  agent %s\n", r.SessionID, r.ID, name)
 			}
-			return e.drive(cmd.Context(), eng, r.ID, jsonOut)
+			return e.drive(cmd.Context(), b, r.ID, jsonOut)
 		},
 	}
 	c.Flags().StringVar(&agent, "agent", "", "agent file or built-in agent name")
@@ -65,12 +63,12 @@ func resumeCmd(e *env) *cobra.Command {
 		Short: "Resume an interrupted run from its last committed step",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), agent)
+			b, err := e.backend(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			return e.drive(cmd.Context(), rt.eng, args[0], jsonOut)
+			defer b.Close()
+			return e.drive(cmd.Context(), b, args[0], jsonOut)
 		},
 	}
 	c.Flags().StringVar(&agent, "agent", "", "agent file of the run (built-in agents need none)")
@@ -80,19 +78,14 @@ func resumeCmd(e *env) *cobra.Command {
 
 // drive executes a run to its end, answering input interactively when
 // possible, and maps the final status to an exit code.
-func (e *env) drive(ctx context.Context, eng *stepwise.Engine, runID string, jsonOut bool) error {
+func (e *env) drive(ctx context.Context, b backend, runID string, jsonOut bool) error {
 	p := newPrinter(e.stdout, e.interactive && !jsonOut, jsonOut)
 	var in *bufio.Reader
 	for {
-		if err := consume(eng.Execute(ctx, runID), p); err != nil {
-			// Resuming a run that already finished is not an error in
-			// itself: report its final status below.
-			if !errors.Is(err, stepwise.ErrRunFinished) {
-				return err
-			}
-			fmt.Fprintf(e.stderr, "run %s had already finished\n", runID)
+		if err := consume(b.Follow(ctx, runID), p); err != nil {
+			return err
 		}
-		r, err := eng.Store().RunGet(ctx, &store.RunGetParams{ID: runID})
+		r, err := b.Run(ctx, runID)
 		if err != nil {
 			return err
 		}
@@ -100,7 +93,7 @@ func (e *env) drive(ctx context.Context, eng *stepwise.Engine, runID string, jso
 		case steptype.RunCompleted:
 			return nil
 		case steptype.RunWaiting:
-			pend, err := eng.Pending(ctx, runID)
+			pend, err := b.Pending(ctx, runID)
 			if err != nil {
 				return err
 			}
@@ -114,7 +107,7 @@ func (e *env) drive(ctx context.Context, eng *stepwise.Engine, runID string, jso
 				in = bufio.NewReader(e.stdin)
 			}
 			for _, pi := range pend {
-				if err := e.prompt(ctx, eng, in, pi); err != nil {
+				if err := e.prompt(ctx, b, in, pi); err != nil {
 					return err
 				}
 			}
@@ -140,7 +133,7 @@ func consume(seq iter.Seq2[*stepwise.Event, error], p *printer) error {
 
 // prompt asks the terminal user to answer one request, until an answer is
 // accepted.
-func (e *env) prompt(ctx context.Context, eng *stepwise.Engine, in *bufio.Reader, pi *stepwise.PendingInput) error {
+func (e *env) prompt(ctx context.Context, b backend, in *bufio.Reader, pi *stepwise.PendingInput) error {
 	for {
 		var answer json.RawMessage
 		if a := pi.Request.Approval; a != nil {
@@ -170,7 +163,7 @@ func (e *env) prompt(ctx context.Context, eng *stepwise.Engine, in *bufio.Reader
 			}
 			answer = textOrJSON(strings.TrimSpace(line), len(pi.Request.Schema) > 0)
 		}
-		_, err := eng.Answer(ctx, stepwise.AnswerParams{RunID: pi.RunID, RequestID: pi.RequestID, Answer: answer})
+		_, err := b.Answer(ctx, pi.RunID, pi.RequestID, answer)
 		if err == nil {
 			return nil
 		}

@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/internal/agentload"
 	"github.com/stepwise-run/stepwise/internal/demo"
+	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -16,11 +18,17 @@ type runtime struct {
 	eng    *stepwise.Engine
 	st     store.Store
 	loaded []*agentload.Loaded
+	memory *recall.Worker // embeds committed steps in the background
 }
 
 // Close stops the engine and releases the agents' and store's resources.
 func (r *runtime) Close() error {
 	errs := []error{r.eng.Close()}
+	if r.memory != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, r.memory.Stop(ctx))
+		cancel()
+	}
 	for _, l := range r.loaded {
 		errs = append(errs, l.Close())
 	}
@@ -60,6 +68,12 @@ func (e *env) open(ctx context.Context, agentArg string, moreFiles ...string) (*
 		return nil, err
 	}
 	r.eng = eng
+	if w, err := recall.NewWorker(recall.WorkerConfig{Store: st, Embedder: recall.DefaultEmbedder()}); err == nil {
+		w.Attach(eng)
+		if w.Start(context.WithoutCancel(ctx)) == nil {
+			r.memory = w
+		}
+	}
 	if arg := r.agentName(agentArg); arg != "" {
 		if _, err := eng.Agent(arg); err != nil {
 			r.Close()

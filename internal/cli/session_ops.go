@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stepwise-run/stepwise"
-	"github.com/stepwise-run/stepwise/store"
 )
 
 func init() {
@@ -29,13 +28,12 @@ func contextCmd(e *env) *cobra.Command {
 		Short: "Preview the exact messages the next model call would receive",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), agent)
+			b, err := e.backend(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng := rt.eng
-			req, err := eng.ContextPreview(cmd.Context(), args[0], rt.agentName(agent))
+			defer b.Close()
+			req, err := b.Context(cmd.Context(), args[0], b.AgentName(agent))
 			if err != nil {
 				return err
 			}
@@ -56,17 +54,16 @@ func forkCmd(e *env) *cobra.Command {
 		Short: "Fork a session at step K (O(1), nothing copied); optionally replace step K's message",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), "")
+			b, err := e.backend(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng := rt.eng
+			defer b.Close()
 			p := stepwise.ForkParams{SessionID: args[0], At: at}
 			if cmd.Flags().Changed("edit") {
 				p.Edit = &edit
 			}
-			s, err := eng.Fork(cmd.Context(), p)
+			s, err := b.Fork(cmd.Context(), p)
 			if err != nil {
 				return err
 			}
@@ -85,13 +82,12 @@ func forksCmd(e *env) *cobra.Command {
 		Short: "Print the fork tree of a session",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), "")
+			b, err := e.backend(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng := rt.eng
-			t, err := eng.Tree(cmd.Context(), args[0])
+			defer b.Close()
+			t, err := b.Tree(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -122,13 +118,12 @@ func summaryCmd(e *env) *cobra.Command {
 		Short: "Counts per kind and role, tokens, cost, duration, sequence range, forks",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), "")
+			b, err := e.backend(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng := rt.eng
-			s, err := eng.Summarize(cmd.Context(), args[0])
+			defer b.Close()
+			s, err := b.Summary(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -146,17 +141,14 @@ func traceCmd(e *env) *cobra.Command {
 		Short: "Render a session's steps as text (Action / Decision / Call Program …)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStore(cmd.Context(), e.db, true)
+			b, err := e.reader(cmd)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			if _, err := st.SessionGet(cmd.Context(), &store.SessionGetParams{ID: args[0]}); err != nil {
+			defer b.Close()
+			steps, err := b.Steps(cmd.Context(), args[0], from, to)
+			if err != nil {
 				return fmt.Errorf("session %q: %w", args[0], err)
-			}
-			steps, err := st.StepList(cmd.Context(), &store.StepListParams{SessionID: args[0], StartSeq: from, EndSeq: to})
-			if err != nil {
-				return err
 			}
 			fmt.Fprintln(e.stdout, stepwise.RenderSteps(steps))
 			return nil
@@ -176,18 +168,17 @@ func retryCmd(e *env) *cobra.Command {
 		Short: "Regenerate from step K: fork at K-1 and run again (or --destructive: delete steps >= K)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), agent)
+			b, err := e.backend(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng := rt.eng
-			r, err := eng.Retry(cmd.Context(), stepwise.RetryParams{SessionID: args[0], From: from, Destructive: destructive, Agent: rt.agentName(agent)})
+			defer b.Close()
+			r, err := b.Retry(cmd.Context(), stepwise.RetryParams{SessionID: args[0], From: from, Destructive: destructive, Agent: b.AgentName(agent)})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "session %s  run %s\n", r.SessionID, r.ID)
-			return e.drive(cmd.Context(), eng, r.ID, false)
+			return e.drive(cmd.Context(), b, r.ID, false)
 		},
 	}
 	c.Flags().Int64Var(&from, "from", 0, "first step to regenerate")
@@ -205,17 +196,25 @@ func replayCmd(e *env) *cobra.Command {
 		Short: "Re-run a session into a fork, reusing recorded model and tool outputs until they diverge",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), agent)
+			b, err := e.backend(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng, st := rt.eng, rt.st
-			r, err := eng.ReplayAll(cmd.Context(), stepwise.ReplayParams{SessionID: args[0], Agent: rt.agentName(agent), LiveTools: live, AllToolsLive: allLive})
+			defer b.Close()
+			p := stepwise.ReplayParams{SessionID: args[0], Agent: b.AgentName(agent), LiveTools: live, AllToolsLive: allLive}
+			var r *stepwise.Run
+			if l, ok := b.(local); ok {
+				r, err = l.eng.ReplayAll(cmd.Context(), p) // every turn, here
+			} else if r, err = b.Replay(cmd.Context(), p); err == nil {
+				fmt.Fprintf(e.stdout, "replaying into session %s (run %s)\n", r.SessionID, r.ID)
+				if err = consume(b.Follow(cmd.Context(), r.ID), newPrinter(e.stdout, false, false)); err == nil {
+					r, err = b.Run(cmd.Context(), r.ID)
+				}
+			}
 			if err != nil {
 				return err
 			}
-			steps, err := st.StepList(cmd.Context(), &store.StepListParams{SessionID: r.SessionID})
+			steps, err := b.Steps(cmd.Context(), r.SessionID, 0, 0)
 			if err != nil {
 				return err
 			}
@@ -244,13 +243,12 @@ func cancelCmd(e *env) *cobra.Command {
 		Short: "Cancel a run that has not finished",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rt, err := e.open(cmd.Context(), "")
+			b, err := e.backend(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			eng := rt.eng
-			r, err := eng.Cancel(cmd.Context(), args[0], "cancelled from the command line")
+			defer b.Close()
+			r, err := b.Cancel(cmd.Context(), args[0], "cancelled from the command line")
 			if err != nil {
 				return err
 			}

@@ -9,26 +9,25 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stepwise-run/stepwise"
-	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/client"
 )
 
 func init() { register(sessionsCmd); register(stepsCmd) }
 
 func sessionsCmd(e *env) *cobra.Command {
-	var agent, query, cursor string
-	var limit int
+	var q client.SessionQuery
 	var jsonOut bool
 	c := &cobra.Command{
 		Use:   "sessions",
 		Short: "List sessions, most recent activity first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := openStore(cmd.Context(), e.db, true)
+			b, err := e.reader(cmd)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			page, err := st.SessionList(cmd.Context(), &store.SessionListParams{Agent: agent, Query: query, Cursor: cursor, Limit: limit})
+			defer b.Close()
+			page, err := b.Sessions(cmd.Context(), q)
 			if err != nil {
 				return err
 			}
@@ -53,10 +52,10 @@ func sessionsCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&agent, "agent", "", "only sessions of this agent")
-	c.Flags().StringVar(&query, "q", "", "search id, title or agent")
-	c.Flags().StringVar(&cursor, "cursor", "", "page cursor")
-	c.Flags().IntVar(&limit, "limit", 50, "page size")
+	c.Flags().StringVar(&q.Agent, "agent", "", "only sessions of this agent")
+	c.Flags().StringVar(&q.Query, "q", "", "search id, title or agent")
+	c.Flags().StringVar(&q.Cursor, "cursor", "", "page cursor")
+	c.Flags().IntVar(&q.Limit, "limit", 50, "page size")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return c
 }
@@ -72,17 +71,14 @@ func stepsCmd(e *env) *cobra.Command {
 			if from < 0 || to < 0 || (to > 0 && from > to) {
 				return usagef("invalid range --from %d --to %d", from, to)
 			}
-			st, err := openStore(cmd.Context(), e.db, true)
+			b, err := e.reader(cmd)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			if _, err := st.SessionGet(cmd.Context(), &store.SessionGetParams{ID: args[0]}); err != nil {
+			defer b.Close()
+			steps, err := b.Steps(cmd.Context(), args[0], from, to)
+			if err != nil {
 				return fmt.Errorf("session %q: %w", args[0], err)
-			}
-			steps, err := st.StepList(cmd.Context(), &store.StepListParams{SessionID: args[0], StartSeq: from, EndSeq: to})
-			if err != nil {
-				return err
 			}
 			return printSteps(e, steps, jsonOut)
 		},
@@ -106,4 +102,22 @@ func printSteps(e *env, steps []*stepwise.Step, jsonOut bool) error {
 		fmt.Fprintln(e.stdout, stepLine(s))
 	}
 	return nil
+}
+
+// reader opens a backend for read-only commands: the server, or the
+// database read-only (so it works while another process writes it).
+func (e *env) reader(cmd *cobra.Command) (backend, error) {
+	if e.server != "" {
+		return e.backend(cmd.Context(), "")
+	}
+	st, err := openStore(cmd.Context(), e.db, true)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := stepwise.New(stepwise.Config{Store: st})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return local{&runtime{eng: eng, st: st}}, nil
 }

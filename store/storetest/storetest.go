@@ -69,6 +69,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		{"Runs", testRuns},
 		{"Errors", testErrors},
 		{"Reopen", testReopen},
+		{"Observation", testObservation},
+		{"Vectors", testVectors},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -66,6 +66,7 @@ func (ix *Index) Put(e Entry, v []float32) {
 func (ix *Index) PutAll(es []Entry, vs [][]float32) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	ix.data = slices.Grow(ix.data, len(es)*ix.dim)
 	for i := range es {
 		ix.putLocked(es[i], vs[i])
 	}
@@ -198,21 +199,27 @@ func (ix *Index) scan(q []float32, k int, minSim float32, f *Filter, lo, hi int)
 	return h
 }
 
-// dot is the inner product of two vectors of one length.
+// dot is the inner product of two vectors of one length, with eight
+// independent accumulators and re-sliced blocks so the compiler drops the
+// bounds checks.
 func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		s0 += a[i]*b[i] + a[i+4]*b[i+4]
-		s1 += a[i+1]*b[i+1] + a[i+5]*b[i+5]
-		s2 += a[i+2]*b[i+2] + a[i+6]*b[i+6]
-		s3 += a[i+3]*b[i+3] + a[i+7]*b[i+7]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	for len(a) >= 8 && len(b) >= 8 {
+		x, y := a[:8:8], b[:8:8]
+		s0 += x[0] * y[0]
+		s1 += x[1] * y[1]
+		s2 += x[2] * y[2]
+		s3 += x[3] * y[3]
+		s4 += x[4] * y[4]
+		s5 += x[5] * y[5]
+		s6 += x[6] * y[6]
+		s7 += x[7] * y[7]
+		a, b = a[8:], b[8:]
 	}
-	for ; i < len(a); i++ {
+	for i := range min(len(a), len(b)) {
 		s0 += a[i] * b[i]
 	}
-	return s0 + s1 + s2 + s3
+	return (s0 + s1) + (s2 + s3) + (s4 + s5) + (s6 + s7)
 }
 
 // cand is a candidate: a similarity and an entry position.
@@ -283,4 +290,17 @@ func (h *topK) down(j int, meta []Entry) {
 		h.items[j], h.items[w] = h.items[w], h.items[j]
 		j = w
 	}
+}
+
+// IDs returns the step ids for which keep returns true.
+func (ix *Index) IDs(keep func(id string) bool) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var out []string
+	for i := range ix.meta {
+		if id := ix.meta[i].StepID; keep(id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -17,12 +17,18 @@ CREATE TABLE vector_embedders (
 -- them (not normalized). id only grows (AUTOINCREMENT): an index that has
 -- loaded the rows up to id N reads the newer ones with id > N. A replaced
 -- vector is a new row (INSERT OR REPLACE), so it is read again too.
+-- session_id, run_id, kind and step_created_at copy the step's immutable
+-- columns that searches filter on, so loading an index needs no join.
 CREATE TABLE step_vectors (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
-    step_id    TEXT NOT NULL REFERENCES steps (id) ON DELETE CASCADE,
-    embedder   TEXT NOT NULL REFERENCES vector_embedders (name),
-    vector     BLOB NOT NULL,
-    created_at INTEGER NOT NULL,
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    step_id         TEXT NOT NULL REFERENCES steps (id) ON DELETE CASCADE,
+    embedder        TEXT NOT NULL REFERENCES vector_embedders (name),
+    session_id      TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    step_created_at INTEGER NOT NULL,
+    vector          BLOB NOT NULL,
+    created_at      INTEGER NOT NULL,
     UNIQUE (step_id, embedder)
 ) STRICT;
 CREATE INDEX step_vectors_load ON step_vectors (embedder, id);

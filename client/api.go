@@ -1,0 +1,318 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/llm"
+)
+
+// AgentInfo describes an agent registered on the server.
+type AgentInfo struct {
+	Name         string            `json:"name"`
+	Description  string            `json:"description,omitempty"`
+	Instructions string            `json:"instructions,omitempty"`
+	Model        string            `json:"model,omitempty"`
+	Tools        []llm.ToolDef     `json:"tools"`
+	SubAgents    []string          `json:"sub_agents,omitempty"`
+	Steps        []string          `json:"steps,omitempty"` // custom step names
+	StartStep    string            `json:"start_step"`
+	AfterLLM     string            `json:"after_llm"`
+	Approvals    map[string]string `json:"approvals,omitempty"`
+	Limits       AgentLimits       `json:"limits"`
+}
+
+// AgentLimits are an agent's run limits.
+type AgentLimits struct {
+	MaxSteps         int   `json:"max_steps"`
+	StepTimeoutMS    int64 `json:"step_timeout_ms"`
+	RunTimeoutMS     int64 `json:"run_timeout_ms,omitempty"`
+	MaxParallelTools int   `json:"max_parallel_tools"`
+	MaxDepth         int   `json:"max_depth"`
+}
+
+// Agents lists the registered agents.
+func (c *Client) Agents(ctx context.Context) ([]*AgentInfo, error) {
+	var out struct {
+		Agents []*AgentInfo `json:"agents"`
+	}
+	_, err := c.do(ctx, http.MethodGet, "/v1/agents", nil, nil, &out)
+	return out.Agents, err
+}
+
+// Agent describes one agent.
+func (c *Client) Agent(ctx context.Context, name string) (*AgentInfo, error) {
+	var out AgentInfo
+	if _, err := c.do(ctx, http.MethodGet, "/v1/agents/"+seg(name), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Run returns a run.
+func (c *Client) Run(ctx context.Context, runID string) (*stepwise.Run, error) {
+	var out stepwise.Run
+	if _, err := c.do(ctx, http.MethodGet, "/v1/runs/"+seg(runID), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Cancel cancels an unfinished run.
+func (c *Client) Cancel(ctx context.Context, runID, reason string) (*stepwise.Run, error) {
+	var out stepwise.Run
+	body := map[string]string{}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	if _, err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(runID)+"/cancel", nil, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Pending lists the pending input requests of a run, or of every run when
+// runID is empty.
+func (c *Client) Pending(ctx context.Context, runID string) ([]*stepwise.PendingInput, error) {
+	path := "/v1/inputs"
+	if runID != "" {
+		path = "/v1/runs/" + seg(runID) + "/inputs"
+	}
+	var out struct {
+		Inputs []*stepwise.PendingInput `json:"inputs"`
+	}
+	_, err := c.do(ctx, http.MethodGet, path, nil, nil, &out)
+	return out.Inputs, err
+}
+
+// Answer answers a pending input request and returns the answered step.
+// An invalid answer fails with stepwise.ErrInvalidAnswer, a second answer
+// with stepwise.ErrAlreadyAnswered.
+func (c *Client) Answer(ctx context.Context, runID, requestID string, answer json.RawMessage) (*stepwise.Step, error) {
+	var out struct {
+		Step *stepwise.Step `json:"step"`
+	}
+	body := struct {
+		Answer json.RawMessage `json:"answer"`
+	}{answer}
+	if len(answer) == 0 {
+		body.Answer = json.RawMessage("null")
+	}
+	if _, err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(runID)+"/inputs/"+seg(requestID), nil, body, &out); err != nil {
+		return nil, err
+	}
+	return out.Step, nil
+}
+
+// SessionQuery filters and pages Sessions.
+type SessionQuery struct {
+	Agent  string // only sessions of this agent
+	Parent string // only direct forks of this session
+	Query  string // substring of id, title or agent
+	Cursor string // SessionPage.Next of the previous page
+	Limit  int    // page size, 1..1000; 0 means the server default (50)
+}
+
+// SessionPage is one page of sessions.
+type SessionPage struct {
+	Sessions []*stepwise.Session `json:"sessions"`
+	Next     string              `json:"next_cursor,omitempty"` // empty on the last page
+}
+
+// Sessions lists sessions, newest activity first.
+func (c *Client) Sessions(ctx context.Context, q SessionQuery) (*SessionPage, error) {
+	v := url.Values{}
+	set := func(k, val string) {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	set("agent", q.Agent)
+	set("parent", q.Parent)
+	set("q", q.Query)
+	set("cursor", q.Cursor)
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out SessionPage
+	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions", v, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateSession creates an empty session, e.g. to ingest steps into.
+func (c *Client) CreateSession(ctx context.Context, agent, title string) (*stepwise.Session, error) {
+	var out stepwise.Session
+	body := map[string]string{"agent": agent, "title": title}
+	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions", nil, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Session returns a session.
+func (c *Client) Session(ctx context.Context, id string) (*stepwise.Session, error) {
+	var out stepwise.Session
+	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(id), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteSession deletes a session (refused with stepwise.ErrConflict while
+// forks depend on it).
+func (c *Client) DeleteSession(ctx context.Context, id string) error {
+	_, err := c.do(ctx, http.MethodDelete, "/v1/sessions/"+seg(id), nil, nil, nil)
+	return err
+}
+
+// Summary summarizes a session.
+func (c *Client) Summary(ctx context.Context, id string) (*stepwise.Summary, error) {
+	var out stepwise.Summary
+	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(id)+"/summary", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Context returns the exact model request the next llm step of a session
+// would send; agent overrides the session's agent when not empty.
+func (c *Client) Context(ctx context.Context, sessionID, agent string) (*llm.Request, error) {
+	var q url.Values
+	if agent != "" {
+		q = url.Values{"agent": {agent}}
+	}
+	var out llm.Request
+	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(sessionID)+"/context", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Fork forks a session at p.At (see stepwise.Engine.Fork).
+func (c *Client) Fork(ctx context.Context, p stepwise.ForkParams) (*stepwise.Session, error) {
+	body := struct {
+		Sequence int64   `json:"sequence"`
+		Edit     *string `json:"edit,omitempty"`
+		Title    string  `json:"title,omitempty"`
+	}{p.At, p.Edit, p.Title}
+	var out stepwise.Session
+	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+seg(p.SessionID)+"/fork", nil, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Retry regenerates a session from p.From (see stepwise.Engine.Retry); the
+// returned run is queued on the server.
+func (c *Client) Retry(ctx context.Context, p stepwise.RetryParams) (*stepwise.Run, error) {
+	body := struct {
+		Sequence    int64  `json:"sequence"`
+		Destructive bool   `json:"destructive,omitempty"`
+		Agent       string `json:"agent,omitempty"`
+	}{p.From, p.Destructive, p.Agent}
+	var out runCreated
+	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+seg(p.SessionID)+"/retry", nil, body, &out); err != nil {
+		return nil, err
+	}
+	return out.Run, nil
+}
+
+// Replay replays a session reusing recorded outputs (see
+// stepwise.Engine.Replay); the returned run is queued on the server.
+func (c *Client) Replay(ctx context.Context, p stepwise.ReplayParams) (*stepwise.Run, error) {
+	body := struct {
+		LiveTools    []string `json:"live_tools,omitempty"`
+		AllToolsLive bool     `json:"all_tools_live,omitempty"`
+		Agent        string   `json:"agent,omitempty"`
+	}{p.LiveTools, p.AllToolsLive, p.Agent}
+	var out runCreated
+	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+seg(p.SessionID)+"/replay", nil, body, &out); err != nil {
+		return nil, err
+	}
+	return out.Run, nil
+}
+
+// Forks lists the direct forks of a session.
+func (c *Client) Forks(ctx context.Context, id string) ([]*stepwise.Session, error) {
+	var out struct {
+		Sessions []*stepwise.Session `json:"sessions"`
+	}
+	_, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(id)+"/forks", nil, nil, &out)
+	return out.Sessions, err
+}
+
+// Tree returns the fork tree of a session, from its root ancestor.
+func (c *Client) Tree(ctx context.Context, id string) (*stepwise.ForkTree, error) {
+	var out stepwise.ForkTree
+	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(id)+"/tree", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// StepQuery selects steps of a session by sequence range.
+type StepQuery struct {
+	SessionID string
+	StartSeq  int64 // inclusive; 0 means from the start
+	EndSeq    int64 // inclusive; 0 means to the end
+	Limit     int   // 0 means no limit
+}
+
+// Steps returns steps of a session in sequence order (lineage included).
+func (c *Client) Steps(ctx context.Context, q StepQuery) ([]*stepwise.Step, error) {
+	v := url.Values{}
+	if q.StartSeq != 0 {
+		v.Set("start_seq", strconv.FormatInt(q.StartSeq, 10))
+	}
+	if q.EndSeq != 0 {
+		v.Set("end_seq", strconv.FormatInt(q.EndSeq, 10))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out struct {
+		Steps []*stepwise.Step `json:"steps"`
+	}
+	_, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(q.SessionID)+"/steps", v, nil, &out)
+	return out.Steps, err
+}
+
+// Step returns the step of a session at a sequence.
+func (c *Client) Step(ctx context.Context, sessionID string, sequence int64) (*stepwise.Step, error) {
+	var out stepwise.Step
+	if _, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/sessions/%s/steps/%d", seg(sessionID), sequence), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Truncate deletes a session's steps >= from and returns how many were
+// deleted (refused with stepwise.ErrConflict while a fork depends on them).
+func (c *Client) Truncate(ctx context.Context, sessionID string, from int64) (int64, error) {
+	var out struct {
+		Deleted int64 `json:"deleted"`
+	}
+	q := url.Values{"start_seq": {strconv.FormatInt(from, 10)}}
+	_, err := c.do(ctx, http.MethodDelete, "/v1/sessions/"+seg(sessionID)+"/steps", q, nil, &out)
+	return out.Deleted, err
+}
+
+// Ingest records steps produced elsewhere into a session and returns them
+// as stored (with sequences).
+func (c *Client) Ingest(ctx context.Context, p stepwise.IngestParams) ([]*stepwise.Step, error) {
+	body := struct {
+		Steps []*stepwise.Step `json:"steps"`
+	}{p.Steps}
+	var out struct {
+		Steps []*stepwise.Step `json:"steps"`
+	}
+	_, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+seg(p.SessionID)+"/steps", nil, body, &out)
+	return out.Steps, err
+}

@@ -1,0 +1,21 @@
+// The inbox: every pending input request and approval, answerable here.
+
+import { api } from './api.js';
+import { clear, h } from './dom.js';
+import { inputCard } from './actions.js';
+
+export function inboxView(main) {
+  const list = h('div', { class: 'inbox' }, h('p', { class: 'loading', text: 'Loading…' }));
+  clear(main, h('div', { class: 'page-head' }, h('h1', { text: 'Inbox' }), h('p', { class: 'muted', text: 'Runs waiting for a person: answer a question or approve a tool call, and the run resumes.' })), list);
+  const load = async () => {
+    try {
+      const r = await api('/v1/inputs');
+      clear(list, r.inputs.length ? r.inputs.map((p) => inputCard(p, { onDone: load, showSession: true })) : h('p', { class: 'empty muted', text: 'Nothing is waiting for you.' }));
+    } catch (e) {
+      clear(list, h('p', { class: 'error', text: 'Could not load pending inputs: ' + e.message }));
+    }
+  };
+  load();
+  window.addEventListener('stepwise:inputs-changed', load);
+  return () => window.removeEventListener('stepwise:inputs-changed', load);
+}

@@ -1,0 +1,184 @@
+// A session: header with status and actions, pending inputs, the windowed
+// step timeline with the selected step's detail, live updates over SSE
+// (resumed from the last event id), and the fork tree.
+
+import { api, stream } from './api.js';
+import { ago, badge, clear, fmtCost, fmtInt, fmtMS, fmtTokens, h, route, shortID, toast } from './dom.js';
+import { Timeline } from './timeline.js';
+import { renderDetail } from './detail.js';
+import { cancelRun, inputCard, inputsChanged, replay } from './actions.js';
+import { forkTree } from './tree.js';
+
+const enc = encodeURIComponent;
+const ACTIVE = new Set(['queued', 'running', 'waiting']);
+
+export function sessionView(main, { id, seq, tab }) {
+  let closed = false, es = null, tl = null, sess = null, runs = [];
+  const title = h('h1', { class: 'title', text: 'Session ' + shortID(id) });
+  const meta = h('div', { class: 'meta' });
+  const status = h('span', { class: 'status-slot' });
+  const btns = h('div', { class: 'toolbar' });
+  const pending = h('div', { class: 'pending', 'aria-live': 'polite' });
+  const conn = document.getElementById('conn');
+  const detail = h('aside', { class: 'detail', id: 'detail', 'aria-label': 'Step detail', tabindex: '-1' });
+  const tlBox = h('div', { class: 'tl-box' });
+  const tabs = h('div', { class: 'tabs', role: 'tablist' });
+  const body = h('div', { class: 'session-body' });
+  clear(main, h('div', { class: 'page-head' }, h('div', { class: 'crumbs' }, h('a', { href: '#/', text: 'Sessions' }), ' / '), h('div', { class: 'head-row' }, title, status), meta, btns),
+    pending, tabs, body);
+
+  const setTab = (t) => {
+    tab = t;
+    clear(tabs,
+      [['timeline', 'Timeline'], ['forks', 'Fork tree']].map(([k, label]) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(k === tab), class: k === tab ? 'on' : '', text: label,
+        onclick: () => { history.replaceState(null, '', route(['s', id], k === 'timeline' ? null : { tab: k })); setTab(k); } })),
+      h('a', { class: 'tab-link', href: route(['s', id, 'graph']), text: 'Workflow graph' }));
+    if (tab === 'forks') clear(body, forkTree(id));
+    else clear(body, h('div', { class: 'split' }, tlBox, detail));
+    if (tab === 'timeline' && tl) requestAnimationFrame(() => tl.schedule());
+  };
+
+  const latestRun = () => runs.find((r) => r.hop === 0);
+
+  const renderHead = () => {
+    if (!sess) return;
+    title.textContent = sess.title || 'Session ' + shortID(sess.id);
+    title.title = sess.id;
+    const run = latestRun();
+    clear(status, badge(run ? run.status : 'idle'));
+    clear(meta,
+      sess.agent ? [h('a', { href: route(['a', sess.agent]), text: sess.agent }), ' · '] : null,
+      fmtInt(tl ? tl.count : sess.last_sequence) + ' steps · ', fmtTokens(sess.input_tokens + sess.output_tokens) + ' tokens · ', fmtCost(sess.cost),
+      ' · ', fmtMS(new Date(sess.updated_at) - new Date(sess.created_at)), ' · updated ', ago(sess.updated_at),
+      sess.metadata?.forked_from ? [' · edited copy of ', h('a', { href: route(['s', String(sess.metadata.forked_from)]), dataset: { origin: '1' }, text: shortID(String(sess.metadata.forked_from)) }),
+        sess.metadata.edited_sequence ? ' (step ' + sess.metadata.edited_sequence + ' edited)' : ''] : null,
+      sess.parent_session_id ? [' · forked from ', h('a', { href: route(['s', sess.parent_session_id, String(sess.fork_sequence)]), text: shortID(sess.parent_session_id) }), ' at #' + sess.fork_sequence] : null,
+      run?.error ? [' · ', h('span', { class: 'error', text: run.error.message })] : null);
+    clear(btns,
+      run && ACTIVE.has(run.status) ? h('button', { type: 'button', class: 'danger', 'data-action': 'cancel', text: 'Cancel run', onclick: async () => { if (await cancelRun(run.id)) refresh(); } }) : null,
+      h('button', { type: 'button', 'data-action': 'replay', text: 'Replay', onclick: () => replay(id) }),
+      h('button', { type: 'button', 'data-action': 'follow', 'aria-pressed': String(!!tl?.follow), text: tl?.follow ? 'Following' : 'Follow', title: 'Follow the live end (f)', onclick: toggleFollow }));
+  };
+
+  const toggleFollow = () => { if (!tl) return; tl.follow = !tl.follow; if (tl.follow) tl.scrollToEnd(); renderHead(); };
+
+  const refreshPending = async () => {
+    try {
+      const r = await api('/v1/inputs');
+      const mine = r.inputs.filter((p) => p.session_id === id);
+      clear(pending, mine.map((p) => inputCard(p, { onDone: () => { refreshPending(); refresh(); } })));
+    } catch { /* not fatal */ }
+  };
+
+  const refresh = async () => {
+    try {
+      const [s, r] = await Promise.all([api(`/v1/sessions/${enc(id)}`), api(`/v1/sessions/${enc(id)}/runs`).catch(() => ({ runs: [] }))]);
+      sess = s; runs = r.runs;
+      renderHead();
+    } catch { /* keep what is shown */ }
+  };
+
+  const showDetail = async (n) => {
+    if (!tl) return;
+    history.replaceState(null, '', route(['s', id, String(n)], tab === 'timeline' ? null : { tab }));
+    const s = tl.step(n) || await tl.ensure(n).catch(() => undefined);
+    if (closed || tl.selected !== n) return;
+    renderDetail(detail, id, s, { onChanged: () => { refreshPending(); refresh(); } });
+  };
+
+  const onEvent = (type, ev, eventID) => {
+    // Event ids seen, for tests and debugging: strictly increasing positions.
+    if (eventID !== null) (window.__stepwiseEventIDs ||= []).push(type + ' ' + eventID);
+    if (!tl || !ev || typeof ev !== 'object') return;
+    switch (type) {
+      case 'step_started':
+        tl.setLive(ev.run_id, { name: ev.step_name, text: '' });
+        break;
+      case 'step_delta': {
+        const cur = tl.live.get(ev.run_id) || { name: ev.step_name, text: '' };
+        const d = ev.delta || {};
+        cur.text += d.content || d.reasoning || (d.tool_call ? (d.tool_call.name ? ' ' + d.tool_call.name + '(' : '') + (d.tool_call.arguments || '') : '');
+        tl.setLive(ev.run_id, cur);
+        break;
+      }
+      case 'step_completed':
+        if (ev.step) {
+          tl.setLive(ev.run_id, null);
+          tl.put(ev.step);
+          if (tl.selected === ev.step.sequence) showDetail(ev.step.sequence);
+          if (ev.step.kind === 'input') { refreshPending(); inputsChanged(); }
+          if (sess) { sess.last_sequence = Math.max(sess.last_sequence, ev.step.sequence); renderHead(); }
+        }
+        break;
+      case 'run_waiting':
+        refreshPending(); inputsChanged(); refresh();
+        break;
+      case 'run_started':
+      case 'run_finished':
+        tl.setLive(ev.run_id, null);
+        refresh(); refreshPending();
+        break;
+      case 'error':
+        toast('Stream error: ' + (ev.detail || 'unknown'), 'error');
+        break;
+    }
+  };
+
+  const onKey = (ev) => {
+    if (!tl || tab !== 'timeline' || ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (/^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(ev.target.tagName) && ev.target !== tl.el) return;
+    if (document.querySelector('dialog[open]')) return;
+    const k = ev.key;
+    if (k === 'j' || k === 'ArrowDown') tl.select((tl.selected || 0) + 1);
+    else if (k === 'k' || k === 'ArrowUp') tl.select((tl.selected || 2) - 1);
+    else if (k === 'g' || k === 'Home') tl.select(1);
+    else if (k === 'G' || k === 'End') tl.select(tl.count);
+    else if (k === 'PageDown') tl.select((tl.selected || 0) + Math.floor(tl.el.clientHeight / 30));
+    else if (k === 'PageUp') tl.select((tl.selected || 0) - Math.floor(tl.el.clientHeight / 30));
+    else if (k === 'f') toggleFollow();
+    else if (k === 'Enter') detail.focus();
+    else return;
+    ev.preventDefault();
+  };
+  document.addEventListener('keydown', onKey);
+
+  setTab(tab);
+  clear(tlBox, h('p', { class: 'loading', text: 'Loading steps…' }));
+  (async () => {
+    try {
+      sess = await api(`/v1/sessions/${enc(id)}`);
+    } catch (e) {
+      clear(main, h('div', { class: 'empty' }, h('h1', { text: e.status === 404 ? 'No such session' : 'Could not load the session' }), h('p', { text: e.message }), h('p', null, h('a', { href: '#/', text: 'Back to sessions' }))));
+      return;
+    }
+    if (closed) return;
+    tl = new Timeline(id, sess.last_sequence, { onSelect: showDetail, forkSequence: sess.fork_sequence || 0 });
+    clear(tlBox, h('div', { class: 'tl-head', 'aria-hidden': 'true' }, ['#', '', 'kind', 'step', 'summary', 'status', 'time', 'tokens', 'cost'].map((t) => h('span', { text: t }))), tl.el);
+    renderHead();
+    tl.render();
+    if (seq) tl.select(seq); else renderDetail(detail, id, null);
+    // Live: every event after the last committed step we know of.
+    es = stream(`/v1/sessions/${enc(id)}/events`, {
+      lastId: sess.last_sequence + ':0',
+      onEvent,
+      onState: (st) => { if (st === 'reconnecting') window.__stepwiseReconnects = (window.__stepwiseReconnects || 0) + 1; conn.textContent = st === 'live' ? '● live' : st === 'reconnecting' ? '○ reconnecting…' : ''; conn.className = 'conn ' + st; },
+    });
+    refresh();
+    refreshPending();
+  })();
+
+  return {
+    close() {
+      closed = true; es?.close(); tl?.destroy();
+      document.removeEventListener('keydown', onKey);
+      conn.textContent = ''; conn.className = 'conn';
+    },
+    // navigate handles a move to another step of this session in place.
+    navigate(r) {
+      const [a, b, c] = r.segs;
+      if (a !== 's' || b !== id || c === 'graph' || (r.query.tab || 'timeline') !== tab) return false;
+      if (c && tl && +c !== tl.selected) tl.select(+c);
+      return true;
+    },
+  };
+}

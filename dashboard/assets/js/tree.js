@@ -1,0 +1,23 @@
+// The fork tree of a session: the root ancestor and every fork under it,
+// each linked, the current session marked.
+
+import { api } from './api.js';
+import { ago, clear, fmtInt, h, route, shortID } from './dom.js';
+
+export function forkTree(id) {
+  const box = h('div', { class: 'fork-tree', role: 'region', 'aria-label': 'Fork tree' }, h('p', { class: 'loading', text: 'Loading the fork tree…' }));
+  api(`/v1/sessions/${encodeURIComponent(id)}/tree`).then((t) => {
+    const node = (n) => {
+      const s = n.session;
+      const cur = s.id === id;
+      return h('li', null,
+        h('div', { class: ['fork-node', cur ? 'current' : ''] },
+          h('a', { href: route(['s', s.id]), 'aria-current': cur ? 'page' : undefined, title: s.id, text: s.title || 'Session ' + shortID(s.id) }),
+          s.parent_session_id ? h('span', { class: 'muted small', text: ` forked at #${s.fork_sequence}` }) : h('span', { class: 'muted small', text: ' root' }),
+          h('span', { class: 'muted small', text: ` · ${fmtInt(s.last_sequence)} steps · ${ago(s.updated_at)}` })),
+        n.forks?.length ? h('ul', null, n.forks.map(node)) : null);
+    };
+    clear(box, h('ul', { class: 'tree' }, node(t)));
+  }).catch((e) => clear(box, h('p', { class: 'error', text: 'Could not load the fork tree: ' + e.message })));
+  return box;
+}

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stepwise-run/stepwise/recall"
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+func init() { register(searchCmd) }
+
+func searchCmd(e *env) *cobra.Command {
+	var q recall.Query
+	var kinds []string
+	var embedder string
+	var backfill, jsonOut bool
+	c := &cobra.Command{
+		Use:   `search "QUERY" [QUERY…]`,
+		Short: "Find past steps similar to a query (embeddings, across sessions)",
+		Long: `Search the stored step embeddings for the steps most similar to the queries
+(cosine similarity, top --k, optional --max-distance), filtered by agent,
+session and kind. Embeddings are computed in the background as runs commit
+steps; --backfill first embeds the steps that have none. The default
+embedder is the built-in lexical one (hashed words and character n-grams:
+lexical, not semantic similarity).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			emb := recall.Embedder(recall.DefaultEmbedder())
+			if embedder != "" {
+				var err error
+				if emb, err = recall.EmbedderByName(embedder); err != nil {
+					return usagef("%v", err)
+				}
+			}
+			st, err := openStore(ctx, e.db, !backfill)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if backfill {
+				stats, err := recall.Backfill(ctx, recall.WorkerConfig{Store: st, Embedder: emb})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "backfill: %+v\n", *stats)
+			}
+			for _, k := range kinds {
+				kind, err := steptype.ParseKind(k)
+				if err != nil {
+					return usagef("%v", err)
+				}
+				q.Kinds = append(q.Kinds, kind)
+			}
+			q.Texts = args
+			res, err := recall.Search(ctx, st, emb, q)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return json.NewEncoder(e.stdout).Encode(res)
+			}
+			for _, h := range res.Steps {
+				fmt.Fprintf(e.stdout, "%.3f  session %s  %s\n", h.Score, h.Step.SessionID, stepLine(h.Step))
+			}
+			if len(res.Steps) == 0 {
+				fmt.Fprintln(e.stdout, "no matching steps")
+			}
+			return nil
+		},
+	}
+	c.Flags().IntVar(&q.K, "k", 10, "how many steps")
+	c.Flags().Float64Var(&q.MaxDistance, "max-distance", 0, "drop steps farther than this cosine distance (0 = no limit)")
+	c.Flags().StringVar(&q.Agent, "agent", "", "only steps of this agent's sessions")
+	c.Flags().StringSliceVar(&q.SessionIDs, "session", nil, "only steps of these sessions")
+	c.Flags().StringSliceVar(&kinds, "kind", nil, "only steps of these kinds")
+	c.Flags().StringVar(&embedder, "embedder", "", "embedder name, e.g. lexical-v1:256 (default)")
+	c.Flags().BoolVar(&backfill, "backfill", false, "embed steps without embeddings first")
+	c.Flags().BoolVar(&jsonOut, "json", false, "print the QueryWithSteps JSON")
+	return c
+}

@@ -1,0 +1,365 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// aguiEvent is one AG-UI event; each type sets only its own fields.
+type aguiEvent struct {
+	Type            string          `json:"type"`
+	Timestamp       int64           `json:"timestamp,omitempty"`
+	ThreadID        string          `json:"threadId,omitempty"`
+	RunID           string          `json:"runId,omitempty"`
+	StepName        string          `json:"stepName,omitempty"`
+	MessageID       string          `json:"messageId,omitempty"`
+	Role            string          `json:"role,omitempty"`
+	Delta           string          `json:"delta,omitempty"`
+	ToolCallID      string          `json:"toolCallId,omitempty"`
+	ToolCallName    string          `json:"toolCallName,omitempty"`
+	ParentMessageID string          `json:"parentMessageId,omitempty"`
+	Content         *string         `json:"content,omitempty"`
+	Snapshot        json.RawMessage `json:"snapshot,omitempty"`
+	Result          *string         `json:"result,omitempty"`
+	Outcome         *aguiOutcome    `json:"outcome,omitempty"`
+	Message         string          `json:"message,omitempty"`
+	Code            string          `json:"code,omitempty"`
+	Name            string          `json:"name,omitempty"`
+	Value           any             `json:"value,omitempty"`
+	Metadata        map[string]any  `json:"metadata,omitempty"`
+}
+
+type aguiOutcome struct {
+	Type       string          `json:"type"` // success, interrupt, cancelled
+	Interrupts []aguiInterrupt `json:"interrupts,omitempty"`
+}
+
+// aguiInterrupt is one pending input request as an AG-UI interrupt.
+type aguiInterrupt struct {
+	ID             string          `json:"id"`
+	Reason         string          `json:"reason"` // tool_approval or input_required
+	Message        string          `json:"message,omitempty"`
+	ToolCallID     string          `json:"toolCallId,omitempty"`
+	ResponseSchema json.RawMessage `json:"responseSchema,omitempty"`
+	ExpiresAt      string          `json:"expiresAt,omitempty"`
+	Metadata       map[string]any  `json:"metadata,omitempty"`
+}
+
+// AG-UI event types.
+const (
+	aguiRunStarted    = "RUN_STARTED"
+	aguiRunFinished   = "RUN_FINISHED"
+	aguiRunError      = "RUN_ERROR"
+	aguiStepStarted   = "STEP_STARTED"
+	aguiStepFinished  = "STEP_FINISHED"
+	aguiTextStart     = "TEXT_MESSAGE_START"
+	aguiTextContent   = "TEXT_MESSAGE_CONTENT"
+	aguiTextEnd       = "TEXT_MESSAGE_END"
+	aguiReasonStart   = "REASONING_START"
+	aguiReasonMsgOpen = "REASONING_MESSAGE_START"
+	aguiReasonContent = "REASONING_MESSAGE_CONTENT"
+	aguiReasonMsgEnd  = "REASONING_MESSAGE_END"
+	aguiReasonEnd     = "REASONING_END"
+	aguiToolStart     = "TOOL_CALL_START"
+	aguiToolArgs      = "TOOL_CALL_ARGS"
+	aguiToolEnd       = "TOOL_CALL_END"
+	aguiToolResult    = "TOOL_CALL_RESULT"
+	aguiStateSnapshot = "STATE_SNAPSHOT"
+	aguiCustom        = "CUSTOM"
+)
+
+// aguiCheckInterval is how often an AG-UI stream checks the run's status, in
+// case it parked while the stream was being set up (its run_waiting event
+// then never reaches this subscriber).
+const aguiCheckInterval = time.Second
+
+// aguiStream writes one AG-UI response.
+type aguiStream struct {
+	sw        *sseWriter
+	threadID  string
+	clientRun string
+	run       *stepwise.Run
+	t         *aguiTranslator
+	err       error
+	lastWrite time.Time
+}
+
+func (s *Server) newAGUIStream(w http.ResponseWriter, in *aguiInput, run *stepwise.Run) *aguiStream {
+	o := &aguiStream{sw: newSSEWriter(w, s.cfg.WriteTimeout), threadID: in.ThreadID, clientRun: in.RunID, run: run}
+	o.t = &aguiTranslator{emit: o.emit, state: run.State}
+	return o
+}
+
+func (o *aguiStream) emit(ev *aguiEvent) {
+	if o.err != nil {
+		return
+	}
+	ev.Timestamp = time.Now().UnixMilli()
+	data, err := json.Marshal(ev)
+	if err != nil {
+		o.err = err
+		return
+	}
+	o.err = o.sw.event("", "", data)
+	o.lastWrite = time.Now()
+}
+
+func (o *aguiStream) flush() {
+	if o.err == nil {
+		o.err = o.sw.flush()
+	}
+}
+
+// start sends RUN_STARTED and the run's state.
+func (o *aguiStream) start() error {
+	if err := o.sw.start(); err != nil {
+		return err
+	}
+	o.emit(&aguiEvent{Type: aguiRunStarted, ThreadID: o.threadID, RunID: o.clientRun,
+		Metadata: map[string]any{"stepwise": map[string]any{"run_id": o.run.ID, "session_id": o.run.SessionID}}})
+	o.emit(&aguiEvent{Type: aguiStateSnapshot, Snapshot: o.t.snapshot()})
+	o.flush()
+	return o.err
+}
+
+// runError ends the response with RUN_ERROR carrying err's problem.
+func (o *aguiStream) runError(err error) {
+	p, _ := problemOf(err)
+	o.t.closeStep()
+	o.emit(&aguiEvent{Type: aguiRunError, Message: p.Detail, Code: p.Code})
+	o.flush()
+}
+
+// finish ends the response after the run finished.
+func (o *aguiStream) finish(r *stepwise.Run) {
+	o.t.closeStep()
+	switch r.Status {
+	case steptype.RunCompleted:
+		out := r.Output
+		o.emit(&aguiEvent{Type: aguiRunFinished, ThreadID: o.threadID, RunID: o.clientRun, Result: &out, Outcome: &aguiOutcome{Type: "success"}})
+	case steptype.RunCancelled:
+		o.emit(&aguiEvent{Type: aguiRunFinished, ThreadID: o.threadID, RunID: o.clientRun, Outcome: &aguiOutcome{Type: "cancelled"}})
+	default:
+		msg, code := "run "+string(r.Status), "run_failed"
+		if r.Error != nil {
+			msg = r.Error.Message
+			if r.Error.Code != "" {
+				code = r.Error.Code
+			}
+		}
+		o.emit(&aguiEvent{Type: aguiRunError, Message: msg, Code: code})
+	}
+	o.flush()
+}
+
+// interrupt ends the response with RUN_FINISHED whose outcome lists the
+// thread's pending requests.
+func (o *aguiStream) interrupt(ctx context.Context, s *Server) {
+	o.t.closeStep()
+	pending, err := s.sessionPending(ctx, o.run.SessionID)
+	if err != nil {
+		o.runError(err)
+		return
+	}
+	var list []aguiInterrupt
+	for _, p := range sortedPending(pending) {
+		list = append(list, interruptOf(p))
+	}
+	if len(list) == 0 {
+		o.runError(errorf(http.StatusConflict, CodeNotWaiting, "run %s is waiting but has no pending request", o.run.ID))
+		return
+	}
+	o.emit(&aguiEvent{Type: aguiRunFinished, ThreadID: o.threadID, RunID: o.clientRun, Outcome: &aguiOutcome{Type: "interrupt", Interrupts: list}})
+	o.flush()
+}
+
+func interruptOf(p *stepwise.PendingInput) aguiInterrupt {
+	req := p.Request
+	in := aguiInterrupt{ID: p.RequestID, Reason: "input_required", Message: req.Prompt,
+		Metadata: map[string]any{"stepwise": map[string]any{"run_id": p.RunID, "session_id": p.SessionID, "sequence": p.Step.Sequence}}}
+	if len(req.Context) > 0 {
+		in.Metadata["context"] = req.Context
+	}
+	if req.Approval != nil {
+		in.Reason, in.ToolCallID = "tool_approval", req.Approval.ID
+		in.Metadata["tool"] = map[string]any{"name": req.Approval.Name, "arguments": req.Approval.Arguments}
+	} else if p.Step.ToolCallID != "" {
+		in.ToolCallID = p.Step.ToolCallID
+	}
+	switch {
+	case len(req.Schema) > 0 && req.Schema[0] == '{':
+		in.ResponseSchema = req.Schema
+	case req.Approval == nil:
+		in.ResponseSchema = json.RawMessage(`{"type":"string"}`)
+	}
+	if !req.ExpiresAt.IsZero() {
+		in.ExpiresAt = req.ExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	return in
+}
+
+// aguiFollow streams a run's events as AG-UI events until it parks, finishes
+// or the client leaves. events is a subscription (of the run or of its
+// session) opened before the run started or resumed; after is the session
+// position then; answered are the requests a resume answered just now.
+func (s *Server) aguiFollow(ctx context.Context, out *aguiStream, run *stepwise.Run, after stepwise.Position, events <-chan item, answered []*stepwise.Step) {
+	t := out.t
+	for _, st := range answered {
+		t.answered(st)
+	}
+	out.flush()
+	resumed := answered != nil
+	check := time.NewTicker(aguiCheckInterval)
+	defer check.Stop()
+	seenStart, settledTicks := false, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-check.C:
+			// A subscription opened while the engine's in-memory ring
+			// was gone may miss lifecycle events; the store has the truth.
+			settled, err := s.runSettled(ctx, run.ID, after)
+			if err != nil {
+				out.runError(err)
+				return
+			}
+			if settledTicks++; settled == nil {
+				settledTicks = 0
+			}
+			if settledTicks >= 2 {
+				s.aguiCatchUp(ctx, out, run, after)
+				if settled.Status == steptype.RunWaiting {
+					out.interrupt(ctx, s)
+				} else {
+					out.finish(settled)
+				}
+				return
+			}
+			if time.Since(out.lastWrite) >= s.cfg.Heartbeat {
+				if out.sw.comment("heartbeat") != nil || out.sw.flush() != nil {
+					return
+				}
+				out.lastWrite = time.Now()
+			}
+		case it, ok := <-events:
+			for n := 0; ; n++ {
+				if !ok {
+					if ctx.Err() == nil {
+						out.runError(errors.New("stepwise: run stream ended unexpectedly"))
+					}
+					return
+				}
+				if it.err != nil {
+					out.runError(it.err)
+					return
+				}
+				if ev := it.ev; ev.RunID == run.ID {
+					switch ev.Type {
+					case stepwise.EventRunStarted:
+						seenStart = true
+					case stepwise.EventRunWaiting:
+						if !resumed || seenStart {
+							out.interrupt(ctx, s)
+							return
+						}
+					case stepwise.EventRunFinished:
+						if ev.Run != nil {
+							out.finish(ev.Run)
+							return
+						}
+					case stepwise.EventStepStarted:
+						t.stepStarted(ev.StepName)
+					case stepwise.EventStepDelta:
+						t.delta(ev.Delta)
+					case stepwise.EventStepCompleted:
+						if ev.Step != nil && ev.Step.Sequence > after.Seq && ev.Step.Sequence > t.lastSeq {
+							t.step(ev.Step)
+						}
+					}
+				}
+				if out.err != nil || n == maxBatch {
+					break
+				}
+				select {
+				case it, ok = <-events:
+					continue
+				default:
+				}
+				break
+			}
+			out.flush()
+			if out.err != nil {
+				return
+			}
+		}
+	}
+}
+
+// runSettled returns the run when it has finished, or parked on a request
+// made after position after; nil while it is still going.
+func (s *Server) runSettled(ctx context.Context, runID string, after stepwise.Position) (*stepwise.Run, error) {
+	r, err := s.eng.Store().RunGet(ctx, &store.RunGetParams{ID: runID})
+	if err != nil {
+		return nil, err
+	}
+	if r.Status.Terminal() {
+		return r, nil
+	}
+	if r.Status != steptype.RunWaiting {
+		return nil, nil
+	}
+	pending, err := s.sessionPending(ctx, r.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pending {
+		if p.Step.Sequence > after.Seq {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+// drain stops a pump and waits for its goroutine.
+func drain(cancel context.CancelFunc, events <-chan item) {
+	cancel()
+	for range events {
+	}
+}
+
+// aguiCatchUp translates the run's committed steps the stream has not seen.
+func (s *Server) aguiCatchUp(ctx context.Context, out *aguiStream, run *stepwise.Run, after stepwise.Position) {
+	from := max(after.Seq, out.t.lastSeq) + 1
+	steps, err := s.eng.Store().StepList(ctx, &store.StepListParams{SessionID: run.SessionID, StartSeq: from})
+	if err != nil {
+		return
+	}
+	for _, st := range steps {
+		if st.RunID == run.ID {
+			out.t.step(st)
+		}
+	}
+}
+
+// sortedPending orders pending requests by sequence.
+func sortedPending(m map[string]*stepwise.PendingInput) []*stepwise.PendingInput {
+	out := make([]*stepwise.PendingInput, 0, len(m))
+	for _, p := range m {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *stepwise.PendingInput) int {
+		return cmp.Or(cmp.Compare(a.Step.Sequence, b.Step.Sequence), strings.Compare(a.RequestID, b.RequestID))
+	})
+	return out
+}

@@ -1,0 +1,268 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// aguiTranslator turns Stepwise events into AG-UI events. Deltas stream
+// text, reasoning and tool calls as they come; the committed step then
+// completes whatever the deltas did not carry (deltas a lagging subscriber
+// skipped, or a step that did not stream at all, such as a replayed one), so
+// the AG-UI messages always end up equal to the recorded step.
+type aguiTranslator struct {
+	emit      func(*aguiEvent)
+	state     json.RawMessage // the run's custom state
+	openStep  string          // graph step between STEP_STARTED and STEP_FINISHED
+	text      aguiMsg
+	reasoning aguiMsg
+	calls     []*aguiCall // by tool-call index, for the step in flight
+	lastSeq   int64       // highest committed step translated
+}
+
+// aguiMsg is a streamed text or reasoning message.
+type aguiMsg struct {
+	id   string
+	open bool
+	sent strings.Builder
+}
+
+type aguiCall struct {
+	id, name string
+	args     strings.Builder // arguments sent (or buffered before START)
+	started  bool
+	ended    bool
+}
+
+// maxCallIndex bounds the tool-call index accepted from a delta.
+const maxCallIndex = 256
+
+func (t *aguiTranslator) snapshot() json.RawMessage {
+	if len(t.state) == 0 || string(t.state) == "null" {
+		return json.RawMessage("{}")
+	}
+	return t.state
+}
+
+// stepStarted opens a graph step, closing the previous one.
+func (t *aguiTranslator) stepStarted(name string) {
+	t.closeStep()
+	if name == "" {
+		name = "step"
+	}
+	t.openStep = name
+	t.emit(&aguiEvent{Type: aguiStepStarted, StepName: name})
+}
+
+// closeStep closes what is open: messages, tool calls, the graph step.
+func (t *aguiTranslator) closeStep() {
+	t.closeReasoning()
+	t.closeText()
+	for _, c := range t.calls {
+		t.endCall(c)
+	}
+	t.calls = nil
+	if t.openStep != "" {
+		t.emit(&aguiEvent{Type: aguiStepFinished, StepName: t.openStep})
+		t.openStep = ""
+	}
+}
+
+func (t *aguiTranslator) delta(d *stepwise.Delta) {
+	if d == nil {
+		return
+	}
+	if d.Reasoning != "" {
+		t.closeText()
+		t.openReasoning("")
+		t.emit(&aguiEvent{Type: aguiReasonContent, MessageID: t.reasoning.id, Delta: d.Reasoning})
+		t.reasoning.sent.WriteString(d.Reasoning)
+	}
+	if d.Content != "" {
+		t.closeReasoning()
+		t.openText("")
+		t.emit(&aguiEvent{Type: aguiTextContent, MessageID: t.text.id, Delta: d.Content})
+		t.text.sent.WriteString(d.Content)
+	}
+	if tc := d.ToolCall; tc != nil && tc.Index >= 0 && tc.Index < maxCallIndex {
+		t.closeReasoning()
+		t.closeText() // the calls follow the text; it stays their parent
+		for len(t.calls) <= tc.Index {
+			t.calls = append(t.calls, &aguiCall{})
+		}
+		c := t.calls[tc.Index]
+		if c.ended {
+			return
+		}
+		if c.id == "" {
+			c.id = tc.ID
+		}
+		if c.name == "" {
+			c.name = tc.Name
+		}
+		switch {
+		case c.started:
+			if tc.Arguments != "" {
+				t.emit(&aguiEvent{Type: aguiToolArgs, ToolCallID: c.id, Delta: tc.Arguments})
+				c.args.WriteString(tc.Arguments)
+			}
+		default:
+			c.args.WriteString(tc.Arguments)
+			if c.id != "" && c.name != "" {
+				t.startCall(c)
+			}
+		}
+	}
+}
+
+func (t *aguiTranslator) openText(id string) {
+	if t.text.open {
+		return
+	}
+	if id == "" {
+		id = stepwise.NewID()
+	}
+	t.text.id, t.text.open = id, true
+	t.text.sent.Reset()
+	t.emit(&aguiEvent{Type: aguiTextStart, MessageID: id, Role: "assistant"})
+}
+
+func (t *aguiTranslator) closeText() {
+	if t.text.open {
+		t.emit(&aguiEvent{Type: aguiTextEnd, MessageID: t.text.id})
+		t.text.open = false
+	}
+}
+
+func (t *aguiTranslator) openReasoning(id string) {
+	if t.reasoning.open {
+		return
+	}
+	if id == "" {
+		id = stepwise.NewID()
+	}
+	t.reasoning.id, t.reasoning.open = id, true
+	t.reasoning.sent.Reset()
+	t.emit(&aguiEvent{Type: aguiReasonStart, MessageID: id})
+	t.emit(&aguiEvent{Type: aguiReasonMsgOpen, MessageID: id, Role: "reasoning"})
+}
+
+func (t *aguiTranslator) closeReasoning() {
+	if t.reasoning.open {
+		t.emit(&aguiEvent{Type: aguiReasonMsgEnd, MessageID: t.reasoning.id})
+		t.emit(&aguiEvent{Type: aguiReasonEnd, MessageID: t.reasoning.id})
+		t.reasoning.open = false
+	}
+}
+
+// startCall sends TOOL_CALL_START and the arguments buffered so far.
+func (t *aguiTranslator) startCall(c *aguiCall) {
+	c.started = true
+	ev := &aguiEvent{Type: aguiToolStart, ToolCallID: c.id, ToolCallName: c.name}
+	if t.text.id != "" {
+		ev.ParentMessageID = t.text.id
+	}
+	t.emit(ev)
+	if c.args.Len() > 0 {
+		t.emit(&aguiEvent{Type: aguiToolArgs, ToolCallID: c.id, Delta: c.args.String()})
+	}
+}
+
+func (t *aguiTranslator) endCall(c *aguiCall) {
+	if c.started && !c.ended {
+		t.emit(&aguiEvent{Type: aguiToolEnd, ToolCallID: c.id})
+	}
+	c.ended = true
+}
+
+// step translates a committed step.
+func (t *aguiTranslator) step(st *stepwise.Step) {
+	t.lastSeq = max(t.lastSeq, st.Sequence)
+	switch {
+	case st.Kind == steptype.KindLLM:
+		t.llmDone(st)
+	case st.Role == steptype.RoleTool && st.ToolCallID != "" && st.Status != steptype.StepWaiting:
+		t.toolResult(st)
+	case st.Kind == steptype.KindError && st.Error != nil:
+		t.emit(&aguiEvent{Type: aguiCustom, Name: "stepwise.error", Value: map[string]any{"step": st.Name, "sequence": st.Sequence, "error": st.Error}})
+	}
+	if len(st.StatePatch) > 0 {
+		if next, err := stepwise.MergePatch(t.state, st.StatePatch); err == nil {
+			t.state = next
+			t.emit(&aguiEvent{Type: aguiStateSnapshot, Snapshot: t.snapshot()})
+		}
+	}
+}
+
+// answered reports an input request answered by a resume: an ask_human
+// answer is the result of its tool call.
+func (t *aguiTranslator) answered(st *stepwise.Step) {
+	t.lastSeq = max(t.lastSeq, st.Sequence)
+	if st.Role == steptype.RoleTool && st.ToolCallID != "" {
+		t.toolResult(st)
+	}
+}
+
+func (t *aguiTranslator) toolResult(st *stepwise.Step) {
+	content := st.Content
+	if content == "" && len(st.Outputs) > 0 {
+		content = string(st.Outputs)
+	}
+	t.emit(&aguiEvent{Type: aguiToolResult, MessageID: st.ID, ToolCallID: st.ToolCallID, Content: &content, Role: "tool"})
+}
+
+// llmDone completes the messages of a model call from its committed step.
+func (t *aguiTranslator) llmDone(st *stepwise.Step) {
+	if rest, ok := remainder(st.Reasoning, &t.reasoning); ok && rest != "" {
+		t.closeText()
+		t.openReasoning(st.ID + "-reasoning")
+		t.emit(&aguiEvent{Type: aguiReasonContent, MessageID: t.reasoning.id, Delta: rest})
+	}
+	t.closeReasoning()
+	if rest, ok := remainder(st.Content, &t.text); ok && rest != "" {
+		t.openText(st.ID)
+		t.emit(&aguiEvent{Type: aguiTextContent, MessageID: t.text.id, Delta: rest})
+	}
+	t.closeText()
+	for i, tc := range st.ToolCalls {
+		var c *aguiCall
+		if i < len(t.calls) {
+			c = t.calls[i]
+		}
+		args := string(tc.Arguments)
+		if c != nil && c.started && c.id == tc.ID {
+			if sent := c.args.String(); !c.ended && strings.HasPrefix(args, sent) && len(args) > len(sent) {
+				t.emit(&aguiEvent{Type: aguiToolArgs, ToolCallID: c.id, Delta: args[len(sent):]})
+			}
+			t.endCall(c)
+			continue
+		}
+		if c != nil {
+			t.endCall(c)
+		}
+		c = &aguiCall{id: tc.ID, name: tc.Name}
+		c.args.WriteString(args)
+		t.startCall(c)
+		t.endCall(c)
+	}
+	for _, c := range t.calls {
+		t.endCall(c)
+	}
+	t.calls = nil
+	t.text.id, t.reasoning.id = "", ""
+	t.text.sent.Reset()
+	t.reasoning.sent.Reset()
+}
+
+// remainder is what of full the deltas have not sent; ok is false when
+// what was sent is not a prefix of full (nothing sensible to add).
+func remainder(full string, m *aguiMsg) (string, bool) {
+	sent := m.sent.String()
+	if !strings.HasPrefix(full, sent) {
+		return "", false
+	}
+	return full[len(sent):], true
+}

@@ -1,0 +1,67 @@
+package server
+
+// The OpenAPI operations and schemas of the dashboard endpoints
+// (dashboard.go, graph.go, dashboard_sessions.go). apiOps and schemas
+// include them once registerDashboardAPI is part of register.
+
+func dashboardOps() []apiOp {
+	pName := pathParam("name", "agent name")
+	pRepeat := queryParam("repeat", "integer", "visits (and identical actions) within one run that flag a state repeated (stuck); 2..1000, default 3")
+	pMaxNodes := queryParam("max_nodes", "integer", "states kept before the rarest are merged per step name; 2..300, default 80")
+	pSessions := queryParam("sessions", "integer", "newest sessions of the agent covered; 1..500, default 50")
+	return []apiOp{
+		{method: "GET", path: "/v1/sessions/{id}/graph", id: "sessionGraph", summary: "Workflow graph of a session: states, actions, loops, layout",
+			params: []apiParam{pID, pRepeat, pMaxNodes}, status: 200, resp: "Graph", errors: []int{400, 401, 404}},
+		{method: "GET", path: "/v1/agents/{name}/graph", id: "agentGraph", summary: "Workflow graph merged across an agent's newest sessions",
+			params: []apiParam{pName, pSessions, pRepeat, pMaxNodes}, status: 200, resp: "Graph", errors: []int{400, 401, 404}},
+		{method: "GET", path: "/v1/agents/{name}/overview", id: "agentOverview", summary: "Runs by status, tokens, cost, latency percentiles per step kind, error rate, repeated-step ratio",
+			params: []apiParam{pName, pSessions}, status: 200, resp: "AgentOverview", errors: []int{400, 401, 404}},
+		{method: "GET", path: "/v1/sessions/{id}/runs", id: "sessionRuns", summary: "Runs of a session, newest first", params: []apiParam{pID}, status: 200, resp: "RunList", errors: read},
+		{method: "GET", path: "/v1/dashboard/sessions", id: "dashboardSessions", summary: "Sessions with their latest run's status, for the dashboard's list",
+			params: []apiParam{queryParam("agent", "string", "only this agent"), queryParam("q", "string", "substring of id, title or agent"),
+				queryParam("status", "string", "comma-separated: queued, running, waiting, completed, failed, cancelled, idle"),
+				queryParam("cursor", "string", "next_cursor of the previous page"), queryParam("limit", "integer", "page size, 1..200, default 50")},
+			status: 200, resp: "SessionRowPage", errors: []int{400, 401}},
+	}
+}
+
+func dashboardSchemas() obj {
+	point := arrayOf(number())
+	return obj{
+		"Graph": object(false, []string{"sessions", "runs", "steps", "repeated_step_ratio", "width", "height", "nodes", "edges"}, obj{
+			"sessions": integer(), "runs": integer(), "steps": integer(),
+			"repeated_step_ratio": obj{"type": "number", "description": "average steps per state"},
+			"loops":               integer(), "stuck_nodes": integer(), "merged_states": integer(), "width": number(), "height": number(),
+			"nodes": arrayOf(object(false, []string{"id", "name", "kind", "label", "visits", "steps", "x", "y", "w", "h"}, obj{
+				"id": str("stable per name and fingerprint"), "name": str("step name"), "kind": str("step kind"), "hop": integer(),
+				"label": str("the state: annotated state, tool name, decision choice or kind"), "fingerprint": str(""), "order": integer(),
+				"visits": integer(), "runs": integer(), "sessions": integer(), "max_run_visits": integer(), "entries": integer(), "errors": integer(),
+				"tokens": integer(), "cost": number(), "duration_ms": integer(),
+				"repeated": boolean(), "stuck": boolean(), "loop": boolean(), "other": boolean(),
+				"steps": arrayOf(object(false, []string{"session_id", "step_id", "sequence"}, obj{
+					"session_id": str(""), "run_id": str(""), "step_id": str(""), "sequence": integer(), "kind": str(""), "status": str("")})),
+				"x": number(), "y": number(), "w": number(), "h": number(),
+			})),
+			"edges": arrayOf(object(false, []string{"id", "from", "to", "direction", "count", "actions", "points"}, obj{
+				"id": str(""), "from": str("node id"), "to": str("node id"),
+				"direction": obj{"type": "string", "enum": []string{"forward", "backward", "self"}},
+				"count":     integer(), "max_run_count": integer(), "loop": boolean(),
+				"actions": arrayOf(object(false, []string{"label", "count"}, obj{"label": str(""), "count": integer()})),
+				"points":  arrayOf(point),
+			})),
+		}),
+		"AgentOverview": object(false, []string{"agent", "registered", "sessions", "runs", "runs_total", "steps", "latency"}, obj{
+			"agent": str(""), "registered": boolean(), "sessions": integer(), "truncated": boolean(),
+			"runs": obj{"type": "object", "additionalProperties": integer(), "description": "runs by status"}, "runs_total": integer(),
+			"failed_run_rate": number(), "steps": integer(), "input_tokens": integer(), "output_tokens": integer(), "cached_tokens": integer(),
+			"cost": number(), "error_steps": integer(), "error_rate": number(), "repeated_step_ratio": number(),
+			"graph_nodes": integer(), "loops": integer(), "stuck_nodes": integer(),
+			"latency": arrayOf(object(false, []string{"kind", "count"}, obj{"kind": str(""), "count": integer(), "mean_ms": number(),
+				"p50_ms": number(), "p90_ms": number(), "p99_ms": number(), "max_ms": number()})),
+		}),
+		"RunList":        object(false, []string{"runs"}, obj{"runs": arrayOf(ref("Run"))}),
+		"SessionRowPage": object(false, []string{"sessions"}, obj{"sessions": arrayOf(ref("SessionRow")), "next_cursor": str("")}),
+		"SessionRow": obj{"allOf": []any{ref("Session"), object(false, []string{"status", "runs", "duration_ms"}, obj{
+			"status": str("latest top-level run's status, or idle"), "run_id": str(""), "runs": integer(), "duration_ms": integer()})}},
+	}
+}

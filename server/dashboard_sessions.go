@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// maxRowScan bounds the sessions one status-filtered page reads; a page
+// that reaches it returns fewer rows and a cursor to go on.
+const maxRowScan = 2000
+
+// StatusIdle is the status of a session row without any run (a session
+// recorded by ingest, or created and not run yet).
+const StatusIdle = "idle"
+
+// sessionRow is a session with what a list shows at a glance.
+type sessionRow struct {
+	*stepwise.Session
+	// Status is the status of the session's latest top-level run, or
+	// "idle" when it has none.
+	Status string `json:"status"`
+	// RunID is that run's id.
+	RunID string `json:"run_id,omitempty"`
+	// Runs counts the session's top-level runs (turns).
+	Runs int `json:"runs"`
+	// DurationMS is the time from creation to the last activity.
+	DurationMS int64 `json:"duration_ms"`
+}
+
+type sessionRowPage struct {
+	Sessions   []*sessionRow `json:"sessions"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
+type runList struct {
+	Runs []*stepwise.Run `json:"runs"`
+}
+
+// sessionRows: GET /v1/dashboard/sessions?agent=&status=&q=&cursor=&limit=,
+// the sessions list of the dashboard: sessions newest activity first, each
+// with its latest run's status, run count and duration; status filters by
+// that status (comma-separated: queued, running, waiting, completed,
+// failed, cancelled, idle).
+func (s *Server) sessionRows(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := queryInt(r, "limit", 200)
+	if err != nil {
+		return err
+	}
+	if limit == 0 {
+		limit = 50
+	}
+	for _, name := range []string{"agent", "q", "cursor", "status"} {
+		if len(q.Get(name)) > 1024 {
+			return badParam("query parameter %s is longer than 1024 bytes", name)
+		}
+	}
+	want := map[string]bool{}
+	for _, st := range strings.Split(q.Get("status"), ",") {
+		if st = strings.TrimSpace(st); st == "" {
+			continue
+		}
+		if st != StatusIdle && !steptype.RunStatus(st).Valid() {
+			return badParam("status %q: want queued, running, waiting, completed, failed, cancelled or idle", st)
+		}
+		want[st] = true
+	}
+	out := &sessionRowPage{Sessions: []*sessionRow{}}
+	cursor, scanned := q.Get("cursor"), 0
+	for len(out.Sessions) < int(limit) {
+		page, err := s.eng.Store().SessionList(r.Context(), &store.SessionListParams{Agent: q.Get("agent"), Query: q.Get("q"), Cursor: cursor, Limit: int(limit) - len(out.Sessions)})
+		if err != nil {
+			return err
+		}
+		for _, sess := range page.Sessions {
+			row, err := s.rowOf(r.Context(), sess)
+			if err != nil {
+				return err
+			}
+			if len(want) == 0 || want[row.Status] {
+				out.Sessions = append(out.Sessions, row)
+			}
+		}
+		scanned += len(page.Sessions)
+		cursor = page.Next
+		if cursor == "" || scanned >= maxRowScan {
+			break
+		}
+	}
+	out.NextCursor = cursor
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) rowOf(ctx context.Context, sess *stepwise.Session) (*sessionRow, error) {
+	runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{SessionID: sess.ID})
+	if err != nil {
+		return nil, err
+	}
+	row := &sessionRow{Session: sess, Status: StatusIdle, DurationMS: sess.UpdatedAt.Sub(sess.CreatedAt).Milliseconds()}
+	for _, run := range runs { // newest first
+		if run.Hop != 0 {
+			continue
+		}
+		if row.Runs == 0 {
+			row.Status, row.RunID = string(run.Status), run.ID
+		}
+		row.Runs++
+	}
+	return row, nil
+}
+
+// sessionRuns: GET /v1/sessions/{id}/runs, the session's runs, newest
+// first (sub-agent runs included, with their hop and parent run).
+func (s *Server) sessionRuns(w http.ResponseWriter, r *http.Request) error {
+	sess, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	runs, err := s.eng.Store().RunList(r.Context(), &store.RunListParams{SessionID: sess.ID})
+	if err != nil {
+		return err
+	}
+	if runs == nil {
+		runs = []*stepwise.Run{}
+	}
+	writeJSON(w, http.StatusOK, &runList{Runs: runs})
+	return nil
+}

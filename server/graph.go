@@ -1,0 +1,257 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/graph"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// The endpoints of the dashboard's views beyond the core API: the workflow
+// graph of a session or of an agent (seed 003), and an agent's overview.
+
+// Bounds of the graph and overview query parameters.
+const (
+	defaultGraphSessions = 50
+	maxGraphSessions     = 500
+)
+
+// graphOptions reads ?repeat= and ?max_nodes=.
+func graphOptions(r *http.Request) (graph.Options, error) {
+	var o graph.Options
+	repeat, err := queryInt(r, "repeat", 1000)
+	if err != nil {
+		return o, err
+	}
+	if r.URL.Query().Has("repeat") && repeat < 2 {
+		return o, badParam("query parameter repeat=%d: want an integer between 2 and 1000", repeat)
+	}
+	maxNodes, err := queryInt(r, "max_nodes", 300)
+	if err != nil {
+		return o, err
+	}
+	if r.URL.Query().Has("max_nodes") && maxNodes < 2 {
+		return o, badParam("query parameter max_nodes=%d: want an integer between 2 and 300", maxNodes)
+	}
+	o.RepeatThreshold, o.MaxNodes = int(repeat), int(maxNodes)
+	return o, nil
+}
+
+// sessionGraph: GET /v1/sessions/{id}/graph?repeat=&max_nodes=, the
+// workflow graph of one session (its fork lineage included).
+func (s *Server) sessionGraph(w http.ResponseWriter, r *http.Request) error {
+	opts, err := graphOptions(r)
+	if err != nil {
+		return err
+	}
+	sess, err := s.session(r)
+	if err != nil {
+		return err
+	}
+	steps, err := s.eng.Store().StepList(r.Context(), &store.StepListParams{SessionID: sess.ID})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, graph.Build(steps, opts))
+	return nil
+}
+
+// agentGraph: GET /v1/agents/{name}/graph?sessions=&repeat=&max_nodes=,
+// the workflow graph merged across the agent's newest sessions (default 50,
+// at most 500); steps a fork shares with its parent count once.
+func (s *Server) agentGraph(w http.ResponseWriter, r *http.Request) error {
+	opts, err := graphOptions(r)
+	if err != nil {
+		return err
+	}
+	b := graph.NewBuilder(opts)
+	if _, err := s.agentSteps(r, func(_ *stepwise.Session, steps []*stepwise.Step) { b.Add(steps) }); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b.Graph())
+	return nil
+}
+
+// agentSteps calls fn with the steps of each of the agent's newest sessions
+// (?sessions=N) and reports whether older sessions were left out. An agent
+// that is neither registered nor named by any session is unknown (404).
+func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepwise.Step)) (truncated bool, err error) {
+	name := r.PathValue("name")
+	if err := checkID("name", name); err != nil {
+		return false, err
+	}
+	n, err := queryInt(r, "sessions", maxGraphSessions)
+	if err != nil {
+		return false, err
+	}
+	if n == 0 {
+		n = defaultGraphSessions
+	}
+	page, err := s.eng.Store().SessionList(r.Context(), &store.SessionListParams{Agent: name, Limit: int(n)})
+	if err != nil {
+		return false, err
+	}
+	if len(page.Sessions) == 0 {
+		if _, err := s.eng.Agent(name); err != nil {
+			return false, err
+		}
+	}
+	// Oldest first, so a fork comes after the parent it shares steps with.
+	for _, sess := range slices.Backward(page.Sessions) {
+		if err := r.Context().Err(); err != nil {
+			return false, err
+		}
+		steps, err := s.eng.Store().StepList(r.Context(), &store.StepListParams{SessionID: sess.ID})
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			return false, err
+		}
+		fn(sess, steps)
+	}
+	return page.Next != "", nil
+}
+
+// agentOverview is the body of GET /v1/agents/{name}/overview.
+type agentOverview struct {
+	Agent      string `json:"agent"`
+	Registered bool   `json:"registered"`
+	// Sessions counts the sessions the step statistics cover; Truncated
+	// says older sessions were left out (raise ?sessions=).
+	Sessions  int  `json:"sessions"`
+	Truncated bool `json:"truncated,omitempty"`
+	// Runs counts every run of the agent by status (not only the sessions
+	// covered); FailedRunRate is failed / finished.
+	Runs          map[steptype.RunStatus]int `json:"runs"`
+	RunsTotal     int                        `json:"runs_total"`
+	FailedRunRate float64                    `json:"failed_run_rate"`
+	// Steps, tokens and cost of the sessions covered.
+	Steps        int     `json:"steps"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CachedTokens int64   `json:"cached_tokens"`
+	Cost         float64 `json:"cost"`
+	// ErrorSteps counts error steps and failed steps; ErrorRate is their
+	// share of Steps.
+	ErrorSteps int     `json:"error_steps"`
+	ErrorRate  float64 `json:"error_rate"`
+	// RepeatedStepRatio is the average number of steps per workflow-graph
+	// node; Loops and StuckNodes come from the same graph.
+	RepeatedStepRatio float64 `json:"repeated_step_ratio"`
+	GraphNodes        int     `json:"graph_nodes"`
+	Loops             int     `json:"loops"`
+	StuckNodes        int     `json:"stuck_nodes"`
+	// Latency per step kind, in milliseconds (steps still waiting excluded).
+	Latency []kindLatency `json:"latency"`
+}
+
+// kindLatency summarizes the durations of the steps of one kind.
+type kindLatency struct {
+	Kind   steptype.Kind `json:"kind"`
+	Count  int           `json:"count"`
+	MeanMS float64       `json:"mean_ms"`
+	P50MS  float64       `json:"p50_ms"`
+	P90MS  float64       `json:"p90_ms"`
+	P99MS  float64       `json:"p99_ms"`
+	MaxMS  float64       `json:"max_ms"`
+}
+
+// overview: GET /v1/agents/{name}/overview?sessions=, an agent at a glance:
+// runs by status, tokens, cost, latency percentiles per step kind, error
+// rate and repeated-step ratio over its newest sessions (default 50).
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	out := &agentOverview{Agent: name, Runs: map[steptype.RunStatus]int{}, Latency: []kindLatency{}}
+	b := graph.NewBuilder(graph.Options{SkipLayout: true})
+	durations := map[steptype.Kind][]float64{}
+	seen := map[string]bool{}
+	truncated, err := s.agentSteps(r, func(_ *stepwise.Session, steps []*stepwise.Step) {
+		out.Sessions++
+		b.Add(steps)
+		for _, st := range steps {
+			if seen[st.ID] {
+				continue
+			}
+			seen[st.ID] = true
+			out.Steps++
+			m := st.Metrics
+			out.InputTokens += m.InputTokens
+			out.OutputTokens += m.OutputTokens
+			out.CachedTokens += m.CachedTokens
+			out.Cost += m.Cost
+			if st.Kind == steptype.KindError || st.Status == steptype.StepFailed {
+				out.ErrorSteps++
+			}
+			if st.Status != steptype.StepWaiting {
+				durations[st.Kind] = append(durations[st.Kind], float64(m.Duration.Microseconds())/1000)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	out.Truncated = truncated
+	_, aerr := s.eng.Agent(name)
+	out.Registered = aerr == nil
+	if err := s.countRuns(r.Context(), name, out); err != nil {
+		return err
+	}
+	if out.Steps > 0 {
+		out.ErrorRate = float64(out.ErrorSteps) / float64(out.Steps)
+	}
+	g := b.Graph()
+	out.RepeatedStepRatio, out.GraphNodes, out.Loops, out.StuckNodes = g.RepeatedStepRatio, len(g.Nodes), g.Loops, g.StuckNodes
+	for _, k := range steptype.Kinds {
+		if d := durations[k]; len(d) > 0 {
+			out.Latency = append(out.Latency, latencyOf(k, d))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) countRuns(ctx context.Context, agent string, out *agentOverview) error {
+	runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{Agent: agent})
+	if err != nil {
+		return fmt.Errorf("list runs: %w", err)
+	}
+	finished := 0
+	for _, run := range runs {
+		out.Runs[run.Status]++
+		if run.Status.Terminal() {
+			finished++
+		}
+	}
+	out.RunsTotal = len(runs)
+	if finished > 0 {
+		out.FailedRunRate = float64(out.Runs[steptype.RunFailed]) / float64(finished)
+	}
+	return nil
+}
+
+// latencyOf computes nearest-rank percentiles of d (sorted in place).
+func latencyOf(k steptype.Kind, d []float64) kindLatency {
+	slices.Sort(d)
+	sum := 0.0
+	for _, v := range d {
+		sum += v
+	}
+	pct := func(p float64) float64 {
+		i := int(p*float64(len(d))+0.999999) - 1
+		return round3(d[min(max(i, 0), len(d)-1)])
+	}
+	return kindLatency{Kind: k, Count: len(d), MeanMS: round3(sum / float64(len(d))), P50MS: pct(0.5), P90MS: pct(0.9), P99MS: pct(0.99), MaxMS: round3(d[len(d)-1])}
+}
+
+func round3(f float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 3, 64), 64)
+	return v
+}

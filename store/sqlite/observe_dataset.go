@@ -1,0 +1,263 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"maps"
+	"time"
+
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rules"
+)
+
+const datasetCols = `id, name, description, item_count, created_at`
+
+func scanDataset(sc scanner) (*store.Dataset, error) {
+	var d store.Dataset
+	var created int64
+	if err := sc.Scan(&d.ID, &d.Name, &d.Description, &d.ItemCount, &created); err != nil {
+		return nil, err
+	}
+	d.CreatedAt = fromNanos(created)
+	return &d, nil
+}
+
+// DatasetCreate implements store.ObservationStore.
+func (s *Store) DatasetCreate(ctx context.Context, p *store.DatasetCreateParams) (*store.Dataset, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	d := *p.Dataset
+	d.ItemCount, d.CreatedAt = int64(len(p.Items)), rules.Now(p.Now)
+	return write(s, ctx, func(tx *wtx) (*store.Dataset, error) {
+		_, err := tx.conn().ExecContext(bg, `INSERT INTO datasets (`+datasetCols+`) VALUES (?, ?, ?, ?, ?)`,
+			d.ID, d.Name, d.Description, d.ItemCount, nanos(d.CreatedAt))
+		if isUnique(err) {
+			return nil, rules.Conflict("dataset %q (%s) already exists", d.Name, d.ID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		stmt, err := tx.conn().PrepareContext(bg, `INSERT INTO dataset_items (dataset_id, idx, input, expected, metadata) VALUES (?, ?, ?, ?, ?)`)
+		if err != nil {
+			return nil, err
+		}
+		defer stmt.Close()
+		for i, it := range p.Items {
+			if _, err := stmt.ExecContext(bg, d.ID, i, it.Input, it.Expected, blob(it.Metadata)); err != nil {
+				return nil, err
+			}
+		}
+		return &d, nil
+	})
+}
+
+// DatasetGet implements store.ObservationStore.
+func (s *Store) DatasetGet(ctx context.Context, p *store.DatasetGetParams) (*store.Dataset, error) {
+	if p == nil || (p.ID == "" && p.Name == "") {
+		return nil, rules.Invalid("dataset id or name is required")
+	}
+	if p.ID != "" {
+		return queryOne(s, ctx, "dataset", p.ID, scanDataset, `SELECT `+datasetCols+` FROM datasets WHERE id = ?`, p.ID)
+	}
+	return queryOne(s, ctx, "dataset", p.Name, scanDataset, `SELECT `+datasetCols+` FROM datasets WHERE name = ?`, p.Name)
+}
+
+// DatasetList implements store.ObservationStore.
+func (s *Store) DatasetList(ctx context.Context, p *store.DatasetListParams) ([]*store.Dataset, error) {
+	limit := 0
+	if p != nil {
+		limit = p.Limit
+	}
+	return queryAll(s, ctx, scanDataset, `SELECT `+datasetCols+` FROM datasets ORDER BY rowid DESC`+limitSQL(limit))
+}
+
+// DatasetItemList implements store.ObservationStore.
+func (s *Store) DatasetItemList(ctx context.Context, p *store.DatasetItemListParams) ([]*store.DatasetItem, error) {
+	if p == nil || p.DatasetID == "" {
+		return nil, rules.Invalid("dataset id is required")
+	}
+	if _, err := s.DatasetGet(ctx, &store.DatasetGetParams{ID: p.DatasetID}); err != nil {
+		return nil, err
+	}
+	return queryAll(s, ctx, func(sc scanner) (*store.DatasetItem, error) {
+		var it store.DatasetItem
+		var meta []byte
+		if err := sc.Scan(&it.DatasetID, &it.Index, &it.Input, &it.Expected, &meta); err != nil {
+			return nil, err
+		}
+		it.Metadata = rules.Raw(meta)
+		return &it, nil
+	}, `SELECT dataset_id, idx, input, expected, metadata FROM dataset_items WHERE dataset_id = ? AND idx >= ?
+		ORDER BY idx`+limitSQL(p.Limit), p.DatasetID, max(p.Offset, 0))
+}
+
+const experimentCols = `id, name, dataset_id, agent, status, config, summary, error, created_at, updated_at, finished_at`
+
+func scanExperiment(sc scanner) (*store.Experiment, error) {
+	var x store.Experiment
+	var config, summary []byte
+	var created, updated, finished int64
+	if err := sc.Scan(&x.ID, &x.Name, &x.DatasetID, &x.Agent, &x.Status, &config, &summary, &x.Error,
+		&created, &updated, &finished); err != nil {
+		return nil, err
+	}
+	x.Config, x.Summary = rules.Raw(config), rules.Raw(summary)
+	x.CreatedAt, x.UpdatedAt, x.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
+	return &x, nil
+}
+
+func (tx *wtx) experiment(id string) (*store.Experiment, error) {
+	x, err := scanExperiment(tx.conn().QueryRowContext(bg, `SELECT `+experimentCols+` FROM experiments WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, rules.NotFound("experiment", id)
+	}
+	return x, err
+}
+
+// ExperimentCreate implements store.ObservationStore.
+func (s *Store) ExperimentCreate(ctx context.Context, p *store.ExperimentCreateParams) (*store.Experiment, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	x := *p.Experiment
+	x.Config, x.Summary = rules.Raw(p.Experiment.Config), rules.Raw(p.Experiment.Summary)
+	if x.Status == "" {
+		x.Status = store.ExperimentRunning
+	}
+	now := rules.Now(p.Now)
+	x.CreatedAt, x.UpdatedAt, x.FinishedAt = now, now, time.Time{}
+	if x.Status.Terminal() {
+		x.FinishedAt = now
+	}
+	return write(s, ctx, func(tx *wtx) (*store.Experiment, error) {
+		var one int
+		err := tx.conn().QueryRowContext(bg, `SELECT 1 FROM datasets WHERE id = ?`, x.DatasetID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, rules.NotFound("dataset", x.DatasetID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		_, err = tx.conn().ExecContext(bg, `INSERT INTO experiments (`+experimentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			x.ID, x.Name, x.DatasetID, x.Agent, string(x.Status), blob(x.Config), blob(x.Summary), x.Error,
+			nanos(now), nanos(now), nanos(x.FinishedAt))
+		if isUnique(err) {
+			return nil, rules.Conflict("experiment %q (%s) already exists", x.Name, x.ID)
+		}
+		return &x, err
+	})
+}
+
+// ExperimentGet implements store.ObservationStore.
+func (s *Store) ExperimentGet(ctx context.Context, p *store.ExperimentGetParams) (*store.Experiment, error) {
+	if p == nil || (p.ID == "" && p.Name == "") {
+		return nil, rules.Invalid("experiment id or name is required")
+	}
+	if p.ID != "" {
+		return queryOne(s, ctx, "experiment", p.ID, scanExperiment, `SELECT `+experimentCols+` FROM experiments WHERE id = ?`, p.ID)
+	}
+	return queryOne(s, ctx, "experiment", p.Name, scanExperiment, `SELECT `+experimentCols+` FROM experiments WHERE name = ?`, p.Name)
+}
+
+// ExperimentList implements store.ObservationStore.
+func (s *Store) ExperimentList(ctx context.Context, p *store.ExperimentListParams) ([]*store.Experiment, error) {
+	if p == nil {
+		p = &store.ExperimentListParams{}
+	}
+	var w where
+	w.eq("dataset_id", p.DatasetID)
+	return queryAll(s, ctx, scanExperiment, `SELECT `+experimentCols+` FROM experiments WHERE `+w.sql()+
+		` ORDER BY rowid DESC`+limitSQL(p.Limit), w.args...)
+}
+
+// ExperimentUpdate implements store.ObservationStore.
+func (s *Store) ExperimentUpdate(ctx context.Context, p *store.ExperimentUpdateParams) (*store.Experiment, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	now := rules.Now(p.Now)
+	return write(s, ctx, func(tx *wtx) (*store.Experiment, error) {
+		x, err := tx.experiment(p.ID)
+		if err != nil {
+			return nil, err
+		}
+		if p.Status != nil {
+			x.Status = *p.Status
+			if x.Status.Terminal() {
+				x.FinishedAt = now
+			}
+		}
+		if p.Summary != nil {
+			x.Summary = rules.Raw(p.Summary)
+		}
+		if p.Error != nil {
+			x.Error = *p.Error
+		}
+		x.UpdatedAt = now
+		_, err = tx.conn().ExecContext(bg, `UPDATE experiments SET status = ?, summary = ?, error = ?, updated_at = ?,
+			finished_at = ? WHERE id = ?`, string(x.Status), blob(x.Summary), x.Error, nanos(now), nanos(x.FinishedAt), x.ID)
+		return x, err
+	})
+}
+
+const experimentItemCols = `experiment_id, idx, session_id, run_id, status, output, error, scores, duration,
+	input_tokens, output_tokens, cost, updated_at`
+
+func scanExperimentItem(sc scanner) (*store.ExperimentItem, error) {
+	var it store.ExperimentItem
+	var scores []byte
+	var dur, updated int64
+	if err := sc.Scan(&it.ExperimentID, &it.Index, &it.SessionID, &it.RunID, &it.Status, &it.Output, &it.Error,
+		&scores, &dur, &it.InputTokens, &it.OutputTokens, &it.Cost, &updated); err != nil {
+		return nil, err
+	}
+	if len(scores) > 0 {
+		if err := json.Unmarshal(scores, &it.Scores); err != nil {
+			return nil, err
+		}
+	}
+	it.Duration, it.UpdatedAt = time.Duration(dur), fromNanos(updated)
+	return &it, nil
+}
+
+// ExperimentItemPut implements store.ObservationStore.
+func (s *Store) ExperimentItemPut(ctx context.Context, p *store.ExperimentItemPutParams) (*store.ExperimentItem, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	it := *p.Item
+	it.Scores = maps.Clone(p.Item.Scores)
+	it.UpdatedAt = rules.Now(p.Now)
+	var scores []byte
+	if len(it.Scores) > 0 {
+		var err error
+		if scores, err = json.Marshal(it.Scores); err != nil {
+			return nil, err
+		}
+	}
+	return write(s, ctx, func(tx *wtx) (*store.ExperimentItem, error) {
+		if _, err := tx.experiment(it.ExperimentID); err != nil {
+			return nil, err
+		}
+		_, err := tx.conn().ExecContext(bg, `INSERT OR REPLACE INTO experiment_items (`+experimentItemCols+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			it.ExperimentID, it.Index, it.SessionID, it.RunID, it.Status, it.Output, it.Error, blob(scores),
+			int64(it.Duration), it.InputTokens, it.OutputTokens, it.Cost, nanos(it.UpdatedAt))
+		return &it, err
+	})
+}
+
+// ExperimentItemList implements store.ObservationStore.
+func (s *Store) ExperimentItemList(ctx context.Context, p *store.ExperimentItemListParams) ([]*store.ExperimentItem, error) {
+	if p == nil || p.ExperimentID == "" {
+		return nil, rules.Invalid("experiment id is required")
+	}
+	if _, err := s.ExperimentGet(ctx, &store.ExperimentGetParams{ID: p.ExperimentID}); err != nil {
+		return nil, err
+	}
+	return queryAll(s, ctx, scanExperimentItem, `SELECT `+experimentItemCols+` FROM experiment_items
+		WHERE experiment_id = ? ORDER BY idx`, p.ExperimentID)
+}
