@@ -4,16 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/stepwise-run/stepwise/llm"
-	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // typeStatus maps the API's error types to the HTTP status they come with,
@@ -45,52 +42,18 @@ func (m *Model) callError(ctx, callCtx context.Context, raw *http.Response, err 
 	return transportError(err)
 }
 
-// cancelled returns ctx's own error when the caller cancelled (unchanged, as
-// the llm.Model contract says), a transient "timeout" error when only
-// Config.Timeout expired, and nil when neither context is done.
+// cancelled returns ctx's error, a per-call timeout error, or nil; see
+// llm.Cancelled.
 func (m *Model) cancelled(ctx, callCtx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if callCtx.Err() != nil {
-		return &llm.Error{
-			Class:   steptype.ErrorTransient,
-			Code:    "timeout",
-			Message: fmt.Sprintf("no complete response within %v", m.cfg.Timeout),
-			Err:     context.DeadlineExceeded,
-		}
-	}
-	return nil
+	return llm.Cancelled(ctx, callCtx, m.cfg.Timeout)
 }
 
-// transportError classifies a failure to get a response at all. Refused and
-// reset connections, timeouts and a connection closed before the response
-// (io.EOF) are transient; anything else (bad URL, TLS, DNS, no
-// credentials) is permanent.
-func transportError(err error) *llm.Error {
-	class := llm.Classify(err)
-	if errors.Is(err, io.EOF) {
-		class = steptype.ErrorTransient
-	}
-	code := "connection"
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		code = "timeout"
-	case class == steptype.ErrorPermanent:
-		code = "request"
-	}
-	return &llm.Error{Class: class, Code: code, Message: err.Error(), Err: err}
-}
+// transportError classifies a failure to get a response; see
+// llm.TransportError.
+func transportError(err error) *llm.Error { return llm.TransportError(err) }
 
-// truncated is the error of a stream that ended before message_stop:
-// transient, since the next attempt is likely to complete.
-func truncated(err error) *llm.Error {
-	msg := "stream ended before message_stop"
-	if err != nil {
-		msg += ": " + err.Error()
-	}
-	return &llm.Error{Class: steptype.ErrorTransient, Code: "stream_truncated", Message: msg, Err: err}
-}
+// truncated is the error of a stream cut off before its end.
+func truncated(err error) *llm.Error { return llm.Truncated("message_stop", err) }
 
 // httpError converts an error status (429, 529 overloaded and 5xx are
 // transient; 400, 401, 403 permanent). The SDK has already read the body
@@ -98,18 +61,8 @@ func truncated(err error) *llm.Error {
 func httpError(raw *http.Response, sdkErr error) *llm.Error {
 	body, _ := io.ReadAll(io.LimitReader(raw.Body, 64<<10))
 	_ = raw.Body.Close()
-	class, code := llm.ClassifyHTTP(raw.StatusCode)
 	msg, _ := parseError(body)
-	if msg == "" {
-		msg = http.StatusText(raw.StatusCode)
-	}
-	e := &llm.Error{
-		Class:      class,
-		StatusCode: raw.StatusCode,
-		Code:       code,
-		RetryAfter: llm.ParseRetryAfter(raw.Header, time.Now()),
-		Message:    msg,
-	}
+	e := llm.StatusError(raw.StatusCode, raw.Header, msg, nil)
 	var apiErr *sdk.Error
 	if errors.As(sdkErr, &apiErr) {
 		e.Err = apiErr

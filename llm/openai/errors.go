@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 
@@ -31,73 +29,30 @@ func (m *Model) callError(ctx, callCtx context.Context, raw *http.Response, err 
 	return transportError(err)
 }
 
-// cancelled returns ctx's own error when the caller cancelled (unchanged, as
-// the llm.Model contract says), a transient "timeout" error when only
-// Config.Timeout expired, and nil when neither context is done.
+// cancelled returns ctx's error, a per-call timeout error, or nil; see
+// llm.Cancelled.
 func (m *Model) cancelled(ctx, callCtx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if callCtx.Err() != nil {
-		return &llm.Error{
-			Class:   steptype.ErrorTransient,
-			Code:    "timeout",
-			Message: fmt.Sprintf("no complete response within %v", m.cfg.Timeout),
-			Err:     context.DeadlineExceeded,
-		}
-	}
-	return nil
+	return llm.Cancelled(ctx, callCtx, m.cfg.Timeout)
 }
 
-// transportError classifies a failure to get a response at all. Refused and
-// reset connections, timeouts and a connection closed before the response
-// (io.EOF) are transient; anything else (bad URL, TLS, DNS) is permanent.
-func transportError(err error) *llm.Error {
-	class := llm.Classify(err)
-	if errors.Is(err, io.EOF) {
-		class = steptype.ErrorTransient
-	}
-	code := "connection"
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		code = "timeout"
-	case class == steptype.ErrorPermanent:
-		code = "request"
-	}
-	return &llm.Error{Class: class, Code: code, Message: err.Error(), Err: err}
-}
+// transportError classifies a failure to get a response; see
+// llm.TransportError.
+func transportError(err error) *llm.Error { return llm.TransportError(err) }
 
-// truncated is the error of a stream that ended before "data: [DONE]" or a
-// finish reason: transient, since the next attempt is likely to complete.
-func truncated(err error) *llm.Error {
-	msg := "stream ended before the response was complete"
-	if err != nil {
-		msg += ": " + err.Error()
-	}
-	return &llm.Error{Class: steptype.ErrorTransient, Code: "stream_truncated", Message: msg, Err: err}
-}
+// truncated is the error of a stream cut off before its end.
+func truncated(err error) *llm.Error { return llm.Truncated("the response was complete", err) }
 
 // httpError converts an error status. The SDK has already read the body and
 // put it back in raw.Body.
 func httpError(raw *http.Response, sdkErr error) *llm.Error {
 	body, _ := io.ReadAll(io.LimitReader(raw.Body, 64<<10))
 	_ = raw.Body.Close()
-	class, code := llm.ClassifyHTTP(raw.StatusCode)
 	msg, typ, pcode := parseError(body)
-	if msg == "" {
-		msg = strings.TrimSpace(http.StatusText(raw.StatusCode))
-	}
+	e := llm.StatusError(raw.StatusCode, raw.Header, strings.TrimSpace(msg), nil)
 	if raw.StatusCode == http.StatusTooManyRequests && (pcode == "insufficient_quota" || typ == "insufficient_quota") {
 		// OpenAI answers 429 when the account is out of credit: waiting
 		// does not help.
-		class, code = steptype.ErrorPermanent, "insufficient_quota"
-	}
-	e := &llm.Error{
-		Class:      class,
-		StatusCode: raw.StatusCode,
-		Code:       code,
-		RetryAfter: llm.ParseRetryAfter(raw.Header, time.Now()),
-		Message:    msg,
+		e.Class, e.Code = steptype.ErrorPermanent, "insufficient_quota"
 	}
 	var apiErr *sdk.Error
 	if errors.As(sdkErr, &apiErr) {
