@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/fakeopenai"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/openai"
+	"github.com/stepwise-run/stepwise/server"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/store/sqlite"
@@ -23,6 +25,8 @@ func benchCmd(e *env) *cobra.Command {
 	var steps, runs int
 	var jsonOut bool
 	var sync, dir, provider string
+	var httpMode bool
+	var latency time.Duration
 	c := &cobra.Command{
 		Use:   "bench [--store memory|sqlite] [--steps N] [--runs N] [--json]",
 		Short: "Measure per-step engine overhead on the standard tool loop",
@@ -33,6 +37,19 @@ peak RSS. --runs N runs N agents concurrently (each with --steps steps) and
 reports total throughput.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if httpMode {
+				// Concurrent streaming runs over the HTTP API on loopback,
+				// each with an SSE subscriber.
+				r, err := server.RunLoad(cmd.Context(), server.LoadConfig{Runs: runs, Latency: latency})
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return json.NewEncoder(e.stdout).Encode(map[string]any{"http": r})
+				}
+				fmt.Fprintln(e.stdout, r)
+				return nil
+			}
 			var results []*bench.Result
 			for _, s := range stores {
 				if s != "memory" && s != "sqlite" {
@@ -83,6 +100,8 @@ reports total throughput.`,
 	c.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
 	c.Flags().StringVar(&sync, "sync", "NORMAL", "SQLite synchronous mode: NORMAL or FULL")
 	c.Flags().StringVar(&dir, "dir", "", "directory for the SQLite file (default: a temp dir)")
+	c.Flags().BoolVar(&httpMode, "http", false, "measure streaming over the HTTP API instead: --runs concurrent runs, each with an SSE subscriber")
+	c.Flags().DurationVar(&latency, "latency", 2*time.Millisecond, "with --http: model latency before each delta")
 	c.Flags().StringVar(&provider, "provider", "scripted", "model: scripted (zero latency), or openai (the OpenAI provider against a local fake server)")
 	return c
 }
