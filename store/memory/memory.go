@@ -21,6 +21,7 @@ type Store struct {
 	sessions map[string]*sessionRow
 	steps    map[string]*stepRow // by step id
 	runs     map[string]*steptype.Run
+	vec      map[string]*space // vector spaces by embedder, guarded by mu (vector.go)
 }
 
 // sessionRow is a session and its own steps: steps[i] has sequence

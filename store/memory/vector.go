@@ -15,7 +15,6 @@ var _ store.VectorStore = (*Store)(nil)
 
 // spaces holds the vector spaces of each Store, guarded by the Store's
 // mutex, beside the struct so that the core store needs no vector field.
-var spaces vecindex.Registry[Store, map[string]*space]
 
 // space is the vectors of one embedder.
 type space struct {
@@ -29,7 +28,10 @@ type space struct {
 // vectors returns the Store's spaces after dropping stale vectors, the way
 // a database cascades a step delete. Called with m.mu held.
 func (m *Store) vectors() map[string]*space {
-	sp := spaces.Get(m, func() map[string]*space { return make(map[string]*space) })
+	if m.vec == nil {
+		m.vec = make(map[string]*space)
+	}
+	sp := m.vec
 	for _, s := range sp {
 		var gone []string
 		for id, row := range s.rows {

@@ -29,6 +29,9 @@ type Store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	vecOnce sync.Once
+	vec     *vecState // in-process vector indexes (vector.go)
 }
 
 var _ store.Store = (*Store)(nil)

@@ -27,8 +27,7 @@ import (
 
 var _ store.VectorStore = (*Store)(nil)
 
-// vecStates holds the indexes of each Store beside its struct.
-var vecStates vecindex.Registry[Store, *vecState]
+// The in-process indexes of a Store live in its vec field.
 
 type vecState struct {
 	mu     sync.Mutex // serializes refreshes
@@ -45,7 +44,8 @@ type vecSpace struct {
 }
 
 func (s *Store) vecState() *vecState {
-	return vecStates.Get(s, func() *vecState { return &vecState{spaces: make(map[string]*vecSpace)} })
+	s.vecOnce.Do(func() { s.vec = &vecState{spaces: make(map[string]*vecSpace)} })
+	return s.vec
 }
 
 // encodeVector is the storage form of a vector.

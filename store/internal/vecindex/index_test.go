@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -140,25 +139,6 @@ func TestFilterTimeRange(t *testing.T) {
 	if _, ok := NewFilter(&store.VectorSearchParams{Agent: "a"}, nil); ok {
 		t.Error("agent without sessions can match")
 	}
-}
-
-func TestRegistryDropsCollectedKeys(t *testing.T) {
-	t.Parallel()
-	var r Registry[struct{ n int }, *int]
-	k := &struct{ n int }{1}
-	v := r.Get(k, func() *int { return new(int) })
-	if r.Get(k, func() *int { t.Fatal("created twice"); return nil }) != v {
-		t.Fatal("Get returned another value")
-	}
-	runtime.KeepAlive(k)
-	for range 100 {
-		if r.Len() == 0 {
-			return
-		}
-		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
-	t.Errorf("value of a collected key still registered")
 }
 
 func BenchmarkSearch(b *testing.B) {
