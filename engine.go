@@ -83,6 +83,12 @@ type Engine struct {
 	closed   bool
 
 	bg bgState
+
+	hooksMu sync.RWMutex
+	hooks   []func(*Step) // OnCommit callbacks (engine_hooks.go)
+
+	obsOnce sync.Once
+	obs     *observeState // observers and masks (engine_observe.go)
 }
 
 type sessionLock struct {

@@ -40,6 +40,9 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.Input, err = e.maskInput(p.Input); err != nil {
+		return nil, err
+	}
 	now := e.now()
 	sid := p.SessionID
 	if sid == "" {
@@ -260,6 +263,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*Run, error)
 		x.cancel(ErrRunCancelled)
 	}
 	e.broker.publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: e.now()})
+	e.observeRunFinished(r, nil)
 	return r, nil
 }
 

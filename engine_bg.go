@@ -263,5 +263,6 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	e.stopObservers()
 	return err
 }

@@ -149,6 +149,9 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		s.CreatedAt = now
 		x.prevStepID = s.ID
 	}
+	if err := x.e.maskSteps(steps); err != nil {
+		return err
+	}
 	p := &store.RunUpdateParams{
 		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning},
 		Cursor: u.cursor, Status: u.status, Output: u.output, Error: u.err, StepDelta: int64(len(steps)), Now: now,
@@ -366,6 +369,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 func (x *execution) call(h Handler, s *Scope) (next *Next, err error) {
 	ctx, cancel := context.WithTimeoutCause(x.ctx, x.agent.Limits.StepTimeout, ErrStepTimeout)
 	defer cancel()
+	ctx = x.observeStepContext(ctx, s)
 	defer func() {
 		if r := recover(); r != nil {
 			next, err = nil, fmt.Errorf("%w: %v\n%s", ErrStepPanic, r, debug.Stack())
@@ -445,6 +449,7 @@ func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
 		return x.stopped(err)
 	}
 	x.publish(&Event{Type: EventRunFinished, Run: x.runSnapshot()})
+	x.e.observeRunFinished(x.runSnapshot(), serr)
 	if status == steptype.RunCompleted {
 		return x.queueNextTurn()
 	}

@@ -63,7 +63,7 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	}
 	var final *llm.Response
 	start := x.e.now()
-	for resp, err := range model.Generate(ctx, req) {
+	for resp, err := range x.observeModel(model, step).Generate(ctx, req) {
 		if err != nil {
 			return nil, err
 		}

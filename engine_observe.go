@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -102,42 +100,22 @@ type observeState struct {
 	any    atomic.Bool  // masks or queues registered
 }
 
-// observed holds the observeState of each engine beside the struct, so
-// Engine needs no field for it. Entries go with their engine.
-var observed struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[Engine]]*observeState
-}
-
 // observation returns e's state, creating it when create is set; nil when
 // nothing was ever registered.
 func (e *Engine) observation(create bool) *observeState {
-	wp := weak.Make(e)
-	observed.mu.Lock()
-	defer observed.mu.Unlock()
-	if st := observed.m[wp]; st != nil || !create {
-		return st
+	if create {
+		e.obsOnce.Do(func() {
+			st := &observeState{logger: e.cfg.Logger}
+			// Committed steps come through the commit hook.
+			e.OnCommit(func(s *Step) { e.observeStep(st, s) })
+			e.mu.Lock()
+			e.obs = st
+			e.mu.Unlock()
+		})
 	}
-	if observed.m == nil {
-		observed.m = map[weak.Pointer[Engine]]*observeState{}
-	}
-	st := &observeState{logger: e.cfg.Logger}
-	observed.m[wp] = st
-	// Committed steps come through the commit hook; it holds e weakly so
-	// that the engine can still be collected.
-	e.OnCommit(func(s *Step) {
-		if e := wp.Value(); e != nil {
-			e.observeStep(st, s)
-		}
-	})
-	runtime.AddCleanup(e, func(wp weak.Pointer[Engine]) {
-		observed.mu.Lock()
-		st := observed.m[wp]
-		delete(observed.m, wp)
-		observed.mu.Unlock()
-		st.stop()
-	}, wp)
-	return st
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.obs
 }
 
 // observing returns e's state when something is registered.

@@ -205,3 +205,25 @@ func TestObserveModelAndTool(t *testing.T) {
 		t.Errorf("refs = %+v", rec.refs)
 	}
 }
+
+type nopObserver struct{}
+
+func (nopObserver) StepCommitted(context.Context, *Run, *Step) {}
+func (nopObserver) RunFinished(context.Context, *Run)          {}
+
+// BenchmarkObserveCommit is the cost an observer adds to each commit on the
+// run's goroutine: a run snapshot and a non-blocking queue send.
+func BenchmarkObserveCommit(b *testing.B) {
+	e, err := New(Config{Store: memory.New(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Observe(nopObserver{})()
+	x := &execution{e: e, run: &Run{ID: "r", SessionID: "s"}}
+	e.active["r"] = x
+	steps := []*Step{{ID: "a", RunID: "r"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		e.runCommitHooks(steps)
+	}
+}

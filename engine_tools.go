@@ -228,7 +228,7 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string
 	pol := x.agent.Retry
 	for attempt := 1; ; attempt++ {
 		start := x.e.now()
-		res, err := callTool(ctx, t, &tool.Call{
+		res, err := callTool(ctx, x.observeTool(t), &tool.Call{
 			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: hex.EncodeToString(idem[:16]),
 			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt,
 		})

@@ -153,7 +153,7 @@ func TestBrowserForkWithEdit(t *testing.T) {
 	p.do(chromedp.Click(chromedp.CSS(`#detail button[data-action="fork"]`)))
 	p.waitJS(`document.querySelector('dialog[open] button[type="submit"]')`)
 	p.do(chromedp.Click(chromedp.CSS(`dialog[open] button[type="submit"]`)))
-	p.waitJS(`!location.hash.includes(` + js(run.SessionID) + `) && document.querySelector('#timeline [data-seq="2"][data-loaded="1"]')`)
+	p.waitJS(`/forked from/.test(document.querySelector('.meta')?.innerText || '') && document.querySelector('#timeline [data-seq="2"][data-loaded="1"]')`)
 	if n := eval[int](p, `document.querySelectorAll('#timeline .tl-row[data-loaded="1"]').length`); n != 2 {
 		t.Fatalf("fork at 2 shows %d steps", n)
 	}
@@ -161,4 +161,65 @@ func TestBrowserForkWithEdit(t *testing.T) {
 	p.do(chromedp.Click(chromedp.CSS(`.tabs button[role="tab"]:nth-child(2)`)))
 	p.waitJS(`document.querySelectorAll('.fork-tree li').length === 2 && document.querySelector('.fork-tree ul ul .fork-node.current')`)
 	p.screenshot("fork-tree")
+}
+
+// Cancel a waiting run, retry from a step and replay a session, from the
+// session page.
+func TestBrowserCancelRetryReplay(t *testing.T) {
+	e := newEnv(t, []*stepwise.Agent{askerAgent(), chatAgent()}, nil)
+	waiting := runUntil(t, e, "asker", "Print", steptype.RunWaiting)
+	p := newPage(t)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + waiting.SessionID))
+	p.waitJS(`document.querySelector('button[data-action="cancel"]')`)
+	p.do(chromedp.Click(chromedp.CSS(`button[data-action="cancel"]`)))
+	p.waitJS(`document.querySelector('dialog[open] #cancel-reason')`)
+	p.do(chromedp.SendKeys(chromedp.ID("cancel-reason"), "changed my mind"), chromedp.Click(chromedp.CSS(`dialog[open] button[type="submit"]`)))
+	if r := waitRun(t, e, waiting.ID, steptype.RunCancelled); r.Error == nil || r.Error.Message != "changed my mind" {
+		t.Fatalf("cancelled run %+v", r)
+	}
+	p.waitJS(`document.querySelector('.status-slot .badge')?.textContent === 'cancelled' && !document.querySelector('button[data-action="cancel"]')`)
+
+	done := runUntil(t, e, "chat", "What is six times seven?", steptype.RunCompleted)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + done.SessionID + "/2"))
+	p.waitJS(`document.querySelector('#main h1.title')?.title === ` + js(done.SessionID) + ` && document.querySelector('#detail .seqbig')?.textContent === '#2'`)
+	p.do(chromedp.Click(chromedp.CSS(`#detail button[data-action="retry"]`)))
+	p.waitJS(`document.querySelector('dialog[open] button[type="submit"]')`)
+	p.do(chromedp.Click(chromedp.CSS(`dialog[open] button[type="submit"]`)))
+	p.waitJS(`/forked from/.test(document.querySelector('.meta')?.innerText || '') && document.querySelector('.status-slot .badge')?.textContent === 'completed' && document.querySelector('#timeline [data-seq="4"][data-loaded="1"]')`)
+	retried := strings.TrimPrefix(eval[string](p, `location.hash`), "#/s/")
+	retried, _, _ = strings.Cut(retried, "/")
+	s, err := e.st.SessionGet(context.Background(), &store.SessionGetParams{ID: retried})
+	if err != nil || s.ParentSessionID != done.SessionID || s.ForkSequence != 1 {
+		t.Fatalf("retry session %+v %v", s, err)
+	}
+
+	p.do(chromedp.Navigate(e.url + "/#/s/" + done.SessionID))
+	p.waitJS(`document.querySelector('#main h1.title')?.title === ` + js(done.SessionID) + ` && !/forked from/.test(document.querySelector('.meta')?.innerText || '') && document.querySelector('button[data-action="replay"]')`)
+	p.do(chromedp.Click(chromedp.CSS(`button[data-action="replay"]`)))
+	p.waitJS(`document.querySelector('dialog[open] button[type="submit"]')`)
+	p.do(chromedp.Click(chromedp.CSS(`dialog[open] button[type="submit"]`)))
+	p.waitJS(`/forked from/.test(document.querySelector('.meta')?.innerText || '') && document.querySelector('.status-slot .badge')?.textContent === 'completed' && document.querySelector('#timeline [data-seq="4"][data-loaded="1"]')`)
+	p.screenshot("replayed")
+}
+
+// With tokens, the page asks for one on the first 401, keeps it for the
+// tab, and says so when it is wrong.
+func TestBrowserLoginWithToken(t *testing.T) {
+	e := newEnvWith(t, envOptions{tokens: []string{"s3cret"}})
+	seedLong(t, e, 5)
+	p := newPage(t)
+	p.do(chromedp.Navigate(e.url + "/"))
+	p.waitJS(`document.getElementById('login').open`)
+	p.screenshot("login")
+	p.do(chromedp.SendKeys(chromedp.ID("login-token"), "wrong"), chromedp.Click(chromedp.CSS(`#login button[type="submit"]`)))
+	p.waitJS(`document.getElementById('login').open && /refused/.test(document.getElementById('login-error').textContent)`)
+	p.do(chromedp.SendKeys(chromedp.ID("login-token"), "s3cret"), chromedp.Click(chromedp.CSS(`#login button[type="submit"]`)))
+	p.waitJS(`!document.getElementById('login').open && document.querySelector('table.sessions tbody tr[data-id]')`)
+	if eval[string](p, `sessionStorage.getItem('stepwise-token')`) != "s3cret" {
+		t.Fatal("token not kept in sessionStorage")
+	}
+	// The live stream carries the token too.
+	id := eval[string](p, `document.querySelector('table.sessions tbody tr[data-id]').dataset.id`)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + id))
+	p.waitJS(`document.getElementById('conn').textContent.includes('live') && document.querySelector('#timeline [data-seq="5"][data-loaded="1"]')`)
 }

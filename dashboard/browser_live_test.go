@@ -49,7 +49,7 @@ func (c *cutter) wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(&cutWriter{ResponseWriter: w, c: c, after: 5}, r)
+		next.ServeHTTP(&cutWriter{ResponseWriter: w, c: c, after: 15}, r)
 	})
 }
 
@@ -80,7 +80,7 @@ func (w *cutWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // when the stream is cut, the page resumes from its last event id and ends
 // with every step exactly once, in order.
 func TestBrowserLiveStreamResume(t *testing.T) {
-	cut := &cutter{limit: 3}
+	cut := &cutter{limit: 2}
 	e := newEnvWith(t, envOptions{agents: []*stepwise.Agent{streamerAgent()}, wrap: cut.wrap})
 	sess, err := e.eng.CreateSession(context.Background(), "streamer", "live")
 	if err != nil {

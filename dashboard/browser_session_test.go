@@ -32,9 +32,16 @@ func TestBrowserLongSession(t *testing.T) {
 		t.Fatalf("title %q", got)
 	}
 	p.screenshot("session-10k-top")
+	// No eval endpoint on this server: the Score control stays hidden.
+	p.do(chromedp.Click(chromedp.CSS(`#timeline [data-seq="2"]`)))
+	p.waitJS(`document.querySelector('#detail').dataset.evals === 'absent'`)
+	if eval[bool](p, `!!document.querySelector('#detail button[data-action="score"]')`) {
+		t.Fatal("Score shown without an eval endpoint")
+	}
 
-	// Keyboard: j j j selects step 3 and shows its detail; G jumps to the end.
-	p.do(chromedp.Focus(chromedp.ID("timeline")), chromedp.KeyEvent("jjj"))
+	// Keyboard: from step 2, j j k selects step 3 and shows its detail; G
+	// jumps to the end.
+	p.do(chromedp.Focus(chromedp.ID("timeline")), chromedp.KeyEvent("jjk"))
 	p.waitJS(`document.querySelector('#detail .seqbig')?.textContent === '#3'`)
 	if got := eval[string](p, `location.hash`); !strings.HasSuffix(got, "/3") {
 		t.Fatalf("hash after selecting step 3: %q", got)
@@ -94,6 +101,18 @@ func TestBrowserSessionsList(t *testing.T) {
 		}
 	}
 	p.screenshot("sessions")
+	// Sort by steps, descending then ascending.
+	first := func() string {
+		return eval[string](p, `document.querySelector('table.sessions tbody tr[data-id] td.title a').textContent`)
+	}
+	p.do(chromedp.Click(chromedp.Search(`//th/button[starts-with(normalize-space(.), "Steps")]`)))
+	if got := first(); got != "300-step session" {
+		t.Fatalf("sorted by steps (desc), first row %q", got)
+	}
+	p.do(chromedp.Click(chromedp.Search(`//th/button[starts-with(normalize-space(.), "Steps")]`)))
+	if got := first(); got != "40-step session" {
+		t.Fatalf("sorted by steps (asc), first row %q", got)
+	}
 	p.do(chromedp.KeyEvent("/"))
 	if eval[string](p, `document.activeElement.id`) != "q" {
 		t.Fatal(`"/" did not focus the search`)

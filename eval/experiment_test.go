@@ -81,6 +81,14 @@ func TestExperimentsAndCompare(t *testing.T) {
 			t.Errorf("exact_match eval of item 0's run = %+v", evs)
 		}
 
+		rep, err := eval.LoadReport(ctx, st, "baseline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Items) != 4 || rep.Summary.Items != 4 || rep.Items[1].Result.Output != "5" || rep.Dataset.Name != "qa" {
+			t.Errorf("report = %+v", rep)
+		}
+
 		c, err := eval.Compare(ctx, st, "baseline", b.ID)
 		if err != nil {
 			t.Fatal(err)

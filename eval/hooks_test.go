@@ -1,7 +1,4 @@
-//go:build stepwise_hooks
 
-// These tests need the engine hook lines listed in docs/observation.md
-// ("Engine hooks"); remove the build constraint once they are in.
 
 package eval_test
 

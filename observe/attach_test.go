@@ -116,3 +116,17 @@ func TestAnnotate(t *testing.T) {
 		}
 	})
 }
+
+func TestStoreWithoutObservations(t *testing.T) {
+	t.Parallel()
+	st := struct{ store.Store }{stores(t)["memory"](t)} // hides the observation methods
+	if _, err := observe.NewAttachments(st, observe.AttachmentConfig{}); !errors.Is(err, observe.ErrNotSupported) {
+		t.Errorf("NewAttachments: %v", err)
+	}
+	if _, err := observe.NewRecorder(observe.RecorderConfig{Store: st}); !errors.Is(err, observe.ErrNotSupported) {
+		t.Errorf("NewRecorder: %v", err)
+	}
+	if err := observe.ApplyAnnotations(t.Context(), st, []*steptype.Step{{ID: "a"}}); err != nil {
+		t.Errorf("ApplyAnnotations on a plain store: %v", err)
+	}
+}

@@ -19,6 +19,14 @@ type Rule struct {
 	Check func(match string) bool
 	// Replacement replaces a match; default "[" + Name + "]".
 	Replacement string
+	// Prefilter, when set, is a cheap test that text may hold a match; the
+	// pattern only runs where it returns true.
+	Prefilter func(text string) bool
+	// Candidates, when set, returns the spans of text that may hold a
+	// match, in order; the pattern runs on them only (each widened by one
+	// character for word boundaries). Go's regexp engine scans long text
+	// slowly; this keeps masking cheap on the commit path.
+	Candidates func(text string) [][2]int
 }
 
 // DefaultRules mask e-mail addresses, payment card numbers (13 to 19 digits,
@@ -26,11 +34,13 @@ type Rule struct {
 // and timestamps survive) and API keys and bearer tokens.
 func DefaultRules() []Rule {
 	rules := []Rule{
-		{Name: "email", Pattern: regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)},
-		{Name: "card", Pattern: regexp.MustCompile(`\b\d(?:[ -]?\d){12,18}\b`), Check: luhn},
+		{Name: "email", Pattern: regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`),
+			Candidates: emailSpans},
+		{Name: "card", Pattern: regexp.MustCompile(`\b\d(?:[ -]?\d){12,18}\b`), Check: luhn, Candidates: digitSpans},
 	}
-	for _, re := range secretPatterns {
-		rules = append(rules, Rule{Name: "key", Pattern: re})
+	for _, sec := range secrets {
+		rules = append(rules, Rule{Name: "key", Pattern: sec.re,
+			Prefilter: func(s string) bool { return mayContain(s, sec.literals, sec.fold) }})
 	}
 	return rules
 }
@@ -91,21 +101,106 @@ func NewMasker(cfg MaskConfig) *Masker {
 
 // Text masks every match of every rule in s.
 func (m *Masker) Text(s string) string {
-	for _, r := range m.cfg.Rules {
-		if !r.Pattern.MatchString(s) {
+	for i := range m.cfg.Rules {
+		r := &m.cfg.Rules[i]
+		if r.Prefilter != nil && !r.Prefilter(s) {
 			continue
 		}
-		s = r.Pattern.ReplaceAllStringFunc(s, func(match string) string {
-			if r.Check != nil && !r.Check(match) {
-				return match
+		if r.Candidates == nil {
+			if r.Pattern.MatchString(s) {
+				s = r.Pattern.ReplaceAllStringFunc(s, r.replace)
 			}
-			if scheme, _, ok := strings.Cut(match, " "); ok && r.Name == "key" && len(scheme) <= 6 {
-				return scheme + " " + r.Replacement // keep "Bearer "
+			continue
+		}
+		spans := r.Candidates(s)
+		if len(spans) == 0 {
+			continue
+		}
+		var b strings.Builder
+		last := 0
+		for _, sp := range spans {
+			lo, hi := max(sp[0]-1, last), min(sp[1]+1, len(s))
+			if lo >= hi {
+				continue
 			}
-			return r.Replacement
-		})
+			b.WriteString(s[last:lo])
+			b.WriteString(r.Pattern.ReplaceAllStringFunc(s[lo:hi], r.replace))
+			last = hi
+		}
+		b.WriteString(s[last:])
+		s = b.String()
 	}
 	return s
+}
+
+// replace is the replacement of one match.
+func (r *Rule) replace(match string) string {
+	if r.Check != nil && !r.Check(match) {
+		return match
+	}
+	if scheme, _, ok := strings.Cut(match, " "); ok && r.Name == "key" && len(scheme) <= 6 {
+		return scheme + " " + r.Replacement // keep "Bearer "
+	}
+	return r.Replacement
+}
+
+// emailSpans returns the spans around each "@" that an address can cover.
+func emailSpans(s string) [][2]int {
+	var spans [][2]int
+	for i := 0; i < len(s); i++ {
+		if s[i] != '@' {
+			continue
+		}
+		lo, hi := i, i+1
+		for lo > 0 && localChar(s[lo-1]) {
+			lo--
+		}
+		for hi < len(s) && (alnum(s[hi]) || s[hi] == '.' || s[hi] == '-') {
+			hi++
+		}
+		if n := len(spans); n > 0 && spans[n-1][1] >= lo {
+			spans[n-1][1] = hi
+		} else {
+			spans = append(spans, [2]int{lo, hi})
+		}
+		i = hi - 1
+	}
+	return spans
+}
+
+// digitSpans returns the runs of digits, spaces and dashes with 13 digits
+// or more: where a card number can be.
+func digitSpans(s string) [][2]int {
+	var spans [][2]int
+	start, digits := -1, 0
+	flush := func(end int) {
+		if start >= 0 && digits >= 13 {
+			spans = append(spans, [2]int{start, end})
+		}
+		start, digits = -1, 0
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			if start < 0 {
+				start = i
+			}
+			digits++
+		case (c == ' ' || c == '-') && start >= 0:
+		default:
+			flush(i)
+		}
+	}
+	flush(len(s))
+	return spans
+}
+
+func alnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func localChar(c byte) bool {
+	return alnum(c) || strings.IndexByte("._%+-", c) >= 0
 }
 
 // JSON masks the string values of a JSON document (keys and numbers are

@@ -12,28 +12,51 @@ import (
 // Redacted replaces a secret.
 const Redacted = "[REDACTED]"
 
-// secretPatterns match credentials inside free text: bearer tokens and the
-// key formats of common providers (OpenAI, Anthropic, AWS, GitHub, Slack,
-// Google, Stripe) and JWTs.
-var secretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`),
-	regexp.MustCompile(`\bsk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{16,}`),
-	regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`),
-	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}\b`),
-	regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{40,}\b`),
-	regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`),
-	regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`),
-	regexp.MustCompile(`\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}\b`),
-	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`),
+// secret is a credential pattern and the literals one of which any match
+// contains (case-insensitively when fold): the pattern only runs on text
+// that has one, as Go's regexp engine is too slow to scan every string
+// with every pattern.
+type secret struct {
+	re       *regexp.Regexp
+	literals []string
+	fold     bool
+}
+
+// secrets match credentials inside free text: bearer and basic
+// authorizations and the key formats of common providers (OpenAI,
+// Anthropic, AWS, GitHub, Slack, Google, Stripe) and JWTs.
+var secrets = []secret{
+	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`), []string{"bearer", "basic"}, true},
+	{regexp.MustCompile(`\bsk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{16,}`), []string{"sk-"}, false},
+	{regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), []string{"AKIA", "ASIA"}, false},
+	{regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}\b`), []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, false},
+	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{40,}\b`), []string{"github_pat_"}, false},
+	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), []string{"xox"}, false},
+	{regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`), []string{"AIza"}, false},
+	{regexp.MustCompile(`\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}\b`), []string{"k_live_", "k_test_"}, false},
+	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), []string{"eyJ"}, false},
+}
+
+// mayContain reports whether s contains one of the literals.
+func mayContain(s string, literals []string, fold bool) bool {
+	if fold {
+		s = strings.ToLower(s)
+	}
+	for _, l := range literals {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // RedactText replaces the credentials found in s.
 func RedactText(s string) string {
-	for _, re := range secretPatterns {
-		if !re.MatchString(s) {
+	for _, sec := range secrets {
+		if !mayContain(s, sec.literals, sec.fold) || !sec.re.MatchString(s) {
 			continue
 		}
-		s = re.ReplaceAllStringFunc(s, func(m string) string {
+		s = sec.re.ReplaceAllStringFunc(s, func(m string) string {
 			if scheme, _, ok := strings.Cut(m, " "); ok && (strings.EqualFold(scheme, "bearer") || strings.EqualFold(scheme, "basic")) {
 				return scheme + " " + Redacted
 			}

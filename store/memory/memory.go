@@ -22,6 +22,8 @@ type Store struct {
 	steps    map[string]*stepRow // by step id
 	runs     map[string]*steptype.Run
 	vec      map[string]*space // vector spaces by embedder, guarded by mu (vector.go)
+	obsOnce  sync.Once
+	obsd     *obsData // observation rows (observe.go)
 }
 
 // sessionRow is a session and its own steps: steps[i] has sequence

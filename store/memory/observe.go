@@ -2,23 +2,13 @@ package memory
 
 import (
 	"context"
-	"runtime"
 	"slices"
-	"sync"
-	"weak"
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
 var _ store.ObservationStore = (*Store)(nil)
-
-// observations holds the observation data of each Store beside the struct,
-// so the core store needs no field for it. Guarded by the Store's mutex.
-var observations struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[Store]]*obsData
-}
 
 // obsData is the observation data of one Store. Records bound to a step
 // keep the step's row and are dropped once that row is no longer the stored
@@ -78,27 +68,14 @@ type eventRec struct {
 
 // obs returns the Store's observation data. Called with m.mu held.
 func (m *Store) obs() *obsData {
-	wp := weak.Make(m)
-	observations.mu.Lock()
-	defer observations.mu.Unlock()
-	if d, ok := observations.m[wp]; ok {
-		return d
-	}
-	if observations.m == nil {
-		observations.m = make(map[weak.Pointer[Store]]*obsData)
-	}
-	d := &obsData{
-		evals: map[string]*evalRec{}, annotations: map[string]*annRec{}, blobs: map[string]*blobRec{},
-		attachments: map[string]*attRec{}, events: map[string][]*eventRec{}, eventIDs: map[string]*eventRec{},
-		datasets: map[string]*datasetRec{}, experiments: map[string]*experimentRec{},
-	}
-	observations.m[wp] = d
-	runtime.AddCleanup(m, func(wp weak.Pointer[Store]) {
-		observations.mu.Lock()
-		delete(observations.m, wp)
-		observations.mu.Unlock()
-	}, wp)
-	return d
+	m.obsOnce.Do(func() {
+		m.obsd = &obsData{
+			evals: map[string]*evalRec{}, annotations: map[string]*annRec{}, blobs: map[string]*blobRec{},
+			attachments: map[string]*attRec{}, events: map[string][]*eventRec{}, eventIDs: map[string]*eventRec{},
+			datasets: map[string]*datasetRec{}, experiments: map[string]*experimentRec{},
+		}
+	})
+	return m.obsd
 }
 
 func (d *obsData) next() int64 { d.seq++; return d.seq }

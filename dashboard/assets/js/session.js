@@ -13,7 +13,7 @@ const enc = encodeURIComponent;
 const ACTIVE = new Set(['queued', 'running', 'waiting']);
 
 export function sessionView(main, { id, seq, tab }) {
-  let closed = false, es = null, tl = null, sess = null, runs = [];
+  let closed = false, es = null, tl = null, sess = null, runs = [], resync = false;
   const title = h('h1', { class: 'title', text: 'Session ' + shortID(id) });
   const meta = h('div', { class: 'meta' });
   const status = h('span', { class: 'status-slot' });
@@ -161,15 +161,22 @@ export function sessionView(main, { id, seq, tab }) {
     es = stream(`/v1/sessions/${enc(id)}/events`, {
       lastId: sess.last_sequence + ':0',
       onEvent,
-      onState: (st) => { if (st === 'reconnecting') window.__stepwiseReconnects = (window.__stepwiseReconnects || 0) + 1; conn.textContent = st === 'live' ? '● live' : st === 'reconnecting' ? '○ reconnecting…' : ''; conn.className = 'conn ' + st; },
+      onState: (st) => {
+        if (st === 'reconnecting') { window.__stepwiseReconnects = (window.__stepwiseReconnects || 0) + 1; resync = true; }
+        // Run events are not replayed after a reconnect: re-read the run.
+        if (st === 'live' && resync) { resync = false; refresh(); refreshPending(); }
+        conn.textContent = st === 'live' ? '● live' : st === 'reconnecting' ? '○ reconnecting…' : ''; conn.className = 'conn ' + st; },
     });
     refresh();
     refreshPending();
   })();
+  // While a run is active, re-read it now and then (a safety net for run
+  // events a resumed stream cannot replay).
+  const poll = setInterval(() => { const r = latestRun(); if (!document.hidden && r && ACTIVE.has(r.status)) refresh(); }, 5000);
 
   return {
     close() {
-      closed = true; es?.close(); tl?.destroy();
+      closed = true; es?.close(); tl?.destroy(); clearInterval(poll);
       document.removeEventListener('keydown', onKey);
       conn.textContent = ''; conn.className = 'conn';
     },
