@@ -3,13 +3,18 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/eval"
 	"github.com/stepwise-run/stepwise/internal/agentload"
 	"github.com/stepwise-run/stepwise/internal/demo"
+	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/telemetry"
 )
 
 // runtime is an open store, an engine over it and the agent files loaded
@@ -19,10 +24,14 @@ type runtime struct {
 	st     store.Store
 	loaded []*agentload.Loaded
 	memory *recall.Worker // embeds committed steps in the background
+	stop   []func()       // observers to flush and stop on Close
 }
 
 // Close stops the engine and releases the agents' and store's resources.
 func (r *runtime) Close() error {
+	for _, stop := range r.stop {
+		stop()
+	}
 	errs := []error{r.eng.Close()}
 	if r.memory != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -74,6 +83,10 @@ func (e *env) open(ctx context.Context, agentArg string, moreFiles ...string) (*
 			r.memory = w
 		}
 	}
+	if err := r.observe(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
 	if arg := r.agentName(agentArg); arg != "" {
 		if _, err := eng.Agent(arg); err != nil {
 			r.Close()
@@ -111,4 +124,29 @@ func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles
 		}
 	}
 	return agents, prices, nil
+}
+
+// observe registers the observers every engine of the command line has:
+// heuristic evaluators when a run ends, OpenTelemetry export when an
+// OTEL_EXPORTER_OTLP_* endpoint is configured, and masking of e-mails, card
+// numbers and keys before persistence when STEPWISE_MASK=1.
+func (r *runtime) observe(ctx context.Context) error {
+	if runner, err := eval.NewRunner(eval.RunnerConfig{Store: r.st, Engine: r.eng}); err == nil {
+		r.stop = append(r.stop, r.eng.Observe(runner))
+	}
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		exp, err := telemetry.New(ctx, telemetry.Config{Store: r.st})
+		if err != nil {
+			return fmt.Errorf("opentelemetry: %w", err)
+		}
+		r.stop = append(r.stop, r.eng.Observe(exp), func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = exp.Shutdown(sctx)
+		})
+	}
+	if os.Getenv("STEPWISE_MASK") == "1" {
+		r.eng.Mask(observe.NewMasker(observe.MaskConfig{}).Step)
+	}
+	return nil
 }
