@@ -20,6 +20,7 @@ type Error struct {
 	Type   string // problem type URI
 }
 
+// Error formats the status, code and detail.
 func (e *Error) Error() string {
 	if e.Detail != "" {
 		return fmt.Sprintf("stepwise server: %d %s: %s", e.Status, e.Code, e.Detail)

@@ -170,14 +170,14 @@ func TestBrowserCancelRetryReplay(t *testing.T) {
 	waiting := runUntil(t, e, "asker", "Print", steptype.RunWaiting)
 	p := newPage(t)
 	p.do(chromedp.Navigate(e.url + "/#/s/" + waiting.SessionID))
-	p.waitJS(`document.querySelector('button[data-action="cancel"]')`)
+	p.waitJS(`document.querySelector('button[data-action="cancel"]:not([hidden])')`)
 	p.do(chromedp.Click(chromedp.CSS(`button[data-action="cancel"]`)))
 	p.waitJS(`document.querySelector('dialog[open] #cancel-reason')`)
 	p.do(chromedp.SendKeys(chromedp.ID("cancel-reason"), "changed my mind"), chromedp.Click(chromedp.CSS(`dialog[open] button[type="submit"]`)))
 	if r := waitRun(t, e, waiting.ID, steptype.RunCancelled); r.Error == nil || r.Error.Message != "changed my mind" {
 		t.Fatalf("cancelled run %+v", r)
 	}
-	p.waitJS(`document.querySelector('.status-slot .badge')?.textContent === 'cancelled' && !document.querySelector('button[data-action="cancel"]')`)
+	p.waitJS(`document.querySelector('.status-slot .badge')?.textContent === 'cancelled' && document.querySelector('button[data-action="cancel"]').hidden`)
 
 	done := runUntil(t, e, "chat", "What is six times seven?", steptype.RunCompleted)
 	p.do(chromedp.Navigate(e.url + "/#/s/" + done.SessionID + "/2"))

@@ -103,11 +103,7 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, r *http.R
 	if err != nil {
 		return err
 	}
-	// Subscribe before the run exists, so that its first events are live.
 	after := stepwise.Position{Seq: sess.LastSequence}
-	sub, cancelSub := context.WithCancel(ctx)
-	events := pump(sub, s.eng.Subscribe(sub, stepwise.SubscribeParams{SessionID: sess.ID, After: after}))
-	defer drain(cancelSub, events)
 	run, err := s.eng.StartRun(ctx, stepwise.StartParams{Agent: agent.Name, SessionID: sess.ID, Input: input, State: state})
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -115,11 +111,13 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, r *http.R
 		}
 		return err
 	}
+	events, stop := s.followRun(ctx, run.ID, after)
+	defer stop()
 	out := s.newAGUIStream(w, in, run)
 	if err := out.start(); err != nil {
 		return nil
 	}
-	s.aguiFollow(ctx, out, run, after, events, nil)
+	s.aguiFollow(ctx, out, run, after, events, false)
 	return nil
 }
 
@@ -167,9 +165,6 @@ func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, r *http.
 		return errorf(http.StatusConflict, CodeNotWaiting, "thread %s has no interrupted run to resume", sess.ID)
 	}
 	after := stepwise.Position{Seq: sess.LastSequence}
-	sub, cancelSub := context.WithCancel(ctx)
-	events := pump(sub, s.eng.Subscribe(sub, stepwise.SubscribeParams{RunID: run.ID, After: after}))
-	defer drain(cancelSub, events)
 	out := s.newAGUIStream(w, in, run)
 	if err := out.start(); err != nil {
 		return nil
@@ -224,8 +219,26 @@ func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, r *http.
 		out.interrupt(ctx, s)
 		return nil
 	}
-	s.aguiFollow(ctx, out, cur, after, events, answered)
+	for _, step := range answered {
+		out.t.answered(step)
+	}
+	events, stop := s.followRun(ctx, run.ID, after)
+	defer stop()
+	s.aguiFollow(ctx, out, cur, after, events, true)
 	return nil
+}
+
+// followRun subscribes to a run that (re)started after the session
+// position after. It resumes after (after.Seq, 1), the position of the
+// run_started event of an execution that acquires the session at after.Seq:
+// the engine's in-memory ring then covers the subscription whenever the
+// execution is live, so deltas are streamed even when the subscription
+// comes after the first commits; a run that already ended is replayed
+// from the store.
+func (s *Server) followRun(ctx context.Context, runID string, after stepwise.Position) (<-chan item, func()) {
+	sub, cancel := context.WithCancel(ctx)
+	events := pump(sub, s.eng.Subscribe(sub, stepwise.SubscribeParams{RunID: runID, After: stepwise.Position{Seq: after.Seq, Idx: 1}}))
+	return events, func() { drain(cancel, events) }
 }
 
 // sessionPending lists the pending requests of a session's waiting runs.

@@ -208,20 +208,15 @@ func interruptOf(p *stepwise.PendingInput) aguiInterrupt {
 	return in
 }
 
-// aguiFollow streams a run's events as AG-UI events until it parks, finishes
-// or the client leaves. events is a subscription (of the run or of its
-// session) opened before the run started or resumed; after is the session
-// position then; answered are the requests a resume answered just now.
-func (s *Server) aguiFollow(ctx context.Context, out *aguiStream, run *stepwise.Run, after stepwise.Position, events <-chan item, answered []*stepwise.Step) {
+// aguiFollow streams a run's events (from followRun) as AG-UI events until
+// it parks, finishes or the client leaves. after is the session position
+// before the run started or resumed.
+func (s *Server) aguiFollow(ctx context.Context, out *aguiStream, run *stepwise.Run, after stepwise.Position, events <-chan item, resumed bool) {
 	t := out.t
-	for _, st := range answered {
-		t.answered(st)
-	}
 	out.flush()
-	resumed := answered != nil
 	check := time.NewTicker(aguiCheckInterval)
 	defer check.Stop()
-	seenStart, settledTicks := false, 0
+	settledTicks := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -266,10 +261,10 @@ func (s *Server) aguiFollow(ctx context.Context, out *aguiStream, run *stepwise.
 				}
 				if ev := it.ev; ev.RunID == run.ID {
 					switch ev.Type {
-					case stepwise.EventRunStarted:
-						seenStart = true
 					case stepwise.EventRunWaiting:
-						if !resumed || seenStart {
+						// A resumed run parks again only after a new step
+						// (its new request); an older run_waiting is stale.
+						if !resumed || t.lastSeq > after.Seq {
 							out.interrupt(ctx, s)
 							return
 						}

@@ -122,9 +122,12 @@ func findEvent(evs []map[string]any, typ string) map[string]any {
 	return nil
 }
 
-// counterAgent counts its runs in the state, then calls echo once.
+// counterAgent counts its runs in the state, then calls echo once. Its
+// model takes a few milliseconds per delta, as real ones do, so the stream
+// is live (a run that ends before the request subscribes is replayed from
+// the store instead, complete but not streamed).
 func counterAgent() *stepwise.Agent {
-	a := toolAgent("counter", 1, 0)
+	a := toolAgent("counter", 1, 3*time.Millisecond)
 	a.StartStep = "count"
 	a.Steps = map[string]stepwise.Handler{"count": stepwise.StepFunc(func(ctx context.Context, s *stepwise.Scope) (*stepwise.Next, error) {
 		return &stepwise.Next{Step: stepwise.StepLLM, State: map[string]any{"counted": true}}, nil
@@ -194,7 +197,7 @@ func TestAGUIToolsStateAndText(t *testing.T) {
 
 		t.Fatalf("session %+v %v", sess, err)
 	}
-	if got := collapse(eventTypes(turns[1].Events)); !strings.HasPrefix(got, "RUN_STARTED STATE_SNAPSHOT STEP_STARTED") || !strings.HasSuffix(got, "RUN_FINISHED") {
+	if got := collapse(eventTypes(turns[1].Events)); !strings.HasPrefix(got, "RUN_STARTED STATE_SNAPSHOT") || !strings.Contains(got, "TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END") || !strings.HasSuffix(got, "RUN_FINISHED") {
 		t.Fatalf("second turn %s", got)
 	}
 }

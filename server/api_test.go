@@ -157,8 +157,8 @@ func TestHumanInputOverHTTP(t *testing.T) {
 	if r := env.waitRun(inv2.RunID, steptype.RunCompleted); r.Output != "All done." {
 		t.Fatalf("output %q", r.Output)
 	}
-	// Answering a finished run: 409 run_finished.
-	env.problem(409, CodeRunFinished, "POST", "/v1/runs/"+inv2.RunID+"/inputs/"+pend[0].RequestID, `{"answer":{"approved":true}}`)
+	// Answering the same request again after the run finished: 409 already_answered.
+	env.problem(409, CodeAlreadyAnswered, "POST", "/v1/runs/"+inv2.RunID+"/inputs/"+pend[0].RequestID, `{"answer":{"approved":true}}`)
 }
 
 func TestAgentsAndRunsEndpoints(t *testing.T) {
@@ -213,10 +213,16 @@ func TestAgentsAndRunsEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.waitRun(inv3.RunID, steptype.RunWaiting)
+	pend3, err := env.c.Pending(ctx, inv3.RunID)
+	if err != nil || len(pend3) != 1 {
+		t.Fatalf("pending: %v %v", pend3, err)
+	}
 	cancelled, err := env.c.Cancel(ctx, inv3.RunID, "changed my mind")
 	if err != nil || cancelled.Status != steptype.RunCancelled || cancelled.Error == nil || cancelled.Error.Message != "changed my mind" {
 		t.Fatalf("cancel: %+v %v", cancelled, err)
 	}
+	// Its request can no longer be answered: 409 run_finished.
+	env.problem(409, CodeRunFinished, "POST", "/v1/runs/"+inv3.RunID+"/inputs/"+pend3[0].RequestID, `{"answer":{"approved":true}}`)
 	for {
 		step, err := env.c.NextStep(ctx, inv3)
 		if err != nil {

@@ -9,16 +9,22 @@ import (
 
 // BenchmarkHTTPStreaming measures streaming over HTTP on loopback: N
 // concurrent runs, each watched by its own SSE subscriber, on a model that
-// streams 8 deltas per call with 2ms latency before each and calls a tool
-// 3 times (8 steps per run). It reports committed steps/s, the delivery
-// latency of deltas from the model to the subscriber (p50, p99), and the
-// peak live heap. See RunLoad and `stepwise bench --http`.
+// streams 10 deltas per call, 20ms (±50%) apart, and calls a tool 7 times
+// (16 steps per run); starts are spread over one model call (200ms), and
+// runs=1000/burst starts them all at once. It reports committed steps/s,
+// the delivery latency of deltas from the model to the subscriber (p50,
+// p99), CPU per event and the peak live heap. See RunLoad and
+// `stepwise bench --http`.
 func BenchmarkHTTPStreaming(b *testing.B) {
-	for _, runs := range []int{10, 100, 1000} {
-		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
+	for _, c := range []LoadConfig{{Runs: 10}, {Runs: 100}, {Runs: 1000}, {Runs: 1000, Burst: true}} {
+		name := fmt.Sprintf("runs=%d", c.Runs)
+		if c.Burst {
+			name += "/burst"
+		}
+		b.Run(name, func(b *testing.B) {
 			var last *LoadResult
 			for b.Loop() {
-				res, err := RunLoad(context.Background(), LoadConfig{Runs: runs, Turns: 4, Deltas: 8, Latency: 2 * time.Millisecond})
+				res, err := RunLoad(context.Background(), c)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -35,7 +41,7 @@ func BenchmarkHTTPStreaming(b *testing.B) {
 
 func TestRunLoadSmall(t *testing.T) {
 	t.Parallel()
-	res, err := RunLoad(context.Background(), LoadConfig{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond})
+	res, err := RunLoad(context.Background(), LoadConfig{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, Burst: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,4 +160,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-

@@ -38,7 +38,9 @@ func TestGracefulShutdownAndResume(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		served := make(chan error, 1)
-		go func() { served <- Serve(ctx, ln, Config{Engine: eng, Logger: testLogger(t), ShutdownTimeout: 20 * time.Second}) }()
+		go func() {
+			served <- Serve(ctx, ln, Config{Engine: eng, Logger: testLogger(t), ShutdownTimeout: 20 * time.Second})
+		}()
 		c, err := client.New("http://"+ln.Addr().String(), client.WithReconnect(5*time.Millisecond, 5*time.Millisecond, 3))
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"runtime/metrics"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,12 +30,20 @@ type LoadConfig struct {
 	// its own SSE subscriber. Default 100.
 	Runs int
 	// Turns is the model calls per run; all but the last ask for a tool,
-	// so a run commits 2*Turns steps. Default 4.
+	// so a run commits 2*Turns steps. Default 8 (with the other defaults a
+	// run streams for about 1.6s, so all runs stream at the same time).
 	Turns int
-	// Deltas is the streamed deltas per model call. Default 8.
+	// Deltas is the streamed deltas per model call. Default 10.
 	Deltas int
-	// Latency is the model's delay before each delta. Default 2ms.
+	// Latency is the model's delay before each delta. Default 20ms: about
+	// 50 chunks a second per stream, the pace of a fast hosted model.
 	Latency time.Duration
+	// Ramp spreads the starts of the runs evenly over this duration, as
+	// users do not all press enter in the same millisecond. Default: one
+	// model call (Deltas × Latency).
+	Ramp time.Duration
+	// Burst starts every run at once instead (the worst case).
+	Burst bool
 	// Store backs the engine. Default: a new in-memory store.
 	Store store.Store
 	// Logger receives server and engine errors. Default: discarded.
@@ -61,12 +68,18 @@ type LoadResult struct {
 	// PeakGoroutines is the peak goroutine count (server, engine and
 	// clients together, in one process).
 	PeakGoroutines int `json:"peak_goroutines"`
+	// CPUPerEvent is the process CPU time (user and system) spent per
+	// delivered event (delta or step), engine, server and subscribers
+	// together: a measure that holds on a busy machine, where latency does
+	// not. Zero where not measured.
+	CPUPerEvent time.Duration `json:"cpu_per_event_ns"`
 }
 
+// String summarizes the result on one line.
 func (r *LoadResult) String() string {
-	return fmt.Sprintf("%d runs, %d steps, %d deltas in %s: %.0f steps/s, %.0f deltas/s; delivery p50 %s p99 %s max %s; peak heap %.1f MB, %d goroutines",
+	return fmt.Sprintf("%d runs, %d steps, %d deltas in %s: %.0f steps/s, %.0f deltas/s; delivery p50 %s p99 %s max %s; %s CPU/event; peak heap %.1f MB, %d goroutines",
 		r.Runs, r.Steps, r.Deltas, r.Elapsed.Round(time.Millisecond), r.StepsPerS, r.DeltasPerS,
-		r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond), r.PeakHeapMB, r.PeakGoroutines)
+		r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond), r.CPUPerEvent.Round(100*time.Nanosecond), r.PeakHeapMB, r.PeakGoroutines)
 }
 
 func (c LoadConfig) withDefaults() LoadConfig {
@@ -74,13 +87,19 @@ func (c LoadConfig) withDefaults() LoadConfig {
 		c.Runs = 100
 	}
 	if c.Turns <= 0 {
-		c.Turns = 4
+		c.Turns = 8
 	}
 	if c.Deltas <= 0 {
-		c.Deltas = 8
+		c.Deltas = 10
 	}
 	if c.Latency == 0 {
-		c.Latency = 2 * time.Millisecond
+		c.Latency = 20 * time.Millisecond
+	}
+	if c.Ramp <= 0 {
+		c.Ramp = time.Duration(c.Deltas) * c.Latency
+	}
+	if c.Burst {
+		c.Ramp = 0
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -89,10 +108,12 @@ func (c LoadConfig) withDefaults() LoadConfig {
 }
 
 // RunLoad measures streaming over HTTP on loopback: it starts an engine and
-// a server on 127.0.0.1, then Runs concurrent runs of a model that stamps
-// each delta with the time it was produced, each watched by an SSE
-// subscriber on its session, and reports steps/s, delivery latency and
-// memory. It backs BenchmarkHTTPStreaming and `stepwise bench --http`.
+// a server on 127.0.0.1, creates Runs sessions and connects an SSE
+// subscriber to each, then starts a run in every session (spread over
+// Ramp), on a model that stamps each delta with the time it was produced. It reports
+// steps/s, the delivery latency of deltas (model to subscriber) and memory.
+// The subscribers run in the same process and count against the same CPUs.
+// It backs BenchmarkHTTPStreaming and `stepwise bench --http`.
 func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	cfg = cfg.withDefaults()
 	st := cfg.Store
@@ -125,16 +146,50 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 
 	var peakHeap, peakG atomic.Int64
 	stopSampling := sampleMemory(&peakHeap, &peakG)
-	lats := make([][]time.Duration, cfg.Runs)
-	var steps, deltas atomic.Int64
+	defer stopSampling()
+	// Phase 1: every subscriber connects. Phase 2, once all are connected:
+	// every run starts.
+	streams := make([]*loadStream, cfg.Runs)
 	errs := make(chan error, cfg.Runs)
 	var wg sync.WaitGroup
-	start := time.Now()
+	sem := make(chan struct{}, 64) // bound the connection storm
 	for i := range cfg.Runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := loadOne(ctx, hc, base, &steps, &deltas)
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			st, err := connectLoad(ctx, hc, base)
+			if err != nil {
+				errs <- err
+				return
+			}
+			streams[i] = st
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, st := range streams {
+			if st != nil {
+				st.body.Close()
+			}
+		}
+	}()
+	if len(errs) > 0 {
+		close(errs)
+		return nil, fmt.Errorf("load: connect: %w", errors.Join(collect(errs)...))
+	}
+	lats := make([][]time.Duration, cfg.Runs)
+	var steps, deltas atomic.Int64
+	start, cpu0 := time.Now(), processCPU()
+	for i, st := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if cfg.Ramp > 0 {
+				time.Sleep(time.Until(start.Add(cfg.Ramp * time.Duration(i) / time.Duration(cfg.Runs))))
+			}
+			l, err := st.run(ctx, hc, base, &steps, &deltas)
 			lats[i] = l
 			if err != nil {
 				errs <- err
@@ -142,7 +197,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	stopSampling()
 	close(errs)
 	if err := errors.Join(collect(errs)...); err != nil {
@@ -154,6 +209,9 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		PeakHeapMB: float64(peakHeap.Load()) / (1 << 20), PeakGoroutines: int(peakG.Load())}
 	res.StepsPerS = float64(res.Steps) / elapsed.Seconds()
 	res.DeltasPerS = float64(res.Deltas) / elapsed.Seconds()
+	if n := res.Steps + res.Deltas; n > 0 && cpu > 0 {
+		res.CPUPerEvent = cpu / time.Duration(n)
+	}
 	if n := len(all); n > 0 {
 		res.P50, res.P99, res.Max = all[n/2], all[min(n-1, n*99/100)], all[n-1]
 	}
@@ -168,9 +226,15 @@ func collect(ch <-chan error) []error {
 	return out
 }
 
-// loadOne creates a session, subscribes to it, starts a run and reads the
-// stream until the run finishes, returning the delivery latencies.
-func loadOne(ctx context.Context, hc *http.Client, base string, steps, deltas *atomic.Int64) ([]time.Duration, error) {
+// loadStream is one session with a connected SSE subscriber.
+type loadStream struct {
+	sessionID string
+	body      io.ReadCloser
+	r         *bufio.Reader
+}
+
+// connectLoad creates a session and subscribes to it.
+func connectLoad(ctx context.Context, hc *http.Client, base string) (*loadStream, error) {
 	var sess stepwise.Session
 	if err := loadPost(ctx, hc, base+"/v1/sessions", `{"agent":"load"}`, &sess); err != nil {
 		return nil, err
@@ -180,52 +244,62 @@ func loadOne(ctx context.Context, hc *http.Client, base string, steps, deltas *a
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
 		return nil, fmt.Errorf("subscribe: status %d", resp.StatusCode)
 	}
+	return &loadStream{sessionID: sess.ID, body: resp.Body, r: bufio.NewReaderSize(resp.Body, 8<<10)}, nil
+}
+
+var (
+	contentStamp = []byte(`"content":"t`)
+	completed    = []byte(`"status":"completed"`)
+)
+
+// run starts the session's run and reads the stream until it finishes,
+// returning the delivery latencies of the deltas. It reads only what it
+// needs from each event (the event line, the stamp of a delta), so that
+// the measuring client costs little next to the server it measures.
+func (l *loadStream) run(ctx context.Context, hc *http.Client, base string, steps, deltas *atomic.Int64) ([]time.Duration, error) {
 	var created runCreated
-	if err := loadPost(ctx, hc, base+"/v1/runs", `{"agent":"load","input":"go","session_id":"`+sess.ID+`"}`, &created); err != nil {
+	if err := loadPost(ctx, hc, base+"/v1/runs", `{"agent":"load","input":"go","session_id":"`+l.sessionID+`"}`, &created); err != nil {
 		return nil, err
 	}
+	runID := []byte(`"run_id":"` + created.Run.ID + `"`)
 	var lats []time.Duration
-	r := bufio.NewReaderSize(resp.Body, 64<<10)
-	var ev struct {
-		Type  string          `json:"type"`
-		RunID string          `json:"run_id"`
-		Delta *stepwise.Delta `json:"delta"`
-		Run   *stepwise.Run   `json:"run"`
-	}
+	var typ []byte
+	delta, step, finished := []byte(stepwise.EventStepDelta), []byte(stepwise.EventStepCompleted), []byte(stepwise.EventRunFinished)
 	for {
-		line, err := r.ReadSlice('\n')
+		line, err := l.r.ReadSlice('\n')
 		if err != nil {
 			return lats, fmt.Errorf("stream of run %s: %w", created.Run.ID, err)
+		}
+		if t, ok := bytes.CutPrefix(line, []byte("event: ")); ok {
+			typ = append(typ[:0], bytes.TrimSpace(t)...)
+			continue
 		}
 		data, ok := bytes.CutPrefix(line, []byte("data: "))
 		if !ok {
 			continue
 		}
-		ev.Delta, ev.Run = nil, nil
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return lats, err
-		}
-		switch ev.Type {
-		case string(stepwise.EventStepDelta):
+		switch {
+		case bytes.Equal(typ, delta):
 			now := time.Now()
-			if ev.Delta != nil {
-				if ts, ok := strings.CutPrefix(ev.Delta.Content, "t"); ok {
-					if n, err := strconv.ParseInt(strings.TrimSuffix(ts, "|"), 10, 64); err == nil {
+			if i := bytes.Index(data, contentStamp); i >= 0 {
+				rest := data[i+len(contentStamp):]
+				if j := bytes.IndexByte(rest, '|'); j > 0 {
+					if n, ok := parseStamp(rest[:j]); ok {
 						lats = append(lats, now.Sub(time.Unix(0, n)))
 					}
 				}
 			}
 			deltas.Add(1)
-		case string(stepwise.EventStepCompleted):
+		case bytes.Equal(typ, step):
 			steps.Add(1)
-		case string(stepwise.EventRunFinished):
-			if ev.RunID == created.Run.ID {
-				if ev.Run == nil || ev.Run.Status != "completed" {
-					return lats, fmt.Errorf("run %s did not complete", created.Run.ID)
+		case bytes.Equal(typ, finished):
+			if bytes.Contains(data, runID) {
+				if !bytes.Contains(data, completed) {
+					return lats, fmt.Errorf("run %s did not complete: %s", created.Run.ID, data)
 				}
 				return lats, nil
 			}
@@ -252,6 +326,7 @@ func loadPost(ctx context.Context, hc *http.Client, url, body string, out any) e
 // (runtime/metrics does not stop the world) until the returned func is
 // called.
 func sampleMemory(heap, goroutines *atomic.Int64) func() {
+	var once sync.Once
 	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/sched/goroutines:goroutines"}}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
@@ -274,5 +349,17 @@ func sampleMemory(heap, goroutines *atomic.Int64) func() {
 			}
 		}
 	}()
-	return func() { close(done); <-stopped }
+	return func() { once.Do(func() { close(done); <-stopped }) }
+}
+
+// parseStamp parses the decimal nanoseconds of a delta stamp.
+func parseStamp(b []byte) (int64, bool) {
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, len(b) > 0
 }

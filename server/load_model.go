@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -16,14 +17,17 @@ var loadToolDef = llm.ToolDef{Name: "noop", Description: "Does nothing.", Parame
 
 // loadModel is the model of RunLoad: each call streams deltas whose text is
 // the time they were produced ("t<unix nanoseconds>|"), so a subscriber can
-// measure delivery latency; every call but the last asks for the noop tool.
+// measure delivery latency, each after a delay of latency ±50%; every call
+// but the last asks for the noop tool.
 type loadModel struct {
 	turns, deltas int
 	latency       time.Duration
 }
 
+// Name implements llm.Model.
 func (m *loadModel) Name() string { return "load:stamp" }
 
+// Generate implements llm.Model.
 func (m *loadModel) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.Response, error] {
 	return func(yield func(*llm.Response, error) bool) {
 		p := 0
@@ -36,7 +40,8 @@ func (m *loadModel) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*l
 		t := time.NewTimer(m.latency)
 		defer t.Stop()
 		for range m.deltas {
-			t.Reset(m.latency)
+			// Real streams are not phase-locked: jitter each delay by ±50%.
+			t.Reset(m.latency/2 + rand.N(m.latency))
 			select {
 			case <-ctx.Done():
 				yield(nil, ctx.Err())

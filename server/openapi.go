@@ -35,13 +35,13 @@ func queryParam(name, typ, desc string) apiParam {
 }
 
 var (
-	pID       = pathParam("id", "the session or run id")
-	pAfter    = queryParam("after", "string", "resume after this position, SEQ:IDX (an event id)")
-	pLastID   = apiParam{name: "Last-Event-ID", in: "header", typ: "string", desc: "resume after this event id (SEQ:IDX); wins over after"}
-	read      = []int{401, 404}
-	write     = []int{400, 401, 404, 409, 413, 415, 422}
-	opsOnce   sync.Once
-	opsDoc    []byte
+	pID     = pathParam("id", "the session or run id")
+	pAfter  = queryParam("after", "string", "resume after this position, SEQ:IDX (an event id)")
+	pLastID = apiParam{name: "Last-Event-ID", in: "header", typ: "string", desc: "resume after this event id (SEQ:IDX); wins over after"}
+	read    = []int{401, 404}
+	write   = []int{400, 401, 404, 409, 413, 415, 422}
+	opsOnce sync.Once
+	opsDoc  []byte
 )
 
 func apiOps() []apiOp {

@@ -54,6 +54,7 @@ type apiError struct {
 	detail string
 }
 
+// Error returns the detail.
 func (e *apiError) Error() string { return e.detail }
 
 func errorf(status int, code, format string, args ...any) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"iter"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/stepwise-run/stepwise"
@@ -52,6 +53,20 @@ func (s *sseWriter) event(id, typ string, data []byte) error {
 		b = append(b, id...)
 		b = append(b, '\n')
 	}
+	return s.finish(b, typ, data)
+}
+
+// positioned writes one event whose id is pos.
+func (s *sseWriter) positioned(pos stepwise.Position, typ string, data []byte) error {
+	b := append(s.buf[:0], "id: "...)
+	b = strconv.AppendInt(b, pos.Seq, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, pos.Idx, 10)
+	b = append(b, '\n')
+	return s.finish(b, typ, data)
+}
+
+func (s *sseWriter) finish(b []byte, typ string, data []byte) error {
 	if typ != "" {
 		b = append(b, "event: "...)
 		b = append(b, typ...)
@@ -151,6 +166,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p stepwise.Subsc
 	}()
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
+	var data []byte
 	for {
 		select {
 		case <-ctx.Done():
@@ -169,12 +185,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p stepwise.Subsc
 					s.streamError(sw, r, it.err)
 					return nil
 				}
-				data, err := json.Marshal(eventWire(it.ev))
+				var err error
+				data, err = appendEvent(data[:0], it.ev)
 				if err != nil {
 					s.streamError(sw, r, err)
 					return nil
 				}
-				if sw.event(it.ev.Position.String(), string(it.ev.Type), data) != nil {
+				if sw.positioned(it.ev.Position, string(it.ev.Type), data) != nil {
 					return nil
 				}
 				if n == maxBatch {
@@ -242,4 +259,3 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.stream(w, r, stepwise.SubscribeParams{RunID: id, After: pos})
 }
-

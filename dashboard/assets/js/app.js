@@ -9,6 +9,7 @@ import { sessionView } from './session.js';
 import { graphView } from './graph.js';
 import { agentsView, agentView } from './agents.js';
 import { inboxView } from './inbox.js';
+import { experimentsView } from './experiments.js';
 
 const main = document.getElementById('main');
 let cleanup = null;
@@ -30,6 +31,7 @@ function resolve({ segs, query }) {
   if (a === 'a' && b && c === 'graph') return ['agents', () => graphView(main, { agent: b, query })];
   if (a === 'a' && b) return ['agents', () => agentView(main, { name: b })];
   if (a === 'inputs') return ['inputs', () => inboxView(main)];
+  if (a === 'experiments') return ['experiments', () => experimentsView(main, { compare: b === 'compare', query })];
   return ['', () => { clear(main, h('div', { class: 'empty' }, h('h1', { text: 'Not found' }), h('p', null, h('a', { href: '#/', text: 'Back to sessions' })))); return null; }];
 }
 

@@ -39,6 +39,11 @@ export function sessionView(main, { id, seq, tab }) {
   };
 
   const latestRun = () => runs.find((r) => r.hop === 0);
+  let metaSig = '';
+  const cancelBtn = h('button', { type: 'button', class: 'danger', 'data-action': 'cancel', text: 'Cancel run', hidden: true,
+    onclick: async () => { const r = latestRun(); if (r && await cancelRun(r.id)) refresh(); } });
+  const followBtn = h('button', { type: 'button', 'data-action': 'follow', 'aria-pressed': 'false', text: 'Follow', title: 'Follow the live end (f)', onclick: () => toggleFollow() });
+  btns.append(cancelBtn, h('button', { type: 'button', 'data-action': 'replay', text: 'Replay', onclick: () => replay(id) }), followBtn);
 
   const renderHead = () => {
     if (!sess) return;
@@ -46,18 +51,23 @@ export function sessionView(main, { id, seq, tab }) {
     title.title = sess.id;
     const run = latestRun();
     clear(status, badge(run ? run.status : 'idle'));
-    clear(meta,
-      sess.agent ? [h('a', { href: route(['a', sess.agent]), text: sess.agent }), ' · '] : null,
-      fmtInt(tl ? tl.count : sess.last_sequence) + ' steps · ', fmtTokens(sess.input_tokens + sess.output_tokens) + ' tokens · ', fmtCost(sess.cost),
-      ' · ', fmtMS(new Date(sess.updated_at) - new Date(sess.created_at)), ' · updated ', ago(sess.updated_at),
-      sess.metadata?.forked_from ? [' · edited copy of ', h('a', { href: route(['s', String(sess.metadata.forked_from)]), dataset: { origin: '1' }, text: shortID(String(sess.metadata.forked_from)) }),
-        sess.metadata.edited_sequence ? ' (step ' + sess.metadata.edited_sequence + ' edited)' : ''] : null,
-      sess.parent_session_id ? [' · forked from ', h('a', { href: route(['s', sess.parent_session_id, String(sess.fork_sequence)]), text: shortID(sess.parent_session_id) }), ' at #' + sess.fork_sequence] : null,
-      run?.error ? [' · ', h('span', { class: 'error', text: run.error.message })] : null);
-    clear(btns,
-      run && ACTIVE.has(run.status) ? h('button', { type: 'button', class: 'danger', 'data-action': 'cancel', text: 'Cancel run', onclick: async () => { if (await cancelRun(run.id)) refresh(); } }) : null,
-      h('button', { type: 'button', 'data-action': 'replay', text: 'Replay', onclick: () => replay(id) }),
-      h('button', { type: 'button', 'data-action': 'follow', 'aria-pressed': String(!!tl?.follow), text: tl?.follow ? 'Following' : 'Follow', title: 'Follow the live end (f)', onclick: toggleFollow }));
+    const steps = tl ? tl.count : sess.last_sequence;
+    const sig = [steps, sess.input_tokens, sess.output_tokens, sess.cost, sess.updated_at, run?.id, run?.status, run?.error?.message].join('|');
+    if (sig !== metaSig) {
+      metaSig = sig;
+      clear(meta,
+        sess.agent ? [h('a', { href: route(['a', sess.agent]), text: sess.agent }), ' · '] : null,
+        fmtInt(steps) + ' steps · ', fmtTokens(sess.input_tokens + sess.output_tokens) + ' tokens · ', fmtCost(sess.cost),
+        ' · ', fmtMS(new Date(sess.updated_at) - new Date(sess.created_at)), ' · updated ', ago(sess.updated_at),
+        sess.metadata?.forked_from ? [' · edited copy of ', h('a', { href: route(['s', String(sess.metadata.forked_from)]), dataset: { origin: '1' }, text: shortID(String(sess.metadata.forked_from)) }),
+          sess.metadata.edited_sequence ? ' (step ' + sess.metadata.edited_sequence + ' edited)' : ''] : null,
+        sess.parent_session_id ? [' · forked from ', h('a', { href: route(['s', sess.parent_session_id, String(sess.fork_sequence)]), text: shortID(sess.parent_session_id) }), ' at #' + sess.fork_sequence] : null,
+        run?.error ? [' · ', h('span', { class: 'error', text: run.error.message })] : null);
+    }
+    // The buttons are made once and updated in place, so focus stays put.
+    cancelBtn.hidden = !(run && ACTIVE.has(run.status));
+    followBtn.setAttribute('aria-pressed', String(!!tl?.follow));
+    followBtn.textContent = tl?.follow ? 'Following' : 'Follow';
   };
 
   const toggleFollow = () => { if (!tl) return; tl.follow = !tl.follow; if (tl.follow) tl.scrollToEnd(); renderHead(); };
@@ -66,7 +76,11 @@ export function sessionView(main, { id, seq, tab }) {
     try {
       const r = await api('/v1/inputs');
       const mine = r.inputs.filter((p) => p.session_id === id);
-      clear(pending, mine.map((p) => inputCard(p, { onDone: () => { refreshPending(); refresh(); } })));
+      // Keep the cards already shown (and what is typed in them).
+      const shown = new Map([...pending.children].map((c) => [c.dataset.request, c]));
+      const want = new Set(mine.map((p) => p.request_id));
+      for (const [rid, c] of shown) if (!want.has(rid)) c.remove();
+      for (const p of mine) if (!shown.has(p.request_id)) pending.appendChild(inputCard(p, { onDone: () => { refreshPending(); refresh(); } }));
     } catch { /* not fatal */ }
   };
 

@@ -1,0 +1,233 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/stepwise-run/stepwise/eval"
+	"github.com/stepwise-run/stepwise/observe"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// The observation endpoints (seed 003, docs/observation.md): evals of steps,
+// runs and sessions; attachments of steps and their content; the events
+// inside a step; annotations set after a step committed; datasets and
+// experiments. They need a store implementing store.ObservationStore; on
+// any other store they answer 501 not_implemented.
+
+// CodeNotImplemented is the problem code of an observation endpoint on a
+// store that keeps no observations (501).
+const CodeNotImplemented = "not_implemented"
+
+// observationAPI holds the handlers of the observation endpoints and their
+// attachment limits.
+type observationAPI struct {
+	s   *Server
+	att observe.AttachmentConfig
+}
+
+// observationRoutes are the observation endpoints, in document order.
+func (s *Server) observationRoutes() []route {
+	get, post, put := http.MethodGet, http.MethodPost, http.MethodPut
+	return []route{
+		{get, "/v1/steps/{id}/evals"}, {post, "/v1/steps/{id}/evals"},
+		{get, "/v1/runs/{id}/evals"}, {post, "/v1/runs/{id}/evals"},
+		{get, "/v1/sessions/{id}/evals"}, {post, "/v1/sessions/{id}/evals"},
+		{get, "/v1/steps/{id}/attachments"}, {post, "/v1/steps/{id}/attachments"},
+		{get, "/v1/attachments/{id}/content"},
+		{get, "/v1/steps/{id}/events"},
+		{get, "/v1/steps/{id}/annotations"}, {put, "/v1/steps/{id}/annotations"},
+		{get, "/v1/datasets"}, {post, "/v1/datasets"},
+		{get, "/v1/experiments"}, {get, "/v1/experiments/compare"}, {get, "/v1/experiments/{id}"},
+	}
+}
+
+// registerObservationAPI installs the endpoints of observationRoutes that
+// are not registered yet (so calling it twice, or after register installed
+// some of them, is harmless). Attachments use observe's default limits.
+func (s *Server) registerObservationAPI() {
+	s.registerObservation(observe.AttachmentConfig{})
+}
+
+// registerObservation is registerObservationAPI with attachment limits.
+func (s *Server) registerObservation(att observe.AttachmentConfig) {
+	o := &observationAPI{s: s, att: att}
+	handlers := map[string]handlerFunc{
+		"GET /v1/steps/{id}/evals":         o.evals(store.TargetStep),
+		"POST /v1/steps/{id}/evals":        o.score(store.TargetStep),
+		"GET /v1/runs/{id}/evals":          o.evals(store.TargetRun),
+		"POST /v1/runs/{id}/evals":         o.score(store.TargetRun),
+		"GET /v1/sessions/{id}/evals":      o.evals(store.TargetSession),
+		"POST /v1/sessions/{id}/evals":     o.score(store.TargetSession),
+		"GET /v1/steps/{id}/attachments":   o.attachments,
+		"POST /v1/steps/{id}/attachments":  o.upload,
+		"GET /v1/attachments/{id}/content": o.content,
+		"GET /v1/steps/{id}/events":        o.events,
+		"GET /v1/steps/{id}/annotations":   o.annotations,
+		"PUT /v1/steps/{id}/annotations":   o.annotate,
+		"GET /v1/datasets":                 o.datasets,
+		"POST /v1/datasets":                o.importDataset,
+		"GET /v1/experiments":              o.experiments,
+		"GET /v1/experiments/compare":      o.compare,
+		"GET /v1/experiments/{id}":         o.experiment,
+	}
+	for _, rt := range s.observationRoutes() {
+		if s.registered(rt.method, rt.pattern) {
+			continue
+		}
+		h := handlers[rt.method+" "+rt.pattern]
+		s.handle(rt.method, rt.pattern, func(w http.ResponseWriter, r *http.Request) error {
+			return observationError(h(w, r))
+		})
+	}
+}
+
+// observations returns the store's observation interface, or a 501.
+func (o *observationAPI) observations() (store.ObservationStore, error) {
+	obs, ok := o.s.eng.Store().(store.ObservationStore)
+	if !ok {
+		return nil, errorf(http.StatusNotImplemented, CodeNotImplemented, "this server's store (%T) keeps no evals, attachments, events, datasets or experiments", o.s.eng.Store())
+	}
+	return obs, nil
+}
+
+// observationError maps the sentinels of the observe and eval packages,
+// which problemOf does not know, to API errors; others pass unchanged.
+func observationError(err error) error {
+	var status int
+	var code string
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, observe.ErrNotSupported), errors.Is(err, eval.ErrNotSupported):
+		status, code = http.StatusNotImplemented, CodeNotImplemented
+	case errors.Is(err, observe.ErrTooLarge):
+		status, code = http.StatusRequestEntityTooLarge, CodeBodyTooLarge
+	case errors.Is(err, observe.ErrContentType):
+		status, code = http.StatusUnsupportedMediaType, CodeUnsupportedType
+	case errors.Is(err, observe.ErrEmpty), errors.Is(err, eval.ErrEmptyDataset), errors.Is(err, eval.ErrDifferentDatasets):
+		status, code = http.StatusUnprocessableEntity, CodeInvalidArgument
+	default:
+		return err
+	}
+	return errorf(status, code, "%s", err.Error())
+}
+
+// stepByPath reads the {id} path parameter and loads that step.
+func (o *observationAPI) stepByPath(r *http.Request) (*steptype.Step, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return nil, err
+	}
+	return o.s.eng.Store().StepGet(r.Context(), &store.StepGetParams{ID: id})
+}
+
+// target reads the {id} path parameter and checks that the step, run or
+// session exists (404 otherwise).
+func (o *observationAPI) target(r *http.Request, kind store.EvalTarget) (string, error) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		return "", err
+	}
+	st := o.s.eng.Store()
+	switch kind {
+	case store.TargetStep:
+		_, err = st.StepGet(r.Context(), &store.StepGetParams{ID: id})
+	case store.TargetRun:
+		_, err = st.RunGet(r.Context(), &store.RunGetParams{ID: id})
+	default:
+		_, err = st.SessionGet(r.Context(), &store.SessionGetParams{ID: id})
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w", kind, id, err)
+	}
+	return id, nil
+}
+
+type evalList struct {
+	Evals []*store.Eval `json:"evals"`
+}
+
+// evals: GET /v1/{steps,runs,sessions}/{id}/evals. A step's evals; a run's
+// evals and those of its steps; every eval in a session (its runs and
+// steps included). Oldest first; ?name= and ?source= filter.
+func (o *observationAPI) evals(kind store.EvalTarget) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		obs, err := o.observations()
+		if err != nil {
+			return err
+		}
+		id, err := o.target(r, kind)
+		if err != nil {
+			return err
+		}
+		q := r.URL.Query()
+		p := &store.EvalListParams{Name: q.Get("name"), Source: store.EvalSource(q.Get("source"))}
+		switch kind {
+		case store.TargetStep:
+			p.TargetKind, p.TargetID = kind, id
+		case store.TargetRun:
+			p.RunID = id
+		default:
+			p.SessionID = id
+		}
+		evs, err := obs.EvalList(r.Context(), p)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, evalList{Evals: nonNil(evs)})
+		return nil
+	}
+}
+
+// scoreRequest is the body of POST …/evals: a user's score.
+type scoreRequest struct {
+	Score       *float64 `json:"score"`
+	Name        string   `json:"name"`
+	Label       string   `json:"label"`
+	Description string   `json:"description"`
+	Author      string   `json:"author"`
+	// Source may only be "user" (the dashboard sends it).
+	Source string `json:"source"`
+}
+
+// score: POST /v1/{steps,runs,sessions}/{id}/evals records a user score
+// (201). A score outside [0, 1] is 422 and stores nothing.
+func (o *observationAPI) score(kind store.EvalTarget) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := o.observations(); err != nil {
+			return err
+		}
+		var req scoreRequest
+		if err := o.s.decodeBody(w, r, &req, false); err != nil {
+			return err
+		}
+		if req.Score == nil {
+			return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "score is required: a number in [0, 1]")
+		}
+		if req.Source != "" && req.Source != string(store.SourceUser) {
+			return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "source %q: only user scores are recorded through the API", req.Source)
+		}
+		id, err := o.target(r, kind)
+		if err != nil {
+			return err
+		}
+		e, err := eval.Score(r.Context(), o.s.eng.Store(), eval.ScoreParams{TargetKind: kind, TargetID: id,
+			Name: req.Name, Score: *req.Score, Label: req.Label, Description: req.Description, Author: req.Author})
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusCreated, e)
+		return nil
+	}
+}
+
+// nonNil turns a nil slice into an empty one, so lists encode as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

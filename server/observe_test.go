@@ -1,0 +1,476 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/eval"
+	"github.com/stepwise-run/stepwise/llm/scripted"
+	"github.com/stepwise-run/stepwise/observe"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/memory"
+	"github.com/stepwise-run/stepwise/store/sqlite"
+)
+
+// obsMaxSize is the attachment limit of the test servers.
+const obsMaxSize = 32 << 10
+
+// obsEnv is a server with the observation endpoints over st, on a
+// loopback httptest server.
+type obsEnv struct {
+	t   *testing.T
+	st  store.Store
+	eng *stepwise.Engine
+	url string
+}
+
+// setup runs on the engine before the server starts its background
+// executor (runs started with Engine.Run execute inline).
+func newObsEnv(t *testing.T, st store.Store, setup func(*stepwise.Engine), agents ...*stepwise.Agent) *obsEnv {
+	t.Helper()
+	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: agents, PollInterval: 20 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(eng)
+	}
+	srv, err := New(Config{Engine: eng, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.registerObservation(observe.AttachmentConfig{MaxSize: obsMaxSize})
+	srv.registerObservationAPI() // again: routes already there are skipped
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() { srv.Close(); ts.Close(); _ = eng.Close() })
+	return &obsEnv{t: t, st: st, eng: eng, url: ts.URL}
+}
+
+// forObsStores runs fn in parallel subtests over a memory and a SQLite
+// store.
+func forObsStores(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	for _, name := range []string{"memory", "sqlite"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var st store.Store = memory.New()
+			if name == "sqlite" {
+				var err error
+				if st, err = sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "obs.db")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Cleanup(func() { st.Close() })
+			fn(t, st)
+		})
+	}
+}
+
+// do sends a request with a body of the given type ("" for none).
+func (e *obsEnv) do(method, path, ctype string, body []byte) (*http.Response, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.StatusCode >= 500 && res.StatusCode != http.StatusNotImplemented {
+		e.t.Errorf("%s %s: %d %s", method, path, res.StatusCode, data)
+	}
+	return res, data
+}
+
+// want sends a request and checks its status; a problem's code too when
+// code is set.
+func (e *obsEnv) want(status int, code, method, path, ctype string, body []byte) []byte {
+	e.t.Helper()
+	res, data := e.do(method, path, ctype, body)
+	if res.StatusCode != status {
+		e.t.Fatalf("%s %s: status %d %s, want %d", method, path, res.StatusCode, data, status)
+	}
+	if code != "" {
+		var p Problem
+		if err := json.Unmarshal(data, &p); err != nil || p.Code != code || p.Status != status || res.Header.Get("Content-Type") != "application/problem+json" {
+			e.t.Fatalf("%s %s: problem %s (%s), want code %s", method, path, data, res.Header.Get("Content-Type"), code)
+		}
+	}
+	return data
+}
+
+// chatEnv is an obsEnv whose chat agent has run once; it returns the
+// run's last step.
+func chatEnv(t *testing.T, st store.Store) (*obsEnv, *stepwise.Step) {
+	t.Helper()
+	var step *stepwise.Step
+	env := newObsEnv(t, st, func(eng *stepwise.Engine) {
+		run, err := eng.Wait(t.Context(), eng.Run(t.Context(), stepwise.StartParams{Agent: "chat", Input: "hello"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps, err := st.StepList(t.Context(), &store.StepListParams{SessionID: run.SessionID, RunID: run.ID})
+		if err != nil || len(steps) == 0 {
+			t.Fatalf("steps of run %s: %v, %d", run.ID, err, len(steps))
+		}
+		step = steps[len(steps)-1]
+	}, chatAgent("chat", "hi there"))
+	return env, step
+}
+
+func TestObservationEvals(t *testing.T) {
+	t.Parallel()
+	forObsStores(t, func(t *testing.T, st store.Store) {
+		env, step := chatEnv(t, st)
+		path := "/v1/steps/" + step.ID + "/evals"
+
+		env.want(422, CodeInvalidArgument, "POST", path, "application/json", []byte(`{"score":1.5,"label":"too high"}`))
+		env.want(422, CodeInvalidArgument, "POST", path, "application/json", []byte(`{"score":-0.1}`))
+		env.want(422, CodeInvalidArgument, "POST", path, "application/json", []byte(`{"label":"no score"}`))
+		env.want(422, CodeInvalidArgument, "POST", path, "application/json", []byte(`{"score":1,"source":"heuristic"}`))
+		env.want(400, CodeInvalidJSON, "POST", path, "application/json", []byte(`{"score":1,"bogus":true}`))
+		list := decode[evalList](t, env.want(200, "", "GET", path, "", nil))
+		if len(list.Evals) != 0 {
+			t.Fatalf("refused scores were stored: %+v", list.Evals)
+		}
+
+		// The dashboard's body: name, source, score, label, description.
+		got := decode[store.Eval](t, env.want(201, "", "POST", path, "application/json",
+			[]byte(`{"name":"user","source":"user","score":0.75,"label":"good","description":"right tool"}`)))
+		if got.Score != 0.75 || got.Label != "good" || got.Source != store.SourceUser || got.TargetID != step.ID || got.SessionID != step.SessionID {
+			t.Fatalf("eval = %+v", got)
+		}
+		list = decode[evalList](t, env.want(200, "", "GET", path, "", nil))
+		if len(list.Evals) != 1 || list.Evals[0].ID != got.ID || list.Evals[0].Description != "right tool" {
+			t.Fatalf("evals = %+v", list.Evals)
+		}
+
+		// Run and session evals; the run's list includes its steps' evals.
+		env.want(201, "", "POST", "/v1/runs/"+step.RunID+"/evals", "application/json", []byte(`{"name":"helpful","score":1}`))
+		env.want(201, "", "POST", "/v1/sessions/"+step.SessionID+"/evals", "application/json", []byte(`{"score":0}`))
+		if l := decode[evalList](t, env.want(200, "", "GET", "/v1/runs/"+step.RunID+"/evals", "", nil)); len(l.Evals) != 2 {
+			t.Fatalf("run evals = %+v", l.Evals)
+		}
+		if l := decode[evalList](t, env.want(200, "", "GET", "/v1/sessions/"+step.SessionID+"/evals?name=user", "", nil)); len(l.Evals) != 2 {
+			t.Fatalf("session evals named user = %+v", l.Evals)
+		}
+
+		for _, p := range []string{"/v1/steps/nope/evals", "/v1/runs/nope/evals", "/v1/sessions/nope/evals"} {
+			env.want(404, CodeNotFound, "GET", p, "", nil)
+			env.want(404, CodeNotFound, "POST", p, "application/json", []byte(`{"score":1}`))
+		}
+	})
+}
+
+// pngImage returns a w×h PNG.
+func pngImage(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for x := range w {
+		for y := range h {
+			img.Set(x, y, color.RGBA{uint8(x * 7), uint8(y * 13), uint8(x ^ y), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// multipartFile builds a multipart body with a file part.
+func multipartFile(t *testing.T, name, ctype string, data []byte) ([]byte, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	h := make(map[string][]string)
+	h["Content-Disposition"] = []string{fmt.Sprintf(`form-data; name="file"; filename=%q`, name)}
+	h["Content-Type"] = []string{ctype}
+	part, err := mw.CreatePart(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = part.Write(data)
+	_ = mw.WriteField("kind", "screenshot")
+	_ = mw.Close()
+	return buf.Bytes(), mw.FormDataContentType()
+}
+
+func TestObservationAttachments(t *testing.T) {
+	t.Parallel()
+	forObsStores(t, func(t *testing.T, st store.Store) {
+		env, step := chatEnv(t, st)
+		path := "/v1/steps/" + step.ID + "/attachments"
+		img := pngImage(t, 40, 30)
+
+		// Multipart, as a browser sends it (octet-stream declares nothing).
+		body, ctype := multipartFile(t, "shot.png", "application/octet-stream", img)
+		att := decode[store.Attachment](t, env.want(201, "", "POST", path, ctype, body))
+		if att.ContentType != "image/png" || att.Kind != "screenshot" || att.Name != "shot.png" || att.Size != int64(len(img)) {
+			t.Fatalf("attachment = %+v", att)
+		}
+		res, data := env.do("GET", "/v1/attachments/"+att.ID+"/content", "", nil)
+		if res.StatusCode != 200 || !bytes.Equal(data, img) || res.Header.Get("Content-Type") != "image/png" ||
+			res.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(res.Header.Get("Content-Disposition"), "inline") {
+			t.Fatalf("content: %d %v (%d bytes)", res.StatusCode, res.Header, len(data))
+		}
+
+		// Raw body; text is served as a download.
+		txt := decode[store.Attachment](t, env.want(201, "", "POST", path+"?name=notes.txt", "text/plain", []byte("plain notes")))
+		res, data = env.do("GET", "/v1/attachments/"+txt.ID+"/content", "", nil)
+		if string(data) != "plain notes" || !strings.HasPrefix(res.Header.Get("Content-Disposition"), "attachment;") ||
+			!strings.Contains(res.Header.Get("Content-Disposition"), "notes.txt") || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("text content: %q %v", data, res.Header)
+		}
+		list := decode[attachmentList](t, env.want(200, "", "GET", path, "", nil))
+		if len(list.Attachments) != 2 || list.Attachments[0].ID != att.ID {
+			t.Fatalf("attachments = %+v", list.Attachments)
+		}
+
+		// Refused: too large, HTML (raw, multipart, or hidden behind a
+		// text/plain declaration), a declaration the content contradicts.
+		big := bytes.Repeat([]byte("a"), obsMaxSize+1)
+		env.want(413, CodeBodyTooLarge, "POST", path+"?name=big.txt", "text/plain", big)
+		body, ctype = multipartFile(t, "big.txt", "text/plain", big)
+		env.want(413, CodeBodyTooLarge, "POST", path, ctype, body)
+		page := []byte("<!doctype html><html><script>alert(1)</script></html>")
+		env.want(415, CodeUnsupportedType, "POST", path+"?name=x.html", "text/html", page)
+		env.want(415, CodeUnsupportedType, "POST", path+"?name=x.txt", "text/plain", page)
+		body, ctype = multipartFile(t, "x.html", "text/html", page)
+		env.want(415, CodeUnsupportedType, "POST", path, ctype, body)
+		env.want(415, CodeUnsupportedType, "POST", path, "image/jpeg", img)
+		env.want(422, CodeInvalidArgument, "POST", path, "text/plain", []byte{})
+		if l := decode[attachmentList](t, env.want(200, "", "GET", path, "", nil)); len(l.Attachments) != 2 {
+			t.Fatalf("refused uploads were stored: %+v", l.Attachments)
+		}
+
+		env.want(404, CodeNotFound, "GET", "/v1/attachments/nope/content", "", nil)
+		env.want(404, CodeNotFound, "GET", "/v1/steps/nope/attachments", "", nil)
+		env.want(404, CodeNotFound, "POST", "/v1/steps/nope/attachments", "text/plain", []byte("x"))
+	})
+}
+
+func TestObservationEventsAndAnnotations(t *testing.T) {
+	t.Parallel()
+	forObsStores(t, func(t *testing.T, st store.Store) {
+		env, step := chatEnv(t, st)
+		large := `{"body":"` + strings.Repeat("x", store.InlinePayloadLimit+10) + `"}`
+		if _, err := st.(store.ObservationStore).StepEventAppend(t.Context(), &store.StepEventAppendParams{Events: []*store.StepEvent{
+			{ID: stepwise.NewID(), StepID: step.ID, Type: "provider_request", Payload: json.RawMessage(`{"model":"m"}`)},
+			{ID: stepwise.NewID(), StepID: step.ID, Type: "http", Name: "POST /v1/chat", Payload: json.RawMessage(large)},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		evs := decode[stepEventList](t, env.want(200, "", "GET", "/v1/steps/"+step.ID+"/events", "", nil))
+		if len(evs.Events) != 2 || evs.Events[0].Type != "provider_request" || string(evs.Events[0].Payload) != `{"model":"m"}` ||
+			evs.Events[1].Index != 1 || evs.Events[1].BlobHash == "" || string(evs.Events[1].Payload) != large {
+			t.Fatalf("events = %+v", evs.Events)
+		}
+		if only := decode[stepEventList](t, env.want(200, "", "GET", "/v1/steps/"+step.ID+"/events?type=http", "", nil)); len(only.Events) != 1 {
+			t.Fatalf("http events = %+v", only.Events)
+		}
+		env.want(404, CodeNotFound, "GET", "/v1/steps/nope/events", "", nil)
+
+		path := "/v1/steps/" + step.ID + "/annotations"
+		got := decode[annotationView](t, env.want(200, "", "PUT", path, "application/json", []byte(`{"state":"greeting","goal":"answer"}`)))
+		if got.Annotations.State != "greeting" || got.Annotations.Goal != "answer" {
+			t.Fatalf("annotations = %+v", got)
+		}
+		got = decode[annotationView](t, env.want(200, "", "PUT", path, "application/json", []byte(`{"action":"reply"}`)))
+		if got.Annotations.State != "greeting" || got.Annotations.Action != "reply" {
+			t.Fatalf("merged annotations = %+v", got)
+		}
+		env.want(422, CodeInvalidArgument, "PUT", path, "application/json", []byte(`{}`))
+		env.want(400, CodeInvalidJSON, "PUT", path, "application/json", []byte(`{"state":1}`))
+		if read := decode[annotationView](t, env.want(200, "", "GET", path, "", nil)); read.Annotations != got.Annotations || read.StepID != step.ID {
+			t.Fatalf("read annotations = %+v", read)
+		}
+		env.want(404, CodeNotFound, "GET", "/v1/steps/nope/annotations", "", nil)
+		env.want(404, CodeNotFound, "PUT", "/v1/steps/nope/annotations", "application/json", []byte(`{"state":"s"}`))
+	})
+}
+
+// solverAgent answers each question with answers[question].
+func solverAgent(name string, answers map[string]string) *stepwise.Agent {
+	var ut []scripted.UserTurn
+	for q, a := range answers {
+		ut = append(ut, scripted.UserTurn{Match: q, Turns: []scripted.Turn{{Text: a}}})
+	}
+	return &stepwise.Agent{Name: name, Model: scripted.New(name, scripted.Script{UserTurns: ut})}
+}
+
+func TestObservationDatasetsAndExperiments(t *testing.T) {
+	t.Parallel()
+	forObsStores(t, func(t *testing.T, st store.Store) {
+		jsonl := "{\"input\":\"q1: 2+2\",\"expected\":\"4\"}\n\n{\"input\":\"q2: 3+3\",\"expected\":\"6\"}\n{\"input\": oops}\n{\"expected\":\"no input\"}\n"
+		// The experiments run before the server starts its executor.
+		env := newObsEnv(t, st, func(eng *stepwise.Engine) {
+			if _, err := eval.ImportJSONL(t.Context(), st, strings.NewReader(jsonl), eval.ImportParams{Name: "qa"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range []struct{ agent, name string }{{"v1", "baseline"}, {"v2", "candidate"}} {
+				if _, err := eval.RunExperiment(t.Context(), eval.ExperimentConfig{Engine: eng, Agent: x.agent, Dataset: "qa", Name: x.name,
+					Evaluators: []eval.Evaluator{&eval.ExactMatch{}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, solverAgent("v1", map[string]string{"q1": "4", "q2": "5"}), solverAgent("v2", map[string]string{"q1": "4", "q2": "6"}))
+
+		res := decode[importResult](t, env.want(201, "", "POST", "/v1/datasets?name=qa2", "application/x-ndjson", []byte(jsonl)))
+		if res.Imported != 2 || res.Dataset == nil || res.Dataset.ItemCount != 2 || len(res.Errors) != 2 || res.Errors[0].Line != 4 || res.Errors[1].Line != 5 {
+			t.Fatalf("import = %+v", res)
+		}
+		env.want(409, CodeConflict, "POST", "/v1/datasets?name=qa2", "application/x-ndjson", []byte(jsonl))
+		env.want(400, CodeInvalidParam, "POST", "/v1/datasets", "application/x-ndjson", []byte(jsonl))
+		env.want(415, CodeUnsupportedType, "POST", "/v1/datasets?name=x", "text/html", []byte(jsonl))
+		var bad importProblem
+		if err := json.Unmarshal(env.want(422, CodeInvalidArgument, "POST", "/v1/datasets?name=empty", "application/x-ndjson", []byte("nope\n{\"input\":\"\"}\n")), &bad); err != nil ||
+			len(bad.Errors) != 2 || bad.Errors[0].Line != 1 || bad.Errors[1].Line != 2 {
+			t.Fatalf("empty import problem = %+v (%v)", bad, err)
+		}
+		if l := decode[datasetList](t, env.want(200, "", "GET", "/v1/datasets", "", nil)); len(l.Datasets) != 2 || l.Datasets[0].Name != "qa2" {
+			t.Fatalf("datasets = %+v", l.Datasets)
+		}
+
+		xs := decode[experimentList](t, env.want(200, "", "GET", "/v1/experiments?dataset=qa", "", nil))
+		if len(xs.Experiments) != 2 {
+			t.Fatalf("experiments = %+v", xs.Experiments)
+		}
+		rep := decode[struct {
+			Experiment *store.Experiment `json:"experiment"`
+			Summary    *eval.Summary     `json:"summary"`
+			Items      []eval.ReportItem `json:"items"`
+		}](t, env.want(200, "", "GET", "/v1/experiments/baseline", "", nil))
+		if rep.Experiment.Name != "baseline" || len(rep.Items) != 2 || rep.Items[1].Result == nil || rep.Summary.Scores["exact_match"] != 0.5 {
+			t.Fatalf("report = %+v", rep)
+		}
+
+		candidate := xs.Experiments[0]
+		if candidate.Name != "candidate" {
+			candidate = xs.Experiments[1]
+		}
+		cmp := decode[comparisonView](t, env.want(200, "", "GET", "/v1/experiments/compare?a=baseline&b="+urlEscape(candidate.ID), "", nil))
+		var exact *eval.MetricRow
+		for i := range cmp.Metrics {
+			if cmp.Metrics[i].Name == "exact_match" {
+				exact = &cmp.Metrics[i]
+			}
+		}
+		if cmp.A.Name != "baseline" || cmp.B.Name != "candidate" || exact == nil || *exact.A != 0.5 || *exact.B != 1 || exact.Winner != "b" ||
+			len(cmp.Items) != 2 || len(cmp.Items[1].Changed) == 0 || len(cmp.Items[0].Changed) != 0 {
+			t.Fatalf("comparison = %s", mustJSON(t, cmp))
+		}
+
+		env.want(400, CodeInvalidParam, "GET", "/v1/experiments/compare?a=baseline", "", nil)
+		env.want(404, CodeNotFound, "GET", "/v1/experiments/compare?a=baseline&b=nope", "", nil)
+		env.want(404, CodeNotFound, "GET", "/v1/experiments/nope", "", nil)
+		env.want(404, CodeNotFound, "GET", "/v1/experiments?dataset=nope", "", nil)
+	})
+}
+
+func TestObservationWithoutObservationStore(t *testing.T) {
+	t.Parallel()
+	env, step := chatEnv(t, struct{ store.Store }{memory.New()})
+	for _, c := range []struct{ method, path, ctype, body string }{
+		{"GET", "/v1/steps/" + step.ID + "/evals", "", ""},
+		{"POST", "/v1/steps/" + step.ID + "/evals", "application/json", `{"score":1}`},
+		{"POST", "/v1/steps/" + step.ID + "/attachments", "text/plain", "x"},
+		{"GET", "/v1/attachments/a/content", "", ""},
+		{"GET", "/v1/steps/" + step.ID + "/events", "", ""},
+		{"PUT", "/v1/steps/" + step.ID + "/annotations", "application/json", `{"state":"s"}`},
+		{"POST", "/v1/datasets?name=d", "application/x-ndjson", `{"input":"q"}`},
+		{"GET", "/v1/experiments/compare?a=x&b=y", "", ""},
+	} {
+		var body []byte
+		if c.body != "" {
+			body = []byte(c.body)
+		}
+		env.want(501, CodeNotImplemented, c.method, c.path, c.ctype, body)
+	}
+}
+
+// TestObservationOpenAPI checks that observationOps documents exactly the
+// routes registerObservationAPI installs, with declared path parameters
+// and resolvable schema references.
+func TestObservationOpenAPI(t *testing.T) {
+	t.Parallel()
+	s := &Server{mux: http.NewServeMux()}
+	s.registerObservationAPI()
+	routed := map[string]bool{}
+	for _, r := range s.routes {
+		routed[r.method+" "+r.pattern] = true
+	}
+	all := schemas()
+	for k, v := range observationSchemas() {
+		if all[k] != nil {
+			t.Errorf("schema %s is already defined", k)
+		}
+		all[k] = v
+	}
+	ids := map[string]bool{}
+	for _, op := range apiOps() {
+		ids[op.id] = true
+	}
+	for _, op := range observationOps() {
+		key := op.method + " " + op.path
+		if !routed[key] {
+			t.Errorf("documented %s is not routed", key)
+		}
+		delete(routed, key)
+		if ids[op.id] {
+			t.Errorf("%s: operationId %s duplicated", key, op.id)
+		}
+		ids[op.id] = true
+		for _, name := range []string{op.body, op.resp} {
+			if name != "" && all[name] == nil {
+				t.Errorf("%s: schema %s undefined", key, name)
+			}
+		}
+		for _, code := range op.errors {
+			if code == 501 {
+				t.Errorf("%s: no Problem501 response component", key)
+			}
+		}
+		for _, m := range strings.Split(op.path, "{")[1:] {
+			name := m[:strings.IndexByte(m, '}')]
+			found := false
+			for _, p := range op.params {
+				found = found || (p.in == "path" && p.name == name && p.required)
+			}
+			if !found {
+				t.Errorf("%s: path parameter %s not declared", key, name)
+			}
+		}
+	}
+	for r := range routed {
+		t.Errorf("route %s is not documented", r)
+	}
+	data, _ := json.Marshal(observationSchemas())
+	for _, m := range strings.Split(string(data), `"$ref":"#/components/schemas/`)[1:] {
+		if name := m[:strings.IndexByte(m, '"')]; all[name] == nil {
+			t.Errorf("unresolved $ref %s", name)
+		}
+	}
+}
