@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
@@ -272,5 +271,3 @@ func isExclusive(s store.Store) bool {
 	x, ok := s.(interface{ Exclusive() bool })
 	return ok && x.Exclusive()
 }
-
-func trimID(id string) string { return strings.TrimSpace(id) }

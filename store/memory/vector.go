@@ -96,15 +96,6 @@ func (m *Store) VectorUpsert(_ context.Context, p *store.VectorUpsertParams) (in
 	return len(puts), nil
 }
 
-// stepOf returns a caller-owned copy of a stored step.
-func stepOf(row *stepRow) (*steptype.Step, error) {
-	out, err := decodeRows([]*stepRow{row})
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
-}
-
 // entry is the index entry of a step.
 func entry(s *steptype.Step) vecindex.Entry {
 	return vecindex.Entry{StepID: s.ID, SessionID: s.SessionID, RunID: s.RunID, Kind: s.Kind, Created: s.CreatedAt.UnixNano()}
