@@ -35,6 +35,13 @@ type StartParams struct {
 // returns it without executing it. Execute it with Execute, or let the
 // background executor (Start) pick it up.
 func (e *Engine) StartRun(ctx context.Context, p StartParams) (*Run, error) {
+	return e.startRun(ctx, p, false)
+}
+
+// startRun creates a run; with own set it is created running and leased by
+// this engine, so that no executor (here or elsewhere) takes it before the
+// caller executes it.
+func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, error) {
 	a, err := e.Agent(p.Agent)
 	if err != nil {
 		return nil, err
@@ -75,18 +82,23 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (*Run, error) {
 		}
 		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay})
 	}
+	if own {
+		r.Status, r.LeaseOwner, r.LeaseExpires = steptype.RunRunning, e.cfg.Owner, now.Add(e.cfg.Lease)
+	}
 	created, err := e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
 	if err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
 	}
-	e.wake()
+	if !own {
+		e.wake()
+	}
 	return created, nil
 }
 
 // Run starts a run and executes it in the caller's iteration; see Execute.
 func (e *Engine) Run(ctx context.Context, p StartParams) iter.Seq2[*Event, error] {
 	return func(yield func(*Event, error) bool) {
-		r, err := e.StartRun(ctx, p)
+		r, err := e.startRun(ctx, p, true)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -193,14 +205,19 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution) (*e
 		// process that died: take its lease over at once.
 		now = r.LeaseExpires.Add(time.Millisecond)
 	}
-	claimed, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, ID: runID, Limit: 1, Now: now})
-	if err != nil {
-		return nil, fmt.Errorf("claim run: %w", err)
+	run := r
+	if !(r.Status == steptype.RunRunning && r.LeaseOwner == e.cfg.Owner) {
+		// Not already ours (Run creates runs leased to itself): claim it.
+		claimed, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, ID: runID, Limit: 1, Now: now})
+		if err != nil {
+			return nil, fmt.Errorf("claim run: %w", err)
+		}
+		if len(claimed) == 0 {
+			return nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
+		}
+		run = claimed[0]
 	}
-	if len(claimed) == 0 {
-		return nil, fmt.Errorf("%w: run %s is leased by %s until %s", ErrConflict, runID, r.LeaseOwner, r.LeaseExpires.Format(time.RFC3339))
-	}
-	x := &execution{e: e, agent: a, run: claimed[0], parent: parent}
+	x := &execution{e: e, agent: a, run: run, parent: parent}
 	base := ctx
 	if parent != nil {
 		base = parent.ctx

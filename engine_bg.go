@@ -20,6 +20,7 @@ type bgState struct {
 	stop      chan struct{}
 	done      sync.WaitGroup
 	running   bool
+	stopping  bool // Stop began: no new executions (guarded by Engine.mu)
 	stopOnce  sync.Once
 	executing sync.WaitGroup
 }
@@ -110,9 +111,17 @@ func (e *Engine) dispatch(ctx context.Context, sem chan struct{}) {
 		if len(runs) == 0 {
 			return
 		}
-		for _, r := range runs {
+		for i, r := range runs {
 			sem <- struct{}{}
+			e.mu.Lock()
+			if e.bg.stopping {
+				e.mu.Unlock()
+				<-sem
+				e.requeue(runs[i:]) // claimed but never started
+				return
+			}
 			e.bg.executing.Add(1)
+			e.mu.Unlock()
 			go func() {
 				defer func() { <-sem; e.bg.executing.Done() }()
 				e.executeClaimed(ctx, r)
@@ -239,6 +248,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	e.wakeChan()
 	e.bg.stopOnce.Do(func() { close(e.bg.stop) })
 	e.mu.Lock()
+	e.bg.stopping = true
 	for _, x := range e.active {
 		if x.parent == nil {
 			x.cancel(errDetached)
@@ -265,4 +275,13 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.stopObservers()
 	return err
+}
+
+// requeue hands claimed runs back to the queue.
+func (e *Engine) requeue(runs []*Run) {
+	queued := steptype.RunQueued
+	for _, r := range runs {
+		_, _ = e.store.RunUpdate(context.Background(), &store.RunUpdateParams{ID: r.ID, Owner: e.cfg.Owner,
+			ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, Status: &queued, ClearLease: true, Now: e.now()})
+	}
 }
