@@ -1,26 +1,39 @@
 package stepwise
 
 import (
+	"container/list"
 	"sync"
 	"sync/atomic"
 )
 
 // broker fans events out to live subscribers of a session and assigns each
 // event its position. It keeps a ring of recent events per session so that a
-// client reconnecting shortly after a disconnect also gets the deltas it
-// missed; older history is served from the store (committed steps).
+// client reconnecting shortly after a disconnect also gets the deltas and run
+// events it missed; older history is served from the store (committed
+// steps). Topics of idle sessions are kept, with a short ring, up to
+// maxIdle of them, so positions stay continuous across runs of a session.
 type broker struct {
 	mu       sync.Mutex
 	topics   map[string]*topic
+	idle     *list.List // idle topics, least recently used first
 	ringSize int
+	idleRing int // events an idle topic keeps
+	maxIdle  int
 	bufSize  int
 }
 
 type topic struct {
+	id       string
 	seq, idx int64
 	ring     []*Event // recent events, oldest first, at most ringSize
-	subs     map[*subscriber]struct{}
-	active   int // executions publishing into the topic
+	// start is the position just before ring[0] when known: every event
+	// after start is in the ring. Unknown (the topic was created without
+	// knowing the session's last sequence) until an execution acquires it.
+	start      Position
+	startKnown bool
+	subs       map[*subscriber]struct{}
+	active     int           // executions publishing into the topic
+	idleElem   *list.Element // position in broker.idle while idle
 }
 
 type subscriber struct {
@@ -37,16 +50,50 @@ func (s *subscriber) markLagged() {
 }
 
 func newBroker() *broker {
-	return &broker{topics: map[string]*topic{}, ringSize: 512, bufSize: 1024}
+	return &broker{topics: map[string]*topic{}, idle: list.New(), ringSize: 512, idleRing: 8, maxIdle: 1024, bufSize: 1024}
 }
 
+// topicLocked returns the session's topic, creating it, and marks it busy.
 func (b *broker) topicLocked(sessionID string) *topic {
 	t := b.topics[sessionID]
 	if t == nil {
-		t = &topic{subs: map[*subscriber]struct{}{}}
+		t = &topic{id: sessionID, subs: map[*subscriber]struct{}{}}
 		b.topics[sessionID] = t
 	}
+	if t.idleElem != nil {
+		b.idle.Remove(t.idleElem)
+		t.idleElem = nil
+	}
 	return t
+}
+
+// settleLocked parks a topic nobody uses any more on the idle list with a
+// short ring, evicting the least recently used idle topics beyond maxIdle.
+func (b *broker) settleLocked(t *topic) {
+	if t.active > 0 || len(t.subs) > 0 || t.idleElem != nil {
+		return
+	}
+	b.trimLocked(t, b.idleRing)
+	t.idleElem = b.idle.PushBack(t)
+	for b.idle.Len() > b.maxIdle {
+		old := b.idle.Remove(b.idle.Front()).(*topic)
+		old.idleElem = nil
+		delete(b.topics, old.id)
+	}
+}
+
+// trimLocked keeps the last n events of the ring.
+func (b *broker) trimLocked(t *topic, n int) {
+	if len(t.ring) <= n {
+		return
+	}
+	drop := len(t.ring) - n
+	if t.startKnown {
+		t.start = t.ring[drop-1].Position
+	}
+	kept := make([]*Event, n, max(n, 16))
+	copy(kept, t.ring[drop:])
+	t.ring = kept
 }
 
 // acquire marks an execution publishing into a session whose last committed
@@ -56,8 +103,17 @@ func (b *broker) acquire(sessionID string, lastSeq int64) {
 	defer b.mu.Unlock()
 	t := b.topicLocked(sessionID)
 	t.active++
-	if lastSeq > t.seq {
-		t.seq, t.idx = lastSeq, 0
+	b.advanceLocked(t, lastSeq)
+}
+
+// advanceLocked records that the store holds steps up to seq; when the
+// topic had no ring yet, the ring starts here.
+func (b *broker) advanceLocked(t *topic, seq int64) {
+	if seq > t.seq {
+		t.seq, t.idx = seq, 0
+	}
+	if len(t.ring) == 0 {
+		t.start, t.startKnown = Position{Seq: t.seq, Idx: t.idx}, true
 	}
 }
 
@@ -67,13 +123,7 @@ func (b *broker) release(sessionID string) {
 	defer b.mu.Unlock()
 	if t := b.topics[sessionID]; t != nil {
 		t.active--
-		b.gcLocked(sessionID, t)
-	}
-}
-
-func (b *broker) gcLocked(sessionID string, t *topic) {
-	if t.active <= 0 && len(t.subs) == 0 {
-		delete(b.topics, sessionID)
+		b.settleLocked(t)
 	}
 }
 
@@ -90,8 +140,7 @@ func (b *broker) publish(ev *Event) {
 	}
 	ev.Position = Position{Seq: t.seq, Idx: t.idx}
 	if len(t.ring) >= b.ringSize {
-		copy(t.ring, t.ring[len(t.ring)/2:])
-		t.ring = t.ring[:len(t.ring)-len(t.ring)/2]
+		b.trimLocked(t, b.ringSize/2)
 	}
 	t.ring = append(t.ring, ev)
 	for s := range t.subs {
@@ -107,30 +156,31 @@ func (b *broker) publish(ev *Event) {
 			s.markLagged()
 		}
 	}
-	if t.active <= 0 && len(t.subs) == 0 {
-		delete(b.topics, ev.SessionID)
-	}
+	b.settleLocked(t)
 }
 
 // subscribe registers a live subscriber and returns the buffered events
-// after pos that are still in the ring, plus whether the ring covers pos
-// (every event after pos is either returned or will be delivered).
-func (b *broker) subscribe(sessionID, runID string, pos Position) (*subscriber, []*Event, bool) {
+// after pos that are in the ring, and from where the store must be read:
+// storeTo is the last sequence to read from the store (0: nothing, -1: to
+// the end).
+func (b *broker) subscribe(sessionID, runID string, pos Position) (s *subscriber, buffered []*Event, storeTo int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t := b.topicLocked(sessionID)
-	s := &subscriber{ch: make(chan *Event, b.bufSize), runID: runID, lag: make(chan struct{})}
+	s = &subscriber{ch: make(chan *Event, b.bufSize), runID: runID, lag: make(chan struct{})}
 	t.subs[s] = struct{}{}
-	var out []*Event
-	// The ring covers pos when its oldest event is not after pos: then every
-	// later event is in the ring or still to come.
-	covered := len(t.ring) > 0 && !pos.Less(t.ring[0].Position)
+	switch {
+	case !t.startKnown:
+		storeTo = -1
+	case pos.Less(t.start):
+		storeTo = t.start.Seq
+	}
 	for _, ev := range t.ring {
 		if pos.Less(ev.Position) && (runID == "" || ev.RunID == runID) {
-			out = append(out, ev)
+			buffered = append(buffered, ev)
 		}
 	}
-	return s, out, covered
+	return s, buffered, storeTo
 }
 
 func (b *broker) unsubscribe(sessionID string, s *subscriber) {
@@ -138,7 +188,7 @@ func (b *broker) unsubscribe(sessionID string, s *subscriber) {
 	defer b.mu.Unlock()
 	if t := b.topics[sessionID]; t != nil {
 		delete(t.subs, s)
-		b.gcLocked(sessionID, t)
+		b.settleLocked(t)
 	}
 }
 
@@ -160,7 +210,7 @@ func (b *broker) poke(sessionID string) {
 func (b *broker) observe(sessionID string, seq int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.topics[sessionID]; t != nil && seq > t.seq {
-		t.seq, t.idx = seq, 0
+	if t := b.topics[sessionID]; t != nil {
+		b.advanceLocked(t, seq)
 	}
 }

@@ -176,7 +176,7 @@ func (e *Engine) Wait(ctx context.Context, seq iter.Seq2[*Event, error]) (*Run, 
 // claim leases a run to this engine and prepares its execution.
 func (e *Engine) claim(ctx context.Context, runID string, parent *execution) (*execution, error) {
 	e.mu.Lock()
-	closed := e.closed
+	closed := e.closed || e.bg.stopping
 	_, busy := e.active[runID]
 	e.mu.Unlock()
 	if closed {

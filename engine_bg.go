@@ -10,8 +10,6 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-var errAlreadyStarted = errors.New("stepwise: engine already started")
-
 // bgState is the engine's background machinery: the executor of queued
 // runs and the lease heartbeat.
 type bgState struct {
@@ -51,27 +49,27 @@ func (e *Engine) wakeLocal() {
 	}
 }
 
-// Start runs the background executor: it claims queued runs (and runs whose
+// Start runs the background executor (calling it again is a no-op): it claims queued runs (and runs whose
 // lease expired) and executes them, until Stop. Runs started with StartRun,
 // and runs whose input was answered, are picked up here.
 func (e *Engine) Start(ctx context.Context) error {
 	wake := e.wakeChan()
 	e.mu.Lock()
-	if e.bg.running {
-		e.mu.Unlock()
-		return errAlreadyStarted
-	}
-	if e.closed {
+	if e.closed || e.bg.stopping {
 		e.mu.Unlock()
 		return ErrEngineClosed
 	}
+	if e.bg.running {
+		e.mu.Unlock()
+		return nil // already started
+	}
 	e.bg.running = true
 	stop := e.bg.stop
+	e.bg.done.Add(1)
 	e.mu.Unlock()
 	e.startHeartbeat()
 	lctx, cancelListen := context.WithCancel(context.WithoutCancel(ctx))
 	e.listen(lctx)
-	e.bg.done.Add(1)
 	go func() {
 		defer e.bg.done.Done()
 		defer cancelListen()
@@ -203,8 +201,14 @@ func (e *Engine) failRun(ctx context.Context, r *Run, serr *StepError) {
 func (e *Engine) startHeartbeat() {
 	e.bg.once.Do(func() {
 		e.wakeChan()
+		e.mu.Lock()
+		if e.bg.stopping {
+			e.mu.Unlock()
+			return
+		}
 		stop := e.bg.stop
 		e.bg.done.Add(1)
+		e.mu.Unlock()
 		go func() {
 			defer e.bg.done.Done()
 			t := time.NewTicker(e.cfg.Lease / 3)
@@ -246,9 +250,11 @@ func (e *Engine) heartbeat() {
 // never half-written.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.wakeChan()
+	e.mu.Lock()
+	e.bg.stopping = true // from here on nothing adds to bg.done or bg.executing
+	e.mu.Unlock()
 	e.bg.stopOnce.Do(func() { close(e.bg.stop) })
 	e.mu.Lock()
-	e.bg.stopping = true
 	for _, x := range e.active {
 		if x.parent == nil {
 			x.cancel(errDetached)
@@ -256,7 +262,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	done := make(chan struct{})
-	go func() { e.bg.executing.Wait(); e.bg.done.Wait(); close(done) }()
+	// The executor loop first (it may still be handing runs out), then the
+	// executions it started.
+	go func() { e.bg.done.Wait(); e.bg.executing.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil

@@ -94,7 +94,7 @@ func (c *localClient) Initiate(ctx context.Context, agent, input string, opts ..
 	for _, o := range opts {
 		o(&p)
 	}
-	if err := c.e.Start(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, errAlreadyStarted) {
+	if err := c.e.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}
 	r, err := c.e.StartRun(ctx, p)
@@ -135,7 +135,12 @@ func (e *Engine) NextStep(ctx context.Context, inv *Invocation) (AgentStep, erro
 		case EventStepCompleted:
 			s := ev.Step
 			if s.Kind == steptype.KindInput && s.Status == steptype.StepWaiting {
-				return inputRequestOf(s)
+				// The event may be older than an answer: report the request
+				// only while it is still pending.
+				if cur, err := e.store.StepGet(ctx, &store.StepGetParams{ID: s.ID}); err == nil && cur.Status == steptype.StepWaiting {
+					return inputRequestOf(cur)
+				}
+				continue
 			}
 			if s.RunID != inv.RunID {
 				continue

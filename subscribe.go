@@ -44,8 +44,8 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 			return yield(ev, nil)
 		}
 		for {
-			sub, buffered, covered := e.broker.subscribe(sid, p.RunID, pos)
-			done, err := e.catchUp(ctx, sid, p.RunID, &pos, covered, buffered, emit)
+			sub, buffered, storeTo := e.broker.subscribe(sid, p.RunID, pos)
+			done, err := e.catchUp(ctx, sid, p.RunID, &pos, storeTo, buffered, emit)
 			if err != nil || done {
 				e.broker.unsubscribe(sid, sub)
 				if err != nil && err != errStopped {
@@ -116,12 +116,14 @@ func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit
 	}
 }
 
-// catchUp emits committed steps after pos from the store (unless the ring
-// covers pos), then the ring's buffered events. For a run stream it reports
-// done when the run has already finished.
-func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, covered bool, buffered []*Event, emit func(*Event) bool) (bool, error) {
-	if !covered {
-		steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sid, StartSeq: pos.Seq + 1})
+// catchUp emits the committed steps after pos up to storeTo from the store
+// (none when the ring covers pos; storeTo -1 means to the end), then the
+// ring's buffered events. For a run stream it reports done when the run has
+// already finished.
+func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, storeTo int64, buffered []*Event, emit func(*Event) bool) (bool, error) {
+	if storeTo != 0 && (storeTo < 0 || storeTo > pos.Seq) {
+		end := max(storeTo, 0)
+		steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sid, StartSeq: pos.Seq + 1, EndSeq: end})
 		if err != nil {
 			return true, fmt.Errorf("replay steps: %w", err)
 		}

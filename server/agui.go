@@ -75,14 +75,14 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
 	if len(resume) > 0 {
-		return s.aguiResume(ctx, w, r, agent, &in, resume)
+		return s.aguiResume(ctx, w, agent, &in, resume)
 	}
-	return s.aguiStart(ctx, w, r, agent, &in)
+	return s.aguiStart(ctx, w, agent, &in)
 }
 
 // aguiStart starts a run with the last user message, in the thread's
 // session (created if new), and streams it.
-func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, r *http.Request, agent *stepwise.Agent, in *aguiInput) error {
+func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, agent *stepwise.Agent, in *aguiInput) error {
 	input, err := lastUserText(in.Messages)
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func (s *Server) threadSession(ctx context.Context, threadID, agent string) (*st
 
 // aguiResume answers the pending requests named by the resume entries, then
 // streams the run from where it parked.
-func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, r *http.Request, agent *stepwise.Agent, in *aguiInput, resume []aguiResume) error {
+func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, agent *stepwise.Agent, in *aguiInput, resume []aguiResume) error {
 	st := s.eng.Store()
 	sess, err := st.SessionGet(ctx, &store.SessionGetParams{ID: in.ThreadID})
 	if err != nil {

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -184,5 +183,3 @@ func checkProblemBody(t *testing.T, rec *httptest.ResponseRecorder) {
 		t.Fatalf("problem %+v", p)
 	}
 }
-
-var _ = http.StatusOK

@@ -22,7 +22,7 @@ import (
 const CodeNotImplemented = "not_implemented"
 
 // observationAPI holds the handlers of the observation endpoints and their
-// attachment limits.
+// attachment limits (observe's defaults).
 type observationAPI struct {
 	s   *Server
 	att observe.AttachmentConfig
@@ -46,14 +46,10 @@ func (s *Server) observationRoutes() []route {
 
 // registerObservationAPI installs the endpoints of observationRoutes that
 // are not registered yet (so calling it twice, or after register installed
-// some of them, is harmless). Attachments use observe's default limits.
+// some of them, is harmless). Attachments have observe's default limits
+// (10 MiB; observe.DefaultAllowedTypes).
 func (s *Server) registerObservationAPI() {
-	s.registerObservation(observe.AttachmentConfig{})
-}
-
-// registerObservation is registerObservationAPI with attachment limits.
-func (s *Server) registerObservation(att observe.AttachmentConfig) {
-	o := &observationAPI{s: s, att: att}
+	o := &observationAPI{s: s}
 	handlers := map[string]handlerFunc{
 		"GET /v1/steps/{id}/evals":         o.evals(store.TargetStep),
 		"POST /v1/steps/{id}/evals":        o.score(store.TargetStep),

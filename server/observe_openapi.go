@@ -132,3 +132,14 @@ func observationSchemas() obj {
 		}),
 	}
 }
+
+// withSchemas returns base with the schemas of more added (more wins on a
+// name clash; TestObservationOpenAPI checks there is none).
+func withSchemas(base obj, more ...obj) obj {
+	for _, m := range more {
+		for k, v := range m {
+			base[k] = v
+		}
+	}
+	return base
+}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 )
 
 // MaxNextStepTimeout bounds the timeout of a next-step long-poll.
@@ -147,13 +149,35 @@ func (s *Server) Close() {
 
 // Shutdown closes the server (see Close) and stops the engine: executing
 // runs stop at a step boundary and go back to the queue, to be resumed by
-// the next start.
+// the next start. It returns once no run is leased by this engine any more,
+// or when ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Close()
 	if err := s.eng.Stop(ctx); err != nil {
 		return fmt.Errorf("stepwise server: stop engine: %w", err)
 	}
-	return nil
+	// A run handed back to the queue while the executor was stopping can be
+	// claimed once more and handed back again just after Stop returns: wait
+	// for that, so that a store closed after Shutdown holds no run of ours
+	// in the running state.
+	for {
+		runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{Statuses: []steptype.RunStatus{steptype.RunRunning}})
+		if err != nil {
+			return fmt.Errorf("stepwise server: stop engine: %w", err)
+		}
+		held := false
+		for _, r := range runs {
+			held = held || r.LeaseOwner == s.eng.Owner()
+		}
+		if !held {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stepwise server: stop engine: runs still leased: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // handlerFunc is an endpoint: it returns an error instead of writing one.

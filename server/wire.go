@@ -6,7 +6,6 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm"
-	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // The wire types of the API. Sessions, runs, steps, summaries and fork trees
@@ -129,6 +128,9 @@ type truncateResult struct {
 }
 
 // eventJSON is the data of an SSE event; ID repeats the event's id line.
+// The server writes it with appendEvent (event_json.go), without
+// reflection; eventWire and encoding/json are the reference it is tested
+// against.
 type eventJSON struct {
 	ID        string          `json:"id"`
 	Type      string          `json:"type"`
@@ -195,5 +197,3 @@ func keySet(keys ...string) map[string]bool {
 	}
 	return m
 }
-
-var _ = steptype.WireVersion
