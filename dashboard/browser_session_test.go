@@ -32,11 +32,11 @@ func TestBrowserLongSession(t *testing.T) {
 		t.Fatalf("title %q", got)
 	}
 	p.screenshot("session-10k-top")
-	// No eval endpoint on this server: the Score control stays hidden.
+	// The server has the eval endpoints: the step detail offers Score.
 	p.do(chromedp.Click(chromedp.CSS(`#timeline [data-seq="2"]`)))
-	p.waitJS(`document.querySelector('#detail').dataset.evals === 'absent'`)
-	if eval[bool](p, `!!document.querySelector('#detail button[data-action="score"]')`) {
-		t.Fatal("Score shown without an eval endpoint")
+	p.waitJS(`document.querySelector('#detail').dataset.evals === 'present'`)
+	if !eval[bool](p, `!!document.querySelector('#detail button[data-action="score"]')`) {
+		t.Fatal("Score hidden although the eval endpoint exists")
 	}
 
 	// Keyboard: from step 2, j j k selects step 3 and shows its detail; G

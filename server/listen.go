@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/dashboard"
 	"net"
 	"net/http"
 	"strings"
@@ -75,7 +76,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
 		return err
 	}
 	hs := &http.Server{
-		Handler:           s,
+		Handler:           s.WithDashboard(dashboard.Config{}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

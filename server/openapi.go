@@ -100,7 +100,10 @@ func ref(name string) map[string]any { return map[string]any{"$ref": "#/componen
 
 func openAPIDocument() map[string]any {
 	paths := map[string]any{}
-	for _, op := range apiOps() {
+	ops := append(apiOps(), dashboardOps()...)
+	ops = append(ops, observationOps()...)
+	ops = append(ops, searchOps()...)
+	for _, op := range ops {
 		item, _ := paths[op.path].(map[string]any)
 		if item == nil {
 			item = map[string]any{}
@@ -150,7 +153,7 @@ func openAPIDocument() map[string]any {
 		"paths":    paths,
 		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
 		"components": map[string]any{
-			"schemas":         schemas(),
+			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas()),
 			"responses":       responses,
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "required when the server has tokens"}},
 		},

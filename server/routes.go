@@ -40,4 +40,8 @@ func (s *Server) register() {
 	s.handle(get, "/v1/sessions/{id}/steps/{sequence}", s.getStep)
 
 	s.handle(post, "/v1/agui/{agent}", s.agui)
+
+	s.registerDashboardAPI()   // graph, overview, session rows (dashboard.go)
+	s.registerObservationAPI() // evals, attachments, events, datasets, experiments (observe.go)
+	s.registerSearchAPI()      // similarity search over past steps (search.go)
 }

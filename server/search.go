@@ -84,3 +84,14 @@ func searchOps() []apiOp {
 			queryParam("embedder", "string", "built-in embedder, default lexical-v1:256")},
 		status: 200, resp: "SearchResult", errors: []int{400, 401, 404, 422}}}
 }
+
+// searchSchemas documents recall's QueryWithSteps.
+func searchSchemas() obj {
+	return obj{"SearchResult": object(false, []string{"queries", "embedder", "steps"}, obj{
+		"queries":  arrayOf(str("a query text")),
+		"embedder": str("embedder name, e.g. lexical-v1:256"),
+		"steps": arrayOf(object(false, []string{"step", "score", "distance"}, obj{
+			"step": ref("Step"), "score": number(), "distance": number(), "query": integer(),
+		})),
+	})}
+}
