@@ -12,8 +12,8 @@ import (
 // message-bearing steps of the run's thread, appended as steps commit, so
 // building a request never re-reads the session.
 type conversation struct {
-	msgs  []llm.Message
-	seqs  []int64 // the sequence of the step behind each message
+	msgs []llm.Message
+	seqs []int64 // the sequence of the step behind each message
 	// lastAssistant is the latest assistant step with tool calls, and
 	// answered the tool-call ids that already have a result after it.
 	lastAssistant *Step

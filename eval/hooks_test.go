@@ -1,5 +1,3 @@
-
-
 package eval_test
 
 import (

@@ -1,5 +1,3 @@
-
-
 package observe_test
 
 import (

@@ -1,5 +1,3 @@
-
-
 package telemetry_test
 
 import (
