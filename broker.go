@@ -198,6 +198,9 @@ func (b *broker) poke(sessionID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if t := b.topics[sessionID]; t != nil {
+		// Steps committed elsewhere are not in the ring: from now on the
+		// ring covers nothing on its own and subscribers read the store.
+		t.startKnown = false
 		for s := range t.subs {
 			s.markLagged()
 		}
