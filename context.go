@@ -92,17 +92,9 @@ func (x *execution) summarize(ctx context.Context, msgs []llm.Message) (string, 
 	}
 	req := &llm.Request{System: "Summarize the conversation below in a few sentences, keeping facts, decisions and open questions.",
 		Messages: []llm.Message{{Role: steptype.RoleUser, Content: b.String()}}}
-	var final *llm.Response
-	for r, err := range x.agent.Model.Generate(ctx, req) {
-		if err != nil {
-			return "", err
-		}
-		if !r.Partial {
-			final = r
-		}
-	}
-	if final == nil {
-		return "", errNoFinal
+	final, err := llm.Complete(ctx, x.agent.Model, req)
+	if err != nil {
+		return "", err
 	}
 	return final.Content, nil
 }

@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -176,7 +175,7 @@ func (j *Judge) Evaluate(ctx context.Context, in *Input) ([]Result, error) {
 			Reason string `json:"reason"`
 		} `json:"criteria"`
 	}
-	if err := decodeObject(text, &answer); err != nil {
+	if err := llm.DecodeObject(text, &answer); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrVerdict, err)
 	}
 	got := map[string]int{}
@@ -250,30 +249,9 @@ func (j *Judge) prompt(in *Input) string {
 
 // complete runs a model call to its final response and returns its text.
 func complete(ctx context.Context, m llm.Model, req *llm.Request) (string, error) {
-	var final *llm.Response
-	for resp, err := range m.Generate(ctx, req) {
-		if err != nil {
-			return "", err
-		}
-		if !resp.Partial {
-			final = resp
-		}
+	resp, err := llm.Complete(ctx, m, req)
+	if err != nil {
+		return "", err
 	}
-	if final == nil {
-		return "", errors.New("model stream ended without a final response")
-	}
-	return final.Content, nil
-}
-
-// decodeObject decodes the JSON object in a model answer, which may be
-// wrapped in prose or a code fence.
-func decodeObject(text string, v any) error {
-	i, k := strings.Index(text, "{"), strings.LastIndex(text, "}")
-	if i < 0 || k < i {
-		return fmt.Errorf("no JSON object in %.200q", text)
-	}
-	if err := json.Unmarshal([]byte(text[i:k+1]), v); err != nil {
-		return fmt.Errorf("invalid JSON object in %.200q: %w", text, err)
-	}
-	return nil
+	return resp.Content, nil
 }

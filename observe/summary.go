@@ -120,7 +120,7 @@ func (s *Summarizer) Summarize(ctx context.Context, stepID string, a steptype.An
 		return nil, fmt.Errorf("summarize: %w", err)
 	}
 	var out map[string]string
-	if err := decodeObject(text, &out); err != nil {
+	if err := llm.DecodeObject(text, &out); err != nil {
 		return nil, fmt.Errorf("summarize: model answer: %w", err)
 	}
 	p := &store.AnnotationPutParams{StepID: stepID}
@@ -137,32 +137,11 @@ func (s *Summarizer) Summarize(ctx context.Context, stepID string, a steptype.An
 
 // complete runs a model call to its final response and returns its text.
 func complete(ctx context.Context, m llm.Model, req *llm.Request) (string, error) {
-	var final *llm.Response
-	for resp, err := range m.Generate(ctx, req) {
-		if err != nil {
-			return "", err
-		}
-		if !resp.Partial {
-			final = resp
-		}
+	resp, err := llm.Complete(ctx, m, req)
+	if err != nil {
+		return "", err
 	}
-	if final == nil {
-		return "", errors.New("model stream ended without a final response")
-	}
-	return final.Content, nil
-}
-
-// decodeObject decodes the JSON object in a model answer, which may be
-// wrapped in prose or a code fence.
-func decodeObject(text string, v any) error {
-	i, j := strings.Index(text, "{"), strings.LastIndex(text, "}")
-	if i < 0 || j < i {
-		return fmt.Errorf("no JSON object in %.200q", text)
-	}
-	if err := json.Unmarshal([]byte(text[i:j+1]), v); err != nil {
-		return fmt.Errorf("invalid JSON object in %.200q: %w", text, err)
-	}
-	return nil
+	return resp.Content, nil
 }
 
 // clip cuts s to at most n bytes on a character boundary, marking the cut.

@@ -62,16 +62,11 @@ func (r *LLMReranker) Rerank(ctx context.Context, queries []string, hits []*Hit)
 		Messages:    []llm.Message{{Role: steptype.RoleUser, Content: r.prompt(queries, hits)}},
 		Temperature: &temp,
 	}
-	var text string
-	for resp, err := range r.Model.Generate(ctx, req) {
-		if err != nil {
-			return nil, fmt.Errorf("reranker model %s: %w", r.Model.Name(), err)
-		}
-		if !resp.Partial {
-			text = resp.Content
-		}
+	resp, err := llm.Complete(ctx, r.Model, req)
+	if err != nil {
+		return nil, fmt.Errorf("reranker model %s: %w", r.Model.Name(), err)
 	}
-	order, err := ParseRanking(text, len(hits))
+	order, err := ParseRanking(resp.Content, len(hits))
 	if err != nil {
 		return nil, err
 	}
