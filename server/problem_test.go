@@ -136,7 +136,7 @@ func TestBearerTokens(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	t.Parallel()
-	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "Engine is required") {
+	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "an engine is required") {
 		t.Fatalf("no engine: %v", err)
 	}
 	env := newEnv(t, nil)

@@ -76,17 +76,17 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Engine == nil {
-		errs = append(errs, errors.New("Engine is required"))
+		errs = append(errs, errors.New("an engine is required (Engine)"))
 	}
 	if c.MaxBodyBytes < 0 || c.Heartbeat < 0 || c.NextStepTimeout < 0 || c.WriteTimeout < 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("sizes and durations must not be negative"))
 	}
 	if c.NextStepTimeout > MaxNextStepTimeout {
-		errs = append(errs, fmt.Errorf("NextStepTimeout %s is above the maximum %s", c.NextStepTimeout, MaxNextStepTimeout))
+		errs = append(errs, fmt.Errorf("next-step timeout %s is above the maximum %s", c.NextStepTimeout, MaxNextStepTimeout))
 	}
 	for i, t := range c.Tokens {
 		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, " \t\r\n") {
-			errs = append(errs, fmt.Errorf("Tokens[%d] is empty or contains whitespace", i))
+			errs = append(errs, fmt.Errorf("token %d is empty or contains whitespace", i))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -102,7 +102,7 @@ func TestFailedRunAndContent(t *testing.T) {
 func attr(s *tracetest.SpanStub, key string) string {
 	for _, kv := range s.Attributes {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -186,11 +186,11 @@ func testAnnotations(t *testing.T, st store.Store, o store.ObservationStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := o.AnnotationPut(ctx, &store.AnnotationPutParams{StepID: "s-2", State: ptr("on page 1"), Goal: ptr("find price"), Now: t0})
+	_, err = o.AnnotationPut(ctx, &store.AnnotationPutParams{StepID: "s-2", State: ptr("on page 1"), Goal: ptr("find price"), Now: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err = o.AnnotationPut(ctx, &store.AnnotationPutParams{StepID: "s-2", StateSummary: ptr("page 1"), Goal: ptr(""), Now: t0})
+	a, err := o.AnnotationPut(ctx, &store.AnnotationPutParams{StepID: "s-2", StateSummary: ptr("page 1"), Goal: ptr(""), Now: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
