@@ -27,19 +27,19 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	query := recall.Query{Texts: q["q"], Agent: q.Get("agent"), K: 10}
 	if len(query.Texts) == 0 {
-		return fmt.Errorf("%w: q is required (the query text; repeat it for several queries)", store.ErrInvalid)
+		return badParam("q is required (the query text; repeat it for several queries)")
 	}
 	if v := q.Get("k"); v != "" {
 		k, err := strconv.Atoi(v)
 		if err != nil {
-			return fmt.Errorf("%w: k %q is not an integer", store.ErrInvalid, v)
+			return badParam("k %q is not an integer", v)
 		}
 		query.K = k
 	}
 	if v := q.Get("max_distance"); v != "" {
 		d, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return fmt.Errorf("%w: max_distance %q is not a number", store.ErrInvalid, v)
+			return badParam("max_distance %q is not a number", v)
 		}
 		query.MaxDistance = d
 	}
@@ -50,7 +50,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 		for _, one := range strings.Split(k, ",") {
 			kind, err := steptype.ParseKind(one)
 			if err != nil {
-				return fmt.Errorf("%w: %v", store.ErrInvalid, err)
+				return badParam("kind: %v", err)
 			}
 			query.Kinds = append(query.Kinds, kind)
 		}
@@ -59,7 +59,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if name := q.Get("embedder"); name != "" {
 		var err error
 		if emb, err = recall.EmbedderByName(name); err != nil {
-			return err
+			return badParam("embedder: %v", err)
 		}
 	}
 	ctx, cancel := s.requestContext(r)
