@@ -103,7 +103,7 @@ func (e *Engine) Run(ctx context.Context, p StartParams) iter.Seq2[*Event, error
 			yield(nil, err)
 			return
 		}
-		for ev, err := range e.Execute(ctx, r.ID) {
+		for ev, err := range e.execute(ctx, r.ID, true) {
 			if !yield(ev, err) {
 				return
 			}
@@ -121,8 +121,14 @@ func (e *Engine) Run(ctx context.Context, p StartParams) iter.Seq2[*Event, error
 // Breaking out of the loop stops the execution too and hands the run back
 // to the queue. The execution starts when iteration begins.
 func (e *Engine) Execute(ctx context.Context, runID string) iter.Seq2[*Event, error] {
+	return e.execute(ctx, runID, false)
+}
+
+// execute is Execute; owned says the caller created the run already leased
+// to this engine (Run), so it must not be claimed again.
+func (e *Engine) execute(ctx context.Context, runID string, owned bool) iter.Seq2[*Event, error] {
 	return func(yield func(*Event, error) bool) {
-		x, err := e.claim(ctx, runID, nil)
+		x, err := e.claim(ctx, runID, nil, owned)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -174,7 +180,7 @@ func (e *Engine) Wait(ctx context.Context, seq iter.Seq2[*Event, error]) (*Run, 
 }
 
 // claim leases a run to this engine and prepares its execution.
-func (e *Engine) claim(ctx context.Context, runID string, parent *execution) (*execution, error) {
+func (e *Engine) claim(ctx context.Context, runID string, parent *execution, owned bool) (*execution, error) {
 	e.mu.Lock()
 	closed := e.closed || e.bg.stopping
 	_, busy := e.active[runID]
@@ -206,8 +212,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution) (*e
 		now = r.LeaseExpires.Add(time.Millisecond)
 	}
 	run := r
-	if !(r.Status == steptype.RunRunning && r.LeaseOwner == e.cfg.Owner) {
-		// Not already ours (Run creates runs leased to itself): claim it.
+	if !owned {
 		claimed, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, ID: runID, Limit: 1, Now: now})
 		if err != nil {
 			return nil, fmt.Errorf("claim run: %w", err)
@@ -234,6 +239,12 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution) (*e
 	}
 	x.done = make(chan struct{})
 	e.mu.Lock()
+	if _, busy := e.active[runID]; busy {
+		// The background executor registered it meanwhile (it claimed the
+		// run first and owns the execution).
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
+	}
 	e.active[runID] = x
 	e.mu.Unlock()
 	e.broker.acquire(r.SessionID, x.lastSeq)

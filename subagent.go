@@ -46,7 +46,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		return x.agentResult(call, "", toolError("sub-agent: "+err.Error()))
 	}
 	if !child.Status.Terminal() {
-		cx, err := x.e.claim(ctx, child.ID, x)
+		cx, err := x.e.claim(ctx, child.ID, x, false)
 		if err != nil {
 			return x.agentResult(call, child.ParentStepID, toolError("sub-agent: "+err.Error()))
 		}
