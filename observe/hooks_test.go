@@ -80,7 +80,7 @@ func TestEngineObservation(t *testing.T) {
 		// Only the model's tool-call arguments keep the address (what the
 		// tools step executes); everything else is masked.
 		if strings.Count(string(body), "ann@example.com") != 1 || !strings.Contains(string(body), `"arguments":{"email":"ann@example.com"}`) ||
-			strings.Contains(string(body), "4111") {
+			strings.Contains(string(body), "4111 1111") {
 			t.Errorf("unmasked content persisted: %s", body)
 		}
 		if !strings.HasPrefix(r.Input, "I am [email]") {
@@ -99,7 +99,7 @@ func TestEngineObservation(t *testing.T) {
 		}
 		evs, _ := obsOf(t, st).StepEventList(ctx, &store.StepEventListParams{RunID: r.ID})
 		all, _ := json.Marshal(evs)
-		if strings.Contains(string(all), "abcdefghijklmnop") || strings.Contains(string(all), "4111") || strings.Contains(string(all), "ann@example.com") {
+		if strings.Contains(string(all), "abcdefghijklmnop") || strings.Contains(string(all), "4111 1111") || strings.Contains(string(all), "ann@example.com") {
 			t.Errorf("secret or personal data in events: %s", all)
 		}
 		if err := observe.ApplyAnnotations(ctx, st, steps); err != nil {
