@@ -1,60 +1,13 @@
 package sqlite_test
 
 import (
-	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/sqlite"
+	"github.com/stepwise-run/stepwise/store/storetest"
 )
-
-// benchStep is a typical llm step: a short answer with usage metrics.
-func benchStep(sessionID, runID, id string) *steptype.Step {
-	return &steptype.Step{
-		ID: id, SessionID: sessionID, RunID: runID, Kind: steptype.KindLLM, Name: "llm",
-		Status: steptype.StepCompleted, Role: steptype.RoleAssistant,
-		Content: "The answer is 42. Let me know if you need anything else.",
-		Metrics: steptype.Metrics{InputTokens: 812, OutputTokens: 14, Cost: 0.0004, Model: "m", Provider: "p",
-			Duration: 900 * time.Millisecond},
-	}
-}
-
-// appender owns one session and one claimed run, and appends one step plus
-// the run's cursor update per call — what the engine does per step.
-type appender struct {
-	st      store.Store
-	session string
-	n       int
-}
-
-func newAppender(b *testing.B, st store.Store, name string) *appender {
-	ctx := b.Context()
-	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: name}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: name, SessionID: name, Agent: "a",
-		Status: steptype.RunRunning, LeaseOwner: "w"}}); err != nil {
-		b.Fatal(err)
-	}
-	return &appender{st: st, session: name}
-}
-
-var cursor = "tools"
-
-func (a *appender) append(b *testing.B) {
-	a.n++
-	_, err := a.st.StepAppend(b.Context(), &store.StepAppendParams{
-		Steps: []*steptype.Step{benchStep(a.session, a.session, fmt.Sprintf("%s-%d", a.session, a.n))},
-		Runs:  []*store.RunUpdateParams{{ID: a.session, Owner: "w", Cursor: &cursor, StepDelta: 1}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-}
 
 func benchOpen(b *testing.B, sync string) store.Store {
 	st, err := sqlite.Open(b.Context(), sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: sync})
@@ -65,45 +18,18 @@ func benchOpen(b *testing.B, sync string) store.Store {
 	return st
 }
 
-func reportSteps(b *testing.B, steps int) {
-	b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
-}
-
 // BenchmarkStepAppendSingle: one goroutine, one step + run update per
 // transaction.
 func BenchmarkStepAppendSingle(b *testing.B) {
 	for _, sync := range []string{"NORMAL", "FULL"} {
-		b.Run(sync, func(b *testing.B) {
-			a := newAppender(b, benchOpen(b, sync), "s")
-			for b.Loop() {
-				a.append(b)
-			}
-			reportSteps(b, b.N)
-		})
+		b.Run(sync, func(b *testing.B) { storetest.BenchAppendSingle(b, benchOpen(b, sync)) })
 	}
 }
 
 // BenchmarkStepAppendConcurrent: 100 goroutines, each appending to its own
-// session and run; ns/op is wall time per step across all of them.
+// session and run (group commit).
 func BenchmarkStepAppendConcurrent(b *testing.B) {
-	const writers = 100
 	for _, sync := range []string{"NORMAL", "FULL"} {
-		b.Run(sync, func(b *testing.B) {
-			st := benchOpen(b, sync)
-			apps := make([]*appender, writers)
-			for i := range apps {
-				apps[i] = newAppender(b, st, fmt.Sprint("s", i))
-			}
-			var next atomic.Int64
-			b.SetParallelism((writers + 1) / 2) // × GOMAXPROCS goroutines
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				a := apps[int(next.Add(1)-1)%writers]
-				for pb.Next() {
-					a.append(b)
-				}
-			})
-			reportSteps(b, b.N)
-		})
+		b.Run(sync, func(b *testing.B) { storetest.BenchAppendConcurrent(b, benchOpen(b, sync), 100, false) })
 	}
 }
