@@ -49,15 +49,27 @@ func (m *Store) DatasetCreate(_ context.Context, p *store.DatasetCreateParams) (
 }
 
 func (d *obsData) dataset(id, name string) (*datasetRec, error) {
+	return byIDOrName("dataset", d.datasets, id, name, func(r *datasetRec) string { return r.d.Name })
+}
+
+// byIDOrName finds a record by id (the map key), or without id by name.
+func byIDOrName[R any](what string, recs map[string]R, id, name string, nameOf func(R) string) (R, error) {
+	var zero R
 	if id == "" && name == "" {
-		return nil, rules.Invalid("dataset id or name is required")
+		return zero, rules.Invalid("%s id or name is required", what)
 	}
-	for _, rec := range d.datasets {
-		if (id != "" && rec.d.ID == id) || (id == "" && rec.d.Name == name) {
+	if id != "" {
+		if rec, ok := recs[id]; ok {
+			return rec, nil
+		}
+		return zero, rules.NotFound(what, id)
+	}
+	for _, rec := range recs {
+		if nameOf(rec) == name {
 			return rec, nil
 		}
 	}
-	return nil, rules.NotFound("dataset", id+name)
+	return zero, rules.NotFound(what, name)
 }
 
 // DatasetGet implements store.ObservationStore.
@@ -153,15 +165,7 @@ func (m *Store) ExperimentCreate(_ context.Context, p *store.ExperimentCreatePar
 }
 
 func (d *obsData) experiment(id, name string) (*experimentRec, error) {
-	if id == "" && name == "" {
-		return nil, rules.Invalid("experiment id or name is required")
-	}
-	for _, rec := range d.experiments {
-		if (id != "" && rec.x.ID == id) || (id == "" && rec.x.Name == name) {
-			return rec, nil
-		}
-	}
-	return nil, rules.NotFound("experiment", id+name)
+	return byIDOrName("experiment", d.experiments, id, name, func(r *experimentRec) string { return r.x.Name })
 }
 
 // ExperimentGet implements store.ObservationStore.
