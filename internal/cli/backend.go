@@ -6,6 +6,8 @@ import (
 	"errors"
 	"iter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/client"
 	"github.com/stepwise-run/stepwise/llm"
@@ -209,3 +211,21 @@ func (r remote) Replay(ctx context.Context, p stepwise.ReplayParams) (*stepwise.
 func (r remote) AgentName(arg string) string { return arg }
 
 func (r remote) Close() error { return nil }
+
+// runWith adapts a command body that needs a backend: it opens one (with
+// the agent file or name in *agent, when agent is not nil) and closes it
+// when the body returns.
+func (e *env) runWith(agent *string, body func(cmd *cobra.Command, b backend, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		a := ""
+		if agent != nil {
+			a = *agent
+		}
+		b, err := e.backend(cmd.Context(), a)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		return body(cmd, b, args)
+	}
+}

@@ -56,12 +56,7 @@ func inputCmd(e *env) *cobra.Command {
 		Use:   "input RUN REQUEST_ID ANSWER",
 		Short: "Answer a pending request (text, JSON, or an approval like '{\"approved\":true}')",
 		Args:  cobra.ExactArgs(3),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.backend(cmd.Context(), agent)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+		RunE: e.runWith(&agent, func(cmd *cobra.Command, b backend, args []string) error {
 			s, err := b.Answer(cmd.Context(), args[0], args[1], textOrJSON(args[2], false))
 			if err != nil {
 				return err
@@ -78,7 +73,7 @@ func inputCmd(e *env) *cobra.Command {
 				return err
 			}
 			return e.drive(cmd.Context(), b, args[0], false)
-		},
+		}),
 	}
 	c.Flags().BoolVar(&resume, "resume", false, "resume (or, with --server, follow) the run here once nothing is pending")
 	c.Flags().StringVar(&agent, "agent", "", "agent file of the run, to resume it (built-in agents need none)")

@@ -62,14 +62,9 @@ func resumeCmd(e *env) *cobra.Command {
 		Use:   "resume RUN",
 		Short: "Resume an interrupted run from its last committed step",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.backend(cmd.Context(), agent)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+		RunE: e.runWith(&agent, func(cmd *cobra.Command, b backend, args []string) error {
 			return e.drive(cmd.Context(), b, args[0], jsonOut)
-		},
+		}),
 	}
 	c.Flags().StringVar(&agent, "agent", "", "agent file of the run (built-in agents need none)")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print committed steps as JSON lines")

@@ -27,12 +27,7 @@ func contextCmd(e *env) *cobra.Command {
 		Use:   "context SESSION",
 		Short: "Preview the exact messages the next model call would receive",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.backend(cmd.Context(), agent)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+		RunE: e.runWith(&agent, func(cmd *cobra.Command, b backend, args []string) error {
 			req, err := b.Context(cmd.Context(), args[0], b.AgentName(agent))
 			if err != nil {
 				return err
@@ -40,7 +35,7 @@ func contextCmd(e *env) *cobra.Command {
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(req)
-		},
+		}),
 	}
 	c.Flags().StringVar(&agent, "agent", "", "agent file or name (default: the session's agent)")
 	return c
@@ -53,12 +48,7 @@ func forkCmd(e *env) *cobra.Command {
 		Use:   "fork SESSION --at K [--edit TEXT]",
 		Short: "Fork a session at step K (O(1), nothing copied); optionally replace step K's message",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.backend(cmd.Context(), "")
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+		RunE: e.runWith(nil, func(cmd *cobra.Command, b backend, args []string) error {
 			p := stepwise.ForkParams{SessionID: args[0], At: at}
 			if cmd.Flags().Changed("edit") {
 				p.Edit = &edit
@@ -69,7 +59,7 @@ func forkCmd(e *env) *cobra.Command {
 			}
 			fmt.Fprintf(e.stdout, "%s\n", s.ID)
 			return nil
-		},
+		}),
 	}
 	c.Flags().Int64Var(&at, "at", 0, "fork point: the fork keeps steps 1..K")
 	c.Flags().StringVar(&edit, "edit", "", "replace the content of step K in the fork")
@@ -81,12 +71,7 @@ func forksCmd(e *env) *cobra.Command {
 		Use:   "forks SESSION",
 		Short: "Print the fork tree of a session",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.backend(cmd.Context(), "")
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+		RunE: e.runWith(nil, func(cmd *cobra.Command, b backend, args []string) error {
 			t, err := b.Tree(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -108,7 +93,7 @@ func forksCmd(e *env) *cobra.Command {
 			}
 			walk(t, 0)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -117,12 +102,7 @@ func summaryCmd(e *env) *cobra.Command {
 		Use:   "summary SESSION",
 		Short: "Counts per kind and role, tokens, cost, duration, sequence range, forks",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.backend(cmd.Context(), "")
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+		RunE: e.runWith(nil, func(cmd *cobra.Command, b backend, args []string) error {
 			s, err := b.Summary(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -130,7 +110,7 @@ func summaryCmd(e *env) *cobra.Command {
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(s)
-		},
+		}),
 	}
 }
 
@@ -167,19 +147,14 @@ func retryCmd(e *env) *cobra.Command {
 		Use:   "retry SESSION --from K",
 		Short: "Regenerate from step K: fork at K-1 and run again (or --destructive: delete steps >= K)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.backend(cmd.Context(), agent)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+		RunE: e.runWith(&agent, func(cmd *cobra.Command, b backend, args []string) error {
 			r, err := b.Retry(cmd.Context(), stepwise.RetryParams{SessionID: args[0], From: from, Destructive: destructive, Agent: b.AgentName(agent)})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "session %s  run %s\n", r.SessionID, r.ID)
 			return e.drive(cmd.Context(), b, r.ID, false)
-		},
+		}),
 	}
 	c.Flags().Int64Var(&from, "from", 0, "first step to regenerate")
 	c.Flags().BoolVar(&destructive, "destructive", false, "delete steps >= K in place instead of forking")
@@ -195,14 +170,10 @@ func replayCmd(e *env) *cobra.Command {
 		Use:   "replay SESSION",
 		Short: "Re-run a session into a fork, reusing recorded model and tool outputs until they diverge",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.backend(cmd.Context(), agent)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+		RunE: e.runWith(&agent, func(cmd *cobra.Command, b backend, args []string) error {
 			p := stepwise.ReplayParams{SessionID: args[0], Agent: b.AgentName(agent), LiveTools: live, AllToolsLive: allLive}
 			var r *stepwise.Run
+			var err error
 			if l, ok := b.(local); ok {
 				r, err = l.eng.ReplayAll(cmd.Context(), p) // every turn, here
 			} else if r, err = b.Replay(cmd.Context(), p); err == nil {
@@ -229,7 +200,7 @@ func replayCmd(e *env) *cobra.Command {
 			}
 			fmt.Fprintf(e.stdout, "replayed into session %s: run %s %s; %d steps reused, %d live\n", r.SessionID, r.ID, r.Status, reused, liveN)
 			return nil
-		},
+		}),
 	}
 	c.Flags().StringSliceVar(&live, "live-tool", nil, "tool that must run live (repeatable)")
 	c.Flags().BoolVar(&allLive, "all-tools-live", false, "run every tool live")
@@ -242,18 +213,13 @@ func cancelCmd(e *env) *cobra.Command {
 		Use:   "cancel RUN",
 		Short: "Cancel a run that has not finished",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.backend(cmd.Context(), "")
-			if err != nil {
-				return err
-			}
-			defer b.Close()
+		RunE: e.runWith(nil, func(cmd *cobra.Command, b backend, args []string) error {
 			r, err := b.Cancel(cmd.Context(), args[0], "cancelled from the command line")
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "run %s %s\n", r.ID, r.Status)
 			return nil
-		},
+		}),
 	}
 }
