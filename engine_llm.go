@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -194,4 +193,3 @@ func toolFingerprint(name string, args json.RawMessage) string {
 	return hex.EncodeToString(h[:16])
 }
 
-var _ = errors.New

@@ -3,7 +3,6 @@ package stepwise_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -202,4 +201,3 @@ func TestMaxStepsAndUnknownAgent(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
