@@ -192,4 +192,3 @@ func toolFingerprint(name string, args json.RawMessage) string {
 	h := sha256.Sum256(b.Bytes())
 	return hex.EncodeToString(h[:16])
 }
-

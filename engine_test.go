@@ -200,4 +200,3 @@ func TestMaxStepsAndUnknownAgent(t *testing.T) {
 		}
 	}
 }
-
