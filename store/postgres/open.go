@@ -21,6 +21,9 @@ type Store struct {
 
 	closed    atomic.Bool
 	closeOnce sync.Once
+
+	vecOnce sync.Once
+	vec     *vecState // in-process vector indexes (vector_index.go)
 }
 
 var _ store.Store = (*Store)(nil)

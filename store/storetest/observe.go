@@ -12,12 +12,13 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-// testObservation runs the store.ObservationStore contract, when the driver
-// implements it.
+// testObservation runs the store.ObservationStore contract. Every driver
+// must implement it (the server, evals and the recorder use it): a driver
+// that does not fails here.
 func testObservation(t *testing.T, h *harness) {
 	probe := h.open(t)
 	if _, ok := probe.(store.ObservationStore); !ok {
-		t.Skipf("%T does not implement store.ObservationStore", probe)
+		t.Fatalf("%T does not implement store.ObservationStore, which every driver must", probe)
 	}
 	obs := func(t *testing.T, name string, fn func(t *testing.T, st store.Store, o store.ObservationStore)) {
 		h.sub(t, name, func(t *testing.T, st store.Store) {

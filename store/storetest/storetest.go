@@ -7,8 +7,10 @@
 //
 // Run starts one subtest per area (sessions, steps, fork, truncate, resolve,
 // runs, errors, reopen), each made of parallel subtests that open their own
-// store. Differences between drivers are declared in Options; a test that a
-// driver cannot run says so with t.Skip and the reason, never silently.
+// store. Every area runs against every driver: a driver that lacks a
+// capability the product uses (observation, vectors) fails, never skips.
+// The only declared difference is durability (Options.Reopen): the tests
+// that reopen a store skip, with that reason, for the memory driver alone.
 package storetest
 
 import (

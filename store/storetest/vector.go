@@ -12,11 +12,13 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-// testVectors checks store.VectorStore, for drivers that implement it.
+// testVectors checks store.VectorStore. Every driver must implement it
+// (step memory and GET /v1/search use it): a driver that does not fails
+// here.
 func testVectors(t *testing.T, h *harness) {
 	probe := h.open(t)
 	if _, ok := probe.(store.VectorStore); !ok {
-		t.Skipf("%T does not implement store.VectorStore", probe)
+		t.Fatalf("%T does not implement store.VectorStore, which every driver must", probe)
 	}
 	vsub := func(name string, fn func(t *testing.T, st store.Store, vs store.VectorStore)) {
 		h.sub(t, name, func(t *testing.T, st store.Store) { fn(t, st, st.(store.VectorStore)) })
