@@ -4,6 +4,17 @@ import (
 	"context"
 )
 
+// MigrateTo creates cfg's schema as migrations 1..version leave it, as an
+// earlier release would have, and returns the version reached.
+func MigrateTo(ctx context.Context, cfg Config, version int64) (int64, error) {
+	cfg = cfg.WithDefaults()
+	pc, schema, err := cfg.poolConfig()
+	if err != nil {
+		return 0, err
+	}
+	return migrateTo(ctx, pc.ConnConfig, schema, version)
+}
+
 // MapErr exposes mapErr to the tests.
 var MapErr = mapErr
 
@@ -20,4 +31,16 @@ func (s *Store) TxAttempts(ctx context.Context, failures int, err error) (int, e
 		return struct{}{}, err
 	})
 	return n, txErr
+}
+
+// VectorRowsLoaded reports how many vector rows the store's index of
+// embedder has read from the database so far (0 before its first search).
+func (s *Store) VectorRowsLoaded(embedder string) int64 {
+	st := s.vecState()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if sp := st.spaces[embedder]; sp != nil {
+		return sp.loaded
+	}
+	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -29,6 +30,12 @@ const versionTable = "stepwise_schema"
 // migrates, the others wait and find nothing to do. It returns the schema
 // version.
 func migrate(ctx context.Context, cc *pgx.ConnConfig, schema string) (int64, error) {
+	return migrateTo(ctx, cc, schema, math.MaxInt64)
+}
+
+// migrateTo is migrate up to version target (the tests build the schema of
+// an earlier release with it).
+func migrateTo(ctx context.Context, cc *pgx.ConnConfig, schema string, target int64) (int64, error) {
 	// goose needs database/sql; this short-lived handle has the pool's
 	// settings, search_path included: one connection holds the lock, goose
 	// uses the other.
@@ -60,7 +67,7 @@ func migrate(ctx context.Context, cc *pgx.ConnConfig, schema string) (int64, err
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if _, err := p.UpTo(ctx, target); err != nil {
 		return 0, fmt.Errorf("migrate: %w", err)
 	}
 	return p.GetDBVersion(ctx)

@@ -105,10 +105,7 @@ func TestOpenCreatesSchemaAndMigratesOnce(t *testing.T) {
 		t.Cleanup(func() { stores[i].Close() })
 	}
 	conn := rawConn(t)
-	files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("migration files: %v %v", files, err)
-	}
+	files := migrationFiles(t)
 	var applied, versions int
 	if err := conn.QueryRow(t.Context(), `SELECT count(*), count(DISTINCT version_id) FROM `+pgx.Identifier{schema, "stepwise_schema"}.Sanitize()+
 		` WHERE version_id > 0 AND is_applied`).Scan(&applied, &versions); err != nil || applied != len(files) || versions != len(files) {
@@ -227,4 +224,14 @@ func TestMapErr(t *testing.T) {
 	if postgres.MapErr(nil) != nil {
 		t.Error("mapErr(nil) != nil")
 	}
+}
+
+// migrationFiles lists the embedded migrations.
+func migrationFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migration files: %v %v", files, err)
+	}
+	return files
 }

@@ -41,6 +41,7 @@ type vecSpace struct {
 	ix      *vecindex.Index
 	seq     int64 // vector_embedders.last_seq loaded
 	deletes int64 // vector_embedders.deletes when last refreshed
+	loaded  int64 // rows read by loadNew since the index was created
 }
 
 func (s *Store) vecState() *vecState {
@@ -132,7 +133,7 @@ func (sp *vecSpace) loadNew(ctx context.Context, tx pgx.Tx, embedder string, seq
 		return err
 	}
 	sp.ix.PutAll(es, vs)
-	sp.seq = seq
+	sp.seq, sp.loaded = seq, sp.loaded+int64(len(es))
 	return nil
 }
 

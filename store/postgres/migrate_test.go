@@ -1,0 +1,100 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/postgres"
+)
+
+// previousRelease is the schema version of the last release before the
+// observation and vector tables (migration 00001 alone).
+const previousRelease = 1
+
+// A database written by the previous release — its schema, its rows —
+// migrates forward when the new release opens it: the old sessions, runs
+// and steps read back unchanged, and the new capabilities work on them.
+func TestMigrateFromPreviousRelease(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := freshSchema(t)
+	cfg := postgres.Config{DSN: testDSN(t), Schema: schema}
+	if v, err := postgres.MigrateTo(ctx, cfg, previousRelease); err != nil || v != previousRelease {
+		t.Fatalf("MigrateTo(%d) = %d, %v", previousRelease, v, err)
+	}
+	// Rows as the previous release wrote them, with its SQL.
+	conn := rawConn(t)
+	if _, err := conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	var steps []*steptype.Step
+	for i, content := range []string{"what is the capital of France?", "Paris."} {
+		s := &steptype.Step{ID: []string{"old-1", "old-2"}[i], SessionID: "old", RunID: "old-run", Sequence: int64(i + 1),
+			Kind: steptype.KindUser, Status: steptype.StepCompleted, Role: steptype.RoleUser, Content: content, CreatedAt: now}
+		body, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, s)
+		if i == 0 {
+			if _, err := conn.Exec(ctx, `INSERT INTO sessions (id, agent, last_seq, created_at, updated_at) VALUES ('old', 'a', 2, $1, $1)`, now.UnixNano()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, `INSERT INTO runs (id, session_id, agent, status, step_count, created_at, updated_at, finished_at)
+				VALUES ('old-run', 'old', 'a', 'completed', 2, $1, $1, $1)`, now.UnixNano()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, created_at, body)
+			VALUES ($1, 'old', $2, 'old-run', 'user', 'completed', $3, $4)`, s.ID, s.Sequence, now.UnixNano(), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	st := open(t, cfg) // migrates to the current version
+	files := migrationFiles(t)
+	var applied int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM stepwise_schema WHERE version_id > 0 AND is_applied`).Scan(&applied); err != nil || applied != len(files) {
+		t.Errorf("after open: %d migrations applied (%v), want %d", applied, err, len(files))
+	}
+	got, err := st.StepList(ctx, &store.StepListParams{SessionID: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(steps)
+	if g, _ := json.Marshal(got); string(g) != string(want) {
+		t.Errorf("old steps after the upgrade:\n got %s\nwant %s", g, want)
+	}
+	if r, err := st.RunGet(ctx, &store.RunGetParams{ID: "old-run"}); err != nil || r.Status != steptype.RunCompleted || r.StepCount != 2 {
+		t.Errorf("old run after the upgrade: %+v %v", r, err)
+	}
+	// The new tables work on the old rows.
+	if _, err := st.EvalPut(ctx, &store.EvalPutParams{Eval: &store.Eval{ID: "ev", TargetKind: store.TargetStep, TargetID: "old-2",
+		Name: "correct", Source: store.SourceUser, Score: 1}}); err != nil {
+		t.Errorf("eval on an old step: %v", err)
+	}
+	miss, err := st.VectorMissing(ctx, &store.VectorMissingParams{Embedder: "e"})
+	if err != nil || len(miss) != 2 {
+		t.Fatalf("old steps without vectors: %d, %v", len(miss), err)
+	}
+	if _, err := st.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e", Vectors: []store.StepVector{
+		{StepID: "old-1", Vector: []float32{1, 0}}, {StepID: "old-2", Vector: []float32{0, 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := st.VectorSearch(ctx, &store.VectorSearchParams{Embedder: "e", Vector: []float32{0.1, 1}, K: 1})
+	if err != nil || len(hits) != 1 || hits[0].Step.ID != "old-2" {
+		t.Errorf("search over old steps: %v %v", hits, err)
+	}
+	if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{{ID: "new-3", SessionID: "old",
+		Kind: steptype.KindUser, Status: steptype.StepCompleted}}}); err != nil {
+		t.Errorf("append after the upgrade: %v", err)
+	}
+	// Opening again finds nothing to do.
+	open(t, cfg)
+}

@@ -1,0 +1,124 @@
+package postgres_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/postgres"
+)
+
+// Two instances on one schema (two `stepwise serve` behind a load
+// balancer): the searching instance's in-process index follows what the
+// other writes — new vectors, replaced vectors, deleted steps — reading
+// only the rows that changed, never the whole table again.
+func TestVectorIndexFollowsOtherInstance(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	w := open(t, postgres.Config{Schema: schema})
+	r := open(t, postgres.Config{Schema: schema})
+	ctx := t.Context()
+	if _, err := w.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	add := func(id string, v []float32) {
+		t.Helper()
+		if _, err := w.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{{ID: id, SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e", Vectors: []store.StepVector{{StepID: id, Vector: v}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	top := func(st *postgres.Store) string {
+		t.Helper()
+		hits, err := st.VectorSearch(ctx, &store.VectorSearchParams{Embedder: "e", Vector: []float32{0, 1}, K: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ""
+		for _, h := range hits {
+			out += h.Step.ID
+		}
+		return out
+	}
+	loaded := func(want int64) {
+		t.Helper()
+		if got := r.VectorRowsLoaded("e"); got != want {
+			t.Errorf("reader loaded %d vector rows in all, want %d", got, want)
+		}
+	}
+	for i := range 50 {
+		add(fmt.Sprintf("x%02d", i), []float32{1, -1})
+	}
+	add("a", []float32{1, 0})
+	if got := top(r); len(got) != 1+50*3 || got[:1] != "a" {
+		t.Fatalf("reader before: %q", got)
+	}
+	loaded(51)
+	top(r)
+	loaded(51) // nothing new: no row read
+	add("b", []float32{0, 1})
+	if got := top(r); got[:2] != "ba" {
+		t.Errorf("reader after an insert: %q, want ba…", got[:2])
+	}
+	loaded(52) // only the new row
+	if _, err := w.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e", Vectors: []store.StepVector{{StepID: "a", Vector: []float32{0, 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := top(r); got[:2] != "ab" {
+		t.Errorf("reader after a replace: %q, want ab…", got[:2])
+	}
+	loaded(53)
+	// Truncate everything after a (sequence 51): b and the x's before it stay.
+	if _, err := w.StepTruncate(ctx, &store.StepTruncateParams{SessionID: "s", StartSeq: 52}); err != nil {
+		t.Fatal(err)
+	}
+	if got := top(r); len(got) != 1+50*3 || got[:1] != "a" {
+		t.Errorf("reader after a truncate: %q, want a and the x's", got)
+	}
+	if got := top(w); len(got) != 1+50*3 {
+		t.Errorf("writer after a truncate: %q", got)
+	}
+	if err := w.SessionDelete(ctx, &store.SessionDeleteParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.VectorSearch(ctx, &store.VectorSearchParams{Embedder: "e", Vector: []float32{0, 1}, K: 1}); !errors.Is(err, store.ErrNoVectors) {
+		t.Errorf("reader after the session was deleted: %v, want ErrNoVectors", err)
+	}
+	loaded(53)
+}
+
+// A vector of the wrong dimension for its embedder is refused with a
+// clear error, from any instance, and writes nothing.
+func TestVectorDimensionAcrossInstances(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	a := open(t, postgres.Config{Schema: schema})
+	b := open(t, postgres.Config{Schema: schema})
+	ctx := t.Context()
+	if _, err := a.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{
+		{ID: "1", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted},
+		{ID: "2", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e3", Vectors: []store.StepVector{{StepID: "1", Vector: []float32{1, 2, 3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e3", Vectors: []store.StepVector{{StepID: "2", Vector: []float32{1, 2}}}})
+	if !errors.Is(err, store.ErrDimensionMismatch) || err.Error() != `stepwise: vector dimension mismatch: embedder "e3" stores 3-dimensional vectors, got 2 dimensions `+
+		`(a different model or configuration must use a different embedder name)` {
+		t.Errorf("wrong dimension: %v", err)
+	}
+	if _, err := b.VectorSearch(ctx, &store.VectorSearchParams{Embedder: "e3", Vector: []float32{1, 2}, K: 1}); !errors.Is(err, store.ErrDimensionMismatch) {
+		t.Errorf("search with the wrong dimension: %v", err)
+	}
+	if got, err := b.VectorCount(ctx, &store.VectorCountParams{Embedder: "e3"}); err != nil || len(got) != 1 || got[0].Count != 1 || got[0].Dim != 3 {
+		t.Errorf("count after the refused upsert: %+v %v", got, err)
+	}
+}
