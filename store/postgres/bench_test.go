@@ -1,7 +1,11 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/store"
 
 	"github.com/stepwise-run/stepwise/store/postgres"
 	"github.com/stepwise-run/stepwise/store/storetest"
@@ -28,4 +32,47 @@ func BenchmarkStepAppendConcurrent(b *testing.B) {
 			storetest.BenchAppendConcurrent(b, st, 100, c.shared)
 		})
 	}
+}
+
+// BenchmarkVectors: top-10 over 100,000 256-dimensional step vectors, the
+// first search of a new instance (loads them all), and the search after
+// another instance added one (incremental refresh). One fill, three
+// sub-benchmarks: run with -run '^$' -bench Vectors -benchtime 20x.
+func BenchmarkVectors(b *testing.B) {
+	const n, dim = 100_000, 256
+	schema := freshSchema(b)
+	st := open(b, postgres.Config{Schema: schema})
+	start := time.Now()
+	storetest.BenchVectorFill(b, st, n, dim)
+	b.Logf("stored %d vectors in %v", n, time.Since(start))
+	other := func(b *testing.B) store.Store {
+		o, err := postgres.Open(b.Context(), postgres.Config{DSN: testDSN(b), Schema: schema})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return o
+	}
+	storetest.BenchVectors(b, st, other, func(b *testing.B) store.Store { return open(b, postgres.Config{Schema: schema}) }, dim)
+}
+
+// BenchmarkStepBytes appends realistic turns (an llm step calling a tool,
+// the tool's step; each with its run update) and reports the growth of
+// the schema's relations, indexes and TOAST included
+// (pg_total_relation_size), per step. Run with -benchtime 5000x.
+func BenchmarkStepBytes(b *testing.B) {
+	schema := freshSchema(b)
+	st := open(b, postgres.Config{Schema: schema})
+	size := func() int64 {
+		var n int64
+		err := rawConn(b).QueryRow(context.Background(), `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)
+			FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+			WHERE ns.nspname = $1 AND c.relkind = 'r'`, schema).Scan(&n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	before := size()
+	steps := storetest.BenchTurn(b, st)
+	b.ReportMetric(float64(size()-before)/float64(steps), "bytes/step")
 }

@@ -1,8 +1,10 @@
 package sqlite_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/sqlite"
@@ -32,4 +34,63 @@ func BenchmarkStepAppendConcurrent(b *testing.B) {
 	for _, sync := range []string{"NORMAL", "FULL"} {
 		b.Run(sync, func(b *testing.B) { storetest.BenchAppendConcurrent(b, benchOpen(b, sync), 100, false) })
 	}
+}
+
+// BenchmarkVectors: top-10 over 100,000 256-dimensional step vectors, the
+// first search of a new store on the file (loads them all), and the search
+// after another store added one (incremental refresh). One fill, three
+// sub-benchmarks: run with -run '^$' -bench Vectors -benchtime 20x.
+func BenchmarkVectors(b *testing.B) {
+	const n, dim = 100_000, 256
+	path := filepath.Join(b.TempDir(), "vec.db")
+	st := benchOpenPath(b, sqlite.Config{Path: path})
+	start := time.Now()
+	storetest.BenchVectorFill(b, st, n, dim)
+	b.Logf("stored %d vectors in %v", n, time.Since(start))
+	reader := func(b *testing.B) store.Store {
+		o, err := sqlite.Open(b.Context(), sqlite.Config{Path: path, ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return o
+	}
+	// The file has one writer, st; searches run on a read-only store (as
+	// another process would), which follows st's writes.
+	r := reader(b)
+	b.Cleanup(func() { r.Close() })
+	storetest.BenchVectors(b, r, reader, func(*testing.B) store.Store { return st }, dim)
+}
+
+// BenchmarkStepBytes appends realistic turns (an llm step calling a tool,
+// the tool's step; each with its run update) and reports the growth of the
+// database file, checkpointed (the store closed), per step. Run with
+// -benchtime 5000x.
+func BenchmarkStepBytes(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bytes.db")
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return fi.Size()
+	}
+	empty, err := sqlite.Open(b.Context(), sqlite.Config{Path: path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	empty.Close()
+	before := size()
+	st := benchOpenPath(b, sqlite.Config{Path: path})
+	steps := storetest.BenchTurn(b, st)
+	st.Close()
+	b.ReportMetric(float64(size()-before)/float64(steps), "bytes/step")
+}
+
+func benchOpenPath(b *testing.B, cfg sqlite.Config) store.Store {
+	st, err := sqlite.Open(b.Context(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
 }
