@@ -56,10 +56,16 @@ func BenchmarkVectors(b *testing.B) {
 }
 
 // BenchmarkStepBytes appends realistic turns (an llm step calling a tool,
-// the tool's step; each with its run update) and reports the growth of
+// the tool's step; each with its run update), without and with a
+// 256-dimensional vector per step, and reports the growth of
 // the schema's relations, indexes and TOAST included
 // (pg_total_relation_size), per step. Run with -benchtime 5000x.
 func BenchmarkStepBytes(b *testing.B) {
+	b.Run("steps", func(b *testing.B) { benchStepBytes(b, 0) })
+	b.Run("steps+vectors", func(b *testing.B) { benchStepBytes(b, 256) })
+}
+
+func benchStepBytes(b *testing.B, dim int) {
 	schema := freshSchema(b)
 	st := open(b, postgres.Config{Schema: schema})
 	size := func() int64 {
@@ -73,6 +79,6 @@ func BenchmarkStepBytes(b *testing.B) {
 		return n
 	}
 	before := size()
-	steps := storetest.BenchTurn(b, st)
+	steps := storetest.BenchTurn(b, st, dim)
 	b.ReportMetric(float64(size()-before)/float64(steps), "bytes/step")
 }

@@ -25,8 +25,11 @@ type Config struct {
 	// notification channels. Default: the DSN's search_path parameter when
 	// it names a single schema, else "public".
 	Schema string
-	// MaxConns bounds the connection pool. Default 10. Listen uses one
-	// more, dedicated connection, opened on the first Listen.
+	// MaxConns bounds the connection pool. Default: the DSN's
+	// pool_max_conns parameter when it sets one (so `stepwise serve --db
+	// postgres://…?pool_max_conns=50` sizes the server's pool), else 10.
+	// Listen uses one more, dedicated connection, opened on the first
+	// Listen.
 	MaxConns int32
 	// ConnectTimeout bounds each connection attempt, and so Open against a
 	// server that does not answer. Default: the DSN's connect_timeout, else
@@ -50,12 +53,9 @@ const (
 const maxIdentifier = 63
 
 // WithDefaults returns c with its zero numeric fields set to their
-// defaults. Schema and ConnectTimeout depend on the DSN and are settled by
-// Open (see their documentation).
+// defaults. Schema, MaxConns and ConnectTimeout depend on the DSN and are
+// settled by Open (see their documentation).
 func (c Config) WithDefaults() Config {
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
 	if c.Retries == 0 {
 		c.Retries = DefaultRetries
 	}
@@ -95,7 +95,12 @@ func (c Config) poolConfig() (*pgxpool.Config, string, error) {
 			return nil, "", err
 		}
 	}
-	pc.MaxConns = c.MaxConns
+	switch {
+	case c.MaxConns > 0:
+		pc.MaxConns = c.MaxConns
+	case !strings.Contains(c.DSN, "pool_max_conns="):
+		pc.MaxConns = DefaultMaxConns
+	}
 	if c.ConnectTimeout > 0 || pc.ConnConfig.ConnectTimeout == 0 {
 		pc.ConnConfig.ConnectTimeout = orDefault(c.ConnectTimeout, DefaultConnectTimeout)
 	}

@@ -44,3 +44,6 @@ func (s *Store) VectorRowsLoaded(embedder string) int64 {
 	}
 	return 0
 }
+
+// PoolMaxConns reports the size limit of the store's pool.
+func (s *Store) PoolMaxConns() int32 { return s.pool.Config().MaxConns }

@@ -235,3 +235,30 @@ func migrationFiles(t *testing.T) []string {
 	}
 	return files
 }
+
+// The pool size comes from Config.MaxConns, else from the DSN's
+// pool_max_conns (the only knob of `stepwise serve --db postgres://…`),
+// else the default.
+func TestPoolSizeFromDSN(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	withParam := func(v string) string {
+		dsn := testDSN(t)
+		if strings.Contains(dsn, "?") {
+			return dsn + "&pool_max_conns=" + v
+		}
+		return dsn + "?pool_max_conns=" + v
+	}
+	for _, c := range []struct {
+		cfg  postgres.Config
+		want int32
+	}{
+		{postgres.Config{DSN: testDSN(t), Schema: schema}, postgres.DefaultMaxConns},
+		{postgres.Config{DSN: withParam("3"), Schema: schema}, 3},
+		{postgres.Config{DSN: withParam("3"), Schema: schema, MaxConns: 5}, 5},
+	} {
+		if got := open(t, c.cfg).PoolMaxConns(); got != c.want {
+			t.Errorf("%+v: pool of %d connections, want %d", c.cfg, got, c.want)
+		}
+	}
+}

@@ -62,10 +62,16 @@ func BenchmarkVectors(b *testing.B) {
 }
 
 // BenchmarkStepBytes appends realistic turns (an llm step calling a tool,
-// the tool's step; each with its run update) and reports the growth of the
+// the tool's step; each with its run update), without and with a
+// 256-dimensional vector per step, and reports the growth of the
 // database file, checkpointed (the store closed), per step. Run with
 // -benchtime 5000x.
 func BenchmarkStepBytes(b *testing.B) {
+	b.Run("steps", func(b *testing.B) { benchStepBytes(b, 0) })
+	b.Run("steps+vectors", func(b *testing.B) { benchStepBytes(b, 256) })
+}
+
+func benchStepBytes(b *testing.B, dim int) {
 	path := filepath.Join(b.TempDir(), "bytes.db")
 	size := func() int64 {
 		fi, err := os.Stat(path)
@@ -81,7 +87,7 @@ func BenchmarkStepBytes(b *testing.B) {
 	empty.Close()
 	before := size()
 	st := benchOpenPath(b, sqlite.Config{Path: path})
-	steps := storetest.BenchTurn(b, st)
+	steps := storetest.BenchTurn(b, st, dim)
 	st.Close()
 	b.ReportMetric(float64(size()-before)/float64(steps), "bytes/step")
 }

@@ -119,10 +119,14 @@ func BenchVectors(b *testing.B, st store.Store, reopen, writer func(b *testing.B
 // BenchTurn appends one realistic agent turn to a claimed run per op, the
 // way the engine records it: an llm step that calls a tool (with usage
 // metrics), then the tool's step with a JSON result of about 600 bytes,
-// each with the run's cursor update. Drivers divide the growth of their
-// files or relations by the steps appended to report bytes per step.
-func BenchTurn(b *testing.B, st store.Store) (steps int) {
+// each with the run's cursor update; with dim > 0, each step also gets a
+// vector of dim dimensions, as the memory worker of `stepwise serve`
+// stores one per committed step (lexical-v1:256). Drivers divide the
+// growth of their files or relations by the steps appended to report bytes
+// per step.
+func BenchTurn(b *testing.B, st store.Store, dim int) (steps int) {
 	a := newAppender(b, st, "turns")
+	rng := rand.New(rand.NewPCG(7, 8))
 	out := json.RawMessage(`{"city":"Paris","country":"France","population":2102650,"year":2023,` +
 		`"source":"INSEE, recensement de la population","notes":"` + fmt.Sprintf("%0400d", 0) + `"}`)
 	for b.Loop() {
@@ -139,6 +143,12 @@ func BenchTurn(b *testing.B, st store.Store) (steps int) {
 			if _, err := st.StepAppend(b.Context(), &store.StepAppendParams{Steps: []*steptype.Step{s},
 				Runs: []*store.RunUpdateParams{{ID: a.session, Owner: "w", Cursor: &benchCursor, StepDelta: 1}}}); err != nil {
 				b.Fatal(err)
+			}
+			if dim > 0 {
+				if _, err := st.(store.VectorStore).VectorUpsert(b.Context(), &store.VectorUpsertParams{Embedder: BenchVectorEmbedder,
+					Vectors: []store.StepVector{{StepID: s.ID, Vector: randVector(rng, dim)}}}); err != nil {
+					b.Fatal(err)
+				}
 			}
 			steps++
 		}
