@@ -58,13 +58,13 @@ type VectorStore interface {
 	// vectors it has; empty p.Embedder means every embedder, ordered by name.
 	VectorCount(ctx context.Context, p *VectorCountParams) ([]*VectorTotal, error)
 	// SupportsVectorIndex reports whether VectorSearch is served by an
-	// index inside the database (PostgreSQL with pgvector: HNSW over
-	// vector_cosine_ops) rather than by an exact scan of an in-process copy
-	// of the vectors (memory, SQLite, PostgreSQL without the extension).
-	// With an index, results may be approximate and the filters may be
-	// applied after the index scan, so a caller wanting exactly K filtered
-	// hits should ask for more and cut. Without one, search is exact and
-	// costs O(N·dim) per query over the embedder's N vectors.
+	// approximate index inside the database rather than by an exact scan
+	// of an in-process copy of the vectors. Every driver shipped today
+	// (memory, SQLite, PostgreSQL) scans exactly and reports false: search
+	// costs O(N·dim) per query over the embedder's N vectors. With an
+	// index, results could be approximate and the filters applied after
+	// the index scan, so a caller wanting exactly K filtered hits would
+	// ask for more and cut.
 	SupportsVectorIndex() bool
 }
 
