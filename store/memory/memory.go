@@ -44,7 +44,8 @@ type stepRow struct {
 	step      *steptype.Step // owned by the store; callers get clones
 }
 
-var _ store.Store = (*Store)(nil)
+// Every capability the product uses: store.Driver.
+var _ store.Driver = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {

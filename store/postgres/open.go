@@ -26,7 +26,8 @@ type Store struct {
 	vec     *vecState // in-process vector indexes (vector_index.go)
 }
 
-var _ store.Store = (*Store)(nil)
+// Every capability the product uses: store.Driver.
+var _ store.Driver = (*Store)(nil)
 
 // Open connects to cfg.DSN, creates cfg.Schema when missing and runs the
 // embedded migrations (a no-op when up to date; concurrent Opens of one

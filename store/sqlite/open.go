@@ -34,7 +34,8 @@ type Store struct {
 	vec     *vecState // in-process vector indexes (vector.go)
 }
 
-var _ store.Store = (*Store)(nil)
+// Every capability the product uses: store.Driver.
+var _ store.Driver = (*Store)(nil)
 
 // Open opens (creating if needed) the database at cfg.Path, runs the
 // embedded migrations and starts the writer. A second writer on the same
