@@ -183,3 +183,33 @@ func TestServeOnPostgresObservation(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// `stepwise bench --store postgres` measures the engine loop on the
+// server of --db, in a schema of its own that it drops afterwards.
+func TestBenchOnPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := postgresSchemaDSN(t)
+	out, errOut, code := stepwise(t, t.TempDir(), "--db", dsn, "bench", "--store", "postgres", "--steps", "40", "--runs", "2", "--json")
+	var res struct {
+		Results []struct {
+			Store string  `json:"store"`
+			Steps int     `json:"steps"`
+			Rate  float64 `json:"steps_per_s"`
+		} `json:"results"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Results) != 1 || res.Results[0].Store != "postgres" {
+		t.Fatalf("bench: exit %d\n%s\n%s", code, out, errOut)
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var left int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'stepwise\_bench\_%'`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d bench schemas left behind (%v)", left, err)
+	}
+	if _, errOut, code := stepwise(t, t.TempDir(), "--db", "memory:", "bench", "--store", "postgres"); code == 0 || !strings.Contains(errOut, "--db postgres://") {
+		t.Errorf("bench --store postgres without a PostgreSQL --db: exit %d %q", code, errOut)
+	}
+}

@@ -28,13 +28,14 @@ func benchCmd(e *env) *cobra.Command {
 	var httpMode bool
 	var latency time.Duration
 	c := &cobra.Command{
-		Use:   "bench [--store memory|sqlite] [--steps N] [--runs N] [--json]",
+		Use:   "bench [--store memory|sqlite|postgres] [--steps N] [--runs N] [--json]",
 		Short: "Measure per-step engine overhead on the standard tool loop",
 		Long: `Run the standard agent loop (the model asks for one tool, the tool answers,
 repeat) on a zero-latency scripted model and report the per-step time, the
 mean per-step time of the first and last 10% of the steps, throughput and
 peak RSS. --runs N runs N agents concurrently (each with --steps steps) and
-reports total throughput.`,
+reports total throughput. --store postgres measures on the PostgreSQL server of
+--db postgres://…, in a schema of its own that is dropped afterwards.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if httpMode {
@@ -52,10 +53,17 @@ reports total throughput.`,
 			}
 			var results []*bench.Result
 			for _, s := range stores {
-				if s != "memory" && s != "sqlite" {
-					return usagef("--store %q: want memory or sqlite", s)
+				if s != "memory" && s != "sqlite" && s != "postgres" {
+					return usagef("--store %q: want memory, sqlite or postgres", s)
 				}
-				cfg := bench.Config{Store: s, Steps: steps, Runs: runs, Synchronous: sync, Dir: dir, Open: benchOpen}
+				open := benchOpen
+				if s == "postgres" {
+					if !isPostgresDSN(e.db) {
+						return usagef("--store postgres needs --db postgres://… (the server to measure on)")
+					}
+					open = func(ctx context.Context, _, _, _ string) (store.Store, error) { return openBenchPostgres(ctx, e.db) }
+				}
+				cfg := bench.Config{Store: s, Steps: steps, Runs: runs, Synchronous: sync, Dir: dir, Open: open}
 				switch provider {
 				case "scripted":
 				case "openai":
@@ -94,7 +102,7 @@ reports total throughput.`,
 			return nil
 		},
 	}
-	c.Flags().StringSliceVar(&stores, "store", []string{"memory"}, "store(s) to measure: memory, sqlite")
+	c.Flags().StringSliceVar(&stores, "store", []string{"memory"}, "store(s) to measure: memory, sqlite, postgres (on --db)")
 	c.Flags().IntVar(&steps, "steps", 10000, "steps per run")
 	c.Flags().IntVar(&runs, "runs", 1, "concurrent runs")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")

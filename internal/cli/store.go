@@ -18,7 +18,7 @@ func openStore(ctx context.Context, dsn string, readOnly bool) (store.Store, err
 	switch {
 	case dsn == "memory:" || dsn == "memory":
 		return memory.New(), nil
-	case strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
+	case isPostgresDSN(dsn):
 		return openPostgres(ctx, dsn)
 	}
 	path := strings.TrimPrefix(dsn, "sqlite:")
