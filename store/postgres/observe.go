@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -272,13 +271,4 @@ func (s *Store) AnnotationList(ctx context.Context, p *store.AnnotationListParam
 func conflictOn(err error, constraint string) bool {
 	pe := pgError(err)
 	return pe != nil && pe.Code == codeUniqueViolation && strings.HasPrefix(pe.ConstraintName, constraint)
-}
-
-// notFoundFK maps a foreign-key violation inserting a row that refers to
-// what/id to ErrNotFound: the referenced row was deleted concurrently.
-func notFoundFK(err error, what, id string) error {
-	if pgCode(err) == codeForeignKeyViolation {
-		return fmt.Errorf("%w (%v)", rules.NotFound(what, id), pgError(err).Message)
-	}
-	return err
 }
