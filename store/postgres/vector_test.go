@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/steptype"
@@ -120,5 +121,71 @@ func TestVectorDimensionAcrossInstances(t *testing.T) {
 	}
 	if got, err := b.VectorCount(ctx, &store.VectorCountParams{Embedder: "e3"}); err != nil || len(got) != 1 || got[0].Count != 1 || got[0].Dim != 3 {
 		t.Errorf("count after the refused upsert: %+v %v", got, err)
+	}
+}
+
+// Writers on two instances upsert concurrently while a third instance
+// searches in a loop: transactions commit in any order, yet the searcher's
+// incremental refresh never skips a vector (a watermark taken from a
+// sequence would: a row committed late below the mark is never read).
+func TestVectorIndexMissesNoConcurrentWrite(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	writers := []*postgres.Store{open(t, postgres.Config{Schema: schema}), open(t, postgres.Config{Schema: schema})}
+	r := open(t, postgres.Config{Schema: schema})
+	ctx := t.Context()
+	const goroutines, each = 8, 25
+	if _, err := writers[0].SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	var steps []*steptype.Step
+	for g := range goroutines {
+		for i := range each {
+			steps = append(steps, &steptype.Step{ID: fmt.Sprintf("g%d-%02d", g, i), SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted})
+		}
+	}
+	if _, err := writers[0].StepAppend(ctx, &store.StepAppendParams{Steps: steps}); err != nil {
+		t.Fatal(err)
+	}
+	// The embedder exists before the race, so searches start at once.
+	if _, err := writers[0].VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e", Vectors: []store.StepVector{{StepID: "g0-00", Vector: []float32{1, 0}}}}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	searched := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				searched <- n
+				return
+			default:
+			}
+			if _, err := r.VectorSearch(ctx, &store.VectorSearchParams{Embedder: "e", Vector: []float32{1, 1}, K: 5}); err != nil {
+				t.Error(err)
+			}
+			n++
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				w := writers[(g+i)%2]
+				v := []float32{float32(g + 1), float32(i + 1)}
+				if _, err := w.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e", Vectors: []store.StepVector{{StepID: fmt.Sprintf("g%d-%02d", g, i), Vector: v}}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	t.Logf("%d searches during the writes", <-searched)
+	hits, err := r.VectorSearch(ctx, &store.VectorSearchParams{Embedder: "e", Vector: []float32{1, 1}, K: store.MaxVectorK})
+	if err != nil || len(hits) != goroutines*each {
+		t.Errorf("searcher holds %d vectors (%v), want %d", len(hits), err, goroutines*each)
 	}
 }
