@@ -82,6 +82,23 @@
 // BIGINT unix nanoseconds, so Go times round-trip exactly (timestamptz
 // keeps microseconds). Ids use the "C" collation: byte order, as in Go.
 //
+// # Observation data and step vectors
+//
+// The Store implements every capability of store.Driver: besides the step
+// log, store.ObservationStore (evals, annotations, blobs stored once by
+// SHA-256, attachments, step events whose payloads above
+// store.InlinePayloadLimit go out of line to a blob, datasets,
+// experiments; migration 00010, tables that mirror store/sqlite's) and
+// store.VectorStore (migration 00020). Vectors need no extension: each is
+// a bytea of little-endian float32s tagged with its embedder, whose
+// dimension vector_embedders fixes (a vector of another length fails with
+// store.ErrDimensionMismatch). Searches run on the exact in-process index
+// of store/internal/vecindex, as on SQLite; each Store keeps its index
+// current across processes by reading only the vectors committed since its
+// last search (writes of one embedder are numbered under its row lock, so
+// they commit in order) and dropping those of deleted steps (a counter
+// bumped by a statement trigger). See vector_index.go and docs/memory.md.
+//
 // Native errors are mapped in one place: no rows → store.ErrNotFound,
 // unique or foreign-key violation → store.ErrConflict, serialization
 // failure or deadlock after the retries → store.ErrConflict, a missing
