@@ -3,10 +3,8 @@ package storetest
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +34,7 @@ func testObservation(t *testing.T, h *harness) {
 	obs(t, "Attachments", testAttachments)
 	obs(t, "StepEvents", testStepEvents)
 	obs(t, "StepEventsConcurrent", testStepEventsConcurrent)
+	obs(t, "BlobsConcurrent", testBlobsConcurrent)
 	obs(t, "Datasets", testDatasets)
 	obs(t, "Experiments", testExperiments)
 	if h.opts.Reopen != nil {
@@ -487,43 +486,5 @@ func testObservationReopen(t *testing.T, h *harness, st store.Store, o store.Obs
 	}
 	if a, err := o.AttachmentGet(ctx, &store.AttachmentGetParams{ID: "a"}); err != nil || a.BlobHash != b.Hash {
 		t.Errorf("attachment after reopen = %v, %v", a, err)
-	}
-}
-
-// testStepEventsConcurrent appends events to one step from many goroutines
-// at once: every event gets its own index, 0..n-1, none is lost.
-func testStepEventsConcurrent(t *testing.T, _ store.Store, o store.ObservationStore) {
-	const writers, each = 8, 5
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		wg.Go(func() {
-			for i := range each {
-				_, err := o.StepEventAppend(t.Context(), &store.StepEventAppendParams{Events: []*store.StepEvent{
-					{ID: fmt.Sprintf("w%d-%d", w, i), StepID: "s-1", Type: "x"}}})
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("concurrent StepEventAppend: %v", err)
-	}
-	list, err := o.StepEventList(t.Context(), &store.StepEventListParams{StepID: "s-1"})
-	if err != nil || len(list) != writers*each {
-		t.Fatalf("events after concurrent appends: %d, %v; want %d", len(list), err, writers*each)
-	}
-	seen := map[int64]bool{}
-	for _, e := range list {
-		seen[e.Index] = true
-	}
-	for i := range int64(writers * each) {
-		if !seen[i] {
-			t.Errorf("index %d missing after concurrent appends", i)
-		}
 	}
 }
