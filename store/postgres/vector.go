@@ -93,12 +93,12 @@ func (s *Store) VectorUpsert(ctx context.Context, p *store.VectorUpsertParams) (
 			return 0, nil
 		}
 		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO step_vectors (step_id, embedder, seq, session_id, run_id, kind, step_created_at, vector, created_at)
-			SELECT u.step_id, $1, u.seq, st.session_id, st.run_id, st.kind, st.created_at, u.vector, $2
+		b.Queue(`INSERT INTO step_vectors (step_id, embedder, dim, seq, session_id, run_id, kind, step_created_at, vector, created_at)
+			SELECT u.step_id, $1, $6, u.seq, st.session_id, st.run_id, st.kind, st.created_at, u.vector, $2
 			FROM unnest($3::text[], $4::bigint[], $5::bytea[]) AS u (step_id, seq, vector)
 			JOIN steps st ON st.id = u.step_id
 			ON CONFLICT (step_id, embedder) DO UPDATE SET seq = excluded.seq, vector = excluded.vector,
-				created_at = excluded.created_at`, p.Embedder, now, wids, seqs, vecs)
+				created_at = excluded.created_at`, p.Embedder, now, wids, seqs, vecs, dim)
 		b.Queue(`UPDATE vector_embedders SET last_seq = $2 WHERE name = $1`, p.Embedder, last)
 		if err := tx.send(ctx, b, true); err != nil {
 			return 0, err

@@ -189,3 +189,37 @@ func TestVectorIndexMissesNoConcurrentWrite(t *testing.T) {
 		t.Errorf("searcher holds %d vectors (%v), want %d", len(hits), err, goroutines*each)
 	}
 }
+
+// The schema holds every vector to its embedder's dimension even when a
+// row is written around the store (a hand-written INSERT, a foreign tool).
+func TestVectorDimensionEnforcedBySchema(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema(t)
+	st := open(t, postgres.Config{Schema: schema})
+	ctx := t.Context()
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{
+		{ID: "1", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted},
+		{ID: "2", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e3", Vectors: []store.StepVector{{StepID: "1", Vector: []float32{1, 2, 3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	conn := rawConn(t)
+	if _, err := conn.Exec(ctx, `SET search_path TO `+schema); err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]string{
+		"dim of another embedder": `INSERT INTO step_vectors (step_id, embedder, dim, seq, session_id, run_id, kind, step_created_at, vector, created_at)
+			VALUES ('2', 'e3', 2, 99, 's', '', 'user', 0, '\x0000803f0000803f', 0)`,
+		"bytes of another dim": `INSERT INTO step_vectors (step_id, embedder, dim, seq, session_id, run_id, kind, step_created_at, vector, created_at)
+			VALUES ('2', 'e3', 3, 99, 's', '', 'user', 0, '\x0000803f0000803f', 0)`,
+	} {
+		if _, err := conn.Exec(ctx, q); err == nil {
+			t.Errorf("%s: the schema accepted the row", name)
+		}
+	}
+}

@@ -17,25 +17,30 @@ CREATE TABLE vector_embedders (
     dim        INTEGER NOT NULL CHECK (dim > 0),
     last_seq   BIGINT NOT NULL DEFAULT 0,
     deletes    BIGINT NOT NULL DEFAULT 0,
-    created_at BIGINT NOT NULL
+    created_at BIGINT NOT NULL,
+    UNIQUE (name, dim) -- the target of step_vectors' (embedder, dim)
 );
 
 -- Step vectors: little-endian float32s, dim of them, as the embedder gave
--- them (not normalized). A replaced vector gets a new seq, so indexes read
--- it again. session_id, run_id, kind and step_created_at copy the step's
--- immutable columns that searches filter on, so loading an index needs no
--- join.
+-- them (not normalized). The database itself holds every vector to its
+-- embedder's dimension: dim must match vector_embedders (foreign key) and
+-- the bytes (check), whoever writes the row. A replaced vector gets a new
+-- seq, so indexes read it again. session_id, run_id, kind and
+-- step_created_at copy the step's immutable columns that searches filter
+-- on, so loading an index needs no join.
 CREATE TABLE step_vectors (
     step_id         TEXT COLLATE "C" NOT NULL REFERENCES steps (id) ON DELETE CASCADE,
-    embedder        TEXT COLLATE "C" NOT NULL REFERENCES vector_embedders (name),
+    embedder        TEXT COLLATE "C" NOT NULL,
+    dim             INTEGER NOT NULL,
     seq             BIGINT NOT NULL,
     session_id      TEXT COLLATE "C" NOT NULL,
     run_id          TEXT COLLATE "C" NOT NULL,
     kind            TEXT NOT NULL,
     step_created_at BIGINT NOT NULL,
-    vector          BYTEA NOT NULL CHECK (octet_length(vector) > 0 AND octet_length(vector) % 4 = 0),
+    vector          BYTEA NOT NULL CHECK (octet_length(vector) = 4 * dim),
     created_at      BIGINT NOT NULL,
-    PRIMARY KEY (step_id, embedder)
+    PRIMARY KEY (step_id, embedder),
+    FOREIGN KEY (embedder, dim) REFERENCES vector_embedders (name, dim)
 );
 CREATE UNIQUE INDEX step_vectors_load ON step_vectors (embedder, seq);
 
