@@ -166,6 +166,7 @@ func TestServeOnPostgresObservation(t *testing.T) {
 	}
 	// Search: the server's memory worker embeds the committed steps in
 	// the background; wait until they are searchable.
+	deadline = time.Now().Add(60 * time.Second)
 	for {
 		req, _ := http.NewRequest("GET", base+"/v1/search?q="+url.QueryEscape("population of Paris")+"&k=3", nil)
 		resp, err := http.DefaultClient.Do(req)
