@@ -92,13 +92,17 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 		ID: s.ID, RunID: run.ID, Status: steptype.StepCompleted, Content: content, Outputs: canonicalJSON(p.Answer), Now: e.now(), QueueRun: true,
 	})
 	if errors.Is(err, store.ErrConflict) {
+		// The step was resolved, or its run finished (a cancel closes its
+		// requests in the same transaction): exactly one of them won.
+		if r, gerr := e.store.RunGet(ctx, &store.RunGetParams{ID: run.ID}); gerr == nil && r.Status.Terminal() {
+			return nil, fmt.Errorf("%w: run %s is %s; its requests can no longer be answered", ErrRunFinished, run.ID, r.Status)
+		}
 		return nil, fmt.Errorf("%w: request %s", ErrAlreadyAnswered, s.ID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("answer: %w", err)
 	}
 	e.broker.publish(&Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
-	e.notifyCommit(out.SessionID)
 	e.wake()
 	return out, nil
 }
@@ -159,14 +163,17 @@ func (e *Engine) expireInputs(ctx context.Context) {
 				continue
 			}
 		}
-		if _, err := e.store.StepResolve(ctx, &store.StepResolveParams{ID: p.RequestID, RunID: p.RunID, Status: steptype.StepExpired, Now: now}); err != nil {
+		// One transaction: the request expires and its run fails (closing
+		// its other requests). The update is conditional on the request
+		// still waiting, so of the instances expiring it at once exactly
+		// one does it, and an answer racing the expiry has one winner too.
+		serr := &StepError{Message: "input request " + p.RequestID + " expired", Class: steptype.ErrorPermanent, Code: "input_expired"}
+		if _, err := e.store.StepResolve(ctx, &store.StepResolveParams{ID: p.RequestID, RunID: p.RunID, Status: steptype.StepExpired, Now: now, FailRun: serr}); err != nil {
 			continue
 		}
-		failed := steptype.RunFailed
-		r, err := e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: p.RunID, ExpectStatus: []steptype.RunStatus{steptype.RunWaiting}, Status: &failed, ClearLease: true,
-			Error: &StepError{Message: "input request " + p.RequestID + " expired", Class: steptype.ErrorPermanent, Code: "input_expired"}, Now: now})
-		if err == nil {
+		if r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: p.RunID}); err == nil && r.Status.Terminal() {
 			e.broker.publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
+			e.observeRunFinished(r, serr)
 		}
 	}
 }

@@ -217,3 +217,29 @@ func (b *broker) observe(sessionID string, seq int64) {
 		b.advanceLocked(t, seq)
 	}
 }
+
+// pokeBehind pokes a session's subscribers unless this broker has already
+// published or observed its steps up to seq (a commit of this process).
+func (b *broker) pokeBehind(sessionID string, seq int64) {
+	b.mu.Lock()
+	t := b.topics[sessionID]
+	behind := t != nil && t.seq < seq
+	b.mu.Unlock()
+	if behind {
+		b.poke(sessionID)
+	}
+}
+
+// pokeAll makes every live subscriber catch up from the store: changes may
+// have been committed that no notification reported.
+func (b *broker) pokeAll() {
+	b.mu.Lock()
+	ids := make([]string, 0, len(b.topics))
+	for id := range b.topics {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	for _, id := range ids {
+		b.poke(id)
+	}
+}

@@ -82,7 +82,8 @@ type Engine struct {
 	sessLock map[string]*sessionLock
 	closed   bool
 
-	bg bgState
+	bg     bgState
+	leases leaseClock // when each lease held here was last set (engine_lease.go)
 
 	hooksMu sync.RWMutex
 	hooks   []func(*Step) // OnCommit callbacks (engine_hooks.go)
@@ -112,6 +113,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, err
 		}
 	}
+	registerOwner(cfg.Owner)
 	return e, nil
 }
 

@@ -59,15 +59,6 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 	} else if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sid}); err != nil {
 		return nil, fmt.Errorf("session %q: %w", sid, err)
 	}
-	active, err := e.store.RunList(ctx, &store.RunListParams{SessionID: sid, Statuses: []steptype.RunStatus{steptype.RunQueued, steptype.RunRunning, steptype.RunWaiting}})
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	for _, r := range active {
-		if r.Hop == 0 {
-			return nil, fmt.Errorf("%w: session %s already has an unfinished run %s (%s); answer, resume or cancel it first", ErrConflict, sid, r.ID, r.Status)
-		}
-	}
 	r := &Run{ID: NewID(), SessionID: sid, Agent: a.Name, Status: steptype.RunQueued, Input: p.Input, CreatedAt: now}
 	if p.State != nil {
 		st, err := toRaw(p.State)
@@ -82,12 +73,22 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 		}
 		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay})
 	}
+	cp := &store.RunCreateParams{Run: r}
 	if own {
-		r.Status, r.LeaseOwner, r.LeaseExpires = steptype.RunRunning, e.cfg.Owner, now.Add(e.cfg.Lease)
+		r.Status, r.LeaseOwner = steptype.RunRunning, e.cfg.Owner
+		cp.LeaseFor = e.cfg.Lease // from the database's clock
 	}
-	created, err := e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
+	leaseAt := time.Now()
+	created, err := e.store.RunCreate(ctx, cp)
+	if errors.Is(err, store.ErrSessionBusy) {
+		// The store enforces one unfinished top-level run per session.
+		return nil, fmt.Errorf("%w: %s", err, e.busyDetail(ctx, sid))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
+	}
+	if own {
+		e.leases.set(created.ID, leaseAt)
 	}
 	if !own {
 		e.wake()
@@ -205,14 +206,19 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	if err != nil {
 		return nil, err
 	}
-	now := e.now()
-	if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && now.Before(r.LeaseExpires) && isExclusive(e.store) {
-		// The store is exclusive to this process, so the other owner is a
-		// process that died: take its lease over at once.
-		now = r.LeaseExpires.Add(time.Millisecond)
+	var now time.Time // zero: the database's clock
+	if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && e.store.Exclusive() && !ownerAlive(r.LeaseOwner) {
+		// The store is exclusive to this process and no engine of this
+		// process holds the lease, so its owner is a process that died:
+		// take the lease over at once. A lease held by another engine of
+		// this process is never taken.
+		if now = r.LeaseExpires.Add(time.Millisecond); now.Before(time.Now()) {
+			now = time.Now()
+		}
 	}
 	run := r
 	if !owned {
+		e.leases.set(runID, time.Now())
 		claimed, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, ID: runID, Limit: 1, Now: now})
 		if err != nil {
 			return nil, fmt.Errorf("claim run: %w", err)
@@ -258,6 +264,7 @@ func (x *execution) release() {
 	x.e.mu.Lock()
 	if x.e.active[x.run.ID] == x {
 		delete(x.e.active, x.run.ID)
+		x.e.leases.drop(x.run.ID)
 	}
 	x.e.mu.Unlock()
 	if x.done != nil {
@@ -294,8 +301,13 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*Run, error)
 	return r, nil
 }
 
-// isExclusive reports whether the store is held by this process alone.
-func isExclusive(s store.Store) bool {
-	x, ok := s.(interface{ Exclusive() bool })
-	return ok && x.Exclusive()
+// busyDetail names the unfinished run that keeps a session busy.
+func (e *Engine) busyDetail(ctx context.Context, sessionID string) string {
+	runs, err := e.store.RunList(ctx, &store.RunListParams{SessionID: sessionID, Statuses: []steptype.RunStatus{steptype.RunQueued, steptype.RunRunning, steptype.RunWaiting}})
+	for _, r := range runs {
+		if err == nil && r.Hop == 0 {
+			return fmt.Sprintf("run %s is %s", r.ID, r.Status)
+		}
+	}
+	return "another run was started first"
 }

@@ -2,7 +2,6 @@ package stepwise
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -35,11 +34,11 @@ func (e *Engine) wakeChan() chan struct{} {
 	return e.bg.wakeCh
 }
 
-// wake nudges the background executor, here and on the other instances
-// sharing the database, to look for runnable runs.
+// wake nudges the background executor to look for runnable runs. Other
+// instances sharing the database are woken by the store, whose
+// notification commits with the change that made a run runnable.
 func (e *Engine) wake() {
 	e.wakeLocal()
-	e.notifyRunnable("")
 }
 
 func (e *Engine) wakeLocal() {
@@ -99,7 +98,8 @@ func (e *Engine) dispatch(ctx context.Context, sem chan struct{}) {
 		if free == 0 {
 			return
 		}
-		runs, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, Limit: free, Now: e.now()})
+		sent := time.Now()
+		runs, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, Limit: free, Agents: e.agentNames()})
 		if err != nil {
 			if ctx.Err() == nil {
 				e.cfg.Logger.Error("stepwise: claim runs", "err", err)
@@ -108,6 +108,9 @@ func (e *Engine) dispatch(ctx context.Context, sem chan struct{}) {
 		}
 		if len(runs) == 0 {
 			return
+		}
+		for _, r := range runs {
+			e.leases.set(r.ID, sent)
 		}
 		for i, r := range runs {
 			sem <- struct{}{}
@@ -132,14 +135,25 @@ func (e *Engine) dispatch(ctx context.Context, sem chan struct{}) {
 func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 	a, err := e.Agent(r.Agent)
 	if err != nil {
-		e.failRun(ctx, r, &StepError{Message: err.Error(), Class: steptype.ErrorPermanent, Code: "unknown_agent"})
+		// Claims are filtered by the registered agents, so the agent was
+		// unregistered meanwhile: hand the run back for an instance that
+		// knows it (a rolling deploy), never fail it.
+		e.requeue([]*Run{r})
+		e.leases.drop(r.ID)
 		return
 	}
 	x := &execution{e: e, agent: a, run: r}
 	x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	if err := x.load(ctx); err != nil {
-		e.cfg.Logger.Error("stepwise: load run", "run", r.ID, "err", err)
+		x.cancel(nil)
+		e.loadFailed(ctx, r, err)
+		e.leases.drop(r.ID)
 		return
+	}
+	if r.Error != nil && r.Error.Code == codeLoadFailed {
+		// Loaded at last: the earlier attempts' error no longer applies.
+		_, _ = e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: r.ID, Owner: e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, ClearError: true, Now: e.now()})
+		r.Error = nil
 	}
 	e.mu.Lock()
 	for {
@@ -197,53 +211,6 @@ func (e *Engine) failRun(ctx context.Context, r *Run, serr *StepError) {
 	_, _ = e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: r.ID, Owner: e.cfg.Owner, Status: &failed, Error: serr, ClearLease: true, Now: e.now()})
 }
 
-// startHeartbeat starts the lease heartbeat once.
-func (e *Engine) startHeartbeat() {
-	e.bg.once.Do(func() {
-		e.wakeChan()
-		e.mu.Lock()
-		if e.bg.stopping {
-			e.mu.Unlock()
-			return
-		}
-		stop := e.bg.stop
-		e.bg.done.Add(1)
-		e.mu.Unlock()
-		go func() {
-			defer e.bg.done.Done()
-			t := time.NewTicker(e.cfg.Lease / 3)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					e.heartbeat()
-				}
-			}
-		}()
-	})
-}
-
-// heartbeat extends the leases of every run executing in this process.
-func (e *Engine) heartbeat() {
-	e.mu.Lock()
-	xs := make([]*execution, 0, len(e.active))
-	for _, x := range e.active {
-		xs = append(xs, x)
-	}
-	e.mu.Unlock()
-	for _, x := range xs {
-		exp := e.now().Add(e.cfg.Lease)
-		_, err := e.store.RunUpdate(context.Background(), &store.RunUpdateParams{
-			ID: x.run.ID, Owner: e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, LeaseExpires: &exp, Now: e.now(),
-		})
-		if errors.Is(err, store.ErrConflict) {
-			x.cancel(x.conflict(err))
-		}
-	}
-}
-
 // Stop stops background work and waits for executing runs to reach a step
 // boundary; they are handed back to the queue (status queued), so another
 // process, or the next start, resumes them. In-flight steps are abandoned,
@@ -279,8 +246,12 @@ func (e *Engine) Close() error {
 	defer cancel()
 	err := e.Stop(ctx)
 	e.mu.Lock()
+	wasClosed := e.closed
 	e.closed = true
 	e.mu.Unlock()
+	if !wasClosed {
+		unregisterOwner(e.cfg.Owner)
+	}
 	e.stopObservers()
 	return err
 }

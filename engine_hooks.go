@@ -31,9 +31,9 @@ func (e *Engine) runCommitHooks(steps []*Step) {
 	}
 }
 
-// afterCommit runs after steps of an execution are durable: it wakes other
-// instances' subscribers and calls the commit hooks.
+// afterCommit runs after steps of an execution are durable: it calls the
+// commit hooks. (Other instances hear of the commit from the store, whose
+// notification committed with it.)
 func (e *Engine) afterCommit(steps []*Step) {
-	e.notifyCommit(steps[0].SessionID)
 	e.runCommitHooks(steps)
 }

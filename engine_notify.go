@@ -2,62 +2,34 @@ package stepwise
 
 import (
 	"context"
-	"strings"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 )
 
-// notifier is implemented by stores that can wake other processes sharing
-// the database (PostgreSQL LISTEN/NOTIFY). The store stays the source of
-// truth: a notification only says "look again".
-type notifier interface {
-	SupportsListenNotify() bool
-	Notify(ctx context.Context, channel, payload string) error
-	Listen(ctx context.Context, channel string) (<-chan string, error)
-}
-
-// Notification channels.
-const (
-	chanEvents = "stepwise_events" // payload "OWNER SESSION": a step was committed
-	chanRuns   = "stepwise_runs"   // payload "OWNER RUN": a run became runnable
-)
-
-func (e *Engine) notifier() notifier {
-	n, ok := e.store.(notifier)
-	if !ok || !n.SupportsListenNotify() {
-		return nil
-	}
-	return n
-}
-
-// notifyCommit tells other instances that a session has new steps.
-func (e *Engine) notifyCommit(sessionID string) {
-	if n := e.notifier(); n != nil {
-		_ = n.Notify(context.Background(), chanEvents, e.cfg.Owner+" "+sessionID)
-	}
-}
-
-// notifyRunnable tells other instances' executors that a run can be claimed.
-func (e *Engine) notifyRunnable(runID string) {
-	if n := e.notifier(); n != nil {
-		_ = n.Notify(context.Background(), chanRuns, e.cfg.Owner+" "+runID)
-	}
-}
-
-// listen follows other instances' notifications until ctx ends: committed
-// steps make local subscribers of that session catch up from the store (the
-// same path a slow subscriber takes); runnable runs wake the executor.
+// listen follows the store's change notifications (store.ChannelChanges,
+// sent by the driver inside the transaction of each change) until ctx
+// ends:
+//   - steps committed that this process has not published make the local
+//     subscribers of that session catch up from the store (the same path a
+//     slow subscriber takes);
+//   - a run's change of status (finished, cancelled, waiting, queued) makes
+//     them re-check the store, so a run stream ends or reports the park
+//     wherever the run executed; a queued run wakes the executor;
+//   - an empty payload (the listening connection was re-established, and
+//     notifications may have been lost) makes every local subscriber
+//     re-check the store and wakes the executor.
+//
+// Stores without a Notifier are reached by this process only: every change
+// is published locally.
 func (e *Engine) listen(ctx context.Context) {
-	n := e.notifier()
+	n := e.store.Notifier()
 	if n == nil {
 		return
 	}
-	events, err := n.Listen(ctx, chanEvents)
+	changes, err := n.Listen(ctx, store.ChannelChanges)
 	if err != nil {
-		e.cfg.Logger.Error("stepwise: listen for events", "err", err)
-		return
-	}
-	runs, err := n.Listen(ctx, chanRuns)
-	if err != nil {
-		e.cfg.Logger.Error("stepwise: listen for runs", "err", err)
+		e.cfg.Logger.Error("stepwise: listen for changes", "err", err)
 		return
 	}
 	go func() {
@@ -65,21 +37,31 @@ func (e *Engine) listen(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case p, ok := <-events:
+			case p, ok := <-changes:
 				if !ok {
 					return
 				}
-				if owner, sid, _ := strings.Cut(p, " "); owner != e.cfg.Owner {
-					e.broker.poke(sid)
-				}
-			case p, ok := <-runs:
-				if !ok {
-					return
-				}
-				if owner, _, _ := strings.Cut(p, " "); owner != e.cfg.Owner {
-					e.wakeLocal()
-				}
+				e.onChange(p)
 			}
 		}
 	}()
+}
+
+// onChange applies one change notification.
+func (e *Engine) onChange(payload string) {
+	c, ok := store.ParseChange(payload)
+	switch {
+	case !ok:
+		// A reconnect (empty payload), or a payload of a newer version:
+		// re-check everything.
+		e.broker.pokeAll()
+		e.wakeLocal()
+	case c.RunID == "":
+		e.broker.pokeBehind(c.SessionID, c.Seq)
+	default:
+		e.broker.poke(c.SessionID)
+		if steptype.RunStatus(c.Status) == steptype.RunQueued {
+			e.wakeLocal()
+		}
+	}
 }

@@ -201,7 +201,6 @@ func (e *Engine) Ingest(ctx context.Context, p IngestParams) ([]*Step, error) {
 	for _, s := range out {
 		e.broker.publish(&Event{Type: EventStepCompleted, SessionID: s.SessionID, RunID: s.RunID, StepName: s.Name, Step: s, Time: now})
 	}
-	e.notifyCommit(p.SessionID)
 	return out, nil
 }
 

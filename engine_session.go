@@ -203,15 +203,10 @@ func (e *Engine) Retry(ctx context.Context, p RetryParams) (*Run, error) {
 
 // Truncate deletes a session's steps >= from (seed 004's destructive
 // retry). Refused with ErrConflict while a fork depends on those steps or a
-// run of the session is unfinished.
+// run of the session is unfinished: the store checks both in the
+// transaction that truncates, for every caller (Retry with Destructive
+// included).
 func (e *Engine) Truncate(ctx context.Context, sessionID string, from int64) (int64, error) {
-	runs, err := e.store.RunList(ctx, &store.RunListParams{SessionID: sessionID, Statuses: []steptype.RunStatus{steptype.RunQueued, steptype.RunRunning, steptype.RunWaiting}})
-	if err != nil {
-		return 0, err
-	}
-	if len(runs) > 0 {
-		return 0, fmt.Errorf("%w: session %s has an unfinished run %s", ErrConflict, sessionID, runs[0].ID)
-	}
 	n, err := e.store.StepTruncate(ctx, &store.StepTruncateParams{SessionID: sessionID, StartSeq: from})
 	if err != nil {
 		return 0, fmt.Errorf("truncate session %q from %d: %w", sessionID, from, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -36,16 +37,27 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 			return
 		}
 		pos := p.After
+		var seen steptype.RunStatus // of the run of a run stream, as reported
 		emit := func(ev *Event) bool {
 			if !pos.Less(ev.Position) {
 				return true
+			}
+			if p.RunID != "" && ev.RunID == p.RunID {
+				switch {
+				case ev.Type == EventRunWaiting && seen == steptype.RunWaiting:
+					return true // reported already, from the store
+				case ev.Run != nil:
+					seen = ev.Run.Status
+				case ev.Type == EventStepCompleted && ev.Step != nil && ev.Step.Status != steptype.StepWaiting:
+					seen = steptype.RunRunning
+				}
 			}
 			pos = ev.Position
 			return yield(ev, nil)
 		}
 		for {
 			sub, buffered, storeTo := e.broker.subscribe(sid, p.RunID, pos)
-			done, err := e.catchUp(ctx, sid, p.RunID, &pos, storeTo, buffered, emit)
+			done, err := e.catchUp(ctx, sid, p.RunID, &pos, storeTo, buffered, emit, seen)
 			if err != nil || done {
 				e.broker.unsubscribe(sid, sub)
 				if err != nil && err != errStopped {
@@ -120,7 +132,11 @@ func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit
 // (none when the ring covers pos; storeTo -1 means to the end), then the
 // ring's buffered events. For a run stream it reports done when the run has
 // already finished.
-func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, storeTo int64, buffered []*Event, emit func(*Event) bool) (bool, error) {
+//
+// A run stream also reports a park it has not reported (seen is the run's
+// status as last reported): a run parked by another instance publishes
+// nothing here.
+func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, storeTo int64, buffered []*Event, emit func(*Event) bool, seen steptype.RunStatus) (bool, error) {
 	if storeTo != 0 && (storeTo < 0 || storeTo > pos.Seq) {
 		end := max(storeTo, 0)
 		steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sid, StartSeq: pos.Seq + 1, EndSeq: end})
@@ -160,6 +176,12 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 			return true, errStopped
 		}
 		return true, nil
+	}
+	if r.Status == steptype.RunWaiting && seen != steptype.RunWaiting {
+		ev := &Event{Type: EventRunWaiting, SessionID: sid, RunID: r.ID, Run: r, Time: r.UpdatedAt, Position: Position{Seq: pos.Seq, Idx: pos.Idx + 1}}
+		if !emit(ev) {
+			return true, errStopped
+		}
 	}
 	return false, nil
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
@@ -33,6 +34,9 @@ var (
 	ErrLocked = errors.New("stepwise: database locked")
 	// ErrCorrupt: the database file is not a readable Stepwise database.
 	ErrCorrupt = errors.New("stepwise: database corrupt or not a stepwise database")
+	// ErrSessionBusy: the session already has an unfinished top-level run
+	// (queued, running or waiting). It wraps ErrConflict.
+	ErrSessionBusy = fmt.Errorf("%w: session has an unfinished run", ErrConflict)
 )
 
 // Store is the storage of sessions, steps and runs. Every method is safe for
@@ -90,8 +94,18 @@ type Store interface {
 	// runs whose lease expired. Claimed runs have status running.
 	RunClaim(ctx context.Context, p *RunClaimParams) ([]*steptype.Run, error)
 	// RunUpdate changes a run, checking its lease owner and expected status
-	// when given (ErrConflict if they do not match).
+	// when given (ErrConflict if they do not match). A run entering a
+	// terminal status closes its waiting steps in the same transaction.
 	RunUpdate(ctx context.Context, p *RunUpdateParams) (*steptype.Run, error)
+	// RunLeaseRenew extends, in one statement, the leases of the runs in
+	// p.IDs that are still running and leased to p.Owner to the database's
+	// now plus p.Lease, and returns the ids it renewed.
+	RunLeaseRenew(ctx context.Context, p *RunLeaseRenewParams) ([]string, error)
+
+	// Capabilities (capability.go). They are methods of Store, so a store
+	// that wraps another by embedding forwards them and one that does not
+	// must implement them: a capability cannot be dropped silently.
+	Capabilities
 
 	// Close releases the store's resources.
 	Close() error
@@ -196,11 +210,18 @@ type StepResolveParams struct {
 	// QueueRun sets the run to queued (clearing its lease) when, after this
 	// resolution, none of its steps is waiting any more and it is waiting.
 	QueueRun bool
+	// FailRun, when set, fails the step's run (if it is waiting) with this
+	// error in the same transaction: the other waiting steps of the run
+	// close with it. Used by input expiry.
+	FailRun *steptype.StepError
 }
 
 // RunCreateParams are the parameters of Store.RunCreate.
 type RunCreateParams struct {
 	Run *steptype.Run // ID, SessionID, Agent required; Status defaults to queued
+	// LeaseFor, with Run.LeaseOwner set, leases the new run until the
+	// database's now plus LeaseFor (Run.LeaseExpires is then ignored).
+	LeaseFor time.Duration
 }
 
 // RunGetParams are the parameters of Store.RunGet.
@@ -223,7 +244,19 @@ type RunClaimParams struct {
 	Lease time.Duration // lease length, required
 	ID    string        // claim only this run
 	Limit int           // max runs to claim; default 1
-	Now   time.Time
+	// Agents, when set, restricts the claim to runs of these agents: an
+	// instance claims only what it can execute.
+	Agents []string
+	// Now overrides the database's clock (tests, and the takeover of a
+	// dead process's lease on an exclusive store); zero means database time.
+	Now time.Time
+}
+
+// RunLeaseRenewParams are the parameters of Store.RunLeaseRenew.
+type RunLeaseRenewParams struct {
+	Owner string        // lease owner, required
+	IDs   []string      // runs to renew
+	Lease time.Duration // new lease length from the database's now, required
 }
 
 // RunUpdateParams change one run. Nil pointers leave a field unchanged.
@@ -239,6 +272,10 @@ type RunUpdateParams struct {
 	Options      json.RawMessage
 	StepDelta    int64      // added to StepCount
 	LeaseExpires *time.Time // extend the lease
-	ClearLease   bool       // release the lease
-	Now          time.Time
+	// LeaseFor, when positive, sets the lease to expire at the database's
+	// now plus LeaseFor (it wins over LeaseExpires).
+	LeaseFor   time.Duration
+	ClearLease bool // release the lease
+	ClearError bool // remove the run's error (before Error is applied)
+	Now        time.Time
 }

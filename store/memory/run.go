@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"time"
 	"slices"
 	"strings"
 
@@ -26,6 +27,12 @@ func (m *Store) RunCreate(_ context.Context, p *store.RunCreateParams) (*steptyp
 	}
 	if _, ok := m.runs[r.ID]; ok {
 		return nil, rules.Conflict("run %q already exists", r.ID)
+	}
+	if err := m.busy(r); err != nil {
+		return nil, err
+	}
+	if r.LeaseOwner != "" && p.LeaseFor > 0 {
+		r.LeaseExpires = rules.Now(time.Time{}).Add(p.LeaseFor)
 	}
 	m.runs[r.ID] = r
 	return rules.CloneRun(r), nil
@@ -112,7 +119,7 @@ func (m *Store) RunClaim(_ context.Context, p *store.RunClaimParams) ([]*steptyp
 		if len(out) == limit {
 			break
 		}
-		if !rules.Claimable(r, now) {
+		if !rules.Claimable(r, p, now) {
 			continue
 		}
 		c := rules.CloneRun(r)
@@ -137,9 +144,12 @@ func (m *Store) RunUpdate(_ context.Context, p *store.RunUpdateParams) (*steptyp
 		return nil, rules.NotFound("run", p.ID)
 	}
 	r := rules.CloneRun(cur)
-	if err := rules.UpdateRun(r, p); err != nil {
+	if err := rules.UpdateRun(r, p, rules.Now(time.Time{})); err != nil {
 		return nil, err
 	}
-	m.runs[r.ID] = r
+	if err := m.busy(r); err != nil {
+		return nil, err
+	}
+	m.putRun(r)
 	return rules.CloneRun(r), nil
 }

@@ -67,10 +67,15 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 			}
 			r = rules.CloneRun(cur)
 		}
-		if err := rules.UpdateRun(r, u); err != nil {
+		if err := rules.UpdateRun(r, u, now); err != nil {
 			return nil, err
 		}
 		runs[r.ID] = r
+	}
+	for _, r := range runs {
+		if err := m.busy(r); err != nil {
+			return nil, err
+		}
 	}
 
 	// Commit.
@@ -82,8 +87,8 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 	for id, s := range sessions {
 		m.sessions[id].s = s
 	}
-	for id, r := range runs {
-		m.runs[id] = r
+	for _, r := range runs {
+		m.putRun(r)
 	}
 	return out, nil
 }
@@ -216,6 +221,9 @@ func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (in
 	if err := rules.CheckTruncate(p, sr.s, m.forksOf(p.SessionID)); err != nil {
 		return 0, err
 	}
+	if err := m.truncatable(p.SessionID); err != nil {
+		return 0, err
+	}
 	if p.StartSeq > sr.s.LastSequence {
 		return 0, nil
 	}
@@ -251,10 +259,18 @@ func (m *Store) StepResolve(_ context.Context, p *store.StepResolveParams) (*ste
 	if err := rules.Resolve(s, p); err != nil {
 		return nil, err
 	}
+	run, hasRun := m.runs[row.runID]
+	if hasRun && run.Status.Terminal() {
+		return nil, rules.Conflict("run %q of step %q is %s", run.ID, s.ID, run.Status)
+	}
 	row.step, row.status = s, s.Status
-	if r, ok := m.runs[row.runID]; ok && p.QueueRun && !m.waiting(row.runID) {
-		r = rules.CloneRun(r)
-		if rules.Requeue(r, rules.Now(p.Now)) {
+	switch {
+	case hasRun && p.FailRun != nil:
+		if r := rules.CloneRun(run); rules.FailWaiting(r, p.FailRun, rules.Now(p.Now)) {
+			m.putRun(r)
+		}
+	case hasRun && p.QueueRun && !m.waiting(row.runID):
+		if r := rules.CloneRun(run); rules.Requeue(r, rules.Now(p.Now)) {
 			m.runs[r.ID] = r
 		}
 	}

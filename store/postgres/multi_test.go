@@ -96,14 +96,16 @@ func TestInstancesClaim(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	sts := twoInstances(t)
-	if _, err := sts[0].SessionCreate(ctx, &store.SessionCreateParams{ID: "s1"}); err != nil {
-		t.Fatal(err)
-	}
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	const runs = 60
 	for i := range runs {
+		// One session per run: a session has one unfinished run at a time.
+		sid := fmt.Sprintf("s%02d", i)
+		if _, err := sts[0].SessionCreate(ctx, &store.SessionCreateParams{ID: sid}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := sts[i%2].RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: fmt.Sprintf("r%02d", i),
-			SessionID: "s1", Agent: "a", CreatedAt: t0.Add(time.Duration(i) * time.Millisecond)}}); err != nil {
+			SessionID: sid, Agent: "a", CreatedAt: t0.Add(time.Duration(i) * time.Millisecond)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

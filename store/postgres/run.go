@@ -22,17 +22,34 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*stept
 	if err != nil {
 		return nil, err
 	}
+	if r.LeaseOwner != "" && p.LeaseFor > 0 {
+		var now int64
+		if err := s.pool.QueryRow(ctx, `SELECT `+dbNowSQL).Scan(&now); err != nil {
+			return nil, mapErr(err)
+		}
+		r.LeaseExpires = fromNanos(now).Add(p.LeaseFor)
+	}
 	args, err := runArgs(r)
 	if err != nil {
 		return nil, err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-		$11, $12, $13, $14, $15, $16, $17, $18, $19)`, args...)
-	switch pgCode(err) {
-	case "":
-	case codeUniqueViolation:
+	q := `INSERT INTO runs (` + runCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+		$11, $12, $13, $14, $15, $16, $17, $18, $19)`
+	var c changes
+	c.run(steptype.RunRunning, r)
+	if ch := s.changesChannel(); len(c.payloads) > 0 && ch != "" {
+		// One statement: the notification commits with the row.
+		q = `WITH ins AS (` + q + ` RETURNING id) SELECT pg_notify($20, $21) FROM ins`
+		args = append(args, ch, c.payloads[0])
+	}
+	_, err = s.pool.Exec(ctx, q, args...)
+	switch {
+	case err == nil:
+	case isBusy(err):
+		return nil, rules.SessionBusy(r.SessionID)
+	case pgCode(err) == codeUniqueViolation:
 		return nil, rules.Conflict("run %q already exists", r.ID)
-	case codeForeignKeyViolation:
+	case pgCode(err) == codeForeignKeyViolation:
 		return nil, rules.NotFound("session", r.SessionID)
 	}
 	if err != nil {
@@ -54,6 +71,8 @@ func (s *Store) RunUpdate(ctx context.Context, p *store.RunUpdateParams) (*stept
 	}
 	return inTx(s, ctx, func(tx *wtx) (*steptype.Run, error) {
 		var r *steptype.Run
+		var now int64
+		var waiting []waitingStep
 		b := &pgx.Batch{}
 		b.Queue(`SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, p.ID).QueryRow(func(row pgx.Row) error {
 			var err error
@@ -63,10 +82,13 @@ func (s *Store) RunUpdate(ctx context.Context, p *store.RunUpdateParams) (*stept
 			}
 			return err
 		})
+		queueDBNow(b, &now)
+		queueWaiting(b, []string{p.ID}, &waiting)
 		if err := tx.send(ctx, b, false); err != nil {
 			return nil, err
 		}
-		if err := rules.UpdateRun(r, p); err != nil {
+		old := rules.CloneRun(r)
+		if err := rules.UpdateRun(r, p, fromNanos(now)); err != nil {
 			return nil, err
 		}
 		args, err := runUpdateArgs(r)
@@ -75,14 +97,29 @@ func (s *Store) RunUpdate(ctx context.Context, p *store.RunUpdateParams) (*stept
 		}
 		b = &pgx.Batch{}
 		b.Queue(runUpdateSQL, args...)
-		return r, tx.send(ctx, b, true)
+		if rules.Finishing(old, r) {
+			if err := closeWaiting(b, waiting, r); err != nil {
+				return nil, err
+			}
+		}
+		var c changes
+		c.run(old.Status, r)
+		c.queue(b, s.changesChannel())
+		if err := tx.send(ctx, b, true); err != nil {
+			if isBusy(err) {
+				return nil, rules.SessionBusy(r.SessionID)
+			}
+			return nil, err
+		}
+		return r, nil
 	})
 }
 
 // claimSQL selects the oldest claimable runs, skipping the rows other
 // transactions hold.
 const claimSQL = `SELECT ` + runCols + ` FROM runs
-	WHERE status IN ('queued', 'running') AND (status = 'queued' OR lease_expires <= $1)
+	WHERE status IN ('queued', 'running') AND (status = 'queued' OR lease_expires <= COALESCE($1, ` + dbNowSQL + `))
+		AND (cardinality($3::text[]) = 0 OR agent = ANY($3))
 	ORDER BY created_at, id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED`
 
 // RunClaim implements store.Store: the oldest claimable runs first. The
@@ -101,12 +138,22 @@ func (s *Store) RunClaim(ctx context.Context, p *store.RunClaimParams) ([]*stept
 	}
 	return inTx(s, ctx, func(tx *wtx) ([]*steptype.Run, error) {
 		var cands []*steptype.Run
+		var dbNow int64
 		b := &pgx.Batch{}
+		var fixed any // the caller's clock, or NULL for the database's
+		if !p.Now.IsZero() {
+			fixed = nanos(now)
+		}
+		queueDBNow(b, &dbNow)
 		var q *pgx.QueuedQuery
 		if p.ID != "" {
 			q = b.Queue(`SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED`, p.ID)
 		} else {
-			q = b.Queue(claimSQL, nanos(now), limit)
+			agents := p.Agents
+			if agents == nil {
+				agents = []string{}
+			}
+			q = b.Queue(claimSQL, fixed, limit, agents)
 		}
 		q.Query(func(rows pgx.Rows) error {
 			var err error
@@ -126,10 +173,13 @@ func (s *Store) RunClaim(ctx context.Context, p *store.RunClaimParams) ([]*stept
 				return nil, rules.NotFound("run", p.ID)
 			}
 		}
+		if p.Now.IsZero() {
+			now = fromNanos(dbNow)
+		}
 		out := []*steptype.Run{}
 		b = &pgx.Batch{}
 		for _, r := range cands {
-			if len(out) == limit || !rules.Claimable(r, now) {
+			if len(out) == limit || !rules.Claimable(r, p, now) {
 				continue
 			}
 			rules.Claim(r, p, now)

@@ -49,7 +49,8 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 			return nil, err
 		}
 	}
-	bodies, err := inTx(s, ctx, func(tx *wtx) ([][]byte, error) { return appendTx(ctx, tx, p, pre, now) })
+	ch := s.changesChannel()
+	bodies, err := inTx(s, ctx, func(tx *wtx) ([][]byte, error) { return appendTx(ctx, tx, p, pre, now, ch) })
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +62,8 @@ type appendLocked struct {
 	sessions map[string]*steptype.Session
 	stored   map[string][]byte // bodies of the step ids already stored
 	runs     map[string]*steptype.Run
+	dbNow    int64         // the database clock
+	waiting  []waitingStep // the waiting steps of the runs
 }
 
 // lockForAppend locks the sessions and runs an append writes and reads
@@ -111,6 +114,8 @@ func lockForAppend(ctx context.Context, tx *wtx, p *store.StepAppendParams) (*ap
 			}
 			return err
 		})
+		queueDBNow(b, &l.dbNow)
+		queueWaiting(b, runIDs, &l.waiting)
 	}
 	if b.Len() == 0 {
 		return l, nil
@@ -133,7 +138,7 @@ func (c *stepColumns) add(st *steptype.Step, seq int64, body []byte) {
 	c.bodies = append(c.bodies, body)
 }
 
-func appendTx(ctx context.Context, tx *wtx, p *store.StepAppendParams, pre []*rules.PreEncoded, now time.Time) ([][]byte, error) {
+func appendTx(ctx context.Context, tx *wtx, p *store.StepAppendParams, pre []*rules.PreEncoded, now time.Time, channel string) ([][]byte, error) {
 	l, err := lockForAppend(ctx, tx, p)
 	if err != nil {
 		return nil, err
@@ -171,12 +176,16 @@ func appendTx(ctx context.Context, tx *wtx, p *store.StepAppendParams, pre []*ru
 		bodies = append(bodies, body)
 	}
 	var changed []*steptype.Run // in first-update order
+	before := map[string]*steptype.Run{}
 	for _, u := range p.Runs {
 		r := l.runs[u.ID]
 		if r == nil {
 			return nil, rules.NotFound("run", u.ID)
 		}
-		if err := rules.UpdateRun(r, u); err != nil {
+		if before[r.ID] == nil {
+			before[r.ID] = rules.CloneRun(r)
+		}
+		if err := rules.UpdateRun(r, u, fromNanos(l.dbNow)); err != nil {
 			return nil, err
 		}
 		if !slices.Contains(changed, r) {
@@ -191,15 +200,29 @@ func appendTx(ctx context.Context, tx *wtx, p *store.StepAppendParams, pre []*ru
 	for _, sess := range touched {
 		b.Queue(sessionTotalsSQL, sess.LastSequence, sess.InputTokens, sess.OutputTokens, sess.Cost, nanos(sess.UpdatedAt), sess.ID)
 	}
+	var c changes
+	for _, sess := range touched {
+		c.step(sess.ID, sess.LastSequence)
+	}
 	for _, r := range changed {
 		args, err := runUpdateArgs(r)
 		if err != nil {
 			return nil, err
 		}
 		b.Queue(runUpdateSQL, args...)
+		if rules.Finishing(before[r.ID], r) {
+			if err := closeWaiting(b, l.waiting, r); err != nil {
+				return nil, err
+			}
+		}
+		c.run(before[r.ID].Status, r)
 	}
+	c.queue(b, channel)
 	if b.Len() > 0 {
 		if err := tx.send(ctx, b, true); err != nil {
+			if isBusy(err) {
+				return nil, rules.SessionBusy(changed[0].SessionID)
+			}
 			if pe := pgError(err); pe != nil && pe.Code == codeUniqueViolation && pe.ConstraintName == "steps_pkey" {
 				// An id was inserted, in another session, after our read:
 				// a new attempt returns it as stored.
@@ -226,6 +249,13 @@ func (s *Store) StepTruncate(ctx context.Context, p *store.StepTruncateParams) (
 			return 0, err
 		}
 		if err := rules.CheckTruncate(p, sess, fs); err != nil {
+			return 0, err
+		}
+		// A run that has not finished would continue on a cut history.
+		if r, err := unfinishedRun(ctx, tx, p.SessionID); err != nil || r != nil {
+			if err == nil {
+				err = rules.Unfinished(p.SessionID, r)
+			}
 			return 0, err
 		}
 		if p.StartSeq > sess.LastSequence {

@@ -21,6 +21,13 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*stept
 		if _, err := tx.session(r.SessionID); err != nil {
 			return nil, err
 		}
+		if r.LeaseOwner != "" && p.LeaseFor > 0 {
+			now, err := tx.dbNow()
+			if err != nil {
+				return nil, err
+			}
+			r.LeaseExpires = now.Add(p.LeaseFor)
+		}
 		return rules.CloneRun(r), tx.insertRun(r)
 	})
 }
@@ -41,6 +48,13 @@ func (s *Store) RunClaim(ctx context.Context, p *store.RunClaimParams) ([]*stept
 		return nil, err
 	}
 	return write(s, ctx, func(tx *wtx) ([]*steptype.Run, error) {
+		now := now
+		if p.Now.IsZero() {
+			var err error
+			if now, err = tx.dbNow(); err != nil {
+				return nil, err
+			}
+		}
 		var cands []*steptype.Run
 		if p.ID != "" {
 			r, err := tx.run(p.ID)
@@ -49,9 +63,15 @@ func (s *Store) RunClaim(ctx context.Context, p *store.RunClaimParams) ([]*stept
 			}
 			cands = append(cands, r)
 		} else {
-			rows, err := tx.conn().QueryContext(bg, `SELECT `+runCols+` FROM runs
-				WHERE status IN ('queued', 'running') AND (status = 'queued' OR lease_expires <= ?)
-				ORDER BY created_at, id LIMIT ?`, nanos(now), limit)
+			q, args := `SELECT `+runCols+` FROM runs
+				WHERE status IN ('queued', 'running') AND (status = 'queued' OR lease_expires <= ?)`, []any{nanos(now)}
+			if len(p.Agents) > 0 {
+				q += ` AND agent IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(p.Agents)), ", ") + `)`
+				for _, a := range p.Agents {
+					args = append(args, a)
+				}
+			}
+			rows, err := tx.conn().QueryContext(bg, q+` ORDER BY created_at, id LIMIT ?`, append(args, limit)...)
 			if err != nil {
 				return nil, err
 			}
@@ -61,7 +81,7 @@ func (s *Store) RunClaim(ctx context.Context, p *store.RunClaimParams) ([]*stept
 		}
 		out := []*steptype.Run{}
 		for _, r := range cands {
-			if len(out) == limit || !rules.Claimable(r, now) {
+			if len(out) == limit || !rules.Claimable(r, p, now) {
 				continue
 			}
 			rules.Claim(r, p, now)

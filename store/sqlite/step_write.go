@@ -126,6 +126,12 @@ func (s *Store) StepTruncate(ctx context.Context, p *store.StepTruncateParams) (
 		if err := rules.CheckTruncate(p, sess, forks); err != nil {
 			return 0, err
 		}
+		if r, err := tx.unfinishedRun(p.SessionID); err != nil || r != nil {
+			if err == nil {
+				err = rules.Unfinished(p.SessionID, r)
+			}
+			return 0, err
+		}
 		if p.StartSeq > sess.LastSequence {
 			return 0, nil
 		}
@@ -184,10 +190,29 @@ func (s *Store) StepResolve(ctx context.Context, p *store.StepResolveParams) (*s
 		if body, err = rules.EncodeStep(st); err != nil {
 			return nil, err
 		}
+		var run *steptype.Run
+		if runID != "" {
+			if run, err = tx.run(runID); errors.Is(err, store.ErrNotFound) {
+				run, err = nil, nil // a step of a run that is gone
+			}
+			if err != nil {
+				return nil, err
+			}
+			if run != nil && run.Status.Terminal() {
+				return nil, rules.Conflict("run %q of step %q is %s", run.ID, st.ID, run.Status)
+			}
+		}
 		if _, err := tx.st.stepResolve.ExecContext(bg, string(st.Status), body, st.ID); err != nil {
 			return nil, err
 		}
-		if !p.QueueRun || runID == "" {
+		if run != nil && p.FailRun != nil {
+			r := rules.CloneRun(run)
+			if !rules.FailWaiting(r, p.FailRun, rules.Now(p.Now)) {
+				return body, nil
+			}
+			return body, tx.saveRun(run, r)
+		}
+		if !p.QueueRun || run == nil {
 			return body, nil
 		}
 		var waiting bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -110,10 +111,16 @@ func (tx *wtx) saveRun(old, r *steptype.Run) error {
 		_, err = tx.st.runUpdate.ExecContext(bg, string(r.Status), r.Cursor, blob(r.State), r.Output, errb, r.StepCount,
 			blob(r.Options), r.LeaseOwner, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt), r.ID)
 	}
+	if isBusyIndex(err) {
+		return rules.SessionBusy(r.SessionID)
+	}
 	if err != nil {
 		return err
 	}
 	tx.cache.putRun(r)
+	if old != nil && rules.Finishing(old, r) {
+		return tx.closeWaiting(r)
+	}
 	return nil
 }
 
@@ -123,6 +130,9 @@ func (tx *wtx) insertRun(r *steptype.Run) error {
 		return err
 	}
 	if _, err := tx.st.runInsert.ExecContext(bg, args...); err != nil {
+		if isBusyIndex(err) {
+			return rules.SessionBusy(r.SessionID)
+		}
 		if isUnique(err) {
 			return rules.Conflict("run %q already exists", r.ID)
 		}
@@ -139,7 +149,13 @@ func (tx *wtx) updateRun(p *store.RunUpdateParams) (*steptype.Run, error) {
 		return nil, err
 	}
 	r := rules.CloneRun(old)
-	if err := rules.UpdateRun(r, p); err != nil {
+	var now time.Time
+	if p.LeaseFor > 0 {
+		if now, err = tx.dbNow(); err != nil {
+			return nil, err
+		}
+	}
+	if err := rules.UpdateRun(r, p, now); err != nil {
 		return nil, err
 	}
 	return r, tx.saveRun(old, r)

@@ -48,7 +48,7 @@ func testObservation(t *testing.T, h *harness) {
 func seedObservation(t *testing.T, st store.Store) {
 	t.Helper()
 	mustSession(t, st, "s")
-	mustRun(t, st, &steptype.Run{ID: "r", SessionID: "s", Agent: "agent"})
+	mustRun(t, st, &steptype.Run{ID: "r", SessionID: "s", Agent: "agent", Status: steptype.RunCompleted})
 	for i := 1; i <= 3; i++ {
 		s := newStep("s", "s-"+string(rune('0'+i)))
 		s.RunID = "r"

@@ -121,14 +121,14 @@ func testResolve(t *testing.T, h *harness) {
 	})
 	h.sub(t, "QueueRunOnlyWhenWaiting", func(t *testing.T, st store.Store) {
 		waitingRun(t, st, 1)
-		if _, err := st.RunUpdate(t.Context(), &store.RunUpdateParams{ID: "r1", Status: ptr(steptype.RunCancelled)}); err != nil {
+		if _, err := st.RunUpdate(t.Context(), &store.RunUpdateParams{ID: "r1", Status: ptr(steptype.RunQueued)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := resolve(t, st, "w1", true); err != nil {
 			t.Fatal(err)
 		}
-		if r := getRun(t, st, "r1"); r.Status != steptype.RunCancelled {
-			t.Errorf("cancelled run became %s", r.Status)
+		if r := getRun(t, st, "r1"); r.Status != steptype.RunQueued {
+			t.Errorf("queued run became %s", r.Status)
 		}
 	})
 	h.sub(t, "Errors", func(t *testing.T, st store.Store) {

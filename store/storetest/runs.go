@@ -47,10 +47,14 @@ func claim(t *testing.T, st store.Store, p store.RunClaimParams) []string {
 }
 
 // runsAt creates runs r0..r(n-1) in session s1, created one second apart.
+// runsAt creates runs r0…r(n-1), a second apart, each in its own session
+// rs0…: a session has at most one unfinished top-level run.
 func runsAt(t *testing.T, st store.Store, n int, status steptype.RunStatus) {
 	t.Helper()
 	for i := range n {
-		mustRun(t, st, &steptype.Run{ID: fmt.Sprintf("r%d", i), SessionID: "s1", Agent: "a", Status: status,
+		sid := fmt.Sprintf("rs%d", i)
+		mustSession(t, st, sid)
+		mustRun(t, st, &steptype.Run{ID: fmt.Sprintf("r%d", i), SessionID: sid, Agent: "a", Status: status,
 			CreatedAt: t0.Add(time.Duration(i) * time.Second)})
 	}
 }
@@ -162,7 +166,8 @@ func testRuns(t *testing.T, h *harness) {
 		mustSession(t, st, "s1")
 		runsAt(t, st, 2, steptype.RunQueued)
 		for _, s := range []steptype.RunStatus{steptype.RunWaiting, steptype.RunCompleted, steptype.RunFailed, steptype.RunCancelled} {
-			mustRun(t, st, &steptype.Run{ID: string(s), SessionID: "s1", Agent: "a", Status: s})
+			mustSession(t, st, "s-"+string(s))
+			mustRun(t, st, &steptype.Run{ID: string(s), SessionID: "s-" + string(s), Agent: "a", Status: s})
 		}
 		if got := claim(t, st, store.RunClaimParams{Owner: "A", Lease: time.Minute, ID: "r1", Now: t0}); !slices.Equal(got, []string{"r1"}) {
 			t.Errorf("claim r1 = %v", got)

@@ -87,7 +87,8 @@ func CheckRunUpdate(p *store.RunUpdateParams) error {
 
 // UpdateRun checks the fences of p against r (lease owner, expected status)
 // and applies p to r in place. Entering a terminal status sets FinishedAt.
-func UpdateRun(r *steptype.Run, p *store.RunUpdateParams) error {
+// dbNow is the database's clock, from which p.LeaseFor counts.
+func UpdateRun(r *steptype.Run, p *store.RunUpdateParams, dbNow time.Time) error {
 	if p.Owner != "" && r.LeaseOwner != p.Owner {
 		return Conflict("run %q is leased to %q, not %q", r.ID, r.LeaseOwner, p.Owner)
 	}
@@ -110,6 +111,9 @@ func UpdateRun(r *steptype.Run, p *store.RunUpdateParams) error {
 	if p.Output != nil {
 		r.Output = *p.Output
 	}
+	if p.ClearError {
+		r.Error = nil
+	}
 	if p.Error != nil {
 		e := *p.Error
 		r.Error = &e
@@ -120,6 +124,9 @@ func UpdateRun(r *steptype.Run, p *store.RunUpdateParams) error {
 	r.StepCount += p.StepDelta
 	if p.LeaseExpires != nil {
 		r.LeaseExpires = utc(*p.LeaseExpires)
+	}
+	if p.LeaseFor > 0 {
+		r.LeaseExpires = utc(dbNow.Add(p.LeaseFor))
 	}
 	if p.ClearLease {
 		r.LeaseOwner = ""
@@ -144,9 +151,12 @@ func CheckClaim(p *store.RunClaimParams) (limit int, now time.Time, err error) {
 	return limit, Now(p.Now), nil
 }
 
-// Claimable reports whether r can be claimed at now: it is queued, or
-// running with an expired lease.
-func Claimable(r *steptype.Run, now time.Time) bool {
+// Claimable reports whether r can be claimed at now by p: it is queued, or
+// running with an expired lease, and of one of p.Agents when given.
+func Claimable(r *steptype.Run, p *store.RunClaimParams, now time.Time) bool {
+	if len(p.Agents) > 0 && !slices.Contains(p.Agents, r.Agent) {
+		return false
+	}
 	return r.Status == steptype.RunQueued ||
 		(r.Status == steptype.RunRunning && !now.Before(r.LeaseExpires))
 }

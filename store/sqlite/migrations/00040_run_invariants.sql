@@ -1,0 +1,14 @@
+-- +goose Up
+-- At most one unfinished top-level run per session. Databases written before
+-- this invariant may hold several: the oldest stays, the later ones are
+-- cancelled (with a reason) so that the index can be built.
+UPDATE runs SET status = 'cancelled', lease_owner = '', lease_expires = 0, finished_at = updated_at,
+    error = CAST('{"message":"cancelled by the upgrade: an older unfinished run of the session came first","class":"permanent","recoverable":false,"code":"duplicate_run"}' AS BLOB)
+WHERE hop = 0 AND status IN ('queued', 'running', 'waiting') AND EXISTS (
+    SELECT 1 FROM runs o WHERE o.session_id = runs.session_id AND o.hop = 0
+        AND o.status IN ('queued', 'running', 'waiting')
+        AND (o.created_at < runs.created_at OR (o.created_at = runs.created_at AND o.id < runs.id)));
+CREATE UNIQUE INDEX runs_one_unfinished ON runs (session_id) WHERE hop = 0 AND status IN ('queued', 'running', 'waiting');
+
+-- +goose Down
+DROP INDEX runs_one_unfinished;
