@@ -67,15 +67,13 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	if err != nil || s.RunID != run.ID || s.Kind != steptype.KindInput {
 		return nil, fmt.Errorf("%w: input request %q in run %s", ErrNotFound, p.RequestID, p.RunID)
 	}
-	switch s.Status {
-	case steptype.StepWaiting:
-	case steptype.StepExpired:
+	switch {
+	case s.Status == steptype.StepExpired:
 		return nil, fmt.Errorf("%w: request %s expired", ErrAlreadyAnswered, s.ID)
-	default:
-		return nil, fmt.Errorf("%w: request %s", ErrAlreadyAnswered, s.ID)
-	}
-	if run.Status.Terminal() {
+	case run.Status.Terminal():
 		return nil, fmt.Errorf("%w: run %s is %s; its requests can no longer be answered", ErrRunFinished, run.ID, run.Status)
+	case s.Status != steptype.StepWaiting:
+		return nil, fmt.Errorf("%w: request %s", ErrAlreadyAnswered, s.ID)
 	}
 	var req InputRequest
 	if err := json.Unmarshal(s.Inputs, &req); err != nil {

@@ -151,10 +151,14 @@ func TestAskHumanSchemaConcurrencyAndCancel(t *testing.T) {
 	}
 	// An answer for a cancelled run is refused.
 	r2, _ := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "form"}))
+	pend, _ = e.Pending(ctx, r2.ID)
 	if _, err := e.Cancel(ctx, r2.ID, "no longer needed"); err != nil {
 		t.Fatal(err)
 	}
-	pend, _ = e.Pending(ctx, r2.ID)
+	// The cancel closed the request in its transaction: nothing is pending.
+	if left, err := e.Pending(ctx, r2.ID); err != nil || len(left) != 0 {
+		t.Fatalf("pending after cancel = %d, %v; want none", len(left), err)
+	}
 	if _, err := e.Answer(ctx, stepwise.AnswerParams{RunID: r2.ID, RequestID: pend[0].RequestID, Answer: json.RawMessage(`{"n":1}`)}); !errors.Is(err, stepwise.ErrRunFinished) {
 		t.Fatalf("answer after cancel: %v", err)
 	}

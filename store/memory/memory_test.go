@@ -14,5 +14,5 @@ func TestConformance(t *testing.T) {
 		st := memory.New()
 		t.Cleanup(func() { st.Close() })
 		return st
-	}, storetest.Options{})
+	}, storetest.Options{Exclusive: true})
 }

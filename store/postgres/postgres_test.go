@@ -15,6 +15,7 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, postgres.Config{DSN: dsn, Schema: freshSchema(t)})
 	}, storetest.Options{
+		Notifier: true,
 		Reopen: func(t *testing.T, st store.Store) store.Store {
 			schema := st.(*postgres.Store).Schema()
 			if err := st.Close(); err != nil {

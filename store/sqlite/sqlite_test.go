@@ -31,6 +31,7 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "s.db")})
 	}, storetest.Options{
+		Exclusive: true,
 		Reopen: func(t *testing.T, st store.Store) store.Store {
 			path := st.(*sqlite.Store).Path()
 			if err := st.Close(); err != nil {
@@ -48,7 +49,7 @@ func TestConformanceFull(t *testing.T) {
 	}
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "s.db"), Synchronous: "full", Readers: 1})
-	}, storetest.Options{Concurrency: 8, PerGoroutine: 5})
+	}, storetest.Options{Concurrency: 8, PerGoroutine: 5, Exclusive: true})
 }
 
 func TestCorruptFile(t *testing.T) {

@@ -36,6 +36,12 @@ type Options struct {
 	// tests. Drivers that keep nothing across Close (memory) leave it nil,
 	// and those tests report themselves skipped with that reason.
 	Reopen func(t *testing.T, st store.Store) store.Store
+	// Notifier declares that the driver's Notifier is not nil: changes
+	// reach other processes (store.ChannelChanges).
+	Notifier bool
+	// Exclusive declares that the stores open returns are held by this
+	// process alone.
+	Exclusive bool
 }
 
 func (o Options) withDefaults() Options {
@@ -69,6 +75,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		{"Truncate", testTruncate},
 		{"Resolve", testResolve},
 		{"Runs", testRuns},
+		{"Invariants", testInvariants},
+		{"Capabilities", testCapabilities},
 		{"Errors", testErrors},
 		{"Reopen", testReopen},
 		{"Observation", testObservation},
