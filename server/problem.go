@@ -20,6 +20,7 @@ const (
 	CodeNotFound         = "not_found"         // 404: no such session, run, step or request
 	CodeUnknownAgent     = "unknown_agent"     // 404: no agent of that name
 	CodeConflict         = "conflict"          // 409: the write contradicts what is stored
+	CodeSessionBusy      = "session_busy"      // 409: the session already has an unfinished run
 	CodeAlreadyAnswered  = "already_answered"  // 409: the input request was answered or expired
 	CodeRunFinished      = "run_finished"      // 409: the run has already finished
 	CodeNotWaiting       = "not_waiting"       // 409: the run is not waiting for input
@@ -89,6 +90,8 @@ func problemOf(err error) (p *Problem, internal bool) {
 		status, code = http.StatusNotFound, CodeUnknownAgent
 	case errors.Is(err, store.ErrNotFound):
 		status, code = http.StatusNotFound, CodeNotFound
+	case errors.Is(err, store.ErrSessionBusy):
+		status, code = http.StatusConflict, CodeSessionBusy
 	case errors.Is(err, store.ErrConflict):
 		status, code = http.StatusConflict, CodeConflict
 	case errors.Is(err, store.ErrInvalid):

@@ -24,6 +24,7 @@ func TestProblemMapping(t *testing.T) {
 		{fmt.Errorf("wrap: %w", store.ErrConflict), 409, CodeConflict},
 		{fmt.Errorf("%w: request r", stepwise.ErrAlreadyAnswered), 409, CodeAlreadyAnswered},
 		{fmt.Errorf("%w: run r", stepwise.ErrRunFinished), 409, CodeRunFinished},
+		{fmt.Errorf("start: %w: session s", store.ErrSessionBusy), 409, CodeSessionBusy},
 		{stepwise.ErrNotWaiting, 409, CodeNotWaiting},
 		{fmt.Errorf("%w: bad", stepwise.ErrInvalidAnswer), 422, CodeInvalidAnswer},
 		{fmt.Errorf("%w: fork at 0", store.ErrInvalid), 422, CodeInvalidArgument},

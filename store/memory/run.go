@@ -3,9 +3,9 @@ package memory
 import (
 	"cmp"
 	"context"
-	"time"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
