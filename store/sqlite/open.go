@@ -61,29 +61,37 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 func (s *Store) open(ctx context.Context) error {
 	var err error
-	if !s.cfg.ReadOnly {
-		if s.lock, err = lockPath(s.path); err != nil {
-			return err
+	if s.cfg.ReadOnly {
+		return s.openReadOnly(ctx)
+	}
+	if s.lock, err = lockPath(s.path); err != nil {
+		return err
+	}
+	switch state, tables, err := fileState(ctx, s.path, true); {
+	case err != nil:
+		return err
+	case state == stateForeign:
+		return foreignErr(tables)
+	case state == stateUnborn:
+		if err := s.createAtomically(ctx); err != nil {
+			return fmt.Errorf("create the database: %w", err)
 		}
-		if s.wdb, err = sql.Open("sqlite", s.cfg.dsn(s.path, true)); err != nil {
-			return err
-		}
-		s.wdb.SetMaxOpenConns(1)
-		s.wdb.SetMaxIdleConns(1)
-		s.wdb.SetConnMaxLifetime(0)
-		s.wdb.SetConnMaxIdleTime(0)
-		if _, err := migrate(ctx, s.wdb); err != nil {
-			return err
-		}
+	}
+	if s.wdb, err = sql.Open("sqlite", s.cfg.dsn(s.path, true)); err != nil {
+		return err
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	if _, err := migrate(ctx, s.wdb); err != nil {
+		return err
 	}
 	if s.rdb, err = sql.Open("sqlite", s.cfg.dsn(s.path, false)); err != nil {
 		return err
 	}
 	s.rdb.SetMaxOpenConns(s.cfg.Readers)
 	s.rdb.SetMaxIdleConns(s.cfg.Readers)
-	if s.cfg.ReadOnly {
-		return checkOurs(ctx, s.rdb, true)
-	}
 	s.w, err = startWriter(ctx, s.wdb)
 	return err
 }

@@ -166,15 +166,83 @@ func TestReopenKeepsDataAndMigrationsIdempotent(t *testing.T) {
 	}
 }
 
-func TestReadOnlyWithoutSchema(t *testing.T) {
+// A database with no data yet — empty, or left by a creation killed before
+// its schema committed — reads as empty through a read-only open (never
+// "corrupt" or "no such table"), and the next writable open creates it.
+func TestReadOnlyNoDataYet(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "empty.db")
-	db := mustRawDB(t, path)
-	db.Exec(`PRAGMA user_version = 1`)
-	db.Close()
-	_, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, ReadOnly: true})
-	if !errors.Is(err, store.ErrCorrupt) {
-		t.Errorf("read-only Open of an empty database = %v, want ErrCorrupt", err)
+	for name, setup := range map[string]func(path string){
+		"empty file": func(path string) {
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"header only": func(path string) {
+			db := mustRawDB(t, path)
+			db.Exec(`PRAGMA user_version = 1`)
+			db.Close()
+		},
+		"version table only, in its log": func(path string) {
+			db := mustRawDB(t, path)
+			db.SetMaxOpenConns(1)
+			for _, q := range []string{`PRAGMA journal_mode=WAL`, `PRAGMA wal_autocheckpoint=0`,
+				`CREATE TABLE stepwise_schema (id INTEGER PRIMARY KEY AUTOINCREMENT, version_id INTEGER NOT NULL, is_applied INTEGER NOT NULL, tstamp TIMESTAMP DEFAULT (datetime('now')))`} {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Keep the log as a killed process leaves it: copy the files
+			// while the connection is open.
+			for _, suffix := range []string{"", "-wal"} {
+				b, err := os.ReadFile(path + suffix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path+suffix+".kept", b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+			for _, suffix := range []string{"", "-wal"} {
+				if err := os.Rename(path+suffix+".kept", path+suffix); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "half.db")
+			setup(path)
+			ro, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only Open: %v, want an empty store", err)
+			}
+			page, err := ro.SessionList(t.Context(), &store.SessionListParams{})
+			if err != nil || len(page.Sessions) != 0 {
+				t.Errorf("SessionList = %v, %v; want no sessions", page, err)
+			}
+			if _, err := ro.SessionGet(t.Context(), &store.SessionGetParams{ID: "x"}); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("SessionGet = %v, want ErrNotFound", err)
+			}
+			_, err = ro.SessionCreate(t.Context(), &store.SessionCreateParams{ID: "x"})
+			if !errors.Is(err, sqlite.ErrReadOnly) {
+				t.Errorf("write through the read-only store = %v, want ErrReadOnly", err)
+			}
+			ro.Close()
+			st := open(t, sqlite.Config{Path: path})
+			if _, err := st.SessionCreate(t.Context(), &store.SessionCreateParams{ID: "s"}); err != nil {
+				t.Fatalf("the writable open did not create a usable database: %v", err)
+			}
+			st.Close()
+			ro2, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ro2.Close()
+			if _, err := ro2.SessionGet(t.Context(), &store.SessionGetParams{ID: "s"}); err != nil {
+				t.Errorf("read-only open after creation: %v", err)
+			}
+		})
 	}
 }
 
