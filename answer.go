@@ -70,6 +70,8 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	switch {
 	case s.Status == steptype.StepExpired:
 		return nil, fmt.Errorf("%w: request %s expired", ErrAlreadyAnswered, s.ID)
+	case s.Status == steptype.StepCompleted:
+		return nil, fmt.Errorf("%w: request %s", ErrAlreadyAnswered, s.ID)
 	case run.Status.Terminal():
 		return nil, fmt.Errorf("%w: run %s is %s; its requests can no longer be answered", ErrRunFinished, run.ID, run.Status)
 	case s.Status != steptype.StepWaiting:

@@ -206,11 +206,6 @@ func (e *Engine) afterRun(ctx context.Context, x *execution) {
 	}
 }
 
-func (e *Engine) failRun(ctx context.Context, r *Run, serr *StepError) {
-	failed := steptype.RunFailed
-	_, _ = e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: r.ID, Owner: e.cfg.Owner, Status: &failed, Error: serr, ClearLease: true, Now: e.now()})
-}
-
 // Stop stops background work and waits for executing runs to reach a step
 // boundary; they are handed back to the queue (status queued), so another
 // process, or the next start, resumes them. In-flight steps are abandoned,

@@ -137,6 +137,7 @@ func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit
 // status as last reported): a run parked by another instance publishes
 // nothing here.
 func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, storeTo int64, buffered []*Event, emit func(*Event) bool, seen steptype.RunStatus) (bool, error) {
+	var stored []*Event
 	if storeTo != 0 && (storeTo < 0 || storeTo > pos.Seq) {
 		end := max(storeTo, 0)
 		steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sid, StartSeq: pos.Seq + 1, EndSeq: end})
@@ -147,15 +148,21 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 			if runID != "" && s.RunID != runID {
 				continue
 			}
-			if !emit(&Event{Type: EventStepCompleted, SessionID: sid, RunID: s.RunID, StepName: s.Name, Step: s, Time: s.CreatedAt, Position: Position{Seq: s.Sequence}}) {
-				return true, errStopped
-			}
+			stored = append(stored, &Event{Type: EventStepCompleted, SessionID: sid, RunID: s.RunID, StepName: s.Name, Step: s, Time: s.CreatedAt, Position: Position{Seq: s.Sequence}})
 		}
 		if n := len(steps); n > 0 {
 			e.broker.observe(sid, steps[n-1].Sequence)
 		}
 	}
-	for _, ev := range buffered {
+	// Committed steps and the ring's events in position order: a ring
+	// event published between two commits (an answer) is not skipped.
+	for len(stored) > 0 || len(buffered) > 0 {
+		var ev *Event
+		if len(buffered) == 0 || (len(stored) > 0 && !buffered[0].Position.Less(stored[0].Position)) {
+			ev, stored = stored[0], stored[1:]
+		} else {
+			ev, buffered = buffered[0], buffered[1:]
+		}
 		if !emit(ev) {
 			return true, errStopped
 		}
@@ -178,7 +185,17 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 		return true, nil
 	}
 	if r.Status == steptype.RunWaiting && seen != steptype.RunWaiting {
-		ev := &Event{Type: EventRunWaiting, SessionID: sid, RunID: r.ID, Run: r, Time: r.UpdatedAt, Position: Position{Seq: pos.Seq, Idx: pos.Idx + 1}}
+		// The park committed the run's last step (an input request) with
+		// the status: the event sits right after that step, so a client
+		// already past it is not told again.
+		last, err := e.store.StepList(ctx, &store.StepListParams{RunID: r.ID, Desc: true, Limit: 1})
+		if err != nil {
+			return true, fmt.Errorf("run %q: %w", runID, err)
+		}
+		if len(last) == 0 {
+			return false, nil
+		}
+		ev := &Event{Type: EventRunWaiting, SessionID: sid, RunID: r.ID, Run: r, Time: r.UpdatedAt, Position: Position{Seq: last[0].Sequence, Idx: 1}}
 		if !emit(ev) {
 			return true, errStopped
 		}
