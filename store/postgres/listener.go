@@ -29,6 +29,9 @@ type listener struct {
 type subscription struct {
 	name string
 	ch   chan string
+	// lost: a payload was dropped because ch was full; an empty payload
+	// ("re-read everything") is owed as soon as ch has room.
+	lost bool
 }
 
 // listenReq is a subscription waiting for its LISTEN to be active.
@@ -122,6 +125,8 @@ func (l *listener) close() {
 }
 
 // deliver sends a payload to the subscriptions of name without blocking.
+// A subscription whose channel is full loses the payload and is owed an
+// empty one (see owe).
 func (l *listener) deliver(name, payload string, all bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -132,10 +137,33 @@ func (l *listener) deliver(name, payload string, all bool) {
 		for sub := range set {
 			select {
 			case sub.ch <- payload:
-			default: // full: the reader has wake-ups pending
+			default:
+				sub.lost = true
 			}
 		}
 	}
+}
+
+// owe delivers the empty payload owed to subscriptions that lost one, as
+// far as their channels have room, and reports whether some are still owed.
+func (l *listener) owe() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	owed := false
+	for _, set := range l.subs {
+		for sub := range set {
+			if !sub.lost {
+				continue
+			}
+			select {
+			case sub.ch <- "":
+				sub.lost = false
+			default:
+				owed = true
+			}
+		}
+	}
+	return owed
 }
 
 // shutdown closes every subscription and fails the pending ones.

@@ -12,6 +12,9 @@ import (
 const (
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 5 * time.Second
+	// oweRetry is how soon an empty payload owed to a full channel is
+	// tried again.
+	oweRetry = 50 * time.Millisecond
 )
 
 // run is the goroutine that owns the connection.
@@ -75,6 +78,10 @@ func (l *listener) run() {
 		}
 
 		waitCtx, cancel := context.WithCancel(context.Background())
+		if l.owe() {
+			// A reader is behind: come back soon to pay what it is owed.
+			waitCtx, cancel = context.WithTimeout(context.Background(), oweRetry)
+		}
 		l.mu.Lock()
 		if l.closed || len(l.pending) > 0 || !sameKeys(active, l.subs) {
 			l.mu.Unlock()

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,42 @@ func TestListenReconnects(t *testing.T) {
 	}
 	if got := recv(t, sub, "after reconnecting"); got != "again" {
 		t.Errorf("got %q, want again", got)
+	}
+}
+
+// TestListenOverflowOwesEmpty: a reader that falls behind loses payloads
+// (its channel is full), never silently: once it has room it gets the
+// empty payload that says "re-read everything".
+func TestListenOverflowOwesEmpty(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := openFresh(t)
+	sub, err := st.Listen(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const extra = 10
+	for i := range postgres.ListenBuffer + extra {
+		if err := st.Notify(ctx, "c", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(sub) < postgres.ListenBuffer {
+		time.Sleep(5 * time.Millisecond) // the listener fills the channel
+	}
+	for i := range postgres.ListenBuffer {
+		if got := recv(t, sub, "buffered"); got != fmt.Sprint(i) {
+			t.Fatalf("payload %d = %q", i, got)
+		}
+	}
+	// Whatever of the last payloads did not fit must be made up for by an
+	// empty payload.
+	rest := map[string]bool{}
+	for len(rest) < extra {
+		p := recv(t, sub, "after the overflow")
+		if p == "" {
+			return
+		}
+		rest[p] = true
 	}
 }
