@@ -38,9 +38,24 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 		}
 		pos := p.After
 		var seen steptype.RunStatus // of the run of a run stream, as reported
+		// The steps of the latest sequence emitted, with their status: a
+		// step read from the store already answered is not repeated by the
+		// ring's event of the answer.
+		var lastSeq int64
+		lastSteps := map[string]steptype.StepStatus{}
 		emit := func(ev *Event) bool {
 			if !pos.Less(ev.Position) {
 				return true
+			}
+			if s := ev.Step; ev.Type == EventStepCompleted && s != nil {
+				if s.Sequence > lastSeq {
+					lastSeq = s.Sequence
+					clear(lastSteps)
+				}
+				if st, ok := lastSteps[s.ID]; ok && st == s.Status {
+					return true
+				}
+				lastSteps[s.ID] = s.Status
 			}
 			if p.RunID != "" && ev.RunID == p.RunID {
 				switch {
