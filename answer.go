@@ -143,22 +143,23 @@ func checkAnswer(req *InputRequest, answer json.RawMessage) (string, error) {
 	return text, nil
 }
 
-// expireInputs applies the expiry outcome of overdue requests.
+// expireInputs applies the expiry outcome of overdue requests, found by
+// the store's index on expiry time (StepExpiring).
 func (e *Engine) expireInputs(ctx context.Context) {
-	pend, err := e.Pending(ctx, "")
+	now := e.now()
+	due, err := e.store.StepExpiring(ctx, &store.StepExpiringParams{Before: now, Limit: 256})
 	if err != nil {
 		return
 	}
-	now := e.now()
-	for _, p := range pend {
-		req := p.Request
-		if req.ExpiresAt.IsZero() || now.Before(req.ExpiresAt) {
+	for _, s := range due {
+		var req InputRequest
+		if json.Unmarshal(s.Inputs, &req) != nil || req.ExpiresAt.IsZero() || now.Before(req.ExpiresAt) {
 			continue
 		}
 		if req.OnExpire == "default" && len(req.Default) > 0 {
-			content, err := checkAnswer(req, req.Default)
+			content, err := checkAnswer(&req, req.Default)
 			if err == nil {
-				_, _ = e.store.StepResolve(ctx, &store.StepResolveParams{ID: p.RequestID, RunID: p.RunID, Status: steptype.StepCompleted, Content: content, Outputs: req.Default, Now: now, QueueRun: true})
+				_, _ = e.store.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepCompleted, Content: content, Outputs: req.Default, Now: now, QueueRun: true})
 				e.wake()
 				continue
 			}
@@ -167,11 +168,11 @@ func (e *Engine) expireInputs(ctx context.Context) {
 		// its other requests). The update is conditional on the request
 		// still waiting, so of the instances expiring it at once exactly
 		// one does it, and an answer racing the expiry has one winner too.
-		serr := &StepError{Message: "input request " + p.RequestID + " expired", Class: steptype.ErrorPermanent, Code: "input_expired"}
-		if _, err := e.store.StepResolve(ctx, &store.StepResolveParams{ID: p.RequestID, RunID: p.RunID, Status: steptype.StepExpired, Now: now, FailRun: serr}); err != nil {
+		serr := &StepError{Message: "input request " + s.ID + " expired", Class: steptype.ErrorPermanent, Code: "input_expired"}
+		if _, err := e.store.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepExpired, Now: now, FailRun: serr}); err != nil {
 			continue
 		}
-		if r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: p.RunID}); err == nil && r.Status.Terminal() {
+		if r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: s.RunID}); err == nil && r.Status.Terminal() {
 			e.broker.publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
 			e.observeRunFinished(r, serr)
 		}

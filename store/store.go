@@ -83,6 +83,10 @@ type Store interface {
 	// status with its answer, in one transaction with its run: exactly one of
 	// concurrent resolutions wins, the others get ErrConflict.
 	StepResolve(ctx context.Context, p *StepResolveParams) (*steptype.Step, error)
+	// StepExpiring returns waiting input steps whose request expires (see
+	// InputExpiry) at or before p.Before, soonest first, from an index on
+	// the expiry time.
+	StepExpiring(ctx context.Context, p *StepExpiringParams) ([]*steptype.Step, error)
 
 	// RunCreate inserts a run.
 	RunCreate(ctx context.Context, p *RunCreateParams) (*steptype.Run, error)
@@ -214,6 +218,27 @@ type StepResolveParams struct {
 	// error in the same transaction: the other waiting steps of the run
 	// close with it. Used by input expiry.
 	FailRun *steptype.StepError
+}
+
+// StepExpiringParams are the parameters of Store.StepExpiring.
+type StepExpiringParams struct {
+	Before time.Time // required
+	Limit  int       // 0: no limit
+}
+
+// InputExpiry returns when the request of a waiting input step expires:
+// the "expires_at" member (RFC 3339) of its Inputs, or the zero time.
+func InputExpiry(s *steptype.Step) time.Time {
+	if s.Kind != steptype.KindInput || s.Status != steptype.StepWaiting || len(s.Inputs) == 0 {
+		return time.Time{}
+	}
+	var req struct {
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if json.Unmarshal(s.Inputs, &req) != nil {
+		return time.Time{}
+	}
+	return req.ExpiresAt.UTC()
 }
 
 // RunCreateParams are the parameters of Store.RunCreate.

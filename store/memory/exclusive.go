@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
@@ -79,4 +81,37 @@ func (m *Store) RunLeaseRenew(_ context.Context, p *store.RunLeaseRenewParams) (
 		out = append(out, id)
 	}
 	return out, nil
+}
+
+// StepExpiring implements store.Store.
+func (m *Store) StepExpiring(_ context.Context, p *store.StepExpiringParams) ([]*steptype.Step, error) {
+	if err := rules.CheckExpiring(p); err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	type due struct {
+		at int64
+		s  *steptype.Step
+	}
+	var out []due
+	for _, row := range m.steps {
+		if row.status != steptype.StepWaiting {
+			continue
+		}
+		if at := rules.ExpiryNanos(row.step); at > 0 && at <= p.Before.UnixNano() {
+			out = append(out, due{at, row.step})
+		}
+	}
+	slices.SortFunc(out, func(a, b due) int { return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.s.ID, b.s.ID)) })
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	steps := make([]*steptype.Step, len(out))
+	for i, d := range out {
+		steps[i] = rules.CloneStep(d.s)
+	}
+	return steps, nil
 }

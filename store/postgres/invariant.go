@@ -145,3 +145,27 @@ func unfinishedRun(ctx context.Context, tx *wtx, sessionID string) (*steptype.Ru
 	}
 	return runs[0], nil
 }
+
+// StepExpiring implements store.Store from the steps_expiry index.
+func (s *Store) StepExpiring(ctx context.Context, p *store.StepExpiringParams) ([]*steptype.Step, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if err := rules.CheckExpiring(p); err != nil {
+		return nil, err
+	}
+	var limit any // NULL: no limit
+	if p.Limit > 0 {
+		limit = p.Limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT body FROM steps WHERE status = 'waiting' AND expires_at > 0 AND expires_at <= $1
+		ORDER BY expires_at, id LIMIT $2`, nanos(p.Before), limit)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	bodies, err := collect(rows, nil)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return decodeBodies(bodies)
+}

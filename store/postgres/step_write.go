@@ -17,8 +17,8 @@ import (
 // session lock, and an id inserted since (by an append to another session)
 // violates the primary key, which aborts the transaction before its
 // pipelined COMMIT; the append then runs again and returns the stored row.
-const stepInsertSQL = `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bigint[], $9::bytea[])`
+const stepInsertSQL = `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body, expires_at)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bigint[], $9::bytea[], $10::bigint[])`
 
 const sessionTotalsSQL = `UPDATE sessions SET last_seq = $1, input_tokens = $2, output_tokens = $3, cost = $4, updated_at = $5 WHERE id = $6`
 
@@ -126,7 +126,7 @@ func lockForAppend(ctx context.Context, tx *wtx, p *store.StepAppendParams) (*ap
 // stepColumns accumulates the steps to insert, column by column.
 type stepColumns struct {
 	ids, sessions, runs, kinds, statuses []string
-	seqs, created                        []int64
+	seqs, created, expires               []int64
 	hops                                 []int32
 	bodies                               [][]byte
 }
@@ -136,6 +136,7 @@ func (c *stepColumns) add(st *steptype.Step, seq int64, body []byte) {
 	c.kinds, c.statuses = append(c.kinds, string(st.Kind)), append(c.statuses, string(st.Status))
 	c.seqs, c.created, c.hops = append(c.seqs, seq), append(c.created, nanos(st.CreatedAt)), append(c.hops, int32(st.Hop))
 	c.bodies = append(c.bodies, body)
+	c.expires = append(c.expires, rules.ExpiryNanos(st))
 }
 
 func appendTx(ctx context.Context, tx *wtx, p *store.StepAppendParams, pre []*rules.PreEncoded, now time.Time, channel string) ([][]byte, error) {
@@ -195,7 +196,7 @@ func appendTx(ctx context.Context, tx *wtx, p *store.StepAppendParams, pre []*ru
 	b := &pgx.Batch{}
 	if len(cols.ids) > 0 {
 		b.Queue(stepInsertSQL, cols.ids, cols.sessions, cols.seqs, cols.runs, cols.kinds, cols.statuses,
-			cols.hops, cols.created, cols.bodies)
+			cols.hops, cols.created, cols.bodies, cols.expires)
 	}
 	for _, sess := range touched {
 		b.Queue(sessionTotalsSQL, sess.LastSequence, sess.InputTokens, sess.OutputTokens, sess.Cost, nanos(sess.UpdatedAt), sess.ID)

@@ -117,3 +117,28 @@ func (s *Store) RunLeaseRenew(ctx context.Context, p *store.RunLeaseRenewParams)
 
 // dropRun evicts a run changed by a statement that bypassed the cache.
 func (c *rowCache) dropRun(id string) { delete(c.runs, id) }
+
+// StepExpiring implements store.Store from the steps_expiry index.
+func (s *Store) StepExpiring(ctx context.Context, p *store.StepExpiringParams) ([]*steptype.Step, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if err := rules.CheckExpiring(p); err != nil {
+		return nil, err
+	}
+	q := `SELECT body FROM steps WHERE status = 'waiting' AND expires_at > 0 AND expires_at <= ? ORDER BY expires_at, id`
+	args := []any{nanos(p.Before)}
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	bodies, err := collect(rows, nil)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return decodeBodies(bodies)
+}

@@ -63,7 +63,7 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, no
 			return nil, err
 		}
 		res, err := tx.st.stepInsert.ExecContext(bg, in.ID, in.SessionID, seq, in.RunID, string(in.Kind),
-			string(in.Status), in.Hop, nanos(in.CreatedAt), body)
+			string(in.Status), in.Hop, nanos(in.CreatedAt), body, rules.ExpiryNanos(in))
 		if err != nil {
 			return nil, err
 		}

@@ -193,6 +193,49 @@ func testInvariants(t *testing.T, h *harness) {
 			t.Errorf("%d requests still waiting after the run failed, want 0", n)
 		}
 	})
+	h.sub(t, "Expiring", func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		mustSession(t, st, "s1")
+		mustRun(t, st, &steptype.Run{ID: "r1", SessionID: "s1", Agent: "a", Status: steptype.RunWaiting})
+		req := func(id, expires string, status steptype.StepStatus) *steptype.Step {
+			s := newStep("s1", id)
+			s.RunID, s.Kind, s.Status, s.Role = "r1", steptype.KindInput, status, steptype.RoleTool
+			s.Inputs = json.RawMessage(`{"prompt":"?"` + expires + `}`)
+			return s
+		}
+		at := func(d time.Duration) string { return `,"expires_at":"` + t0.Add(d).Format(time.RFC3339Nano) + `"` }
+		mustAppend(t, st, req("late", at(2*time.Minute), steptype.StepWaiting), req("never", "", steptype.StepWaiting),
+			req("soon", at(time.Minute), steptype.StepWaiting), req("done", at(0), steptype.StepCompleted))
+		ids := func(before time.Time, limit int) []string {
+			t.Helper()
+			steps, err := st.StepExpiring(ctx, &store.StepExpiringParams{Before: before, Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, s := range steps {
+				out = append(out, s.ID)
+			}
+			return out
+		}
+		if got := ids(t0.Add(90*time.Second), 0); !slices.Equal(got, []string{"soon"}) {
+			t.Errorf("expiring by +90s = %v, want soon", got)
+		}
+		if got := ids(t0.Add(time.Hour), 0); !slices.Equal(got, []string{"soon", "late"}) {
+			t.Errorf("expiring by +1h = %v, want soon late (soonest first; not the answered or the endless one)", got)
+		}
+		if got := ids(t0.Add(time.Hour), 1); !slices.Equal(got, []string{"soon"}) {
+			t.Errorf("expiring by +1h, limit 1 = %v", got)
+		}
+		if _, err := st.StepResolve(ctx, &store.StepResolveParams{ID: "soon", Status: steptype.StepCompleted}); err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(t0.Add(time.Hour), 0); !slices.Equal(got, []string{"late"}) {
+			t.Errorf("after answering soon = %v, want late", got)
+		}
+		_, err := st.StepExpiring(ctx, &store.StepExpiringParams{})
+		wantErr(t, "no time", err, store.ErrInvalid)
+	})
 	h.sub(t, "LeaseRenew", func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		runsAt(t, st, 4, steptype.RunQueued)

@@ -69,3 +69,21 @@ func CheckRenew(p *store.RunLeaseRenewParams) error {
 	}
 	return nil
 }
+
+// CheckExpiring validates StepExpiring parameters.
+func CheckExpiring(p *store.StepExpiringParams) error {
+	if p == nil || p.Before.IsZero() || p.Limit < 0 {
+		return Invalid("expiring steps need a time and a non-negative limit")
+	}
+	return nil
+}
+
+// ExpiryNanos is the indexed expiry of a step: unix nanoseconds, 0 when it
+// has none.
+func ExpiryNanos(s *steptype.Step) int64 {
+	t := store.InputExpiry(s)
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}

@@ -10,5 +10,14 @@ WHERE hop = 0 AND status IN ('queued', 'running', 'waiting') AND EXISTS (
         AND (o.created_at < runs.created_at OR (o.created_at = runs.created_at AND o.id < runs.id)));
 CREATE UNIQUE INDEX runs_one_unfinished ON runs (session_id) WHERE hop = 0 AND status IN ('queued', 'running', 'waiting');
 
+-- Input requests by expiry (store.InputExpiry, unix nanoseconds; 0: none),
+-- for StepExpiring.
+ALTER TABLE steps ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;
+UPDATE steps SET expires_at = CAST(unixepoch(json_extract(CAST(body AS TEXT), '$.inputs.expires_at'), 'subsec') * 1000 AS INTEGER) * 1000000
+WHERE status = 'waiting' AND kind = 'input' AND json_extract(CAST(body AS TEXT), '$.inputs.expires_at') IS NOT NULL;
+CREATE INDEX steps_expiry ON steps (expires_at) WHERE status = 'waiting' AND expires_at > 0;
+
 -- +goose Down
+DROP INDEX steps_expiry;
+ALTER TABLE steps DROP COLUMN expires_at;
 DROP INDEX runs_one_unfinished;
