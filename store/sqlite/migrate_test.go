@@ -1,0 +1,65 @@
+package sqlite_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/sqlite"
+)
+
+// A database written before migration 40 — two unfinished runs in one
+// session (the defect it fixes), a waiting request with an expiry — is
+// upgraded: the older run stays, the later one is cancelled with a reason,
+// and the request is found by its expiry.
+func TestMigrateRunInvariants(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	st := open(t, sqlite.Config{Path: path})
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "first", SessionID: "s", Agent: "a", Status: steptype.RunWaiting, CreatedAt: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	in := &steptype.Step{ID: "ask", SessionID: "s", RunID: "first", Kind: steptype.KindInput, Status: steptype.StepWaiting,
+		Inputs: []byte(`{"prompt":"?","expires_at":"` + t0.Add(time.Minute).Format(time.RFC3339Nano) + `"}`)}
+	if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{in}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	// Back to the schema before migration 40, with the defect's data.
+	db := mustRawDB(t, path)
+	for _, q := range []string{
+		`DROP INDEX steps_expiry`, `ALTER TABLE steps DROP COLUMN expires_at`, `DROP INDEX runs_one_unfinished`,
+		`DELETE FROM stepwise_schema WHERE version_id = 40`,
+		fmt.Sprintf(`INSERT INTO runs (id, session_id, agent, status, created_at, updated_at) VALUES ('second', 's', 'a', 'queued', %d, %d)`,
+			t0.Add(time.Second).UnixNano(), t0.Add(time.Second).UnixNano()),
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	st = open(t, sqlite.Config{Path: path})
+	defer st.Close()
+	first, _ := st.RunGet(ctx, &store.RunGetParams{ID: "first"})
+	second, _ := st.RunGet(ctx, &store.RunGetParams{ID: "second"})
+	if first.Status != steptype.RunWaiting || second.Status != steptype.RunCancelled || second.Error == nil || second.Error.Code != "duplicate_run" {
+		t.Fatalf("after the upgrade: first %s, second %s %+v; want waiting, cancelled duplicate_run", first.Status, second.Status, second.Error)
+	}
+	due, err := st.StepExpiring(ctx, &store.StepExpiringParams{Before: t0.Add(time.Hour)})
+	if err != nil || len(due) != 1 || due[0].ID != "ask" {
+		t.Fatalf("expiring after the upgrade = %v, %v; want the request", due, err)
+	}
+	_, err = st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "third", SessionID: "s", Agent: "a"}})
+	if !errors.Is(err, store.ErrSessionBusy) {
+		t.Fatalf("a third run after the upgrade: %v, want ErrSessionBusy", err)
+	}
+}
