@@ -220,6 +220,9 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	if !owned {
 		e.leases.set(runID, time.Now())
 		claimed, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, ID: runID, Limit: 1, Now: now})
+		if err != nil || len(claimed) == 0 {
+			e.leases.drop(runID)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("claim run: %w", err)
 		}
