@@ -151,6 +151,9 @@ func containsStr(list []string, s string) bool {
 type IngestParams struct {
 	SessionID string
 	Steps     []*Step
+	// Runs are updated in the same transaction as the steps (e.g. an
+	// ingested run's status and step count); optional.
+	Runs []*store.RunUpdateParams
 }
 
 // Ingest appends externally produced steps to a session (any language can
@@ -194,7 +197,7 @@ func (e *Engine) Ingest(ctx context.Context, p IngestParams) ([]*Step, error) {
 	}
 	unlock := e.lockSession(p.SessionID)
 	defer unlock()
-	out, err := e.store.StepAppend(ctx, &store.StepAppendParams{Steps: p.Steps})
+	out, err := e.store.StepAppend(ctx, &store.StepAppendParams{Steps: p.Steps, Runs: p.Runs})
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}

@@ -19,6 +19,7 @@ type apiOp struct {
 	status                    int    // success status
 	resp                      string // component schema of the success body; "" for none
 	stream                    bool   // text/event-stream response
+	otlp                      string // OTLP body schema: protobuf or JSON, errors as google.rpc.Status
 	errors                    []int
 }
 
@@ -103,6 +104,7 @@ func openAPIDocument() map[string]any {
 	ops := append(apiOps(), dashboardOps()...)
 	ops = append(ops, observationOps()...)
 	ops = append(ops, searchOps()...)
+	ops = append(ops, otlpOps()...)
 	for _, op := range ops {
 		item, _ := paths[op.path].(map[string]any)
 		if item == nil {
@@ -119,6 +121,11 @@ func openAPIDocument() map[string]any {
 		}
 		if op.body != "" {
 			o["requestBody"] = map[string]any{"required": !op.bodyOptional, "content": map[string]any{"application/json": map[string]any{"schema": ref(op.body)}}}
+		}
+		if op.otlp != "" {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				"application/x-protobuf": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}},
+				"application/json":       map[string]any{"schema": ref(op.otlp)}}}
 		}
 		resps := map[string]any{}
 		ok := map[string]any{"description": http.StatusText(op.status)}
@@ -138,6 +145,12 @@ func openAPIDocument() map[string]any {
 		for _, code := range op.errors {
 			resps[itoa(code)] = map[string]any{"$ref": "#/components/responses/Problem" + itoa(code)}
 		}
+		if op.otlp != "" {
+			for _, code := range []int{400, 413, 415, 503} {
+				resps[itoa(code)] = map[string]any{"description": http.StatusText(code) + " (OTLP error)", "content": map[string]any{
+					"application/json": map[string]any{"schema": ref("OTLPStatus")}, "application/x-protobuf": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}
+			}
+		}
 		o["responses"] = resps
 		item[lower(op.method)] = o
 	}
@@ -153,7 +166,7 @@ func openAPIDocument() map[string]any {
 		"paths":    paths,
 		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
 		"components": map[string]any{
-			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas()),
+			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas()),
 			"responses":       responses,
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "required when the server has tokens"}},
 		},

@@ -44,4 +44,5 @@ func (s *Server) register() {
 	s.registerDashboardAPI()   // graph, overview, session rows (dashboard.go)
 	s.registerObservationAPI() // evals, attachments, events, datasets, experiments (observe.go)
 	s.registerSearchAPI()      // similarity search over past steps (search.go)
+	s.registerOTLP()           // OTLP/HTTP receiver: GenAI spans become steps (otlp.go)
 }

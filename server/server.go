@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/otlpingest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -35,6 +36,11 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes limits request bodies; larger ones get 413. Default 1 MiB.
 	MaxBodyBytes int64
+	// MaxOTLPBytes limits OTLP export bodies (POST /v1/traces, /v1/logs)
+	// after gzip decompression; larger ones get 413. Default 16 MiB.
+	MaxOTLPBytes int64
+	// OTLP configures the OTLP receiver (its Engine is set by New).
+	OTLP otlpingest.Config
 	// Heartbeat is the interval of SSE comment lines that keep idle streams
 	// open through proxies. Default 15s.
 	Heartbeat time.Duration
@@ -58,6 +64,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
+	if c.MaxOTLPBytes == 0 {
+		c.MaxOTLPBytes = otlpingest.DefaultMaxBodyBytes
+	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = 15 * time.Second
 	}
@@ -78,7 +87,7 @@ func (c Config) validate() error {
 	if c.Engine == nil {
 		errs = append(errs, errors.New("an engine is required (Engine)"))
 	}
-	if c.MaxBodyBytes < 0 || c.Heartbeat < 0 || c.NextStepTimeout < 0 || c.WriteTimeout < 0 || c.ShutdownTimeout < 0 {
+	if c.MaxBodyBytes < 0 || c.MaxOTLPBytes < 0 || c.Heartbeat < 0 || c.NextStepTimeout < 0 || c.WriteTimeout < 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("sizes and durations must not be negative"))
 	}
 	if c.NextStepTimeout > MaxNextStepTimeout {
@@ -104,6 +113,7 @@ type Server struct {
 	handler http.Handler
 	routes  []route
 	tokens  [][32]byte // sha256 of each token, compared in constant time
+	otlp    *otlpingest.Ingester
 
 	base       context.Context // cancelled by Close: ends streams and long-polls
 	cancelBase context.CancelFunc
@@ -132,6 +142,15 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
+	oc := cfg.OTLP
+	oc.Engine = cfg.Engine
+	if oc.Logger == nil {
+		oc.Logger = cfg.Logger
+	}
+	var err error
+	if s.otlp, err = otlpingest.New(oc); err != nil {
+		return nil, fmt.Errorf("stepwise server: %w", err)
+	}
 	s.register()
 	s.mux.HandleFunc("/", s.notFound)
 	s.handler = s.recoverPanics(s.authenticate(s.mux))
@@ -144,7 +163,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // Close ends every open stream and long-poll (clients may reconnect
 // elsewhere with their last event id). It does not stop the engine.
 func (s *Server) Close() {
-	s.closeOnce.Do(s.cancelBase)
+	s.closeOnce.Do(func() {
+		s.cancelBase()
+		s.otlp.Close()
+	})
 }
 
 // Shutdown closes the server (see Close) and stops the engine: executing

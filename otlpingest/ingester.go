@@ -1,0 +1,392 @@
+package otlpingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// ErrUnavailable wraps a store failure: the export was not recorded and
+// should be retried (OTLP clients retry on 503).
+var ErrUnavailable = errors.New("stepwise: otlp ingest unavailable")
+
+// Owner is the lease owner of the runs the ingester creates; the lease
+// never expires while the trace is open, so no executor claims them.
+const Owner = "stepwise-otlp-ingest"
+
+// Config configures an Ingester. Only Engine is required.
+type Config struct {
+	// Engine records the steps (Engine.Ingest) and owns the store.
+	Engine *stepwise.Engine
+	// LogWait is how long a model-call span whose message content comes as
+	// log records (and has not arrived yet) is held before it is recorded
+	// without it. Later spans of its trace wait with it, so that steps keep
+	// their start-time order. Default 5s.
+	LogWait time.Duration
+	// TraceIdle finishes the run of a trace whose root span never arrived
+	// after this long without new spans. Default 10 minutes.
+	TraceIdle time.Duration
+	// MaxPendingLogs bounds log records kept for spans not received yet;
+	// beyond it records are rejected (partial success). Default 100000.
+	MaxPendingLogs int
+	// Logger receives background flush errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Ingester maps OTLP exports to steps. It is safe for concurrent use.
+type Ingester struct {
+	cfg  Config
+	eng  *stepwise.Engine
+	st   store.Store
+	mu   sync.Mutex
+	tr   map[string]*traceState   // by trace id
+	ss   map[string]*sessionState // by session id
+	logs map[string]*pendingLogs  // by trace id + span id: records of spans not received yet
+	nLog int
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// traceState is what the ingester knows of one trace.
+type traceState struct {
+	id        string
+	sessionID string // resolved at the first flush
+	runID     string
+	runOpen   bool
+	held      []*held
+	recorded  map[string]bool // span ids already turned into steps (or ignored)
+	lastSeen  time.Time
+	failed    bool
+}
+
+// held is a received span not recorded yet.
+type held struct {
+	s     *span
+	u     *unit
+	since time.Time
+}
+
+// sessionState remembers what a session already holds, so a re-sent span
+// or history costs no store write.
+type sessionState struct {
+	seen     map[string]bool // step ids appended
+	lastStep string
+	output   string // content of the latest llm step (the run's output)
+	lastUse  time.Time
+}
+
+type pendingLogs struct {
+	events []event
+	since  time.Time
+}
+
+// New returns an ingester for cfg.Engine and starts its background loop
+// (held spans, idle traces); Close stops it.
+func New(cfg Config) (*Ingester, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("stepwise: otlp ingest: an engine is required")
+	}
+	if cfg.LogWait <= 0 {
+		cfg.LogWait = 5 * time.Second
+	}
+	if cfg.TraceIdle <= 0 {
+		cfg.TraceIdle = 10 * time.Minute
+	}
+	if cfg.MaxPendingLogs <= 0 {
+		cfg.MaxPendingLogs = 100000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	in := &Ingester{cfg: cfg, eng: cfg.Engine, st: cfg.Engine.Store(), tr: map[string]*traceState{}, ss: map[string]*sessionState{},
+		logs: map[string]*pendingLogs{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go in.loop()
+	return in, nil
+}
+
+// Close records every held span and stops the background loop.
+func (in *Ingester) Close() {
+	in.once.Do(func() {
+		close(in.stop)
+		<-in.done
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		for _, ts := range in.tr {
+			if len(ts.held) > 0 {
+				if err := in.flush(context.Background(), ts); err != nil {
+					in.cfg.Logger.Error("stepwise: otlp ingest: flush on close", "trace", ts.id, "err", err)
+				}
+			}
+		}
+	})
+}
+
+// Result is the outcome of one export: how many items were rejected and
+// why (the OTLP partial success).
+type Result struct {
+	Rejected int64
+	Message  string
+}
+
+func (r *Result) reject(n int, msg string) {
+	r.Rejected += int64(n)
+	if r.Message == "" {
+		r.Message = msg
+	}
+}
+
+// ingestSpans records decoded spans.
+func (in *Ingester) ingestSpans(ctx context.Context, spans []*span) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	now := time.Now()
+	var touched []*traceState
+	for _, s := range spans {
+		ts := in.trace(s.traceID, now)
+		if ts.recorded[s.spanID] || ts.holds(s.spanID) {
+			continue // a re-sent span
+		}
+		if pl := in.logs[s.traceID+s.spanID]; pl != nil {
+			s.events = append(s.events, pl.events...)
+			in.nLog -= len(pl.events)
+			delete(in.logs, s.traceID+s.spanID)
+		}
+		ts.held = append(ts.held, &held{s: s, u: classify(s), since: now})
+		touched = appendOnce(touched, ts)
+	}
+	return in.flushReady(ctx, touched)
+}
+
+// ingestLogs attaches GenAI log records to their spans.
+func (in *Ingester) ingestLogs(ctx context.Context, recs []*logRecord, res *Result) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	now := time.Now()
+	var touched []*traceState
+	for _, r := range recs {
+		ts := in.tr[r.traceID]
+		if ts != nil && ts.recorded[r.spanID] {
+			continue // its span is recorded already: documented as dropped
+		}
+		if ts != nil {
+			if h := ts.find(r.spanID); h != nil {
+				h.s.events = append(h.s.events, r.ev)
+				h.u = classify(h.s)
+				touched = appendOnce(touched, ts)
+				continue
+			}
+		}
+		if in.nLog >= in.cfg.MaxPendingLogs {
+			res.reject(1, "too many log records waiting for their spans")
+			continue
+		}
+		key := r.traceID + r.spanID
+		pl := in.logs[key]
+		if pl == nil {
+			pl = &pendingLogs{since: now}
+			in.logs[key] = pl
+		}
+		pl.events = append(pl.events, r.ev)
+		in.nLog++
+	}
+	return in.flushReady(ctx, touched)
+}
+
+// flushReady records the held spans of each trace unless one of them
+// still waits for its log records.
+func (in *Ingester) flushReady(ctx context.Context, traces []*traceState) error {
+	var errs []error
+	for _, ts := range traces {
+		if ts.waiting(time.Now(), in.cfg.LogWait) {
+			continue
+		}
+		if err := in.flush(ctx, ts); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (in *Ingester) trace(id string, now time.Time) *traceState {
+	ts := in.tr[id]
+	if ts == nil {
+		ts = &traceState{id: id, recorded: map[string]bool{}}
+		in.tr[id] = ts
+	}
+	ts.lastSeen = now
+	return ts
+}
+
+func (ts *traceState) holds(spanID string) bool { return ts.find(spanID) != nil }
+
+func (ts *traceState) find(spanID string) *held {
+	for _, h := range ts.held {
+		if h.s.spanID == spanID {
+			return h
+		}
+	}
+	return nil
+}
+
+// waiting reports whether a held span still expects its log records.
+func (ts *traceState) waiting(now time.Time, wait time.Duration) bool {
+	for _, h := range ts.held {
+		if h.u.awaitLogs && now.Sub(h.since) < wait {
+			return true
+		}
+	}
+	return false
+}
+
+func appendOnce(l []*traceState, ts *traceState) []*traceState {
+	for _, x := range l {
+		if x == ts {
+			return l
+		}
+	}
+	return append(l, ts)
+}
+
+// loop records spans held past LogWait and finishes idle traces.
+func (in *Ingester) loop() {
+	defer close(in.done)
+	tick := time.NewTicker(in.cfg.LogWait / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-in.stop:
+			return
+		case <-tick.C:
+			in.sweep(time.Now())
+		}
+	}
+}
+
+// sweep flushes traces whose held spans waited long enough, finishes runs
+// of idle traces and forgets old state.
+func (in *Ingester) sweep(now time.Time) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	ctx := context.Background()
+	for id, ts := range in.tr {
+		if len(ts.held) > 0 && !ts.waiting(now, in.cfg.LogWait) {
+			if err := in.flush(ctx, ts); err != nil {
+				in.cfg.Logger.Error("stepwise: otlp ingest: flush", "trace", id, "err", err)
+			}
+		}
+		if len(ts.held) == 0 && now.Sub(ts.lastSeen) > in.cfg.TraceIdle {
+			if ts.runOpen {
+				if err := in.finishRun(ctx, ts, steptype.RunCompleted); err != nil {
+					in.cfg.Logger.Error("stepwise: otlp ingest: finish idle trace", "trace", id, "err", err)
+				}
+			}
+			delete(in.tr, id)
+		}
+	}
+	for k, pl := range in.logs {
+		if now.Sub(pl.since) > in.cfg.TraceIdle {
+			in.nLog -= len(pl.events)
+			delete(in.logs, k)
+		}
+	}
+	for id, ss := range in.ss {
+		if now.Sub(ss.lastUse) > in.cfg.TraceIdle {
+			delete(in.ss, id)
+		}
+	}
+}
+
+// flush records the held spans of ts in start-time order.
+func (in *Ingester) flush(ctx context.Context, ts *traceState) error {
+	hs := ts.held
+	ts.held = nil
+	sort.SliceStable(hs, func(i, j int) bool {
+		a, b := hs[i].s, hs[j].s
+		if !a.start.Equal(b.start) {
+			return a.start.Before(b.start)
+		}
+		return a.end.Before(b.end)
+	})
+	if ts.sessionID == "" {
+		if err := in.open(ctx, ts, hs); err != nil {
+			ts.held = append(hs, ts.held...)
+			return err
+		}
+	}
+	ss := in.session(ts.sessionID)
+	var steps []*stepwise.Step
+	root := false
+	for _, h := range hs {
+		ts.recorded[h.s.spanID] = true
+		if h.s.parentID == "" {
+			root = true
+			ts.failed = ts.failed || h.s.failed
+		}
+		steps = append(steps, in.stepsOf(ts, ss, h)...)
+	}
+	var runs []*store.RunUpdateParams
+	if ts.runOpen && (len(steps) > 0 || root) {
+		u := &store.RunUpdateParams{ID: ts.runID, StepDelta: int64(len(steps))}
+		if root {
+			st := steptype.RunCompleted
+			if ts.failed {
+				st = steptype.RunFailed
+			}
+			out := ss.output
+			u.Status, u.Output, u.ClearLease = &st, &out, true
+		}
+		runs = append(runs, u)
+	}
+	if len(steps) == 0 && len(runs) == 0 {
+		return nil
+	}
+	if len(steps) == 0 {
+		if _, err := in.st.RunUpdate(ctx, runs[0]); err != nil {
+			return fmt.Errorf("%w: finish run: %w", ErrUnavailable, err)
+		}
+	} else if _, err := in.eng.Ingest(ctx, stepwise.IngestParams{SessionID: ts.sessionID, Steps: steps, Runs: runs}); err != nil {
+		for _, s := range steps {
+			delete(ss.seen, s.ID)
+		}
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if root {
+		ts.runOpen = false
+	}
+	return nil
+}
+
+func (in *Ingester) session(id string) *sessionState {
+	ss := in.ss[id]
+	if ss == nil {
+		ss = &sessionState{seen: map[string]bool{}}
+		in.ss[id] = ss
+	}
+	ss.lastUse = time.Now()
+	return ss
+}
+
+// finishRun ends the run of a trace whose root never arrived.
+func (in *Ingester) finishRun(ctx context.Context, ts *traceState, st steptype.RunStatus) error {
+	out := ""
+	if ss := in.ss[ts.sessionID]; ss != nil {
+		out = ss.output
+	}
+	_, err := in.st.RunUpdate(ctx, &store.RunUpdateParams{ID: ts.runID, Status: &st, Output: &out, ClearLease: true,
+		ExpectStatus: []steptype.RunStatus{steptype.RunRunning}})
+	ts.runOpen = false
+	if errors.Is(err, store.ErrConflict) {
+		return nil
+	}
+	return err
+}
