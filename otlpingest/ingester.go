@@ -31,6 +31,12 @@ type Config struct {
 	// without it. Later spans of its trace wait with it, so that steps keep
 	// their start-time order. Default 5s.
 	LogWait time.Duration
+	// Settle is how long the spans of a trace are held after the latest
+	// export that brought some: exports sent concurrently arrive in any
+	// order, and the spans of all of them are recorded together in
+	// start-time order. 0 means the default (250ms); negative means no
+	// wait (each export is recorded as it arrives).
+	Settle time.Duration
 	// TraceIdle finishes the run of a trace whose root span never arrived
 	// after this long without new spans. Default 10 minutes.
 	TraceIdle time.Duration
@@ -99,6 +105,12 @@ func New(cfg Config) (*Ingester, error) {
 	if cfg.LogWait <= 0 {
 		cfg.LogWait = 5 * time.Second
 	}
+	if cfg.Settle == 0 {
+		cfg.Settle = 250 * time.Millisecond
+	}
+	if cfg.Settle < 0 {
+		cfg.Settle = 0
+	}
 	if cfg.TraceIdle <= 0 {
 		cfg.TraceIdle = 10 * time.Minute
 	}
@@ -164,7 +176,7 @@ func (in *Ingester) ingestSpans(ctx context.Context, spans []*span) error {
 		ts.held = append(ts.held, &held{s: s, u: classify(s), since: now})
 		touched = appendOnce(touched, ts)
 	}
-	return in.flushReady(ctx, touched)
+	return in.flushReady(ctx, touched, now)
 }
 
 // ingestLogs attaches GenAI log records to their spans.
@@ -182,6 +194,7 @@ func (in *Ingester) ingestLogs(ctx context.Context, recs []*logRecord, res *Resu
 			if h := ts.find(r.spanID); h != nil {
 				h.s.events = append(h.s.events, r.ev)
 				h.u = classify(h.s)
+				ts.lastSeen = now
 				touched = appendOnce(touched, ts)
 				continue
 			}
@@ -199,15 +212,15 @@ func (in *Ingester) ingestLogs(ctx context.Context, recs []*logRecord, res *Resu
 		pl.events = append(pl.events, r.ev)
 		in.nLog++
 	}
-	return in.flushReady(ctx, touched)
+	return in.flushReady(ctx, touched, now)
 }
 
-// flushReady records the held spans of each trace unless one of them
-// still waits for its log records.
-func (in *Ingester) flushReady(ctx context.Context, traces []*traceState) error {
+// flushReady records the held spans of each trace that has settled (no
+// export for Settle) unless one of them still waits for its log records.
+func (in *Ingester) flushReady(ctx context.Context, traces []*traceState, now time.Time) error {
 	var errs []error
 	for _, ts := range traces {
-		if ts.waiting(time.Now(), in.cfg.LogWait) {
+		if len(ts.held) == 0 || now.Sub(ts.lastSeen) < in.cfg.Settle || ts.waiting(now, in.cfg.LogWait) {
 			continue
 		}
 		if err := in.flush(ctx, ts); err != nil {
@@ -260,7 +273,11 @@ func appendOnce(l []*traceState, ts *traceState) []*traceState {
 // loop records spans held past LogWait and finishes idle traces.
 func (in *Ingester) loop() {
 	defer close(in.done)
-	tick := time.NewTicker(in.cfg.LogWait / 4)
+	every := in.cfg.LogWait / 4
+	if in.cfg.Settle > 0 && in.cfg.Settle/2 < every {
+		every = in.cfg.Settle / 2
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -279,10 +296,8 @@ func (in *Ingester) sweep(now time.Time) {
 	defer in.mu.Unlock()
 	ctx := context.Background()
 	for id, ts := range in.tr {
-		if len(ts.held) > 0 && !ts.waiting(now, in.cfg.LogWait) {
-			if err := in.flush(ctx, ts); err != nil {
-				in.cfg.Logger.Error("stepwise: otlp ingest: flush", "trace", id, "err", err)
-			}
+		if err := in.flushReady(ctx, []*traceState{ts}, now); err != nil {
+			in.cfg.Logger.Error("stepwise: otlp ingest: flush", "trace", id, "err", err)
 		}
 		if len(ts.held) == 0 && now.Sub(ts.lastSeen) > in.cfg.TraceIdle {
 			if ts.runOpen {
