@@ -148,6 +148,28 @@ func (e *env) waitSteps(session string, n int) []*stepwise.Step {
 	}
 }
 
+// waitSession waits for the one session of agent.
+func (e *env) waitSession(agent string) string {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		page, err := e.st.SessionList(context.Background(), &store.SessionListParams{Agent: agent})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(page.Sessions) > 1 {
+			e.t.Fatalf("%d sessions of %s, want 1", len(page.Sessions), agent)
+		}
+		if len(page.Sessions) == 1 {
+			return page.Sessions[0].ID
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no session of %s", agent)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // get fetches a JSON API path of the server.
 func (e *env) get(path string, out any) {
 	e.t.Helper()

@@ -86,6 +86,7 @@ type held struct {
 // or history costs no store write.
 type sessionState struct {
 	seen     map[string]bool // step ids appended
+	calls    map[string]steptype.ToolCall // tool calls of recorded llm steps, by id
 	lastStep string
 	output   string // content of the latest llm step (the run's output)
 	lastUse  time.Time
@@ -384,7 +385,7 @@ func (in *Ingester) flush(ctx context.Context, ts *traceState) error {
 func (in *Ingester) session(id string) *sessionState {
 	ss := in.ss[id]
 	if ss == nil {
-		ss = &sessionState{seen: map[string]bool{}}
+		ss = &sessionState{seen: map[string]bool{}, calls: map[string]steptype.ToolCall{}}
 		in.ss[id] = ss
 	}
 	ss.lastUse = time.Now()

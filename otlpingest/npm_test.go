@@ -78,11 +78,7 @@ func TestOpenAIInstrumentation(t *testing.T) {
 func TestVercelAISDK(t *testing.T) {
 	e := newEnv(t, server.Config{})
 	e.runNode("vercel")
-	page, err := e.st.SessionList(context.Background(), &store.SessionListParams{Agent: "calculator"})
-	if err != nil || len(page.Sessions) != 1 {
-		t.Fatalf("sessions of calculator: %+v %v", page, err)
-	}
-	sid := page.Sessions[0].ID
+	sid := e.waitSession("calculator")
 	got := render(e.waitSteps(sid, 4))
 	want := `1 user user role=user content="What is 2+3?"
 2 llm llm role=assistant call=tc-1:add:{"a":2,"b":3} tokens=10/4 model=mock-provider/mock-model-id

@@ -32,6 +32,9 @@ func openInference(s *span) *unit {
 		} else {
 			u.output = &message{role: "assistant", content: s.a.str("output.value")}
 		}
+		if len(u.output.calls) == 0 {
+			u.output.calls = langChainToolCalls(s.a)
+		}
 	case "TOOL":
 		u.role = roleTool
 		u.toolName = s.a.first("tool.name", "tool_call.function.name")
@@ -41,6 +44,17 @@ func openInference(s *span) *unit {
 		u.callID = s.a.first("tool_call.id", "tool.id")
 		u.args = argsJSON(s.a.first("tool.parameters_value", "input.value"))
 		u.result = rawJSON(s.a["output.value"])
+		// LangChain serializes the ToolMessage: its content is the result
+		// and it names the call.
+		if out, ok := s.a.jsonValue("output.value"); ok {
+			if m := lcKwargs(first(out, "output")); m == nil {
+				if m = lcKwargs(out); m != nil {
+					u.result, u.callID = rawJSON(contentText(m["content"])), firstNonEmpty(u.callID, asString(m["tool_call_id"]))
+				}
+			} else {
+				u.result, u.callID = rawJSON(contentText(m["content"])), firstNonEmpty(u.callID, asString(m["tool_call_id"]))
+			}
+		}
 	case "RETRIEVER", "RERANKER", "EMBEDDING", "GUARDRAIL", "EVALUATOR":
 		u.role = roleCustom
 		u.stepName = strings.ToLower(kind)
@@ -138,4 +152,40 @@ func indexedJoin(f map[string]any, prefix, suffix string) string {
 		}
 		b.WriteString(asString(v))
 	}
+}
+
+// langChainToolCalls reads the tool calls of a LangChain chat generation
+// serialized in output.value (instrumentations that do not flatten them).
+func langChainToolCalls(a attrs) []steptype.ToolCall {
+	out, ok := a.jsonValue("output.value")
+	if !ok {
+		return nil
+	}
+	gens := list(field(out, "generations"))
+	if len(gens) == 0 || len(list(gens[0])) == 0 {
+		return nil
+	}
+	kw := lcKwargs(field(list(gens[0])[0], "message"))
+	var calls []steptype.ToolCall
+	for _, c := range list(kw["tool_calls"]) {
+		calls = append(calls, steptype.ToolCall{ID: asString(field(c, "id")), Name: asString(field(c, "name")), Arguments: argsJSON(field(c, "args"))})
+	}
+	return calls
+}
+
+// lcKwargs returns the kwargs of a LangChain serialized object
+// ({"lc":1,"type":"constructor","kwargs":{…}}), or nil.
+func lcKwargs(v any) map[string]any {
+	if field(v, "lc") == nil {
+		return nil
+	}
+	m, _ := field(v, "kwargs").(map[string]any)
+	return m
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -42,7 +42,11 @@ func (in *Ingester) stepsOf(ts *traceState, ss *sessionState, h *held) []*stepwi
 			add(errorStep(s, "llm", "", "model call failed"))
 			return out
 		}
-		add(llmStep(s, u))
+		st := llmStep(s, u)
+		for _, c := range st.ToolCalls {
+			ss.calls[c.ID] = c
+		}
+		add(st)
 		if u.output != nil && u.output.content != "" {
 			ss.output = u.output.content
 		}
@@ -51,7 +55,13 @@ func (in *Ingester) stepsOf(ts *traceState, ss *sessionState, h *held) []*stepwi
 			add(errorStep(s, "tools", u.toolName, "tool call failed"))
 			return out
 		}
-		add(toolStep(ts.sessionID, s, u))
+		st := toolStep(ts.sessionID, s, u)
+		// The arguments the model gave win over what the span shows when
+		// that is not an object (OpenInference records the tool's input).
+		if c, ok := ss.calls[st.ToolCallID]; ok && (len(st.Inputs) == 0 || st.Inputs[0] != '{') {
+			st.Inputs = c.Arguments
+		}
+		add(st)
 	case roleCustom:
 		if s.failed {
 			add(errorStep(s, u.stepName, "", u.stepName+" failed"))

@@ -67,11 +67,15 @@ async function openaiLoop() {
   const logs = await import('@opentelemetry/api-logs');
   const loggerProvider = new LoggerProvider({
     resource: resourceFromAttributes({ 'service.name': 'svc-openai' }),
-    processors: [new BatchLogRecordProcessor(new OTLPLogExporter({ url: `${base}/v1/logs`, headers }), { maxExportBatchSize: 4, scheduledDelayMillis: 50 })],
+    processors: [new BatchLogRecordProcessor({ exporter: new OTLPLogExporter({ url: `${base}/v1/logs`, headers }), maxExportBatchSize: 4, scheduledDelayMillis: 50 })],
   });
   logs.logs.setGlobalLoggerProvider(loggerProvider);
   registerInstrumentations({ instrumentations: [new OpenAIInstrumentation({ captureMessageContent: true })] });
-  const { default: OpenAI } = await import('openai');
+  // Loaded through require so that the instrumentation's require hook
+  // patches it (an ESM import would need the import-in-the-middle loader).
+  const { createRequire } = await import('node:module');
+  const openaiModule = createRequire(import.meta.url)('openai');
+  const OpenAI = openaiModule.OpenAI ?? openaiModule.default ?? openaiModule;
   const client = new OpenAI({ apiKey: 'test', baseURL: `${process.env.FAKE_URL}/v1` });
   const tools = [{ type: 'function', function: { name: 'echo', description: 'echo', parameters: { type: 'object', properties: { n: { type: 'number' } } } } }];
   await tracer.startActiveSpan('invoke_agent echo-agent', { attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'echo-agent' } }, async (root) => {
@@ -126,15 +130,24 @@ async function langchain() {
   const { LangChainInstrumentation } = await import('@arizeai/openinference-instrumentation-langchain');
   const CallbackManagerModule = await import('@langchain/core/callbacks/manager');
   new LangChainInstrumentation().manuallyInstrument(CallbackManagerModule);
-  const { FakeMessagesListChatModel } = await import('@langchain/core/utils/testing');
+  const { BaseChatModel } = await import('@langchain/core/language_models/chat_models');
+  // A chat model that answers from a script, one response per call.
+  class ScriptedChat extends BaseChatModel {
+    constructor(responses) { super({}); this.responses = responses; this.calls = 0; }
+    _llmType() { return 'scripted'; }
+    async _generate() {
+      const message = this.responses[this.calls++];
+      return { generations: [{ text: typeof message.content === 'string' ? message.content : '', message }] };
+    }
+  }
   const { AIMessage, HumanMessage } = await import('@langchain/core/messages');
   const { tool } = await import('@langchain/core/tools');
   const { z } = await import('zod');
   const lookup = tool(async ({ q }) => `found ${q}`, { name: 'lookup', description: 'look up', schema: z.object({ q: z.string() }) });
-  const model = new FakeMessagesListChatModel({ responses: [
+  const model = new ScriptedChat([
     new AIMessage({ content: '', tool_calls: [{ id: 'lc-1', name: 'lookup', args: { q: 'otel' } }] }),
     new AIMessage('OTel is found.'),
-  ] });
+  ]);
   await tracer.startActiveSpan('agent', { attributes: { 'openinference.span.kind': 'AGENT', 'session.id': 'lc-session' } }, async (root) => {
     traceId = root.spanContext().traceId;
     const messages = [new HumanMessage('What is otel?')];
