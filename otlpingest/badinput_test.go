@@ -1,0 +1,210 @@
+package otlpingest_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/otlpingest"
+	"github.com/stepwise-run/stepwise/server"
+	"github.com/stepwise-run/stepwise/store"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+func (e *env) post(path, ctype string, body []byte, hdr ...string) (int, []byte) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.url+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func id(n int, size int) []byte {
+	b := make([]byte, size)
+	binary.BigEndian.PutUint64(b[size-8:], uint64(n))
+	return b
+}
+
+func kv(k string, v any) *commonpb.KeyValue {
+	switch x := v.(type) {
+	case int:
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(x)}}}
+	default:
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: fmt.Sprint(v)}}}
+	}
+}
+
+// chatSpan is a GenAI chat span answering the user with text.
+func chatSpan(trace, span, parent int, start time.Time, text string) *tracepb.Span {
+	s := &tracepb.Span{TraceId: id(trace, 16), SpanId: id(span, 8), Name: "chat m",
+		StartTimeUnixNano: uint64(start.UnixNano()), EndTimeUnixNano: uint64(start.Add(time.Millisecond).UnixNano()),
+		Attributes: []*commonpb.KeyValue{kv("gen_ai.operation.name", "chat"), kv("gen_ai.request.model", "m"),
+			kv("gen_ai.input.messages", `[{"role":"user","parts":[{"type":"text","content":"q`+fmt.Sprint(span)+`"}]}]`),
+			kv("gen_ai.output.messages", `[{"role":"assistant","parts":[{"type":"text","content":"`+text+`"}]}]`),
+			kv("gen_ai.usage.input_tokens", 3), kv("gen_ai.usage.output_tokens", 2)}}
+	if parent != 0 {
+		s.ParentSpanId = id(parent, 8)
+	}
+	return s
+}
+
+func export(spans ...*tracepb.Span) []byte {
+	b, _ := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}})
+	return b
+}
+
+const pb = "application/x-protobuf"
+
+// TestBadInput: malformed bodies, wrong types, oversized and unauthorized
+// exports get OTLP errors (never a 500) and record nothing.
+func TestBadInput(t *testing.T) {
+	e := newEnv(t, server.Config{MaxOTLPBytes: 64 << 10, OTLP: otlpingest.Config{Settle: -1}})
+	status := func(b []byte) string {
+		// google.rpc.Status: field 2 is the message.
+		if i := bytes.IndexByte(b, 0x12); i >= 0 && i+2 <= len(b) {
+			return string(b[i+2:])
+		}
+		return ""
+	}
+	code, body := e.post("/v1/traces", pb, []byte{0xff, 0xff, 0xff})
+	if code != 400 || !strings.Contains(status(body), "malformed protobuf") {
+		t.Fatalf("malformed protobuf: %d %q", code, body)
+	}
+	code, body = e.post("/v1/traces", "application/json", []byte(`{"resourceSpans": [`))
+	if code != 400 || !strings.Contains(string(body), `"code":3`) {
+		t.Fatalf("malformed JSON: %d %s", code, body)
+	}
+	code, _ = e.post("/v1/traces", "text/plain", []byte("x"))
+	if code != 415 {
+		t.Fatalf("text/plain: %d", code)
+	}
+	big := chatSpan(1, 1, 0, time.Now(), strings.Repeat("x", 100<<10))
+	code, body = e.post("/v1/traces", pb, export(big))
+	if code != 413 || !strings.Contains(status(body), "larger than") {
+		t.Fatalf("oversized: %d %q", code, body)
+	}
+	// A gzip bomb: small on the wire, too large once decompressed.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(export(big))
+	_ = zw.Close()
+	code, _ = e.post("/v1/traces", pb, gz.Bytes(), "Content-Encoding", "gzip")
+	if code != 413 {
+		t.Fatalf("gzip over the limit: %d", code)
+	}
+	code, _ = e.post("/v1/traces", pb, []byte("not gzip"), "Content-Encoding", "gzip")
+	if code != 400 {
+		t.Fatalf("bad gzip: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/traces", bytes.NewReader(export(chatSpan(1, 1, 0, time.Now(), "hi"))))
+	req.Header.Set("Content-Type", pb)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("no token: %d", resp.StatusCode)
+	}
+	page, err := e.st.SessionList(context.Background(), &store.SessionListParams{})
+	if err != nil || len(page.Sessions) != 0 {
+		t.Fatalf("bad input recorded something: %+v %v", page, err)
+	}
+	// Invalid span ids are rejected with a partial success; the valid span
+	// of the same export is recorded.
+	bad := chatSpan(2, 1, 0, time.Now(), "x")
+	bad.SpanId = []byte{1, 2}
+	code, body = e.post("/v1/traces", pb, export(bad, chatSpan(2, 2, 0, time.Now(), "ok")))
+	var out coltracepb.ExportTraceServiceResponse
+	if err := proto.Unmarshal(body, &out); code != 200 || err != nil || out.GetPartialSuccess().GetRejectedSpans() != 1 {
+		t.Fatalf("partial success: %d %v %v", code, &out, err)
+	}
+	steps := e.waitSteps(otlpingest.TraceSessionID(fmt.Sprintf("%032x", 2)), 2)
+	if got := render(steps); got != "1 user user role=user content=\"q2\"\n2 llm llm role=assistant content=\"ok\" tokens=3/2 model=/m\n" {
+		t.Fatalf("steps:\n%s", got)
+	}
+}
+
+// TestDuplicatesOrphansSkew: a re-sent export adds nothing, a span whose
+// parent never arrives is recorded (its run stays running), a span ending
+// before it starts gets a zero duration, and spans are sequenced by start
+// time across exports that arrive within the settle window.
+func TestDuplicatesOrphansSkew(t *testing.T) {
+	e := newEnv(t, server.Config{OTLP: otlpingest.Config{Settle: 300 * time.Millisecond}})
+	t0 := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) // a client clock far ahead
+	late := chatSpan(7, 3, 99, t0.Add(2*time.Second), "second")
+	early := chatSpan(7, 2, 99, t0, "first")
+	skew := chatSpan(7, 4, 99, t0.Add(3*time.Second), "third")
+	skew.EndTimeUnixNano = uint64(t0.UnixNano()) // ends before it starts
+	for _, b := range [][]byte{export(late), export(early), export(late, skew), export(early)} {
+		if code, body := e.post("/v1/traces", pb, b); code != 200 {
+			t.Fatalf("export: %d %s", code, body)
+		}
+	}
+	sid := otlpingest.TraceSessionID(fmt.Sprintf("%032x", 7))
+	// Each span's input is one user message and no assistant message: the
+	// opening message of the conversation, recorded once (see the
+	// de-duplication rule in docs/otlp_ingest.md).
+	steps := e.waitSteps(sid, 4)
+	want := "1 user user role=user content=\"q2\"\n2 llm llm role=assistant content=\"first\" tokens=3/2 model=/m\n" +
+		"3 llm llm role=assistant content=\"second\" tokens=3/2 model=/m\n4 llm llm role=assistant content=\"third\" tokens=3/2 model=/m\n"
+	if got := render(steps); got != want {
+		t.Fatalf("steps:\n%s\nwant:\n%s", got, want)
+	}
+	if d := steps[3].Metrics.Duration; d != 0 {
+		t.Fatalf("skewed span duration %s", d)
+	}
+	// The same spans again, after the flush: nothing new.
+	if code, _ := e.post("/v1/traces", pb, export(early, late, skew)); code != 200 {
+		t.Fatal(code)
+	}
+	e.srv.OTLP().Close() // records anything held
+	all, _ := e.st.StepList(context.Background(), &store.StepListParams{SessionID: sid})
+	if len(all) != 4 {
+		t.Fatalf("%d steps after duplicates", len(all))
+	}
+	run, err := e.st.RunGet(context.Background(), &store.RunGetParams{ID: otlpingest.RunID(fmt.Sprintf("%032x", 7))})
+	if err != nil || run.Status != "running" {
+		t.Fatalf("orphan trace run: %+v %v", run, err)
+	}
+}
+
+// TestLargeTrace: one trace of 10,000 spans in batches of 512.
+func TestLargeTrace(t *testing.T) {
+	e := newEnv(t, server.Config{OTLP: otlpingest.Config{Settle: -1}})
+	t0 := time.Now()
+	const n = 10000
+	for i := 0; i < n; i += 512 {
+		var batch []*tracepb.Span
+		for j := i; j < i+512 && j < n; j++ {
+			batch = append(batch, chatSpan(9, j+1, 100000, t0.Add(time.Duration(j)*time.Millisecond), "a"))
+		}
+		if code, body := e.post("/v1/traces", pb, export(batch...)); code != 200 {
+			t.Fatalf("batch %d: %d %s", i, code, body)
+		}
+	}
+	sid := otlpingest.TraceSessionID(fmt.Sprintf("%032x", 9))
+	// n llm steps and the opening user message.
+	if steps := e.waitSteps(sid, n+1); len(steps) != n+1 || steps[n].Sequence != n+1 {
+		t.Fatalf("%d steps, want %d", len(steps), n+1)
+	}
+}
