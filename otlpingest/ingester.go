@@ -70,6 +70,7 @@ type traceState struct {
 	runID     string
 	runOpen   bool
 	held      []*held
+	heldByID  map[string]*held
 	recorded  map[string]bool // span ids already turned into steps (or ignored)
 	lastSeen  time.Time
 	failed    bool
@@ -160,21 +161,27 @@ func (r *Result) reject(n int, msg string) {
 
 // ingestSpans records decoded spans.
 func (in *Ingester) ingestSpans(ctx context.Context, spans []*span) error {
+	units := make([]*unit, len(spans))
+	for i, s := range spans {
+		units[i] = classify(s) // outside the lock: the JSON work
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	now := time.Now()
 	var touched []*traceState
-	for _, s := range spans {
+	for i, s := range spans {
 		ts := in.trace(s.traceID, now)
 		if ts.recorded[s.spanID] || ts.holds(s.spanID) {
 			continue // a re-sent span
 		}
+		u := units[i]
 		if pl := in.logs[s.traceID+s.spanID]; pl != nil {
 			s.events = append(s.events, pl.events...)
 			in.nLog -= len(pl.events)
 			delete(in.logs, s.traceID+s.spanID)
+			u = classify(s)
 		}
-		ts.held = append(ts.held, &held{s: s, u: classify(s), since: now})
+		ts.hold(&held{s: s, u: u, since: now})
 		touched = appendOnce(touched, ts)
 	}
 	return in.flushReady(ctx, touched, now)
@@ -234,7 +241,7 @@ func (in *Ingester) flushReady(ctx context.Context, traces []*traceState, now ti
 func (in *Ingester) trace(id string, now time.Time) *traceState {
 	ts := in.tr[id]
 	if ts == nil {
-		ts = &traceState{id: id, recorded: map[string]bool{}}
+		ts = &traceState{id: id, recorded: map[string]bool{}, heldByID: map[string]*held{}}
 		in.tr[id] = ts
 	}
 	ts.lastSeen = now
@@ -243,13 +250,11 @@ func (in *Ingester) trace(id string, now time.Time) *traceState {
 
 func (ts *traceState) holds(spanID string) bool { return ts.find(spanID) != nil }
 
-func (ts *traceState) find(spanID string) *held {
-	for _, h := range ts.held {
-		if h.s.spanID == spanID {
-			return h
-		}
-	}
-	return nil
+func (ts *traceState) find(spanID string) *held { return ts.heldByID[spanID] }
+
+func (ts *traceState) hold(h *held) {
+	ts.held = append(ts.held, h)
+	ts.heldByID[h.s.spanID] = h
 }
 
 // waiting reports whether a held span still expects its log records.
@@ -326,6 +331,7 @@ func (in *Ingester) sweep(now time.Time) {
 func (in *Ingester) flush(ctx context.Context, ts *traceState) error {
 	hs := ts.held
 	ts.held = nil
+	clear(ts.heldByID)
 	sort.SliceStable(hs, func(i, j int) bool {
 		a, b := hs[i].s, hs[j].s
 		if !a.start.Equal(b.start) {
@@ -335,7 +341,9 @@ func (in *Ingester) flush(ctx context.Context, ts *traceState) error {
 	})
 	if ts.sessionID == "" {
 		if err := in.open(ctx, ts, hs); err != nil {
-			ts.held = append(hs, ts.held...)
+			for _, h := range hs {
+				ts.hold(h)
+			}
 			return err
 		}
 	}
