@@ -8,6 +8,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -29,6 +30,10 @@ type StartParams struct {
 	Replay *ReplayOptions
 	// Title names a new session.
 	Title string
+	// ClientTools are tools the caller executes (a front end's tools):
+	// offered to the model with the agent's; a call to one parks the run as
+	// an input step answered with the tool's result (see ClientToolCall).
+	ClientTools []llm.ToolDef
 }
 
 // StartRun creates a queued run (and a session when SessionID is empty) and
@@ -47,6 +52,9 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 		return nil, err
 	}
 	if p.Input, err = e.maskInput(p.Input); err != nil {
+		return nil, err
+	}
+	if err := checkClientTools(a, p.ClientTools); err != nil {
 		return nil, err
 	}
 	now := e.now()
@@ -71,7 +79,9 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 		if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: p.Replay.SourceSessionID}); err != nil {
 			return nil, fmt.Errorf("replay source %q: %w", p.Replay.SourceSessionID, err)
 		}
-		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay})
+	}
+	if p.Replay != nil || len(p.ClientTools) > 0 {
+		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay, ClientTools: p.ClientTools})
 	}
 	cp := &store.RunCreateParams{Run: r}
 	if own {

@@ -30,13 +30,14 @@ type execution struct {
 	sink   chan<- *Event // inline consumer, nil for background runs
 	parent *execution
 
-	prevStepID string
-	lastSeq    int64
-	lastAnswer *Step
-	replay     *replaySource
-	approvals  map[string]ApprovalAnswer // tool-call id → decision
-	waiting    map[string]bool           // tool-call id → a request is pending
-	allowed    map[string]bool           // tools allowed for the session
+	prevStepID  string
+	lastSeq     int64
+	lastAnswer  *Step
+	replay      *replaySource
+	approvals   map[string]ApprovalAnswer // tool-call id → decision
+	waiting     map[string]bool           // tool-call id → a request is pending
+	allowed     map[string]bool           // tools allowed for the session
+	clientTools []llm.ToolDef             // tools the run's caller executes
 
 	done      chan struct{} // closed by release
 	toolsHash []byte        // fingerprint of the agent's tool definitions

@@ -17,15 +17,21 @@ import (
 // toolDefs lists what the model may call: tools, sub-agents, ask_human.
 func (x *execution) toolDefs() []llm.ToolDef {
 	a := x.agent
-	if len(a.Tools) == 0 && len(a.SubAgents) == 0 {
+	if len(a.Tools) == 0 && len(a.SubAgents) == 0 && len(x.clientTools) == 0 {
 		return nil
 	}
-	defs := make([]llm.ToolDef, 0, len(a.Tools)+len(a.SubAgents))
+	defs := make([]llm.ToolDef, 0, len(a.Tools)+len(a.SubAgents)+len(x.clientTools))
 	for _, t := range a.Tools {
 		defs = append(defs, t.Definition())
 	}
 	for _, s := range a.SubAgents {
 		defs = append(defs, subAgentDef(s))
+	}
+	for _, d := range x.clientTools {
+		if len(d.Parameters) == 0 {
+			d.Parameters = json.RawMessage(`{"type":"object"}`)
+		}
+		defs = append(defs, d)
 	}
 	return defs
 }
@@ -82,7 +88,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 	// sub-agent or ask_human); then it moves by itself at the end.
 	deferCursor := false
 	for _, c := range run {
-		if c.Name == AskHumanTool || x.subAgent(c.Name) != nil {
+		if c.Name == AskHumanTool || x.subAgent(c.Name) != nil || x.isClientTool(c.Name) {
 			deferCursor = true
 		}
 	}
@@ -209,6 +215,10 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string
 	}
 	if call.Name == AskHumanTool {
 		send(x.askHuman(call))
+		return
+	}
+	if x.isClientTool(call.Name) {
+		send(x.clientCall(call))
 		return
 	}
 	fp := toolFingerprint(call.Name, call.Arguments)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -14,6 +15,8 @@ import (
 // runOptions are engine-owned per-run options stored on the run row.
 type runOptions struct {
 	Replay *ReplayOptions `json:"replay,omitempty"`
+	// ClientTools are tools the caller executes (see client_tools.go).
+	ClientTools []llm.ToolDef `json:"client_tools,omitempty"`
 	// ToolCallID links a child run to the tool call that started it.
 	ToolCallID string `json:"tool_call_id,omitempty"`
 }
@@ -47,6 +50,7 @@ func (x *execution) loadReplay(ctx context.Context) error {
 	if err := json.Unmarshal(x.run.Options, &o); err != nil {
 		return fmt.Errorf("run options: %w", err)
 	}
+	x.clientTools = o.ClientTools
 	if o.Replay == nil {
 		return nil
 	}

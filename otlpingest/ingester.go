@@ -86,7 +86,7 @@ type held struct {
 // sessionState remembers what a session already holds, so a re-sent span
 // or history costs no store write.
 type sessionState struct {
-	seen     map[string]bool // step ids appended
+	seen     map[string]bool              // step ids appended
 	calls    map[string]steptype.ToolCall // tool calls of recorded llm steps, by id
 	lastStep string
 	output   string // content of the latest llm step (the run's output)

@@ -74,8 +74,12 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	if len(resume) > 0 {
-		return s.aguiResume(ctx, w, agent, &in, resume)
+	fromTools, silent, err := s.frontendResults(ctx, &in)
+	if err != nil {
+		return err
+	}
+	if resume = append(resume, fromTools...); len(resume) > 0 {
+		return s.aguiResume(ctx, w, agent, &in, resume, silent)
 	}
 	return s.aguiStart(ctx, w, agent, &in)
 }
@@ -92,6 +96,10 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, agent *st
 		return err
 	}
 	input += extra
+	tools, err := clientTools(in.Tools)
+	if err != nil {
+		return err
+	}
 	var state any
 	if st := strings.TrimSpace(string(in.State)); st != "" && st != "null" {
 		if st[0] != '{' {
@@ -104,8 +112,11 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, agent *st
 		return err
 	}
 	after := stepwise.Position{Seq: sess.LastSequence}
-	run, err := s.eng.StartRun(ctx, stepwise.StartParams{Agent: agent.Name, SessionID: sess.ID, Input: input, State: state})
+	run, err := s.eng.StartRun(ctx, stepwise.StartParams{Agent: agent.Name, SessionID: sess.ID, Input: input, State: state, ClientTools: tools})
 	if err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "%v", err)
+		}
 		if errors.Is(err, store.ErrConflict) {
 			return errorf(http.StatusConflict, CodeConflict, "thread %s has an unfinished run; answer its interrupts with resume or wait for it: %v", sess.ID, err)
 		}
@@ -141,8 +152,10 @@ func (s *Server) threadSession(ctx context.Context, threadID, agent string) (*st
 }
 
 // aguiResume answers the pending requests named by the resume entries, then
-// streams the run from where it parked.
-func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, agent *stepwise.Agent, in *aguiInput, resume []aguiResume) error {
+// streams the run from where it parked. Entries in silent answer frontend
+// tool calls: the client has their tool messages already, so no
+// TOOL_CALL_RESULT is sent for them.
+func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, agent *stepwise.Agent, in *aguiInput, resume []aguiResume, silent map[string]bool) error {
 	st := s.eng.Store()
 	sess, err := st.SessionGet(ctx, &store.SessionGetParams{ID: in.ThreadID})
 	if err != nil {
@@ -202,6 +215,10 @@ func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, agent *s
 		if err != nil {
 			out.runError(err)
 			return nil
+		}
+		if silent[p.RequestID] {
+			out.t.lastSeq = max(out.t.lastSeq, step.Sequence)
+			continue
 		}
 		answered = append(answered, step)
 	}

@@ -42,6 +42,8 @@ type aguiEvent struct {
 type aguiOutcome struct {
 	Type       string          `json:"type"` // success, interrupt, cancelled
 	Interrupts []aguiInterrupt `json:"interrupts,omitempty"`
+	// PendingToolCallIDs (success) are frontend tool calls to answer.
+	PendingToolCallIDs []string `json:"pendingToolCallIds,omitempty"`
 }
 
 // aguiInterrupt is one pending input request as an AG-UI interrupt.
@@ -163,7 +165,8 @@ func (o *aguiStream) finish(r *stepwise.Run) {
 }
 
 // interrupt ends the response with RUN_FINISHED whose outcome lists the
-// thread's pending requests.
+// thread's pending requests; when only frontend tool calls are pending, the
+// outcome is success with their ids (AG-UI's frontend-tool contract).
 func (o *aguiStream) interrupt(ctx context.Context, s *Server) {
 	o.t.closeStep()
 	pending, err := s.sessionPending(ctx, o.run.SessionID)
@@ -171,8 +174,14 @@ func (o *aguiStream) interrupt(ctx context.Context, s *Server) {
 		o.runError(err)
 		return
 	}
+	calls, others := splitPending(pending)
+	if len(others) == 0 && len(calls) > 0 {
+		o.emit(&aguiEvent{Type: aguiRunFinished, ThreadID: o.threadID, RunID: o.clientRun, Outcome: &aguiOutcome{Type: "success", PendingToolCallIDs: calls}})
+		o.flush()
+		return
+	}
 	var list []aguiInterrupt
-	for _, p := range sortedPending(pending) {
+	for _, p := range others {
 		list = append(list, interruptOf(p))
 	}
 	if len(list) == 0 {

@@ -20,6 +20,7 @@ type aguiTranslator struct {
 	text      aguiMsg
 	reasoning aguiMsg
 	calls     []*aguiCall // by tool-call index, for the step in flight
+	msgID     string      // the assistant message of the model step in flight: text and tool calls share it
 	lastSeq   int64       // highest committed step translated
 }
 
@@ -65,6 +66,7 @@ func (t *aguiTranslator) closeStep() {
 		t.endCall(c)
 	}
 	t.calls = nil
+	t.msgID = ""
 	if t.openStep != "" {
 		t.emit(&aguiEvent{Type: aguiStepFinished, StepName: t.openStep})
 		t.openStep = ""
@@ -123,7 +125,13 @@ func (t *aguiTranslator) openText(id string) {
 		return
 	}
 	if id == "" {
+		id = t.msgID
+	}
+	if id == "" {
 		id = stepwise.NewID()
+	}
+	if t.msgID == "" {
+		t.msgID = id
 	}
 	t.text.id, t.text.open = id, true
 	t.text.sent.Reset()
@@ -161,11 +169,12 @@ func (t *aguiTranslator) closeReasoning() {
 // startCall sends TOOL_CALL_START and the arguments buffered so far.
 func (t *aguiTranslator) startCall(c *aguiCall) {
 	c.started = true
-	ev := &aguiEvent{Type: aguiToolStart, ToolCallID: c.id, ToolCallName: c.name}
-	if t.text.id != "" {
-		ev.ParentMessageID = t.text.id
+	// Every call of one model step belongs to one assistant message, also
+	// when the step has no text.
+	if t.msgID == "" {
+		t.msgID = stepwise.NewID()
 	}
-	t.emit(ev)
+	t.emit(&aguiEvent{Type: aguiToolStart, ToolCallID: c.id, ToolCallName: c.name, ParentMessageID: t.msgID})
 	if c.args.Len() > 0 {
 		t.emit(&aguiEvent{Type: aguiToolArgs, ToolCallID: c.id, Delta: c.args.String()})
 	}
@@ -178,9 +187,15 @@ func (t *aguiTranslator) endCall(c *aguiCall) {
 	c.ended = true
 }
 
-// step translates a committed step.
+// step translates a committed step. A step whose STEP_STARTED was not
+// seen (the stream caught up from the store, which has no step-started
+// events) opens its graph step first, so STEP_STARTED / STEP_FINISHED
+// frame every step whatever path it came by.
 func (t *aguiTranslator) step(st *stepwise.Step) {
 	t.lastSeq = max(t.lastSeq, st.Sequence)
+	if st.Kind != steptype.KindUser && st.Kind != steptype.KindSystem && st.Name != "" && t.openStep != st.Name {
+		t.stepStarted(st.Name)
+	}
 	switch {
 	case st.Kind == steptype.KindLLM:
 		t.llmDone(st)
@@ -222,8 +237,11 @@ func (t *aguiTranslator) llmDone(st *stepwise.Step) {
 		t.emit(&aguiEvent{Type: aguiReasonContent, MessageID: t.reasoning.id, Delta: rest})
 	}
 	t.closeReasoning()
+	if t.msgID == "" {
+		t.msgID = st.ID
+	}
 	if rest, ok := remainder(st.Content, &t.text); ok && rest != "" {
-		t.openText(st.ID)
+		t.openText(t.msgID)
 		t.emit(&aguiEvent{Type: aguiTextContent, MessageID: t.text.id, Delta: rest})
 	}
 	t.closeText()
@@ -252,7 +270,7 @@ func (t *aguiTranslator) llmDone(st *stepwise.Step) {
 		t.endCall(c)
 	}
 	t.calls = nil
-	t.text.id, t.reasoning.id = "", ""
+	t.text.id, t.reasoning.id, t.msgID = "", "", ""
 	t.text.sent.Reset()
 	t.reasoning.sent.Reset()
 }

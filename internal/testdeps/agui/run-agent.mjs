@@ -7,8 +7,11 @@
 //
 // Each turn is one runAgent call on the same HttpAgent (so the thread, the
 // messages and the pending interrupts carry over, as in a front end). A turn
-// either adds a user message or resumes every pending interrupt with the
-// given status and payload. Output: one JSON line per raw event as received
+// either adds a user message, resumes every pending interrupt with the
+// given status and payload, or ("toolResult": "...") answers every frontend
+// tool call the previous turn left pending (RUN_FINISHED success with
+// pendingToolCallIds) with a tool message, as a front end that executed
+// them. "tools" (top level) are the frontend tools declared on every run. Output: one JSON line per raw event as received
 // ({"turn": n, "event": {...}}), then one summary line per turn
 // ({"turn": n, "summary": {...}}). A turn with "expectError": true must end
 // with RUN_ERROR (or fail in the client: printed as {"turn": n,
@@ -93,9 +96,11 @@ async function teeFetch(input, init) {
 const agent = new HttpAgent({ url, threadId: scenario.threadId, fetch: teeFetch, headers: scenario.headers ?? {} });
 let outcome;
 let runError;
+let pendingToolCallIds = [];
 agent.subscribe({
   onRunFinishedEvent: (p) => {
     outcome = p.outcome;
+    pendingToolCallIds = p.pendingToolCallIds ?? [];
   },
   onRunErrorEvent: (p) => {
     runError = p.event;
@@ -107,6 +112,12 @@ for (const t of scenario.turns) {
   outcome = undefined;
   runError = undefined;
   const params = {};
+  if (scenario.tools) params.tools = scenario.tools;
+  if (t.toolResult !== undefined) {
+    for (const id of pendingToolCallIds) {
+      agent.addMessage({ id: `t${turn}-${id}`, role: "tool", toolCallId: id, content: t.toolResult });
+    }
+  }
   if (t.message !== undefined) {
     agent.addMessage({ id: `u${turn}`, role: "user", content: t.message });
   }
@@ -122,6 +133,7 @@ for (const t of scenario.turns) {
       turn,
       summary: {
         outcome: outcome ?? null,
+        pendingToolCallIds,
         result: res.result ?? null,
         pendingInterrupts: agent.pendingInterrupts,
         messages: agent.messages,
