@@ -24,7 +24,7 @@ import (
 
 // env is a Stepwise server over a real SQLite file on a loopback port.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	st    store.Store
 	eng   *stepwise.Engine
 	srv   *server.Server
@@ -32,7 +32,7 @@ type env struct {
 	token string
 }
 
-func newEnv(t *testing.T, cfg server.Config) *env {
+func newEnv(t testing.TB, cfg server.Config) *env {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "otlp.db")})
 	if err != nil {
