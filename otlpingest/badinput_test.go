@@ -149,7 +149,7 @@ func TestBadInput(t *testing.T) {
 // before it starts gets a zero duration, and spans are sequenced by start
 // time across exports that arrive within the settle window.
 func TestDuplicatesOrphansSkew(t *testing.T) {
-	e := newEnv(t, server.Config{OTLP: otlpingest.Config{Settle: 300 * time.Millisecond}})
+	e := newEnv(t, server.Config{OTLP: otlpingest.Config{Settle: 300 * time.Millisecond, ParentWait: 500 * time.Millisecond}})
 	t0 := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) // a client clock far ahead
 	late := chatSpan(7, 3, 99, t0.Add(2*time.Second), "second")
 	early := chatSpan(7, 2, 99, t0, "first")
@@ -185,6 +185,46 @@ func TestDuplicatesOrphansSkew(t *testing.T) {
 	run, err := e.st.RunGet(context.Background(), &store.RunGetParams{ID: otlpingest.RunID(fmt.Sprintf("%032x", 7))})
 	if err != nil || run.Status != "running" {
 		t.Fatalf("orphan trace run: %+v %v", run, err)
+	}
+}
+
+// TestOutOfOrderExports: the spans of a trace exported one by one in
+// reverse start order are held until their parent (the root) arrives,
+// then recorded in start order; the run is running meanwhile and
+// completed with the root.
+func TestOutOfOrderExports(t *testing.T) {
+	e := newEnv(t, server.Config{OTLP: otlpingest.Config{Settle: time.Millisecond, ParentWait: time.Hour}})
+	t0 := time.Now()
+	trace := fmt.Sprintf("%032x", 11)
+	for i := 3; i >= 1; i-- {
+		if code, body := e.post("/v1/traces", pb, export(chatSpan(11, i+1, 1, t0.Add(time.Duration(i)*time.Second), fmt.Sprintf("answer %d", i)))); code != 200 {
+			t.Fatalf("export: %d %s", code, body)
+		}
+	}
+	// The open trace shows as a running run once it settled, with no steps
+	// yet: they wait for their parent.
+	run := e.waitRun(otlpingest.RunID(trace))
+	if run.Status != "running" {
+		t.Fatalf("open trace run: %+v", run)
+	}
+	if n, _ := e.st.StepCount(context.Background(), &store.StepCountParams{SessionID: otlpingest.TraceSessionID(trace)}); n != 0 {
+		t.Fatalf("%d steps before the parent arrived", n)
+	}
+	root := chatSpan(11, 1, 0, t0, "root")
+	root.Attributes = []*commonpb.KeyValue{kv("gen_ai.operation.name", "invoke_agent"), kv("gen_ai.agent.name", "ooo")}
+	if code, _ := e.post("/v1/traces", pb, export(root)); code != 200 {
+		t.Fatal(code)
+	}
+	sid := otlpingest.TraceSessionID(trace)
+	want := "1 user user role=user content=\"q2\"\n2 llm llm role=assistant content=\"answer 1\" tokens=3/2 model=/m\n" +
+		"3 llm llm role=assistant content=\"answer 2\" tokens=3/2 model=/m\n4 llm llm role=assistant content=\"answer 3\" tokens=3/2 model=/m\n"
+	if got := render(e.waitSteps(sid, 4)); got != want {
+		t.Fatalf("steps:\n%s\nwant:\n%s", got, want)
+	}
+	e.srv.OTLP().Close()
+	run, err := e.st.RunGet(context.Background(), &store.RunGetParams{ID: otlpingest.RunID(trace)})
+	if err != nil || run.Status != "completed" || run.Output != "answer 3" {
+		t.Fatalf("finished trace run: %+v %v", run, err)
 	}
 }
 

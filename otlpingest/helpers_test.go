@@ -170,6 +170,22 @@ func (e *env) waitSession(agent string) string {
 	}
 }
 
+// waitRun waits for a run to exist.
+func (e *env) waitRun(id string) *stepwise.Run {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := e.st.RunGet(context.Background(), &store.RunGetParams{ID: id})
+		if err == nil {
+			return r
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("run %s: %v", id, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // get fetches a JSON API path of the server.
 func (e *env) get(path string, out any) {
 	e.t.Helper()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -35,8 +34,15 @@ type Config struct {
 	// export that brought some: exports sent concurrently arrive in any
 	// order, and the spans of all of them are recorded together in
 	// start-time order. 0 means the default (250ms); negative means no
-	// wait (each export is recorded as it arrives).
+	// wait at all (each export is recorded as it arrives, ParentWait
+	// ignored).
 	Settle time.Duration
+	// ParentWait is how long a span whose parent span has not arrived is
+	// held. A parent ends after its children, so a finished trace is
+	// recorded at once in start-time order when its root arrives; the
+	// spans of a trace still open are recorded after ParentWait. Default
+	// 3s; negative means no wait.
+	ParentWait time.Duration
 	// TraceIdle finishes the run of a trace whose root span never arrived
 	// after this long without new spans. Default 10 minutes.
 	TraceIdle time.Duration
@@ -111,7 +117,13 @@ func New(cfg Config) (*Ingester, error) {
 		cfg.Settle = 250 * time.Millisecond
 	}
 	if cfg.Settle < 0 {
-		cfg.Settle = 0
+		cfg.Settle, cfg.ParentWait = 0, -1
+	}
+	if cfg.ParentWait == 0 {
+		cfg.ParentWait = 3 * time.Second
+	}
+	if cfg.ParentWait < 0 {
+		cfg.ParentWait = 0
 	}
 	if cfg.TraceIdle <= 0 {
 		cfg.TraceIdle = 10 * time.Minute
@@ -228,7 +240,15 @@ func (in *Ingester) ingestLogs(ctx context.Context, recs []*logRecord, res *Resu
 func (in *Ingester) flushReady(ctx context.Context, traces []*traceState, now time.Time) error {
 	var errs []error
 	for _, ts := range traces {
-		if len(ts.held) == 0 || now.Sub(ts.lastSeen) < in.cfg.Settle || ts.waiting(now, in.cfg.LogWait) {
+		if ts.sessionID == "" && len(ts.held) > 0 && now.Sub(ts.lastSeen) >= in.cfg.Settle {
+			// A settled trace shows as a running run while its spans wait
+			// for their parents.
+			if err := in.open(ctx, ts, ts.held); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if !ts.ready(now, in.cfg) {
 			continue
 		}
 		if err := in.flush(ctx, ts); err != nil {
@@ -258,6 +278,23 @@ func (ts *traceState) hold(h *held) {
 }
 
 // waiting reports whether a held span still expects its log records.
+// ready reports whether the held spans of ts can be recorded: the trace
+// has settled, every held span's parent has arrived (or waited long
+// enough) and no span still waits for its log records. Spans are recorded
+// together so that they keep their start-time order.
+func (ts *traceState) ready(now time.Time, cfg Config) bool {
+	if len(ts.held) == 0 || now.Sub(ts.lastSeen) < cfg.Settle || ts.waiting(now, cfg.LogWait) {
+		return false
+	}
+	for _, h := range ts.held {
+		p := h.s.parentID
+		if p != "" && !ts.recorded[p] && ts.heldByID[p] == nil && now.Sub(h.since) < cfg.ParentWait {
+			return false
+		}
+	}
+	return true
+}
+
 func (ts *traceState) waiting(now time.Time, wait time.Duration) bool {
 	for _, h := range ts.held {
 		if h.u.awaitLogs && now.Sub(h.since) < wait {
@@ -280,6 +317,9 @@ func appendOnce(l []*traceState, ts *traceState) []*traceState {
 func (in *Ingester) loop() {
 	defer close(in.done)
 	every := in.cfg.LogWait / 4
+	if in.cfg.ParentWait > 0 && in.cfg.ParentWait/4 < every {
+		every = in.cfg.ParentWait / 4
+	}
 	if in.cfg.Settle > 0 && in.cfg.Settle/2 < every {
 		every = in.cfg.Settle / 2
 	}
@@ -332,13 +372,7 @@ func (in *Ingester) flush(ctx context.Context, ts *traceState) error {
 	hs := ts.held
 	ts.held = nil
 	clear(ts.heldByID)
-	sort.SliceStable(hs, func(i, j int) bool {
-		a, b := hs[i].s, hs[j].s
-		if !a.start.Equal(b.start) {
-			return a.start.Before(b.start)
-		}
-		return a.end.Before(b.end)
-	})
+	sortSpans(hs)
 	if ts.sessionID == "" {
 		if err := in.open(ctx, ts, hs); err != nil {
 			for _, h := range hs {
