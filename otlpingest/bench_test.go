@@ -37,9 +37,9 @@ func BenchmarkIngestSpans(b *testing.B) {
 	b.ReportMetric(float64(512*b.N)/time.Since(start).Seconds(), "spans/s")
 }
 
-// BenchmarkExportToStream: latency from an export of one chat span to its
-// llm step on a session stream subscribed beforehand, with the default
-// settle window and without it.
+// BenchmarkExportToStream: latency from an export of one chat span (a
+// root span: no parent to wait for) to its llm step on a session stream
+// subscribed beforehand, with the default settle window and without it.
 func BenchmarkExportToStream(b *testing.B) {
 	for _, settle := range []time.Duration{-1, 0} {
 		b.Run(fmt.Sprintf("settle=%v", settle), func(b *testing.B) {
@@ -49,11 +49,11 @@ func BenchmarkExportToStream(b *testing.B) {
 				trace := 5000 + i
 				sid := otlpingest.TraceSessionID(fmt.Sprintf("%032x", trace))
 				// The first export creates the session; the measured one follows.
-				e.post("/v1/traces", pb, export(chatSpan(trace, 1, 1<<40, time.Now(), "warm")))
+				e.post("/v1/traces", pb, export(chatSpan(trace, 1, 0, time.Now(), "warm")))
 				e.waitSteps(sid, 2)
 				ctx, cancel := context.WithCancel(context.Background())
 				events := e.eng.Subscribe(ctx, stepwise.SubscribeParams{SessionID: sid, After: stepwise.Position{Seq: 2}})
-				body := export(chatSpan(trace, 2, 1<<40, time.Now(), "measured"))
+				body := export(chatSpan(trace, 2, 0, time.Now(), "measured"))
 				start := time.Now()
 				go func() {
 					req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/traces", bytes.NewReader(body))

@@ -196,6 +196,14 @@ func (in *Ingester) ingestSpans(ctx context.Context, spans []*span) error {
 		ts.hold(&held{s: s, u: u, since: now})
 		touched = appendOnce(touched, ts)
 	}
+	if in.cfg.Settle > 0 {
+		// Check each trace again just when it settles, not at the next
+		// sweep tick.
+		for _, ts := range touched {
+			id := ts.id
+			time.AfterFunc(in.cfg.Settle+time.Millisecond, func() { in.settled(id) })
+		}
+	}
 	return in.flushReady(ctx, touched, now)
 }
 
@@ -331,6 +339,22 @@ func (in *Ingester) loop() {
 			return
 		case <-tick.C:
 			in.sweep(time.Now())
+		}
+	}
+}
+
+// settled records the trace id if it is ready.
+func (in *Ingester) settled(id string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	select {
+	case <-in.stop:
+		return // closed: Close records what is held
+	default:
+	}
+	if ts := in.tr[id]; ts != nil {
+		if err := in.flushReady(context.Background(), []*traceState{ts}, time.Now()); err != nil {
+			in.cfg.Logger.Error("stepwise: otlp ingest: flush", "trace", id, "err", err)
 		}
 	}
 }
