@@ -35,7 +35,7 @@ func TestSemconvExporters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if run.Status != steptype.RunCompleted || run.Agent != "weather" || run.Output != "21 degrees in Paris." || run.SessionID != sid {
+			if run.Status != steptype.RunCompleted || run.Agent != "svc-"+sc || run.Output != "21 degrees in Paris." || run.SessionID != sid {
 				t.Fatalf("run %+v", run)
 			}
 			e.checkViews(sid, 5, "completed")
@@ -67,7 +67,7 @@ func TestOpenAIInstrumentation(t *testing.T) {
 		t.Fatalf("step log:\n%s\nwant:\n%s", got, want)
 	}
 	run, err := e.st.RunGet(context.Background(), &store.RunGetParams{ID: otlpingest.RunID(trace)})
-	if err != nil || run.Status != steptype.RunCompleted || run.Agent != "echo-agent" {
+	if err != nil || run.Status != steptype.RunCompleted || run.Agent != "svc-openai" {
 		t.Fatalf("run %+v %v", run, err)
 	}
 	e.checkViews(sid, 8, "completed")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
@@ -30,29 +31,16 @@ func (in *Ingester) open(ctx context.Context, ts *traceState, hs []*held) error 
 	case !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	conv, agent, title := "", "", ""
+	conv, title := "", ""
 	for _, h := range hs {
 		if conv == "" {
 			conv = h.u.session
-		}
-		if agent == "" && h.u.role == roleRun {
-			agent = h.u.agent
 		}
 		if title == "" {
 			title = h.s.name
 		}
 	}
-	for _, h := range hs {
-		if agent == "" {
-			agent = h.u.agent
-		}
-	}
-	if agent == "" && len(hs) > 0 {
-		agent = hs[0].s.res.str("service.name")
-	}
-	if agent == "" {
-		agent = "otel"
-	}
+	agent := agentName(hs)
 	meta := map[string]string{"source": "otlp", "trace_id": ts.id}
 	sid := TraceSessionID(ts.id)
 	if conv != "" {
@@ -95,4 +83,29 @@ func (in *Ingester) open(ctx context.Context, ts *traceState, hs []*held) error 
 	}
 	ts.sessionID, ts.runOpen = sid, true
 	return nil
+}
+
+// agentName names the agent of a trace: the resource's service.name, which
+// every export of the process carries (so the name does not depend on
+// which spans arrived first), unless it is the SDK default
+// "unknown_service…"; else the agent a span names (gen_ai.agent.name of an
+// invoke_agent span first, ai.telemetry.functionId, the OpenInference
+// agent); else "otel".
+func agentName(hs []*held) string {
+	for _, h := range hs {
+		if n := h.s.res.str("service.name"); n != "" && !strings.HasPrefix(n, "unknown_service") {
+			return n
+		}
+	}
+	for _, h := range hs {
+		if h.u.role == roleRun && h.u.agent != "" {
+			return h.u.agent
+		}
+	}
+	for _, h := range hs {
+		if h.u.agent != "" {
+			return h.u.agent
+		}
+	}
+	return "otel"
 }

@@ -17,7 +17,9 @@ const exporter = scenario === 'semconv-http'
   ? new JSONExporter({ url: `${base}/v1/traces`, headers })
   : new ProtoExporter({ url: `${base}/v1/traces`, headers, compression: scenario === 'openai' ? 'gzip' : 'none' });
 const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ 'service.name': `svc-${scenario}` }),
+  // vercel and langchain keep the SDK's default service name
+  // (unknown_service:node): the agent name then comes from the spans.
+  resource: resourceFromAttributes(['vercel', 'langchain'].includes(scenario) ? {} : { 'service.name': `svc-${scenario}` }),
   // Batches of several spans, exported out of order with respect to start time.
   spanProcessors: [new BatchSpanProcessor(exporter, { maxExportBatchSize: 3, scheduledDelayMillis: 50 })],
 });
