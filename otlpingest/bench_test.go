@@ -3,8 +3,8 @@ package otlpingest_test
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
