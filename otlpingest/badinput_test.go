@@ -248,3 +248,34 @@ func TestLargeTrace(t *testing.T) {
 		t.Fatalf("%d steps, want %d", len(steps), n+1)
 	}
 }
+
+// TestConversationTurns: two traces naming one gen_ai.conversation.id are
+// two runs of one session; the second re-sends the first turn's history,
+// which adds nothing; a third turn that sends only its new message (a
+// stateful API) still records it.
+func TestConversationTurns(t *testing.T) {
+	e := newEnv(t, server.Config{OTLP: otlpingest.Config{Settle: -1}})
+	t0 := time.Now()
+	turn := func(trace int, input, output string) {
+		s := chatSpan(trace, 1, 0, t0.Add(time.Duration(trace)*time.Second), output)
+		s.Attributes = append(s.Attributes, kv("gen_ai.conversation.id", "conv-turns"), kv("gen_ai.input.messages", input))
+		// The later attribute wins in the decoded map: replace the default input.
+		if code, body := e.post("/v1/traces", pb, export(s)); code != 200 {
+			t.Fatalf("export: %d %s", code, body)
+		}
+	}
+	turn(21, `[{"role":"user","parts":[{"type":"text","content":"hi"}]}]`, "hello")
+	turn(22, `[{"role":"user","parts":[{"type":"text","content":"hi"}]},{"role":"assistant","parts":[{"type":"text","content":"hello"}]},{"role":"user","parts":[{"type":"text","content":"how are you?"}]}]`, "fine")
+	turn(23, `[{"role":"user","parts":[{"type":"text","content":"bye"}]}]`, "bye!")
+	sid := otlpingest.SessionID("conv-turns")
+	want := "1 user user role=user content=\"hi\"\n2 llm llm role=assistant content=\"hello\" tokens=3/2 model=/m\n" +
+		"3 user user role=user content=\"how are you?\"\n4 llm llm role=assistant content=\"fine\" tokens=3/2 model=/m\n" +
+		"5 user user role=user content=\"bye\"\n6 llm llm role=assistant content=\"bye!\" tokens=3/2 model=/m\n"
+	if got := render(e.waitSteps(sid, 6)); got != want {
+		t.Fatalf("steps:\n%s\nwant:\n%s", got, want)
+	}
+	runs, err := e.st.RunList(context.Background(), &store.RunListParams{SessionID: sid})
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("runs %d %v", len(runs), err)
+	}
+}

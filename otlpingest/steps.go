@@ -91,7 +91,11 @@ func (in *Ingester) newMessages(ts *traceState, s *span, u *unit) []*stepwise.St
 			last = i
 		}
 	}
-	anchor := "start"
+	// Without an assistant message the call opens a conversation (or a
+	// stateful API sent only the new input): its messages are new per
+	// trace, so a later turn of the same conversation is not mistaken
+	// for a re-send of the first.
+	anchor := "start:" + s.traceID
 	calls := map[string]steptype.ToolCall{}
 	if last >= 0 {
 		anchor = messageKey(u.input[last])
