@@ -1,0 +1,90 @@
+package main_test
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/otlpingest"
+)
+
+// TestServeOTLP: `stepwise serve` is an OTLP/HTTP receiver. An OTLP/JSON
+// export (hex ids, enum integers) of a GenAI chat span becomes a user and
+// an llm step, read back with the CLI in --server mode.
+func TestServeOTLP(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := exec.Command(bin, "--db", "sqlite:"+filepath.Join(dir, "o.db"), "serve", "--addr", addr)
+	srv.Dir = dir
+	srv.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	url := "http://" + addr
+	for i := 0; ; i++ {
+		if resp, err := http.Get(url + "/v1/agents"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 100 {
+			t.Fatal("server did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	const trace = "5b8efff798038103d269b633813fc60c"
+	now := time.Now().UnixNano()
+	body := `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"json-agent"}}]},
+	"scopeSpans":[{"spans":[{"traceId":"` + trace + `","spanId":"eee19b7ec3c1b174","name":"chat m","kind":3,
+	"startTimeUnixNano":"` + itoa(now) + `","endTimeUnixNano":"` + itoa(now+1e6) + `","status":{"code":1},
+	"attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},
+	{"key":"gen_ai.request.model","value":{"stringValue":"m1"}},
+	{"key":"gen_ai.usage.input_tokens","value":{"intValue":"7"}},
+	{"key":"gen_ai.input.messages","value":{"stringValue":"[{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"content\":\"ping\"}]}]"}},
+	{"key":"gen_ai.output.messages","value":{"stringValue":"[{\"role\":\"assistant\",\"parts\":[{\"type\":\"text\",\"content\":\"pong\"}]}]"}}]}]}]}]}`
+	resp, err := http.Post(url+"/v1/traces", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("export: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	sid := otlpingest.TraceSessionID(trace)
+	for i := 0; ; i++ {
+		out, _, code := stepwise(t, dir, "--server", url, "steps", sid)
+		if code == 0 && strings.Contains(out, "ping") && strings.Contains(out, "pong") {
+			break
+		}
+		if i > 100 {
+			t.Fatalf("steps of %s: exit %d\n%s", sid, code, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, _, code := stepwise(t, dir, "--server", url, "sessions")
+	if code != 0 || !strings.Contains(out, sid) || !strings.Contains(out, "json-agent") {
+		t.Fatalf("sessions: %d\n%s", code, out)
+	}
+}
+
+func itoa(n int64) string {
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
