@@ -279,3 +279,32 @@ func TestConversationTurns(t *testing.T) {
 		t.Fatalf("runs %d %v", len(runs), err)
 	}
 }
+
+// zeros is an endless stream of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// TestHundredMegabyteExport: a 100 MB export (a span with 100 MB of
+// attributes) is refused by the default limit with 413 and an OTLP
+// Status body, before it is read.
+func TestHundredMegabyteExport(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	const size = 100 << 20
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/traces", io.LimitReader(zeros{}, size))
+	req.ContentLength = size
+	req.Header.Set("Content-Type", pb)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !bytes.Contains(b, []byte("larger than 16777216 bytes")) || resp.Header.Get("Content-Type") != pb {
+		t.Fatalf("%s %q", resp.Status, b)
+	}
+}
