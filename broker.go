@@ -243,3 +243,14 @@ func (b *broker) pokeAll() {
 		b.poke(id)
 	}
 }
+
+// watch registers a subscriber of a run's live events used as a wake-up
+// only (the client protocol re-reads the store when it fires).
+func (b *broker) watch(sessionID, runID string) *subscriber {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topicLocked(sessionID)
+	s := &subscriber{ch: make(chan *Event, 64), runID: runID, lag: make(chan struct{})}
+	t.subs[s] = struct{}{}
+	return s
+}

@@ -3,12 +3,10 @@ package stepwise
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
-	"github.com/stepwise-run/stepwise/store"
 )
 
 // Client is the step-by-step client protocol (seed 000): initiate a run,
@@ -18,10 +16,12 @@ import (
 type Client interface {
 	// Initiate starts a run of agent with input and returns its invocation.
 	Initiate(ctx context.Context, agent, input string, opts ...InitiateOption) (*Invocation, error)
-	// NextStep blocks until the run has something new for the caller and
-	// returns it: *Continuation after each committed step, *HumanInputRequest
-	// while an input request is pending, *Result when the run completed,
-	// *Error when it failed or was cancelled. It advances inv.
+	// NextStep blocks until the run has an event after the caller's
+	// position (inv) and returns it, advancing inv: a *Continuation for
+	// each step the run committed, a *HumanInputRequest for an input step
+	// still pending when it is reached, then one *Result (completed) or
+	// *Error (failed, cancelled). Every event comes once, in step order;
+	// after the final one NextStep returns ErrRunFinished.
 	NextStep(ctx context.Context, inv *Invocation) (AgentStep, error)
 	// ProvideHumanInput answers a pending request of the run.
 	ProvideHumanInput(ctx context.Context, inv *Invocation, requestID string, response json.RawMessage) error
@@ -111,78 +111,6 @@ func (c *localClient) NextStep(ctx context.Context, inv *Invocation) (AgentStep,
 func (c *localClient) ProvideHumanInput(ctx context.Context, inv *Invocation, requestID string, response json.RawMessage) error {
 	_, err := c.e.Answer(ctx, AnswerParams{RunID: inv.RunID, RequestID: requestID, Answer: response})
 	return err
-}
-
-// NextStep implements the protocol's next-step call over the engine; see
-// Client.NextStep. The HTTP server's long-poll uses it with a deadline.
-func (e *Engine) NextStep(ctx context.Context, inv *Invocation) (AgentStep, error) {
-	if inv.Cursor != "" {
-		if p, err := ParsePosition(inv.Cursor); err == nil && inv.After.Less(p) {
-			inv.After = p
-		}
-	}
-	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: inv.RunID})
-	if err != nil {
-		return nil, fmt.Errorf("run %q: %w", inv.RunID, err)
-	}
-	a, _ := e.Agent(r.Agent)
-	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: inv.RunID, After: inv.After}) {
-		if err != nil {
-			return nil, err
-		}
-		inv.After, inv.Cursor = ev.Position, ev.Position.String()
-		switch ev.Type {
-		case EventStepCompleted:
-			s := ev.Step
-			if s.Kind == steptype.KindInput && s.Status == steptype.StepWaiting {
-				// The event may be older than an answer: report the request
-				// only while it is still pending.
-				if cur, err := e.store.StepGet(ctx, &store.StepGetParams{ID: s.ID}); err == nil && cur.Status == steptype.StepWaiting {
-					return inputRequestOf(cur)
-				}
-				continue
-			}
-			if s.RunID != inv.RunID {
-				continue
-			}
-			cur, err := e.store.RunGet(ctx, &store.RunGetParams{ID: inv.RunID})
-			if err != nil {
-				return nil, err
-			}
-			if cur.Status == steptype.RunWaiting {
-				// Report the pending requests before anything else.
-				if req, err := e.firstPending(ctx, inv.RunID); req != nil || err != nil {
-					return req, err
-				}
-			}
-			prog := 0.0
-			if a != nil && a.Limits.MaxSteps > 0 {
-				prog = min(1, float64(cur.StepCount)/float64(a.Limits.MaxSteps))
-			}
-			return &Continuation{Status: string(cur.Status), CurrentStep: cur.Cursor, Progress: prog, Step: s}, nil
-		case EventRunWaiting:
-			if req, err := e.firstPending(ctx, inv.RunID); req != nil || err != nil {
-				return req, err
-			}
-		case EventRunFinished:
-			if ev.RunID != inv.RunID {
-				continue
-			}
-			return finalStep(ev.Run), nil
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return nil, errors.New("stepwise: run stream ended unexpectedly")
-}
-
-func (e *Engine) firstPending(ctx context.Context, runID string) (AgentStep, error) {
-	pend, err := e.Pending(ctx, runID)
-	if err != nil || len(pend) == 0 {
-		return nil, err
-	}
-	return inputRequestOf(pend[0].Step)
 }
 
 func inputRequestOf(s *Step) (*HumanInputRequest, error) {

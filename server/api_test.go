@@ -51,11 +51,9 @@ func TestClientProtocolToResult(t *testing.T) {
 	if err != nil || run.Status != steptype.RunCompleted || run.StepCount != 8 {
 		t.Fatalf("run %+v %v", run, err)
 	}
-	// Asking again after the result returns the result again.
-	if step, err := c.NextStep(ctx, inv); err != nil {
-		t.Fatal(err)
-	} else if _, ok := step.(*stepwise.Result); !ok {
-		t.Fatalf("after the end: %T", step)
+	// The result came once: asking again is refused with run_finished.
+	if step, err := c.NextStep(ctx, inv); !errors.Is(err, stepwise.ErrRunFinished) {
+		t.Fatalf("after the end: %T %v", step, err)
 	}
 }
 
@@ -240,10 +238,8 @@ func TestAgentsAndRunsEndpoints(t *testing.T) {
 		break
 	}
 	// The long-poll answers 204 when nothing happens before its timeout.
-	status, _ = env.call("GET", "/v1/runs/"+run2.ID+"/next?after=999:0&timeout=20ms", "")
-	if status != http.StatusOK { // a finished run always has its result
-		t.Fatalf("next on finished run: %d", status)
-	}
+	// Past the result of a finished run there is nothing more: 409.
+	env.problem(409, CodeRunFinished, "GET", "/v1/runs/"+run2.ID+"/next?after=999:0&timeout=20ms", "")
 	inv4, err := env.c.Initiate(ctx, "ops", "delete")
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,12 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		if r == nil {
 			r = &llm.Request{}
 		}
+		if m.strict {
+			if err := llm.CheckSequence(r.Messages); err != nil {
+				yield(nil, err)
+				return
+			}
+		}
 		c := m.tally(r.Messages)
 		t, p := m.pick(r.Messages, &c), c.assistants
 		if t.Match != "" && (c.lastUser < 0 || !strings.Contains(r.Messages[c.lastUser].Content, t.Match)) {

@@ -303,3 +303,30 @@ func TestBreakStopsTheStream(t *testing.T) {
 		}
 	})
 }
+
+func TestStrictRefusesMalformedSequences(t *testing.T) {
+	t.Parallel()
+	m, err := scripted.Parse("strict.yaml", []byte("strict: true\nloop: true\nturns: [{text: fine}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lax := scripted.New("lax", scripted.Script{Turns: []scripted.Turn{{Text: "fine"}}})
+	bad := &llm.Request{Messages: []llm.Message{
+		{Role: steptype.RoleUser, Content: "hi"},
+		{Role: steptype.RoleAssistant, ToolCalls: []steptype.ToolCall{{ID: "a", Name: "t"}, {ID: "b", Name: "t"}}},
+		{Role: steptype.RoleTool, ToolCallID: "a", Content: "ok"},
+		{Role: steptype.RoleUser, Content: "and?"},
+	}}
+	_, err = llm.Complete(context.Background(), m, bad)
+	var le *llm.Error
+	if !errors.As(err, &le) || le.StatusCode != 400 || le.Code != "invalid_sequence" || !contains(err.Error(), ": b") {
+		t.Fatalf("strict model accepted a missing tool result: %v", err)
+	}
+	if _, err := llm.Complete(context.Background(), lax, bad); err != nil {
+		t.Fatalf("lax model: %v", err)
+	}
+	good := &llm.Request{Messages: append(bad.Messages[:3:3], llm.Message{Role: steptype.RoleTool, ToolCallID: "b", Content: "ok"}, bad.Messages[3])}
+	if r, err := llm.Complete(context.Background(), m, good); err != nil || r.Content != "fine" {
+		t.Fatalf("strict model refused a valid request: %+v %v", r, err)
+	}
+}

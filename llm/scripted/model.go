@@ -24,6 +24,7 @@ type Model struct {
 	matched   []entry // grouped form: entries with Match, in script order
 	plain     []seq   // grouped form: entries without Match, in order
 	loop      bool    // grouped form: cycle plain entries
+	strict    bool    // refuse malformed tool-call sequences
 	exhausted cturn
 
 	seed  maphash.Seed
@@ -69,7 +70,7 @@ type failKey struct {
 // New returns a model playing s. Name() is "scripted:"+name. New does not
 // validate: values out of range are normalised as documented on Turn.
 func New(name string, s Script) *Model {
-	m := &Model{name: name, full: "scripted:" + name, seed: maphash.MakeSeed()}
+	m := &Model{name: name, full: "scripted:" + name, seed: maphash.MakeSeed(), strict: s.Strict}
 	if len(s.UserTurns) > 0 {
 		m.grouped, m.loop = true, s.Loop
 		for i, u := range s.UserTurns {

@@ -57,6 +57,8 @@ func parseScript(file string, data []byte) (*Script, error) {
 				})
 			case "loop":
 				s.Loop = d.Boolean(v, f)
+			case "strict":
+				s.Strict = d.Boolean(v, f)
 			default:
 				return false
 			}

@@ -32,6 +32,11 @@ type Script struct {
 	// again at the first turn; in the grouped form, the entries without
 	// Match are reused in order.
 	Loop bool
+	// Strict makes the model refuse, like a real provider, a request whose
+	// messages break the tool-call sequence rules (see llm.CheckSequence):
+	// the call fails with a permanent *llm.Error, status 400, code
+	// "invalid_sequence".
+	Strict bool
 }
 
 // UserTurn is an entry of the grouped form: the replies to one user message.

@@ -1,0 +1,167 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/client"
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/scripted"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/tool"
+)
+
+// orderAgent looks something up, then calls a tool that needs approval, then
+// answers: user, llm, tool, llm, input (parks), tool, llm, result.
+func orderAgent() *stepwise.Agent {
+	lookup := tool.Func(llm.ToolDef{Name: "lookup", Parameters: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *tool.Call) (*tool.Result, error) {
+		return &tool.Result{Content: "user 7 is idle"}, nil
+	})
+	del := tool.Func(llm.ToolDef{Name: "delete", Parameters: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *tool.Call) (*tool.Result, error) {
+		return &tool.Result{Content: "deleted"}, nil
+	})
+	m := scripted.New("order", scripted.Script{Strict: true, Turns: []scripted.Turn{
+		{ToolCalls: []steptype.ToolCall{{ID: "look1", Name: "lookup", Arguments: json.RawMessage(`{"id":7}`)}}},
+		{ToolCalls: []steptype.ToolCall{{ID: "del1", Name: "delete", Arguments: json.RawMessage(`{"id":7}`)}}},
+		{Text: "All done."},
+	}})
+	return &stepwise.Agent{Name: "order", Model: m, Tools: []tool.Tool{lookup, del},
+		Approvals: map[string]stepwise.ApprovalPolicy{"delete": stepwise.ApproveAlways}, Limits: stepwise.Limits{MaxSteps: 50}}
+}
+
+// describe renders a protocol event with everything that must be the same
+// for every caller.
+func describe(step stepwise.AgentStep, cursor string) string {
+	switch s := step.(type) {
+	case *stepwise.Continuation:
+		return fmt.Sprintf("%s continuation seq=%d kind=%s status=%s next=%s progress=%.2f", cursor, s.Step.Sequence, s.Step.Kind, s.Status, s.CurrentStep, s.Progress)
+	case *stepwise.HumanInputRequest:
+		return fmt.Sprintf("%s request approval=%s", cursor, s.Approval.Name)
+	case *stepwise.Result:
+		return fmt.Sprintf("%s result %q", cursor, s.Value)
+	case *stepwise.Error:
+		return fmt.Sprintf("%s error %q", cursor, s.Message)
+	}
+	return fmt.Sprintf("%s %T", cursor, step)
+}
+
+var (
+	// beforeAnswer is what any caller reads up to the pending request.
+	beforeAnswer = []string{
+		"1:0 continuation seq=1 kind=user status=running next=llm progress=0.02",
+		"2:0 continuation seq=2 kind=llm status=running next=tools progress=0.04",
+		"3:0 continuation seq=3 kind=tool status=running next=llm progress=0.06",
+		"4:0 continuation seq=4 kind=llm status=running next=tools progress=0.08",
+		"5:0 request approval=delete",
+	}
+	afterAnswer = []string{
+		"6:0 continuation seq=6 kind=tool status=running next=llm progress=0.12",
+		"7:0 continuation seq=7 kind=llm status=running next=end progress=0.14",
+		`7:1 result "All done."`,
+	}
+	// late is what a caller that starts after the run finished reads: the
+	// answered request is a continuation, the run waited at it.
+	late = []string{
+		"1:0 continuation seq=1 kind=user status=running next=llm progress=0.02",
+		"2:0 continuation seq=2 kind=llm status=running next=tools progress=0.04",
+		"3:0 continuation seq=3 kind=tool status=running next=llm progress=0.06",
+		"4:0 continuation seq=4 kind=llm status=running next=tools progress=0.08",
+		"5:0 continuation seq=5 kind=input status=waiting next=tools progress=0.10",
+		"6:0 continuation seq=6 kind=tool status=running next=llm progress=0.12",
+		"7:0 continuation seq=7 kind=llm status=running next=end progress=0.14",
+		`7:1 result "All done."`,
+	}
+)
+
+// readN reads n events, stopping early at a request or the end.
+func readN(t *testing.T, c stepwise.Client, inv *stepwise.Invocation, stopAtRequest bool) ([]string, *stepwise.HumanInputRequest) {
+	t.Helper()
+	var out []string
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		step, err := c.NextStep(ctx, inv)
+		cancel()
+		if errors.Is(err, stepwise.ErrRunFinished) {
+			return out, nil
+		}
+		if err != nil {
+			t.Fatalf("after %v: %v", out, err)
+		}
+		out = append(out, describe(step, inv.Cursor))
+		if len(out) > 2*len(late) {
+			t.Fatalf("no end after %d events: %v", len(out), out)
+		}
+		if req, ok := step.(*stepwise.HumanInputRequest); ok && stopAtRequest {
+			return out, req
+		}
+	}
+}
+
+func checkList(t *testing.T, who string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s read\n  %v\nwant\n  %v", who, got, want)
+	}
+}
+
+// TestNextStepOrder drives one run with several steps, a parked approval,
+// its answer and the result through the client protocol, in-process and over
+// HTTP: every caller gets each event exactly once, in step order, whenever it
+// starts, and nothing after the final result.
+func TestNextStepOrder(t *testing.T) {
+	t.Parallel()
+	ts, eng := newServer(t, orderAgent())
+	httpc, err := client.New(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    stepwise.Client
+	}{{"in-process", eng.Client()}, {"http", httpc}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			inv, err := tc.c.Initiate(ctx, "order", "delete user 7 if idle")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A: follows the run from the start, live.
+			got, req := readN(t, tc.c, inv, true)
+			checkList(t, "live caller", got, beforeAnswer)
+			if req == nil {
+				t.Fatal("no request")
+			}
+			// B: starts from the beginning once the run is parked.
+			invB := &stepwise.Invocation{RunID: inv.RunID, SessionID: inv.SessionID, Cursor: "0:0"}
+			gotB, _ := readN(t, tc.c, invB, true)
+			checkList(t, "caller starting at a parked run", gotB, beforeAnswer)
+			if err := tc.c.ProvideHumanInput(ctx, inv, req.RequestID, json.RawMessage(`{"approved":true}`)); err != nil {
+				t.Fatal(err)
+			}
+			got, _ = readN(t, tc.c, inv, false)
+			checkList(t, "live caller after the answer", got, afterAnswer)
+			gotB, _ = readN(t, tc.c, invB, false)
+			checkList(t, "second caller after the answer", gotB, afterAnswer)
+			// C: starts after the run finished.
+			invC := &stepwise.Invocation{RunID: inv.RunID, SessionID: inv.SessionID, Cursor: "0:0"}
+			gotC, _ := readN(t, tc.c, invC, false)
+			checkList(t, "late caller", gotC, late)
+			// Resuming from any position returns the rest of the list.
+			for i := range late {
+				cur := "0:0"
+				if i > 0 {
+					cur = late[i-1][:3]
+				}
+				inv := &stepwise.Invocation{RunID: inv.RunID, SessionID: inv.SessionID, Cursor: cur}
+				got, _ := readN(t, tc.c, inv, false)
+				checkList(t, "caller resuming at "+cur, got, late[i:])
+			}
+		})
+	}
+}

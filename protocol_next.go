@@ -1,0 +1,231 @@
+package stepwise
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// The client protocol is a projection of the run's step log, so that every
+// caller — live, late, reconnecting, in-process or over HTTP — sees the same
+// events in the same order, each once:
+//
+//   - each step the run committed, in sequence order, at position (SEQ, 0):
+//     a *HumanInputRequest when it is an input step still waiting when the
+//     caller reaches it (and the run can still take the answer), else a
+//     *Continuation describing the run at that step;
+//   - then, once the run is finished, its *Result or *Error at (L, 1), L
+//     being the sequence of the run's last step (0 when it has none).
+//
+// A position is the caller's cursor: NextStep returns the first event after
+// it. Steps of other runs of the session (earlier turns, sub-agents) are not
+// the run's events and are skipped.
+
+// protoLookahead is how many steps after the next one are read to name the
+// step the run goes to next.
+const protoLookahead = 4
+
+// NextStep implements the protocol's next-step call over the engine (see
+// Client.NextStep): it returns the first event of the run after inv's
+// position, waiting for one if needed, and advances inv to it. The HTTP
+// server's long-poll uses it with a deadline.
+func (e *Engine) NextStep(ctx context.Context, inv *Invocation) (AgentStep, error) {
+	pos := inv.After
+	if inv.Cursor != "" {
+		p, err := ParsePosition(inv.Cursor)
+		if err != nil {
+			return nil, fmt.Errorf("%w: invocation cursor: %v", store.ErrInvalid, err)
+		}
+		if pos.Less(p) {
+			pos = p
+		}
+	}
+	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: inv.RunID})
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w", inv.RunID, err)
+	}
+	a, _ := e.Agent(r.Agent)
+	for {
+		// Watch before reading: a change after the read wakes the wait.
+		sub := e.broker.watch(r.SessionID, r.ID)
+		step, at, err := e.protocolEvent(ctx, r.ID, a, pos)
+		if err != nil || step != nil {
+			e.broker.unsubscribe(r.SessionID, sub)
+			if step != nil {
+				inv.After, inv.Cursor = at, at.String()
+			}
+			return step, err
+		}
+		err = waitRunChange(ctx, sub)
+		e.broker.unsubscribe(r.SessionID, sub)
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// protocolEvent returns the run's first protocol event after pos and its
+// position, or nil when there is none yet.
+func (e *Engine) protocolEvent(ctx context.Context, runID string, a *Agent, pos Position) (AgentStep, Position, error) {
+	// The run is read before its steps: a run finished at that read has
+	// all its steps in the list.
+	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID})
+	if err != nil {
+		return nil, pos, fmt.Errorf("run %q: %w", runID, err)
+	}
+	steps, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, StartSeq: pos.Seq + 1, Limit: 1 + protoLookahead})
+	if err != nil {
+		return nil, pos, fmt.Errorf("run %q steps: %w", runID, err)
+	}
+	if len(steps) > 0 {
+		s := steps[0]
+		at := Position{Seq: s.Sequence}
+		if s.Kind == steptype.KindInput && s.Status == steptype.StepWaiting && !r.Status.Terminal() {
+			req, err := inputRequestOf(s)
+			return req, at, err
+		}
+		c, err := e.continuationAt(ctx, r, a, pos, steps)
+		return c, at, err
+	}
+	if !r.Status.Terminal() {
+		return nil, pos, nil
+	}
+	last, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, Desc: true, Limit: 1})
+	if err != nil {
+		return nil, pos, fmt.Errorf("run %q steps: %w", runID, err)
+	}
+	final := Position{Idx: 1}
+	if len(last) > 0 {
+		final.Seq = last[0].Sequence
+	}
+	if !pos.Less(final) {
+		return nil, pos, fmt.Errorf("%w: run %s is %s and its %s was delivered at %s", ErrRunFinished, r.ID, r.Status, finalName(r), final)
+	}
+	return finalStep(r), final, nil
+}
+
+func finalName(r *Run) string {
+	if r.Status == steptype.RunCompleted {
+		return "result"
+	}
+	return "error"
+}
+
+// continuationAt describes the run at steps[0], the first step after pos:
+// its status then (waiting at an input step, which was answered since;
+// running otherwise), the step it went to next (the name of its next
+// non-system step, or its cursor when it has none yet) and the share of its
+// step budget used by then.
+func (e *Engine) continuationAt(ctx context.Context, r *Run, a *Agent, pos Position, steps []*Step) (*Continuation, error) {
+	s := steps[0]
+	n, err := e.runStepsUpTo(ctx, r.ID, pos.Seq)
+	if err != nil {
+		return nil, err
+	}
+	n++
+	e.counts.put(r.ID, s.Sequence, n)
+	c := &Continuation{Status: string(steptype.RunRunning), Step: s}
+	if s.Kind == steptype.KindInput {
+		c.Status = string(steptype.RunWaiting)
+	}
+	if a != nil && a.Limits.MaxSteps > 0 {
+		c.Progress = min(1, float64(n)/float64(a.Limits.MaxSteps))
+	}
+	if c.CurrentStep = nextStepName(steps[1:]); c.CurrentStep != "" {
+		return c, nil
+	}
+	// Nothing after s yet: the run's cursor names the next step, provided
+	// the run is read after s was committed and no step followed before.
+	cur, err := e.store.RunGet(ctx, &store.RunGetParams{ID: r.ID})
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w", r.ID, err)
+	}
+	after, err := e.store.StepList(ctx, &store.StepListParams{RunID: r.ID, StartSeq: s.Sequence + 1, Limit: protoLookahead})
+	if err != nil {
+		return nil, fmt.Errorf("run %q steps: %w", r.ID, err)
+	}
+	if c.CurrentStep = nextStepName(after); c.CurrentStep == "" {
+		c.CurrentStep = cur.Cursor
+	}
+	return c, nil
+}
+
+// nextStepName is the graph step of the first non-system step.
+func nextStepName(steps []*Step) string {
+	for _, s := range steps {
+		if s.Kind != steptype.KindSystem {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+// runStepsUpTo counts the run's steps with a sequence up to seq.
+func (e *Engine) runStepsUpTo(ctx context.Context, runID string, seq int64) (int64, error) {
+	if seq <= 0 {
+		return 0, nil
+	}
+	if n, ok := e.counts.get(runID, seq); ok {
+		return n, nil
+	}
+	steps, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, EndSeq: seq})
+	if err != nil {
+		return 0, fmt.Errorf("run %q steps: %w", runID, err)
+	}
+	n := int64(len(steps))
+	e.counts.put(runID, seq, n)
+	return n, nil
+}
+
+// waitRunChange waits until the run may have a new event: a step of it was
+// committed or resolved, it parked or finished, or the subscriber was told
+// to re-read the store (another instance changed the session).
+func waitRunChange(ctx context.Context, sub *subscriber) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-sub.lag:
+			return nil
+		case ev := <-sub.ch:
+			switch ev.Type {
+			case EventStepCompleted, EventRunWaiting, EventRunFinished:
+				return nil
+			}
+		}
+	}
+}
+
+// stepCounts remembers how many steps a run had up to a sequence, for the
+// positions NextStep returned, so that the next call does not count them
+// again. It is bounded; a miss only costs a read.
+type stepCounts struct {
+	mu sync.Mutex
+	m  map[stepCountKey]int64
+}
+
+type stepCountKey struct {
+	run string
+	seq int64
+}
+
+const maxStepCounts = 4096
+
+func (c *stepCounts) get(run string, seq int64) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.m[stepCountKey{run, seq}]
+	return n, ok
+}
+
+func (c *stepCounts) put(run string, seq int64, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxStepCounts {
+		c.m = make(map[stepCountKey]int64)
+	}
+	c.m[stepCountKey{run, seq}] = n
+}
