@@ -132,6 +132,15 @@ func (e *Engine) ContextPreview(ctx context.Context, sessionID, agentName string
 	if err := x.load(ctx); err != nil {
 		return nil, err
 	}
+	// Calls without a result get one from a run that is still going; any
+	// other next model call closes them (see closeCalls).
+	busy, err := x.e.store.RunList(ctx, &store.RunListParams{SessionID: sessionID, Statuses: []steptype.RunStatus{steptype.RunQueued, steptype.RunRunning, steptype.RunWaiting}})
+	if err != nil {
+		return nil, err
+	}
+	if len(busy) == 0 {
+		x.conv.closeCalls()
+	}
 	req := x.request()
 	msgs, _, err := x.windowPreview()
 	if err != nil {

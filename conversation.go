@@ -18,6 +18,9 @@ type conversation struct {
 	// answered the tool-call ids that already have a result after it.
 	lastAssistant *Step
 	answered      map[string]bool
+	// open is true while results of lastAssistant's calls may still come:
+	// until a message of another role follows it (see closeCalls).
+	open bool
 	// prefix[i] is the estimated tokens of msgs[:i].
 	prefix []int
 	// trimmed messages at the front are left out under a token budget;
@@ -49,22 +52,78 @@ func inContext(s *Step) bool {
 	return s.Status != steptype.StepWaiting && s.Status != steptype.StepCancelled
 }
 
-// add appends a committed step if it is part of the context.
+// add appends a committed step if it is part of the context, keeping the
+// messages a sequence every provider accepts (see closeCalls): a tool
+// message that answers no open call of the latest assistant message (an
+// orphan, or a second result for one call) is left out, and a message of
+// another role closes the calls still without a result first.
 func (c *conversation) add(s *Step) {
 	if !inContext(s) {
 		return
 	}
 	m := llm.MessageOf(s)
+	if m.Role == steptype.RoleTool {
+		if !c.open || c.answered[m.ToolCallID] || !c.calls(m.ToolCallID) {
+			return
+		}
+	} else {
+		c.closeCalls()
+	}
+	c.push(m, s.Sequence)
+	if s.HasToolCalls() {
+		c.lastAssistant, c.open = s, true
+		clear(c.answered)
+	}
+	if m.Role == steptype.RoleTool {
+		c.answered[m.ToolCallID] = true
+	}
+}
+
+// push appends a message with its token and hash bookkeeping.
+func (c *conversation) push(m llm.Message, seq int64) {
 	c.msgs = append(c.msgs, m)
 	c.prefix = append(c.prefix, c.tokens(len(c.prefix))+EstimateTokens(m))
 	c.chain = append(c.chain, chainHash(c.chain, m))
-	c.seqs = append(c.seqs, s.Sequence)
-	if s.HasToolCalls() {
-		c.lastAssistant = s
-		clear(c.answered)
+	c.seqs = append(c.seqs, seq)
+}
+
+// calls reports whether the latest assistant message has a call with id.
+func (c *conversation) calls(id string) bool {
+	if c.lastAssistant == nil {
+		return false
 	}
-	if s.Role == steptype.RoleTool && s.ToolCallID != "" {
-		c.answered[s.ToolCallID] = true
+	for _, tc := range c.lastAssistant.ToolCalls {
+		if tc.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// NotExecutedResult is the content of the tool message the context builder
+// adds for a tool call that has no result when the conversation moves on
+// without it (a fork or retry cut inside a parallel tool call, a new user
+// turn after one, a cancelled request): providers refuse an assistant tool
+// call without its result.
+const NotExecutedResult = "error: this tool call was not executed; the conversation continued without its result"
+
+// closeCalls ends the tool calls of the latest assistant message: every call
+// still without a result gets a NotExecutedResult tool message, in the
+// model's call order, right after the results it has. It is a pure function
+// of the step log, so a reloaded conversation (and its request fingerprints)
+// is the same as the live one.
+func (c *conversation) closeCalls() {
+	if !c.open {
+		return
+	}
+	c.open = false
+	seq := c.seqs[len(c.seqs)-1]
+	for _, tc := range c.lastAssistant.ToolCalls {
+		if c.answered[tc.ID] {
+			continue
+		}
+		c.answered[tc.ID] = true
+		c.push(llm.Message{Role: steptype.RoleTool, Content: NotExecutedResult, ToolCallID: tc.ID, ToolName: tc.Name}, seq)
 	}
 }
 
@@ -73,7 +132,7 @@ func (c *conversation) messages() []llm.Message { return c.msgs }
 // pendingToolCalls returns the calls of the last assistant message that have
 // no result yet, in the model's order.
 func (c *conversation) pendingToolCalls() []ToolCall {
-	if c.lastAssistant == nil {
+	if c.lastAssistant == nil || !c.open {
 		return nil
 	}
 	var out []ToolCall

@@ -35,6 +35,9 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	if model == nil {
 		return nil, fmt.Errorf("stepwise: agent %q has no model", x.agent.Name)
 	}
+	// Calls still without a result will not get one from this run: the
+	// model is called instead of the tools step.
+	x.conv.closeCalls()
 	req := x.request()
 	msgs, trim, err := x.window(ctx)
 	if err != nil {

@@ -188,10 +188,7 @@ func (e *Engine) Retry(ctx context.Context, p RetryParams) (*Run, error) {
 	if step.Kind == steptype.KindUser {
 		r.Input = step.Content
 	} else {
-		r.Cursor = a.StartStep
-		if step.Kind == steptype.KindLLM {
-			r.Cursor = StepLLM
-		}
+		r.Cursor = retryCursor(a, step)
 	}
 	created, err := e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
 	if err != nil {

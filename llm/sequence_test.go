@@ -19,7 +19,9 @@ func calls(ids ...string) llm.Message {
 	return m
 }
 
-func result(id string) llm.Message { return llm.Message{Role: steptype.RoleTool, ToolCallID: id, Content: "ok"} }
+func result(id string) llm.Message {
+	return llm.Message{Role: steptype.RoleTool, ToolCallID: id, Content: "ok"}
+}
 
 func text(s string) llm.Message { return llm.Message{Role: steptype.RoleAssistant, Content: s} }
 
