@@ -13,10 +13,13 @@ import (
 	"github.com/stepwise-run/stepwise/store/memory"
 )
 
-// fakeModel answers with a function of the request and counts calls.
+// fakeModel answers with a function of the request and counts calls. It is
+// strict: a request whose messages a real provider would refuse (see
+// llm.CheckSequence) fails like a 400, unless lax is set.
 type fakeModel struct {
 	calls atomic.Int64
 	fn    func(req *llm.Request) (*llm.Response, error)
+	lax   bool
 }
 
 func (m *fakeModel) Name() string { return "fake:test" }
@@ -24,6 +27,12 @@ func (m *fakeModel) Name() string { return "fake:test" }
 func (m *fakeModel) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.Response, error] {
 	return func(yield func(*llm.Response, error) bool) {
 		m.calls.Add(1)
+		if !m.lax {
+			if err := llm.CheckSequence(req.Messages); err != nil {
+				yield(nil, err)
+				return
+			}
+		}
 		resp, err := m.fn(req)
 		if err != nil {
 			yield(nil, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,11 +18,17 @@ import (
 	"github.com/stepwise-run/stepwise/tool"
 )
 
-// approvalModel asks for two parallel calls of "delete" then reports the results.
+// approvalModel asks for two parallel calls of "delete" then reports the
+// results. Call ids are unique in the conversation ("d1", "d2" in the first
+// turn), as a real provider's are.
 func approvalModel() *fakeModel {
 	return &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) {
 		if req.Messages[len(req.Messages)-1].Role == "user" {
-			return &llm.Response{ToolCalls: []stepwise.ToolCall{call("d1", "delete", `{"id":1}`), call("d2", "delete", `{"id":2}`)}}, nil
+			sfx := ""
+			if n := assistantTurns(req); n > 0 {
+				sfx = "_" + strconv.Itoa(n)
+			}
+			return &llm.Response{ToolCalls: []stepwise.ToolCall{call("d1"+sfx, "delete", `{"id":1}`), call("d2"+sfx, "delete", `{"id":2}`)}}, nil
 		}
 		var res []string
 		for _, m := range req.Messages {

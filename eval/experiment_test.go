@@ -20,7 +20,7 @@ func solver(name string, answers map[string]string) *stepwise.Agent {
 	for q, a := range answers {
 		ut = append(ut, scripted.UserTurn{Match: q, Turns: []scripted.Turn{{Text: a}}})
 	}
-	return &stepwise.Agent{Name: name, Model: scripted.New(name, scripted.Script{UserTurns: ut})}
+	return &stepwise.Agent{Name: name, Model: scripted.New(name, scripted.Script{Strict: true, UserTurns: ut})}
 }
 
 func importQA(t *testing.T, st store.Store, name, data string) *store.Dataset {

@@ -22,7 +22,7 @@ var rubric = eval.Rubric{Name: "quality", Criteria: []eval.Criterion{
 // judgeModel answers with text, but only when the prompt shows what the
 // judge must see (the scripted guard fails the call otherwise).
 func judgeModel(text string) *scripted.Model {
-	return scripted.New("judge", scripted.Script{Turns: []scripted.Turn{{
+	return scripted.New("judge", scripted.Script{Strict: true, Turns: []scripted.Turn{{
 		Match: "- correct (weight 3, required): The answer is 4.\n- polite (weight 1): The answer is polite.",
 		Text:  text,
 	}}})
@@ -118,7 +118,7 @@ func TestRubricValidation(t *testing.T) {
 func TestJudgeThroughRunner(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		e := newEngine(t, st, &stepwise.Agent{Name: "calc", Model: scripted.New("calc", scripted.Script{Turns: []scripted.Turn{{Text: "4, sir"}}})})
+		e := newEngine(t, st, &stepwise.Agent{Name: "calc", Model: scripted.New("calc", scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: "4, sir"}}})})
 		r := run(t, e, "calc", "what is 2+2?")
 		j, err := eval.NewJudge(eval.JudgeConfig{Model: judgeModel(`{"criteria":[{"name":"correct","pass":true},{"name":"polite","pass":true}]}`), Rubric: rubric})
 		if err != nil {

@@ -81,7 +81,7 @@ func TestScore(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		e := newEngine(t, st, &stepwise.Agent{Name: "echo", Model: scripted.New("echo", scripted.Script{Turns: []scripted.Turn{{Text: "hi"}}})})
+		e := newEngine(t, st, &stepwise.Agent{Name: "echo", Model: scripted.New("echo", scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: "hi"}}})})
 		r := run(t, e, "echo", "hello")
 		steps, _ := st.StepList(ctx, &store.StepListParams{RunID: r.ID})
 		for _, p := range []eval.ScoreParams{

@@ -46,7 +46,7 @@ func TestEngineObservation(t *testing.T) {
 		})
 		agent := &stepwise.Agent{Name: "support", Tools: []stepwise.Tool{lookup}, AfterLLM: "note",
 			Steps: map[string]stepwise.Handler{"note": note},
-			Model: scripted.New("support", scripted.Script{Turns: []scripted.Turn{
+			Model: scripted.New("support", scripted.Script{Strict: true, Turns: []scripted.Turn{
 				{ToolCalls: []steptype.ToolCall{{Name: "lookup", Arguments: json.RawMessage(`{"email":"ann@example.com"}`)}}},
 				{Text: "Found ann@example.com."},
 			}})}
@@ -58,7 +58,7 @@ func TestEngineObservation(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer e.Observe(rec)()
-		sum, err := observe.NewSummarizer(observe.SummarizerConfig{Store: st, Model: scripted.New("sum", scripted.Script{
+		sum, err := observe.NewSummarizer(observe.SummarizerConfig{Store: st, Model: scripted.New("sum", scripted.Script{Strict: true,
 			Turns: []scripted.Turn{{Text: `{"state":"found","goal":"help","action":"answer"}`}}})})
 		if err != nil {
 			t.Fatal(err)

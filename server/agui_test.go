@@ -283,7 +283,7 @@ func TestAGUIInterruptAndResume(t *testing.T) {
 
 func TestAGUIRunError(t *testing.T) {
 	t.Parallel()
-	failing := &stepwise.Agent{Name: "broken", Model: scripted.New("broken", scripted.Script{Turns: []scripted.Turn{{Fail: &scripted.Failure{Status: 400, Message: "context too long"}}}})}
+	failing := &stepwise.Agent{Name: "broken", Model: scripted.New("broken", scripted.Script{Strict: true, Turns: []scripted.Turn{{Fail: &scripted.Failure{Status: 400, Message: "context too long"}}}})}
 	env := newEnv(t, []*stepwise.Agent{failing})
 	turns := runAGUI(t, env.ts.URL+"/v1/agui/broken", map[string]any{
 		"threadId": "thread-err",

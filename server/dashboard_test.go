@@ -39,7 +39,7 @@ func newDashEnv(t *testing.T, tokens ...string) *dashEnv {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	calc := tool.Func(llm.ToolDef{Name: "calc", Parameters: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *tool.Call) (*tool.Result, error) { return &tool.Result{Content: "42"}, nil })
-	m := scripted.New("dash", scripted.Script{Loop: true, Turns: []scripted.Turn{
+	m := scripted.New("dash", scripted.Script{Strict: true, Loop: true, Turns: []scripted.Turn{
 		{ToolCalls: []steptype.ToolCall{{Name: "calc", Arguments: json.RawMessage(`{"x":1}`)}}},
 		{Text: "42"},
 	}})

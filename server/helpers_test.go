@@ -151,7 +151,7 @@ func (e *testEnv) waitRun(id string, want ...steptype.RunStatus) *stepwise.Run {
 
 // chatAgent answers every user message with a fixed text, streamed.
 func chatAgent(name, reply string) *stepwise.Agent {
-	return &stepwise.Agent{Name: name, Model: scripted.New(name, scripted.Script{Turns: []scripted.Turn{{Text: reply, Chunk: 4}}, Loop: true})}
+	return &stepwise.Agent{Name: name, Model: scripted.New(name, scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: reply, Chunk: 4}}, Loop: true})}
 }
 
 // toolAgent calls the echo tool n times, then answers "done".
@@ -163,12 +163,12 @@ func toolAgent(name string, n int, chunkDelay time.Duration) *stepwise.Agent {
 		{Text: "calling echo", Reasoning: "think", ToolCalls: []steptype.ToolCall{{Name: "echo", Arguments: json.RawMessage(`{"n":1}`)}}, Chunk: 3, ChunkDelay: chunkDelay, Repeat: n},
 		{Text: "done", Chunk: 2, ChunkDelay: chunkDelay},
 	}
-	return &stepwise.Agent{Name: name, Model: scripted.New(name, scripted.Script{Turns: turns}), Tools: []tool.Tool{echo}}
+	return &stepwise.Agent{Name: name, Model: scripted.New(name, scripted.Script{Strict: true, Turns: turns}), Tools: []tool.Tool{echo}}
 }
 
 // askAgent asks the human a question, then repeats the answer.
 func askAgent(name string) *stepwise.Agent {
-	m := scripted.New(name, scripted.Script{Turns: []scripted.Turn{
+	m := scripted.New(name, scripted.Script{Strict: true, Turns: []scripted.Turn{
 		{Text: "Let me ask.", ToolCalls: []steptype.ToolCall{{ID: "ask1", Name: stepwise.AskHumanTool, Arguments: json.RawMessage(`{"question":"What is your name?"}`)}}},
 		{Text: "Nice to meet you."},
 	}})
@@ -180,7 +180,7 @@ func approvalAgent(name string) *stepwise.Agent {
 	del := tool.Func(llm.ToolDef{Name: "delete", Parameters: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, c *tool.Call) (*tool.Result, error) {
 		return &tool.Result{Content: "deleted"}, nil
 	})
-	m := scripted.New(name, scripted.Script{Turns: []scripted.Turn{
+	m := scripted.New(name, scripted.Script{Strict: true, Turns: []scripted.Turn{
 		{ToolCalls: []steptype.ToolCall{{ID: "del1", Name: "delete", Arguments: json.RawMessage(`{"id":7}`)}}},
 		{Text: "All done."},
 	}})

@@ -101,12 +101,12 @@ type calcArgs struct {
 func agents() []*stepwise.Agent {
 	calc := tool.New("calculator", "Evaluates arithmetic.", func(_ context.Context, a calcArgs) (string, error) { return "4", nil })
 	helper := &stepwise.Agent{Name: "helper", Description: "Knows arithmetic.", Tools: []stepwise.Tool{calc},
-		Model: scripted.New("helper", scripted.Script{Turns: []scripted.Turn{
+		Model: scripted.New("helper", scripted.Script{Strict: true, Turns: []scripted.Turn{
 			{ToolCalls: []steptype.ToolCall{{Name: "calculator", Arguments: json.RawMessage(`{"expression":"2+2"}`)}}},
 			{Text: "It is 4."},
 		}})}
 	boss := &stepwise.Agent{Name: "boss", SubAgents: []*stepwise.Agent{helper},
-		Model: scripted.New("boss", scripted.Script{Turns: []scripted.Turn{
+		Model: scripted.New("boss", scripted.Script{Strict: true, Turns: []scripted.Turn{
 			{ToolCalls: []steptype.ToolCall{{ID: "call-h", Name: "helper", Arguments: json.RawMessage(`{"input":"2+2?"}`)}}},
 			{Text: "The answer is 4."},
 		}})}
