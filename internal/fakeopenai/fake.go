@@ -1,16 +1,24 @@
 // Package fakeopenai is a local OpenAI-compatible chat-completions server
 // for tests and benchmarks. It streams real wire-format SSE chunks: the
-// standard tool loop (one tool call per turn for Iterations turns, then a
-// final text), and it can fail the first calls with a chosen status.
+// standard tool loop (Parallel tool calls per turn for Iterations turns,
+// then a final text), and it can fail the first calls with a chosen status.
+// Like the real API it answers 400 to a request whose messages break the
+// tool-call sequence rules (an assistant tool call without its tool
+// message, a tool message without its call, a duplicate id; see
+// llm.CheckSequence).
 package fakeopenai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
+
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // Config shapes the fake server's behaviour.
@@ -19,6 +27,7 @@ type Config struct {
 	Tool       string // tool name to call (default "echo")
 	Args       string // tool arguments JSON (default {"n":1})
 	Final      string // final text (default "done")
+	Parallel   int    // tool calls per tool turn (default 1)
 	// FailFirst makes the first N calls fail with FailStatus (and
 	// Retry-After: 0 for 429), then serve normally.
 	FailFirst  int
@@ -29,9 +38,17 @@ type Config struct {
 // Server is a running fake.
 type Server struct {
 	*httptest.Server
-	mu    sync.Mutex
-	cfg   Config
-	calls int
+	mu       sync.Mutex
+	cfg      Config
+	calls    int
+	rejected []string
+}
+
+// Rejected returns the messages of the 400s sent to malformed requests.
+func (s *Server) Rejected() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.rejected...)
 }
 
 // Calls returns how many chat-completion requests arrived.
@@ -52,6 +69,9 @@ func New(cfg Config) *Server {
 	if cfg.Final == "" {
 		cfg.Final = "done"
 	}
+	if cfg.Parallel < 1 {
+		cfg.Parallel = 1
+	}
 	s := &Server{cfg: cfg}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
@@ -59,8 +79,30 @@ func New(cfg Config) *Server {
 
 type request struct {
 	Messages []struct {
-		Role string `json:"role"`
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tool_calls"`
 	} `json:"messages"`
+}
+
+// check applies the real API's message-sequence rules.
+func (r *request) check() error {
+	msgs := make([]llm.Message, len(r.Messages))
+	for i, m := range r.Messages {
+		msgs[i] = llm.Message{Role: steptype.Role(m.Role), ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			msgs[i].ToolCalls = append(msgs[i].ToolCalls, steptype.ToolCall{ID: tc.ID, Name: tc.Function.Name})
+		}
+	}
+	if err := llm.CheckSequence(msgs); err != nil {
+		return errors.New("Invalid 'messages': " + err.(*llm.Error).Message)
+	}
+	return nil
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
@@ -71,6 +113,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	var req request
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	if err := req.check(); err != nil {
+		s.mu.Lock()
+		s.rejected = append(s.rejected, err.Error())
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "param": "messages", "code": nil}})
+		_, _ = w.Write(b)
 		return
 	}
 	s.mu.Lock()
@@ -115,9 +167,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: {\"id\":%q,\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"fake-model\",\"choices\":%s%s}\n\n", id, choices, u)
 	}
 	if assistants < s.cfg.Iterations {
-		callID := "call_" + strconv.Itoa(assistants)
-		chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":`+strconv.Quote(callID)+`,"type":"function","function":{"name":`+strconv.Quote(s.cfg.Tool)+`,"arguments":""}}]}`, "", "")
-		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":`+strconv.Quote(s.cfg.Args)+`}}]}`, "", "")
+		for i := range s.cfg.Parallel {
+			callID := "call_" + strconv.Itoa(assistants)
+			if s.cfg.Parallel > 1 {
+				callID += "_" + strconv.Itoa(i)
+			}
+			role := `"role":"assistant","content":null,`
+			if i > 0 {
+				role = ""
+			}
+			idx := strconv.Itoa(i)
+			chunk(`{`+role+`"tool_calls":[{"index":`+idx+`,"id":`+strconv.Quote(callID)+`,"type":"function","function":{"name":`+strconv.Quote(s.cfg.Tool)+`,"arguments":""}}]}`, "", "")
+			chunk(`{"tool_calls":[{"index":`+idx+`,"function":{"arguments":`+strconv.Quote(s.cfg.Args)+`}}]}`, "", "")
+		}
 		chunk(`{}`, "tool_calls", "")
 	} else {
 		chunk(`{"role":"assistant","content":""}`, "", "")
