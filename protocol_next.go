@@ -24,9 +24,9 @@ import (
 // it. Steps of other runs of the session (earlier turns, sub-agents) are not
 // the run's events and are skipped.
 
-// protoLookahead is how many steps after the next one are read to name the
-// step the run goes to next.
-const protoLookahead = 4
+// protoPage is how many steps a look for the run's next non-system step
+// reads at a time.
+const protoPage = 4
 
 // NextStep implements the protocol's next-step call over the engine (see
 // Client.NextStep): it returns the first event of the run after inv's
@@ -76,7 +76,7 @@ func (e *Engine) protocolEvent(ctx context.Context, runID string, a *Agent, pos 
 	if err != nil {
 		return nil, pos, fmt.Errorf("run %q: %w", runID, err)
 	}
-	steps, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, StartSeq: pos.Seq + 1, Limit: 1 + protoLookahead})
+	steps, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, StartSeq: pos.Seq + 1, Limit: 2})
 	if err != nil {
 		return nil, pos, fmt.Errorf("run %q steps: %w", runID, err)
 	}
@@ -137,20 +137,35 @@ func (e *Engine) continuationAt(ctx context.Context, r *Run, a *Agent, pos Posit
 	if c.CurrentStep = nextStepName(steps[1:]); c.CurrentStep != "" {
 		return c, nil
 	}
-	// Nothing after s yet: the run's cursor names the next step, provided
-	// the run is read after s was committed and no step followed before.
+	// No named step after s yet: the run's cursor names the next step,
+	// provided the run is read after s was committed and no step followed
+	// before that read.
 	cur, err := e.store.RunGet(ctx, &store.RunGetParams{ID: r.ID})
 	if err != nil {
 		return nil, fmt.Errorf("run %q: %w", r.ID, err)
 	}
-	after, err := e.store.StepList(ctx, &store.StepListParams{RunID: r.ID, StartSeq: s.Sequence + 1, Limit: protoLookahead})
-	if err != nil {
-		return nil, fmt.Errorf("run %q steps: %w", r.ID, err)
+	if c.CurrentStep, err = e.nextNamedStep(ctx, r.ID, s.Sequence); err != nil {
+		return nil, err
 	}
-	if c.CurrentStep = nextStepName(after); c.CurrentStep == "" {
+	if c.CurrentStep == "" {
 		c.CurrentStep = cur.Cursor
 	}
 	return c, nil
+}
+
+// nextNamedStep returns the graph step of the run's first non-system step
+// after seq, or "" when there is none.
+func (e *Engine) nextNamedStep(ctx context.Context, runID string, seq int64) (string, error) {
+	for {
+		page, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, StartSeq: seq + 1, Limit: protoPage})
+		if err != nil {
+			return "", fmt.Errorf("run %q steps: %w", runID, err)
+		}
+		if name := nextStepName(page); name != "" || len(page) < protoPage {
+			return name, nil
+		}
+		seq = page[len(page)-1].Sequence
+	}
 }
 
 // nextStepName is the graph step of the first non-system step.

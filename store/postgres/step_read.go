@@ -140,7 +140,8 @@ func (s *Store) listFiltered(ctx context.Context, p *store.StepListParams) ([][]
 		where = append(where, "session_id = "+arg(p.SessionID))
 	}
 	if p.RunID != "" {
-		where = append(where, "run_id = "+arg(p.RunID))
+		// "run_id <> ''" lets the planner use the partial index steps_run.
+		where = append(where, "run_id = "+arg(p.RunID), "run_id <> ''")
 	}
 	if p.Status != "" {
 		// Inlined (CheckList allows known statuses only) so the partial

@@ -153,7 +153,9 @@ func listFiltered(ctx context.Context, tx *sql.Tx, p *store.StepListParams) ([][
 		where, args = append(where, "session_id = ?"), append(args, p.SessionID)
 	}
 	if p.RunID != "" {
-		where, args = append(where, "run_id = ?"), append(args, p.RunID)
+		// "run_id <> ''" lets SQLite use the partial index steps_run
+		// (without it every run query scans the steps table).
+		where, args = append(where, "run_id = ?", "run_id <> ''"), append(args, p.RunID)
 	}
 	if p.Status != "" {
 		// Inlined (CheckList allows known statuses only) so the partial
