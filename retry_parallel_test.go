@@ -2,6 +2,7 @@ package stepwise_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -63,11 +64,28 @@ func contextOf(t *testing.T, e *stepwise.Engine, sessionID string) []llm.Message
 	return req.Messages
 }
 
-// finish runs a run to its end and checks it completed with a valid context.
+// finish runs a run to its end, approving every approval and answering
+// every question it asks, and checks it completed with a valid context.
 func finish(t *testing.T, e *stepwise.Engine, what string, run *stepwise.Run) {
 	t.Helper()
 	ctx := context.Background()
 	r, err := e.Wait(ctx, e.Execute(ctx, run.ID))
+	for i := 0; err == nil && r.Status == steptype.RunWaiting && i < 10; i++ {
+		pend, perr := e.Pending(ctx, r.ID)
+		if perr != nil || len(pend) == 0 {
+			t.Fatalf("%s: waiting with %d requests: %v", what, len(pend), perr)
+		}
+		for _, p := range pend {
+			answer := json.RawMessage(`"Ada"`)
+			if p.Request.Approval != nil {
+				answer = json.RawMessage(`{"approved":true}`)
+			}
+			if _, err := e.Answer(ctx, stepwise.AnswerParams{RunID: r.ID, RequestID: p.RequestID, Answer: answer}); err != nil {
+				t.Fatalf("%s: answer: %v", what, err)
+			}
+		}
+		r, err = e.Wait(ctx, e.Execute(ctx, r.ID))
+	}
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
@@ -211,5 +229,79 @@ func TestContextClosesCallsWithoutResults(t *testing.T) {
 	}
 	if msgs := contextOf(t, e, run.SessionID); len(msgs) != 3 || llm.CheckSequence(msgs) == nil {
 		t.Fatalf("preview with a queued run: %+v", msgs)
+	}
+}
+
+// TestRetryForkEditAtEveryStepWithHumanInput does the same on a session
+// whose parallel call mixes a plain tool, a tool that needs approval and an
+// ask_human question: the retry at an input step asks again, a fork cut
+// before the answers closes the unanswered calls.
+func TestRetryForkEditAtEveryStepWithHumanInput(t *testing.T) {
+	t.Parallel()
+	for name, st := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			plain := tool.Func(llm.ToolDef{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *tool.Call) (*tool.Result, error) {
+				return &tool.Result{Content: "a ok"}, nil
+			})
+			guarded := tool.Func(llm.ToolDef{Name: "c", Parameters: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *tool.Call) (*tool.Result, error) {
+				return &tool.Result{Content: "c ok"}, nil
+			})
+			m, err := scripted.Parse("hitl.yaml", []byte(`
+strict: true
+loop: true
+user_turns:
+  - turns:
+      - tool_calls: [{name: a}, {name: c}, {name: ask_human, arguments: {question: "Name?"}}]
+      - text: done
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			agent := &stepwise.Agent{Name: "par", Model: m, Tools: []tool.Tool{plain, guarded, stepwise.AskHuman()},
+				Approvals: map[string]stepwise.ApprovalPolicy{"c": stepwise.ApproveAlways}}
+			e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{agent}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = e.Close() })
+			ctx := context.Background()
+			first, err := e.StartRun(ctx, stepwise.StartParams{Agent: "par", Input: "go"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			finish(t, e, "first run", first)
+			sid := first.SessionID
+			orig := steps(t, st, sid)
+			if got := fmt.Sprint(kinds(orig)); got != "[user llm tool input input tool llm]" {
+				t.Fatalf("session %s", got)
+			}
+			for k := int64(1); k <= int64(len(orig)); k++ {
+				at := orig[k-1]
+				run, err := e.Retry(ctx, stepwise.RetryParams{SessionID: sid, From: k})
+				if err != nil {
+					t.Fatalf("retry %d: %v", k, err)
+				}
+				finish(t, e, fmt.Sprintf("retry at %d (%s)", k, at.Kind), run)
+				edit := "edited"
+				for _, ed := range []*string{nil, &edit} {
+					fork, err := e.Fork(ctx, stepwise.ForkParams{SessionID: sid, At: k, Edit: ed})
+					if ed != nil && !at.InMessageContext() {
+						if !errors.Is(err, store.ErrInvalid) {
+							t.Fatalf("edit of the %s step %d: %v", at.Kind, k, err)
+						}
+						continue
+					}
+					if err != nil {
+						t.Fatalf("fork at %d (edit %v): %v", k, ed != nil, err)
+					}
+					run, err := e.StartRun(ctx, stepwise.StartParams{Agent: "par", SessionID: fork.ID, Input: "continue"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					finish(t, e, fmt.Sprintf("fork at %d (%s, edit %v)", k, at.Kind, ed != nil), run)
+				}
+			}
+		})
 	}
 }
