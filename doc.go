@@ -61,15 +61,21 @@
 // Schema and queues the run, which continues at the next step. The seed-000
 // protocol — Initiate, NextStep, ProvideHumanInput — is the Client
 // interface, implemented in-process by Engine.Client and over HTTP by
-// package client.
+// package client. NextStep returns the run's events after the caller's
+// position (the invocation's cursor), each once and in step order: a
+// continuation per committed step, a request per input step still waiting,
+// then the result or error, then ErrRunFinished.
 //
 // # Sessions
 //
 // A session is the log of its steps and the model's context (multi-turn:
 // pass SessionID). Fork shares a prefix in O(1), optionally editing the step
 // at the fork point; Retry regenerates from a step (non-destructively, into a
-// fork); Truncate deletes a suffix when no fork depends on it; Replay reruns
+// fork), starting at the graph step that produced it (a retry at a tool
+// result re-runs the calls without a result); Truncate deletes a suffix when no fork depends on it; Replay reruns
 // a session reusing recorded model and tool outputs until the first
 // divergence; ContextPreview shows the next model request; Summarize and
-// RenderSteps describe a session.
+// RenderSteps describe a session. Whatever fork, retry or edit produced it,
+// the model context never holds a tool call without its result: a call the
+// conversation left behind gets a NotExecutedResult tool message.
 package stepwise
