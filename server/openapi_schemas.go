@@ -61,7 +61,7 @@ func schemas() obj {
 			"type":   obj{"type": "string", "enum": []string{"continuation", "human_input_request", "result", "error"}},
 			"cursor": str("pass as after to the next call"),
 			// continuation
-			"status": str("run status"), "current_step": str("graph step that runs next"), "progress": number(), "step": ref("Step"),
+			"status": str("run status at that step: running, or waiting at an answered input step"), "current_step": str("graph step the run went to after that step"), "progress": number(), "step": ref("Step"),
 			// human_input_request
 			"request_id": str(""), "prompt": str(""), "schema": anyJSON("JSON Schema of the answer"), "context": obj{"type": "object"},
 			"approval": ref("ToolCall"), "expires_at": timeStr(),
