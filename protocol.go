@@ -46,12 +46,13 @@ type Invocation struct {
 // AgentStep is one of *Continuation, *HumanInputRequest, *Result, *Error.
 type AgentStep interface{ agentStep() }
 
-// Continuation reports progress: a step was committed and the run goes on.
+// Continuation reports one step the run committed, describing the run at
+// that step (the same for every caller, whenever it reads).
 type Continuation struct {
-	Status      string  `json:"status"`       // run status, e.g. "running"
-	CurrentStep string  `json:"current_step"` // graph step that will run next
-	Progress    float64 `json:"progress"`     // share of the step budget used, 0..1
-	Step        *Step   `json:"step"`         // the committed step
+	Status      string  `json:"status"`       // run status at the step: "running", or "waiting" at an (answered) input step
+	CurrentStep string  `json:"current_step"` // graph step the run went to after it (its cursor while nothing followed)
+	Progress    float64 `json:"progress"`     // share of the step budget used up to the step, 0..1
+	Step        *Step   `json:"step"`         // the committed step, as stored now
 }
 
 // HumanInputRequest asks the caller for input.
