@@ -69,6 +69,10 @@ func TestRetryInsideParallelCall(t *testing.T) {
 		redone = append(redone, s)
 	}
 	tools := 0
+	var kinds []string
+	for _, s := range redone {
+		kinds = append(kinds, string(s.Kind))
+	}
 	for _, s := range redone {
 		if s.Kind == steptype.KindLLM {
 			break
@@ -78,6 +82,6 @@ func TestRetryInsideParallelCall(t *testing.T) {
 		}
 	}
 	if tools != 2 {
-		t.Fatalf("retry re-ran %d tool calls before the next model call, want 2: %v", tools, redone)
+		t.Fatalf("retry re-ran %d tool calls before the next model call, want 2: %v", tools, kinds)
 	}
 }
