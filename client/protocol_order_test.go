@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,7 +15,11 @@ import (
 	"github.com/stepwise-run/stepwise/client"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/scripted"
+	"github.com/stepwise-run/stepwise/server"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/memory"
+	"github.com/stepwise-run/stepwise/store/sqlite"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
@@ -112,19 +118,45 @@ func checkList(t *testing.T, who string, got, want []string) {
 
 // TestNextStepOrder drives one run with several steps, a parked approval,
 // its answer and the result through the client protocol, in-process and over
-// HTTP: every caller gets each event exactly once, in step order, whenever it
-// starts, and nothing after the final result.
+// HTTP, on the memory and SQLite stores: every caller gets each event exactly
+// once, in step order, whenever it starts, and nothing after the final
+// result.
 func TestNextStepOrder(t *testing.T) {
 	t.Parallel()
-	ts, eng := newServer(t, orderAgent())
-	httpc, err := client.New(ts.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
+	type caller struct {
 		name string
 		c    stepwise.Client
-	}{{"in-process", eng.Client()}, {"http", httpc}} {
+	}
+	var callers []caller
+	for _, kind := range []string{"memory", "sqlite"} {
+		var st store.Store = memory.New()
+		if kind == "sqlite" {
+			lite, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "proto.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = lite.Close() })
+			st = lite
+		}
+		eng, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{orderAgent()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = eng.Close() })
+		srv, err := server.New(server.Config{Engine: eng})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(srv)
+		t.Cleanup(ts.Close)
+		t.Cleanup(srv.Close)
+		httpc, err := client.New(ts.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		callers = append(callers, caller{kind + "/in-process", eng.Client()}, caller{kind + "/http", httpc})
+	}
+	for _, tc := range callers {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			inv, err := tc.c.Initiate(ctx, "order", "delete user 7 if idle")
