@@ -57,15 +57,23 @@ func (e *Engine) Pending(ctx context.Context, runID string) ([]*PendingInput, er
 // waiting. When the run's last pending request is answered it is queued and
 // resumes at its next step; nothing that ran before the request runs again.
 // Exactly one of concurrent answers to one request wins; the others get
-// ErrAlreadyAnswered.
+// ErrAlreadyAnswered. A request of a sub-agent's run may be answered through
+// any of its ancestor runs.
 func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	run, err := e.store.RunGet(ctx, &store.RunGetParams{ID: p.RunID})
 	if err != nil {
 		return nil, fmt.Errorf("run %q: %w", p.RunID, err)
 	}
 	s, err := e.store.StepGet(ctx, &store.StepGetParams{ID: p.RequestID})
-	if err != nil || s.RunID != run.ID || s.Kind != steptype.KindInput {
+	if err != nil || s.Kind != steptype.KindInput || (s.RunID != run.ID && !e.descends(ctx, s.RunID, run.ID)) {
 		return nil, fmt.Errorf("%w: input request %q in run %s", ErrNotFound, p.RequestID, p.RunID)
+	}
+	if s.RunID != run.ID {
+		// A request of a sub-agent's run, answered through its ancestor
+		// (the client protocol reports it there).
+		if run, err = e.store.RunGet(ctx, &store.RunGetParams{ID: s.RunID}); err != nil {
+			return nil, fmt.Errorf("run %q: %w", s.RunID, err)
+		}
 	}
 	switch {
 	case s.Status == steptype.StepExpired:

@@ -22,7 +22,9 @@ import (
 //
 // A position is the caller's cursor: NextStep returns the first event after
 // it. Steps of other runs of the session (earlier turns, sub-agents) are not
-// the run's events and are skipped.
+// the run's events and are skipped, except the requests of its sub-agents'
+// runs still waiting when reached: they are *HumanInputRequests of the run
+// (ProvideHumanInput answers them through it).
 
 // protoPage is how many steps a look for the run's next non-system step
 // reads at a time.
@@ -79,6 +81,13 @@ func (e *Engine) protocolEvent(ctx context.Context, runID string, a *Agent, pos 
 	steps, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, StartSeq: pos.Seq + 1, Limit: 2})
 	if err != nil {
 		return nil, pos, fmt.Errorf("run %q steps: %w", runID, err)
+	}
+	if !r.Status.Terminal() {
+		// A sub-agent's pending request is the run's event too: its
+		// caller is the one who can answer it.
+		if req, at, err := e.descendantRequest(ctx, r, pos, steps); req != nil || err != nil {
+			return req, at, err
+		}
 	}
 	if len(steps) > 0 {
 		s := steps[0]
@@ -193,6 +202,43 @@ func (e *Engine) runStepsUpTo(ctx context.Context, runID string, seq int64) (int
 	n := int64(len(steps))
 	e.counts.put(runID, seq, n)
 	return n, nil
+}
+
+// descendantRequest returns the first input request of a sub-agent run of r
+// (at any depth) still waiting after pos and before the run's own next
+// step, or nil.
+func (e *Engine) descendantRequest(ctx context.Context, r *Run, pos Position, own []*Step) (AgentStep, Position, error) {
+	pend, err := e.store.StepList(ctx, &store.StepListParams{SessionID: r.SessionID, Status: steptype.StepWaiting,
+		Kinds: []steptype.Kind{steptype.KindInput}, StartSeq: pos.Seq + 1})
+	if err != nil {
+		return nil, pos, fmt.Errorf("session %q requests: %w", r.SessionID, err)
+	}
+	for _, s := range pend {
+		if len(own) > 0 && own[0].Sequence < s.Sequence {
+			break
+		}
+		if s.Hop > r.Hop && e.descends(ctx, s.RunID, r.ID) {
+			req, err := inputRequestOf(s)
+			return req, Position{Seq: s.Sequence}, err
+		}
+	}
+	return nil, pos, nil
+}
+
+// descends reports whether run id is a sub-agent run of ancestor, at any
+// depth.
+func (e *Engine) descends(ctx context.Context, id, ancestor string) bool {
+	for range 64 {
+		r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: id})
+		if err != nil || r.ParentRunID == "" {
+			return false
+		}
+		if r.ParentRunID == ancestor {
+			return true
+		}
+		id = r.ParentRunID
+	}
+	return false
 }
 
 // waitRunChange waits until the run may have a new event: a step of it was

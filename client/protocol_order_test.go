@@ -197,3 +197,58 @@ func TestNextStepOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestNextStepSubAgentRequest: a question a sub-agent asks reaches the caller
+// of the parent run, in order, once, and is answered through it (in-process
+// and over HTTP).
+func TestNextStepSubAgentRequest(t *testing.T) {
+	t.Parallel()
+	child := &stepwise.Agent{Name: "clerk", Tools: []tool.Tool{stepwise.AskHuman()}, Model: scripted.New("clerk", scripted.Script{Strict: true, Turns: []scripted.Turn{
+		{ToolCalls: []steptype.ToolCall{{Name: stepwise.AskHumanTool, Arguments: json.RawMessage(`{"question":"Which file?"}`)}}},
+		{Text: "filed"},
+	}})}
+	parent := &stepwise.Agent{Name: "boss", SubAgents: []*stepwise.Agent{child}, Model: scripted.New("boss", scripted.Script{Strict: true, Turns: []scripted.Turn{
+		{ToolCalls: []steptype.ToolCall{{Name: "clerk", Arguments: json.RawMessage(`{"input":"file it"}`)}}},
+		{Text: "All done."},
+	}})}
+	ts, eng := newServer(t, parent, child)
+	httpc, err := client.New(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []stepwise.Client{eng.Client(), httpc} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		inv, err := c.Initiate(ctx, "boss", "please file")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			step, err := c.NextStep(ctx, inv)
+			if errors.Is(err, stepwise.ErrRunFinished) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("after %v: %v", got, err)
+			}
+			switch s := step.(type) {
+			case *stepwise.Continuation:
+				got = append(got, fmt.Sprintf("%s %s hop=%d", inv.Cursor, s.Step.Kind, s.Step.Hop))
+			case *stepwise.HumanInputRequest:
+				got = append(got, inv.Cursor+" request "+s.Prompt)
+				if err := c.ProvideHumanInput(ctx, inv, s.RequestID, json.RawMessage(`"the red one"`)); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				got = append(got, inv.Cursor+" "+describe(step, ""))
+			}
+			if len(got) > 10 {
+				t.Fatalf("no end: %v", got)
+			}
+		}
+		// user, llm (call), [child: user, llm, input, llm], agent result, llm.
+		want := []string{"1:0 user hop=0", "2:0 llm hop=0", "5:0 request Which file?", "7:0 agent hop=0", "8:0 llm hop=0", `8:1  result "All done."`}
+		checkList(t, "caller of the parent run", got, want)
+	}
+}
