@@ -194,3 +194,38 @@ func (m *Store) SessionExport(_ context.Context, p *store.SessionExportParams) (
 	}
 	return out, nil
 }
+
+var _ store.VectorExporter = (*Store)(nil)
+
+// VectorExport implements store.VectorExporter. The memory store keeps
+// vectors L2-normalized, so it exports them normalized: the same
+// direction, which is all a cosine search compares.
+func (m *Store) VectorExport(_ context.Context, p *store.VectorExportParams) ([]*store.ExportedVector, error) {
+	if p == nil || p.SessionID == "" {
+		return nil, rules.Invalid("vector export needs a session id")
+	}
+	limit, err := store.ExportLimit(p.Limit, 100)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var out []*store.ExportedVector
+	for emb, sp := range m.vectors() {
+		for id, row := range sp.rows {
+			if row.sessionID != p.SessionID || id < p.AfterStepID || (id == p.AfterStepID && emb <= p.AfterEmbedder) {
+				continue
+			}
+			out = append(out, &store.ExportedVector{Embedder: emb, StepID: id, Vector: sp.ix.Vector(id)})
+		}
+	}
+	slices.SortFunc(out, func(a, b *store.ExportedVector) int {
+		if c := strings.Compare(a.StepID, b.StepID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Embedder, b.Embedder)
+	})
+	return out[:min(limit, len(out))], nil
+}
