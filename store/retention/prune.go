@@ -13,6 +13,7 @@ package retention
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -129,12 +130,21 @@ func Prune(ctx context.Context, st store.Store, p Params) (*Result, error) {
 			return res, fmt.Errorf("materialise fork %s: %w", f.ID, err)
 		}
 	}
+	res.Deleted = res.Deleted[:0]
 	for _, s := range pl.del {
 		n, err := deleteSession(ctx, st, s, p.BatchSize)
 		res.Steps += n
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// Deleted meanwhile (another instance pruning): gone all the same.
+		case errors.Is(err, store.ErrConflict):
+			// A fork or a run appeared since the plan: the session stays.
+			res.Kept = append(res.Kept, reason(s, err.Error()))
+			continue
+		case err != nil:
 			return res, fmt.Errorf("delete session %s: %w", s.ID, err)
 		}
+		res.Deleted = append(res.Deleted, info(s))
 	}
 	if obs, ok := st.(store.ObservationStore); ok && len(pl.del) > 0 {
 		n, err := obs.BlobPrune(ctx, &store.BlobPruneParams{Before: started})
