@@ -118,10 +118,11 @@ func newCopier(from, to store.Store, opts Options) (*copier, error) {
 	if c.obsTo == nil {
 		c.obsFrom = nil
 	}
-	c.vecFrom, _ = from.(store.VectorExporter)
 	c.vecTo, _ = to.(store.VectorStore)
-	if _, keeps := from.(store.VectorStore); keeps && c.vecFrom == nil {
-		return nil, fmt.Errorf("%w: the source keeps step vectors it cannot list (store.VectorExporter)", ErrUnsupported)
+	if _, keeps := from.(store.VectorStore); keeps {
+		if c.vecFrom, ok = from.(store.VectorExporter); !ok {
+			return nil, fmt.Errorf("%w: the source keeps step vectors it cannot list (store.VectorExporter)", ErrUnsupported)
+		}
 	}
 	if c.vecFrom != nil && c.vecTo == nil {
 		return nil, fmt.Errorf("%w: the source keeps step vectors and the destination cannot", ErrUnsupported)
