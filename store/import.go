@@ -2,10 +2,15 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
 )
+
+// ErrNewerSchema: the database was migrated by a newer stepwise than the
+// one opening it.
+var ErrNewerSchema = errors.New("stepwise: database schema is newer than this stepwise")
 
 // Importer is the optional interface of stores that accept rows verbatim:
 // with the ids, sequences, totals and timestamps they had in another

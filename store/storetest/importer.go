@@ -214,6 +214,7 @@ func testCopy(t *testing.T, h *harness, src store.Store) {
 	mustSession(t, other, "f")
 	_, err = transfer.Copy(ctx, src, other, transfer.Options{})
 	wantErr(t, "copy over other data", err, store.ErrConflict)
+	wantSessions(t, "a refused copy writes nothing", other, "f")
 }
 
 func seedCopySource(t *testing.T, st store.Store) {

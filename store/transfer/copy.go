@@ -182,8 +182,12 @@ func (c *copier) run(ctx context.Context) (*Report, error) {
 	return &c.rep, nil
 }
 
-// count totals the sessions and own steps still to copy, for progress.
+// count totals the sessions and own steps still to copy, for progress,
+// and refuses, before anything is written, a destination that holds a
+// session under a source session's id with a different row (walking both
+// stores in id order side by side).
 func (c *copier) count(ctx context.Context, after string) error {
+	dst := &cursor{exp: asExporter(c.to)}
 	cur := ""
 	for {
 		page, err := c.exp.SessionExport(ctx, &store.SessionExportParams{AfterID: cur, Limit: 1000})
@@ -194,6 +198,13 @@ func (c *copier) count(ctx context.Context, after string) error {
 			return nil
 		}
 		for _, s := range page {
+			old, err := dst.find(ctx, c.to, s.ID)
+			if err != nil {
+				return fmt.Errorf("read destination sessions: %w", err)
+			}
+			if old != nil && !sameJSON(old, s) {
+				return conflict("session", s.ID)
+			}
 			if s.ID <= after {
 				c.rep.Skipped++
 				continue
@@ -202,6 +213,51 @@ func (c *copier) count(ctx context.Context, after string) error {
 			c.prog.StepsTotal += s.LastSequence - s.ForkSequence
 		}
 		cur = page[len(page)-1].ID
+	}
+}
+
+func asExporter(st store.Store) store.Exporter {
+	e, _ := st.(store.Exporter)
+	return e
+}
+
+// cursor walks a store's sessions in id order, to find those of ids asked
+// for in increasing order without one query each.
+type cursor struct {
+	exp  store.Exporter
+	page []*steptype.Session
+	last string // id of the last session fetched
+	done bool
+}
+
+// find returns the session id, or nil when the store has none.
+func (k *cursor) find(ctx context.Context, st store.Store, id string) (*steptype.Session, error) {
+	if k.exp == nil {
+		s, err := st.SessionGet(ctx, &store.SessionGetParams{ID: id})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		return s, err
+	}
+	for {
+		for len(k.page) > 0 && k.page[0].ID < id {
+			k.page = k.page[1:]
+		}
+		switch {
+		case len(k.page) > 0 && k.page[0].ID == id:
+			return k.page[0], nil
+		case len(k.page) > 0 || k.done:
+			return nil, nil
+		}
+		page, err := k.exp.SessionExport(ctx, &store.SessionExportParams{AfterID: k.last, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		k.done = len(page) < 1000
+		k.page = page
+		if len(page) > 0 {
+			k.last = page[len(page)-1].ID
+		}
 	}
 }
 
