@@ -41,6 +41,7 @@ func (d *Digest) Equal(o *Digest) bool {
 	return a == b
 }
 
+// String renders the counts and the hash, as stepwise copy prints them.
 func (d *Digest) String() string {
 	return fmt.Sprintf("steps=%d runs=%d evals=%d annotations=%d attachments=%d events=%d vectors=%d sha256=%s",
 		d.Steps, d.Runs, d.Evals, d.Annotations, d.Attachments, d.Events, d.Vectors, d.Hash)
