@@ -77,7 +77,7 @@ batched (a few hundred steps per transaction), so a server can keep running.`,
 	c.Flags().StringVar(&statuses, "status", "", "only sessions whose latest run ended so: completed, failed, cancelled (comma-separated)")
 	c.Flags().BoolVar(&p.DryRun, "dry-run", false, "print what would be deleted, delete nothing")
 	c.Flags().BoolVar(&p.MaterializeForks, "materialize-forks", false, "let a session go although a kept fork reads through it: copy the steps the fork needs into it first")
-	c.Flags().IntVar(&p.BatchSize, "batch", 500, "steps deleted per transaction")
+	c.Flags().IntVar(&p.BatchSize, "batch", 200, "steps deleted per transaction")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
 	return c
 }

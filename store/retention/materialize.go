@@ -38,7 +38,7 @@ func Materialize(ctx context.Context, st store.Store, forkID string, batch int) 
 		return 0, fmt.Errorf("%w: this store cannot materialise forks (store.Importer)", store.ErrInvalid)
 	}
 	if batch <= 0 {
-		batch = 500
+		batch = 200
 	}
 	f, err := st.SessionGet(ctx, &store.SessionGetParams{ID: forkID})
 	if err != nil || f.ParentSessionID == "" {

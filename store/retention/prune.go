@@ -42,7 +42,7 @@ type Params struct {
 	// through it: the fork is materialised first.
 	MaterializeForks bool
 	// BatchSize is how many steps one transaction deletes or copies;
-	// default 500.
+	// default 200.
 	BatchSize int
 	// Now is the time ages are measured from; zero means time.Now().
 	Now time.Time
@@ -98,7 +98,7 @@ func Prune(ctx context.Context, st store.Store, p Params) (*Result, error) {
 		return nil, err
 	}
 	if p.BatchSize == 0 {
-		p.BatchSize = 500
+		p.BatchSize = 200
 	}
 	started := time.Now()
 	pl, err := plan(ctx, st, &p)
