@@ -156,14 +156,19 @@ func TestCopySQLiteToSQLite(t *testing.T) {
 	}
 }
 
-// TestCopySQLiteToPostgres copies the demo database into PostgreSQL and
-// answers the waiting run there.
+// TestCopySQLiteToPostgres copies the demo database into PostgreSQL, and
+// from there into a new SQLite file (PostgreSQL as the source), then
+// answers the waiting run on PostgreSQL.
 func TestCopySQLiteToPostgres(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	pg := copyPostgresDSN(t)
 	run, req := demoDB(t, dir, "sqlite:src.db")
 	copyAndCheck(t, dir, "sqlite:src.db", pg)
+	copyAndCheck(t, dir, pg, "sqlite:back.db")
+	if got, want := dump(t, dir, "sqlite:back.db"), dump(t, dir, "sqlite:src.db"); got != want {
+		t.Fatalf("SQLite → PostgreSQL → SQLite differs:\n got %s\nwant %s", got, want)
+	}
 	answerOn(t, dir, pg, run, req)
 }
 
