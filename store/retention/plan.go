@@ -105,8 +105,33 @@ func reason(s *steptype.Session, why string) *Session {
 	return i
 }
 
-// load reads every session (without metadata) and the fork tree.
+// load reads every session (without metadata) and the fork tree: in id
+// order when the store can list so (a stable order however sessions
+// change activity meanwhile), else by activity.
 func (pl *planner) load(ctx context.Context) error {
+	add := func(s *steptype.Session) {
+		s.Metadata = nil
+		pl.all[s.ID] = s
+		if s.ParentSessionID != "" {
+			pl.children[s.ParentSessionID] = append(pl.children[s.ParentSessionID], s.ID)
+		}
+	}
+	if exp, ok := pl.st.(store.Exporter); ok {
+		after := ""
+		for {
+			page, err := exp.SessionExport(ctx, &store.SessionExportParams{AfterID: after, Limit: 1000})
+			if err != nil {
+				return fmt.Errorf("list sessions: %w", err)
+			}
+			if len(page) == 0 {
+				return nil
+			}
+			for _, s := range page {
+				add(s)
+			}
+			after = page[len(page)-1].ID
+		}
+	}
 	q := &store.SessionListParams{Limit: 1000}
 	for {
 		page, err := pl.st.SessionList(ctx, q)
@@ -114,11 +139,7 @@ func (pl *planner) load(ctx context.Context) error {
 			return fmt.Errorf("list sessions: %w", err)
 		}
 		for _, s := range page.Sessions {
-			s.Metadata = nil
-			pl.all[s.ID] = s
-			if s.ParentSessionID != "" {
-				pl.children[s.ParentSessionID] = append(pl.children[s.ParentSessionID], s.ID)
-			}
+			add(s)
 		}
 		if page.Next == "" {
 			return nil
