@@ -176,7 +176,7 @@ func deleteSession(ctx context.Context, st store.Store, s *steptype.Session, bat
 	}
 	for last := cur.LastSequence; last > cur.ForkSequence; {
 		start := max(cur.ForkSequence+1, last-int64(batch)+1)
-		n, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: s.ID, StartSeq: start})
+		n, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: s.ID, StartSeq: start, KeepActivity: true})
 		total += n
 		if err != nil {
 			return total, err

@@ -169,6 +169,22 @@ func testRetention(t *testing.T, h *harness) {
 		}
 		wantLineage(t, st, "f", "p/1/p-1 f/2/f-2")
 	})
+	h.sub(t, "TruncateKeepsActivity", func(t *testing.T, st store.Store) {
+		old := now.Add(-30 * day)
+		seedSession(t, st, "s", "", 0, 10, "a", old)
+		// A prune interrupted after one batch: the session keeps its age.
+		n, err := st.StepTruncate(t.Context(), &store.StepTruncateParams{SessionID: "s", StartSeq: 6, KeepActivity: true})
+		if err != nil || n != 5 {
+			t.Fatalf("StepTruncate(KeepActivity) = %d, %v", n, err)
+		}
+		if s := getSession(t, st, "s"); !s.UpdatedAt.Equal(old) || s.LastSequence != 5 {
+			t.Errorf("after a batch: updated %v last %d, want %v and 5", s.UpdatedAt, s.LastSequence, old)
+		}
+		res := prune(t, st, retention.Params{OlderThan: 7 * day, Now: now})
+		if !slices.Equal(ids(res.Deleted), []string{"s"}) || res.Steps != 5 {
+			t.Errorf("the next prune deleted %v (%d steps)", ids(res.Deleted), res.Steps)
+		}
+	})
 	h.sub(t, "Batched", func(t *testing.T, st store.Store) {
 		seedSession(t, st, "big", "", 0, 1200, "a", now.Add(-30*day))
 		seedSession(t, st, "keep", "", 0, 1, "a", now)
