@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/transfer"
 )
 
@@ -131,7 +133,12 @@ func (e *env) copy(ctx context.Context, from, to, checkpoint string, page int, q
 	}
 	rep, err := transfer.Copy(ctx, src, dst, opts)
 	bar.done()
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return fmt.Errorf("copy refused: %w (copy into an empty database, or one this copy wrote)", err)
+	case errors.Is(err, transfer.ErrUnsupported), errors.Is(err, transfer.ErrVerify):
+		return fmt.Errorf("copy: %w", err)
+	case err != nil:
 		return fmt.Errorf("copy: %w (progress is kept in %s: run the same command again to continue)", err, checkpoint)
 	}
 	if jsonOut {
