@@ -194,6 +194,27 @@ func testCopy(t *testing.T, h *harness, src store.Store) {
 		if err != nil || e.Score != 0.5 {
 			t.Errorf("copied eval = %+v, %v", e, err)
 		}
+		srcObs := src.(store.ObservationStore)
+		for _, get := range []func(o store.ObservationStore) (any, error){
+			func(o store.ObservationStore) (any, error) { return o.DatasetGet(ctx, &store.DatasetGetParams{ID: "ds"}) },
+			func(o store.ObservationStore) (any, error) {
+				return o.DatasetItemList(ctx, &store.DatasetItemListParams{DatasetID: "ds"})
+			},
+			func(o store.ObservationStore) (any, error) { return o.ExperimentGet(ctx, &store.ExperimentGetParams{ID: "x"}) },
+			func(o store.ObservationStore) (any, error) {
+				return o.ExperimentItemList(ctx, &store.ExperimentItemListParams{ExperimentID: "x"})
+			},
+		} {
+			want, err := get(srcObs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := get(obs)
+			if err != nil {
+				t.Errorf("copied dataset or experiment: %v", err)
+			}
+			sameJSON(t, "copied dataset or experiment", got, want)
+		}
 	}
 	if vs, ok := dst.(store.VectorStore); ok {
 		n, err := vs.VectorCount(ctx, &store.VectorCountParams{Embedder: "e"})
@@ -248,6 +269,27 @@ func seedCopySource(t *testing.T, st store.Store) {
 		_, err = obs.EvalPut(ctx, &store.EvalPutParams{Eval: &store.Eval{ID: "ev1", TargetKind: store.TargetStep, TargetID: steps[1].ID,
 			Name: "q", Source: store.SourceUser, Score: 0.5}})
 		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Date(2025, 5, 1, 10, 0, 0, 0, time.UTC)
+		if _, err := obs.DatasetCreate(ctx, &store.DatasetCreateParams{Dataset: &store.Dataset{ID: "ds", Name: "cities"},
+			Items: []*store.DatasetItem{{Input: "Paris", Expected: "2.1M"}, {Input: "Berlin"}}, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := obs.ExperimentCreate(ctx, &store.ExperimentCreateParams{Experiment: &store.Experiment{ID: "x", Name: "x1",
+			DatasetID: "ds", Agent: "agent", Config: json.RawMessage(`{"k":1}`)}, Now: t0.Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := obs.ExperimentItemPut(ctx, &store.ExperimentItemPutParams{Item: &store.ExperimentItem{ExperimentID: "x", Index: 0,
+			SessionID: "p", Status: "completed", Scores: map[string]float64{"q": 1}}, Now: t0.Add(2 * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		done := store.ExperimentCompleted
+		if _, err := obs.ExperimentUpdate(ctx, &store.ExperimentUpdateParams{ID: "x", Status: &done, Summary: json.RawMessage(`{"q":1}`),
+			Now: t0.Add(3 * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := obs.ExperimentUpdate(ctx, &store.ExperimentUpdateParams{ID: "x", Now: t0.Add(4 * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}

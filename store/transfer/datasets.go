@@ -93,9 +93,14 @@ func (c *copier) experiment(ctx context.Context, x *store.Experiment) error {
 			return fmt.Errorf("write experiment %s: %w", x.ID, err)
 		}
 	}
-	if !x.UpdatedAt.Equal(x.FinishedAt) {
-		if _, err := dst.ExperimentUpdate(ctx, &store.ExperimentUpdateParams{ID: x.ID, Status: &x.Status, Summary: x.Summary,
+	if !x.Status.Terminal() {
+		if _, err := dst.ExperimentUpdate(ctx, &store.ExperimentUpdateParams{ID: x.ID, Summary: x.Summary,
 			Error: &x.Error, Now: x.UpdatedAt}); err != nil {
+			return fmt.Errorf("write experiment %s: %w", x.ID, err)
+		}
+	} else if !x.UpdatedAt.Equal(x.FinishedAt) {
+		// Touch it last at its update time, leaving its finish time.
+		if _, err := dst.ExperimentUpdate(ctx, &store.ExperimentUpdateParams{ID: x.ID, Now: x.UpdatedAt}); err != nil {
 			return fmt.Errorf("write experiment %s: %w", x.ID, err)
 		}
 	}
