@@ -194,13 +194,23 @@ func testCopy(t *testing.T, h *harness, src store.Store) {
 		if err != nil || e.Score != 0.5 {
 			t.Errorf("copied eval = %+v, %v", e, err)
 		}
+		if b, err := obs.BlobGet(ctx, &store.BlobGetParams{Hash: store.BlobHash([]byte("\x89PNG shot"))}); err != nil || string(b.Data) != "\x89PNG shot" {
+			t.Errorf("copied attachment blob = %v, %v", b, err)
+		}
+		if a, err := obs.AnnotationList(ctx, &store.AnnotationListParams{SessionID: "p"}); err != nil || len(a) != 1 || a[0].Annotations.Goal != "find the population" {
+			t.Errorf("copied annotations = %+v, %v", a, err)
+		}
 		srcObs := src.(store.ObservationStore)
 		for _, get := range []func(o store.ObservationStore) (any, error){
-			func(o store.ObservationStore) (any, error) { return o.DatasetGet(ctx, &store.DatasetGetParams{ID: "ds"}) },
+			func(o store.ObservationStore) (any, error) {
+				return o.DatasetGet(ctx, &store.DatasetGetParams{ID: "ds"})
+			},
 			func(o store.ObservationStore) (any, error) {
 				return o.DatasetItemList(ctx, &store.DatasetItemListParams{DatasetID: "ds"})
 			},
-			func(o store.ObservationStore) (any, error) { return o.ExperimentGet(ctx, &store.ExperimentGetParams{ID: "x"}) },
+			func(o store.ObservationStore) (any, error) {
+				return o.ExperimentGet(ctx, &store.ExperimentGetParams{ID: "x"})
+			},
 			func(o store.ObservationStore) (any, error) {
 				return o.ExperimentItemList(ctx, &store.ExperimentItemListParams{ExperimentID: "x"})
 			},
@@ -269,6 +279,18 @@ func seedCopySource(t *testing.T, st store.Store) {
 		_, err = obs.EvalPut(ctx, &store.EvalPutParams{Eval: &store.Eval{ID: "ev1", TargetKind: store.TargetStep, TargetID: steps[1].ID,
 			Name: "q", Source: store.SourceUser, Score: 0.5}})
 		if err != nil {
+			t.Fatal(err)
+		}
+		goal := "find the population"
+		if _, err := obs.AnnotationPut(ctx, &store.AnnotationPutParams{StepID: steps[2].ID, Goal: &goal}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := obs.BlobPut(ctx, &store.BlobPutParams{Data: []byte("\x89PNG shot"), ContentType: "image/png"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := obs.AttachmentAdd(ctx, &store.AttachmentAddParams{Attachment: &store.Attachment{ID: "att", StepID: steps[2].ID,
+			Name: "shot.png", Kind: "screenshot", BlobHash: b.Hash}}); err != nil {
 			t.Fatal(err)
 		}
 		t0 := time.Date(2025, 5, 1, 10, 0, 0, 0, time.UTC)
