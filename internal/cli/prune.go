@@ -144,6 +144,11 @@ func printPrune(e *env, res *retention.Result) {
 		fmt.Fprintf(tw, "kept\t%s\t%s\t%s\n", s.ID, s.Agent, s.Reason)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(e.stdout, "%s %d sessions (%d steps), %d blobs; materialised %d forks (%d steps copied); kept %d\n",
-		verb, len(res.Deleted), res.Steps, res.Blobs, len(res.Materialized), res.Copied, len(res.Kept))
+	if res.DryRun {
+		fmt.Fprintf(e.stdout, "would delete %d sessions (%d steps) and the blobs only they use; would materialise %d forks; kept %d\n",
+			len(res.Deleted), res.Steps, len(res.Materialized), len(res.Kept))
+		return
+	}
+	fmt.Fprintf(e.stdout, "deleted %d sessions (%d steps), %d blobs; materialised %d forks (%d steps copied); kept %d\n",
+		len(res.Deleted), res.Steps, res.Blobs, len(res.Materialized), res.Copied, len(res.Kept))
 }
