@@ -74,6 +74,22 @@ func testImport(t *testing.T, h *harness) {
 		mustAppend(t, st, newStep("f", "f-6"))
 		wantView(t, "appended", list(t, st, &store.StepListParams{SessionID: "f", StartSeq: 6}), "f/6/f-6")
 	})
+	h.sub(t, "PendingInputExpiry", func(t *testing.T, st store.Store) {
+		at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+		sess := &steptype.Session{ID: "s", Agent: "a", LastSequence: 1, CreatedAt: at, UpdatedAt: at}
+		if err := importer(t, st).SessionImport(t.Context(), &store.SessionImportParams{Session: sess}); err != nil {
+			t.Fatal(err)
+		}
+		w := &steptype.Step{ID: "ask", SessionID: "s", Sequence: 1, Kind: steptype.KindInput, Status: steptype.StepWaiting,
+			CreatedAt: at, Inputs: json.RawMessage(`{"prompt":"ok?","expires_at":"2025-03-02T00:00:00Z"}`)}
+		if err := importer(t, st).StepImport(t.Context(), &store.StepImportParams{Steps: []*steptype.Step{w}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.StepExpiring(t.Context(), &store.StepExpiringParams{Before: at.Add(48 * time.Hour)})
+		if err != nil || len(got) != 1 || got[0].ID != "ask" {
+			t.Errorf("StepExpiring after importing a waiting request = %v, %v: want it due", got, err)
+		}
+	})
 	h.sub(t, "Conflicts", func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		imp := importer(t, st)
