@@ -51,6 +51,7 @@ func (s *Store) RunImport(ctx context.Context, p *store.RunImportParams) error {
 		return err
 	}
 	_, err = inTx(s, ctx, func(tx *wtx) (struct{}, error) {
+		var c changes // a server on the destination learns of a queued or waiting run at once
 		for _, r := range runs {
 			args, err := runArgs(r)
 			if err != nil {
@@ -65,6 +66,7 @@ func (s *Store) RunImport(ctx context.Context, p *store.RunImportParams) error {
 				return struct{}{}, err
 			}
 			if tag.RowsAffected() == 1 {
+				c.run(steptype.RunRunning, r)
 				continue
 			}
 			old, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`, r.ID))
@@ -75,7 +77,7 @@ func (s *Store) RunImport(ctx context.Context, p *store.RunImportParams) error {
 				return struct{}{}, rules.ImportConflict("run", r.ID)
 			}
 		}
-		return struct{}{}, nil
+		return struct{}{}, notify(ctx, tx, s.changesChannel(), &c)
 	})
 	return err
 }
@@ -112,8 +114,16 @@ func (s *Store) StepImport(ctx context.Context, p *store.StepImportParams) error
 		if err != nil {
 			return struct{}{}, err
 		}
-		if len(inserted) == len(steps) {
-			return struct{}{}, nil
+		var c changes
+		last := map[string]int64{}
+		for _, is := range steps {
+			last[is.Step.SessionID] = max(last[is.Step.SessionID], is.Step.Sequence)
+		}
+		for sid, seq := range last {
+			c.step(sid, seq)
+		}
+		if err := notify(ctx, tx, s.changesChannel(), &c); err != nil || len(inserted) == len(steps) {
+			return struct{}{}, err
 		}
 		for _, id := range inserted {
 			delete(want, id)
@@ -194,4 +204,18 @@ func (s *Store) SessionExport(ctx context.Context, p *store.SessionExportParams)
 		out = append(out, sess)
 	}
 	return out, mapErr(rows.Err())
+}
+
+// notify publishes the changes of an import in its transaction, as every
+// write that commits steps or changes a run's status does.
+func notify(ctx context.Context, tx *wtx, channel string, c *changes) error {
+	if channel == "" {
+		return nil
+	}
+	for _, p := range c.payloads {
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }

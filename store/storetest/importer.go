@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,6 +89,37 @@ func testImport(t *testing.T, h *harness) {
 		got, err := st.StepExpiring(t.Context(), &store.StepExpiringParams{Before: at.Add(48 * time.Hour)})
 		if err != nil || len(got) != 1 || got[0].ID != "ask" {
 			t.Errorf("StepExpiring after importing a waiting request = %v, %v: want it due", got, err)
+		}
+	})
+	h.sub(t, "Notifications", func(t *testing.T, st store.Store) {
+		n := st.Notifier()
+		if n == nil {
+			t.Skip("the driver has no Notifier (Options.Notifier is false): changes are seen in-process only")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		ch, err := n.Listen(ctx, store.ChannelChanges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+		seedSession(t, st, "s", "", 0, 2, "a", at)
+		r := &steptype.Run{ID: "r", SessionID: "s", Agent: "a", Status: steptype.RunQueued, CreatedAt: at, UpdatedAt: at}
+		if err := importer(t, st).RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{r}}); err != nil {
+			t.Fatal(err)
+		}
+		// Another instance serving the destination learns of the steps and
+		// of the queued run at once.
+		want := []string{store.ChangeStep("s", 2), store.ChangeRun("s", "r", "queued")}
+		var got []string
+		timeout := time.After(10 * time.Second)
+		for !containsAll(got, want) {
+			select {
+			case p := <-ch:
+				got = append(got, p)
+			case <-timeout:
+				t.Fatalf("notifications %q, want %q among them", got, want)
+			}
 		}
 	})
 	h.sub(t, "Conflicts", func(t *testing.T, st store.Store) {
