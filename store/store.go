@@ -201,6 +201,10 @@ type StepCountParams struct {
 type StepTruncateParams struct {
 	SessionID string
 	StartSeq  int64
+	// KeepActivity leaves the session's activity time (UpdatedAt) as it
+	// was: retention deletes an old session's steps in batches, and an
+	// interrupted prune must not make the session look recently active.
+	KeepActivity bool
 }
 
 // StepResolveParams are the parameters of Store.StepResolve.

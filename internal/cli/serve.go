@@ -18,6 +18,7 @@ func init() { register(serveCmd) }
 func serveCmd(e *env) *cobra.Command {
 	var addr, agentsDir, tokensFile string
 	var tokens, agentFiles []string
+	var sp servePrune
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7700] [--agents DIR]",
 		Short: "Serve the HTTP API, the event streams and the dashboard",
@@ -38,6 +39,10 @@ runs stop at a step boundary and are resumed at the next start.`,
 			if err := server.RequireTokens(addr, toks); err != nil {
 				return err
 			}
+			pruning, err := sp.check()
+			if err != nil {
+				return err
+			}
 			files := append([]string(nil), agentFiles...)
 			if agentsDir != "" {
 				found, err := agentFilesIn(agentsDir)
@@ -51,6 +56,12 @@ runs stop at a step boundary and are resumed at the next start.`,
 				return err
 			}
 			defer rt.Close()
+			if pruning {
+				pctx, stop := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() { defer close(done); sp.run(pctx, rt.st, e.stdout) }()
+				defer func() { stop(); <-done }() // before the store closes
+			}
 			return e.listen(ctx, rt, addr, toks)
 		},
 	}
@@ -59,6 +70,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringSliceVar(&agentFiles, "agent", nil, "agent file (repeatable)")
 	c.Flags().StringSliceVar(&tokens, "token", nil, "accepted bearer token (repeatable)")
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
+	sp.flags(c)
 	return c
 }
 

@@ -31,6 +31,10 @@ type Store struct {
 type sessionRow struct {
 	s     *steptype.Session
 	steps []*stepRow
+	// pre are a fork's own copies of its inherited steps 1..len(pre),
+	// imported to materialise it and read only once SessionDetach cut its
+	// lineage (import.go).
+	pre []*stepRow
 }
 
 // stepRow is a stored step: its wire JSON plus the fields reads filter on.
@@ -107,7 +111,11 @@ func (m *Store) visible(sr *sessionRow, start, end int64) []*stepRow {
 	for _, seg := range rules.Segments(m.chain(sr), start, end) {
 		own := m.sessions[seg.SessionID]
 		base := own.s.ForkSequence + 1
-		rows = append(rows, own.steps[seg.From-base:seg.To-base+1]...)
+		// An imported session may not hold all its steps yet.
+		to := min(seg.To-base+1, int64(len(own.steps)))
+		if from := seg.From - base; from < to {
+			rows = append(rows, own.steps[from:to]...)
+		}
 	}
 	return rows
 }

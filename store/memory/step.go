@@ -236,7 +236,9 @@ func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (in
 		delete(m.steps, row.id)
 	}
 	sess.LastSequence = p.StartSeq - 1
-	sess.UpdatedAt = rules.Now(time.Time{})
+	if !p.KeepActivity {
+		sess.UpdatedAt = rules.Now(time.Time{})
+	}
 	sr.s = sess
 	sr.steps = slices.Clip(sr.steps[:len(sr.steps)-len(cut)])
 	return int64(len(cut)), nil

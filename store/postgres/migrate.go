@@ -67,6 +67,9 @@ func migrateTo(ctx context.Context, cc *pgx.ConnConfig, schema string, target in
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}
+	if err := checkNewer(ctx, p); err != nil {
+		return 0, err
+	}
 	if _, err := p.UpTo(ctx, target); err != nil {
 		return 0, fmt.Errorf("migrate: %w", err)
 	}

@@ -278,7 +278,9 @@ func (s *Store) StepTruncate(ctx context.Context, p *store.StepTruncateParams) (
 			rules.AddTotals(sess, st, -1)
 		}
 		sess.LastSequence = p.StartSeq - 1
-		sess.UpdatedAt = rules.Now(time.Time{})
+		if !p.KeepActivity {
+			sess.UpdatedAt = rules.Now(time.Time{})
+		}
 		_, err = tx.Exec(ctx, sessionTotalsSQL, sess.LastSequence, sess.InputTokens, sess.OutputTokens, sess.Cost, nanos(sess.UpdatedAt), sess.ID)
 		return int64(len(deleted)), err
 	})

@@ -115,8 +115,10 @@ func lockEmbedder(ctx context.Context, tx *wtx, name string, dim int, now int64)
 	var last int64
 	err := tx.QueryRow(ctx, `SELECT dim, last_seq FROM vector_embedders WHERE name = $1 FOR NO KEY UPDATE`, name).Scan(&stored, &last)
 	if errors.Is(err, pgx.ErrNoRows) {
+		// No conflict target: a concurrent first upsert may collide on
+		// name or on (name, dim), and either way this one locks its row.
 		tag, err := tx.Exec(ctx, `INSERT INTO vector_embedders (name, dim, created_at) VALUES ($1, $2, $3)
-			ON CONFLICT (name) DO NOTHING`, name, dim, now)
+			ON CONFLICT DO NOTHING`, name, dim, now)
 		if err != nil {
 			return 0, err
 		}

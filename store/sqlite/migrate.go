@@ -36,6 +36,9 @@ func migrate(ctx context.Context, db *sql.DB) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}
+	if err := checkNewer(ctx, p); err != nil {
+		return 0, err
+	}
 	if _, err := p.Up(ctx); err != nil {
 		return 0, fmt.Errorf("migrate: %w", mapErr(err))
 	}

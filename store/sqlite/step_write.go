@@ -159,7 +159,9 @@ func (s *Store) StepTruncate(ctx context.Context, p *store.StepTruncateParams) (
 			return 0, err
 		}
 		sess.LastSequence = p.StartSeq - 1
-		sess.UpdatedAt = rules.Now(time.Time{})
+		if !p.KeepActivity {
+			sess.UpdatedAt = rules.Now(time.Time{})
+		}
 		return n, tx.saveTotals(sess)
 	})
 }

@@ -81,6 +81,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		{"Reopen", testReopen},
 		{"Observation", testObservation},
 		{"Vectors", testVectors},
+		{"Import", testImport},
+		{"Retention", testRetention},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
