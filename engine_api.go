@@ -242,18 +242,22 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 		run = claimed[0]
 	}
 	x := &execution{e: e, agent: a, run: run, parent: parent}
-	base := ctx
 	if parent != nil {
-		base = parent.ctx
+		x.ctx, x.cancel = context.WithCancelCause(parent.ctx)
 		x.sink = parent.sink
+	} else {
+		// The consumer's cancellation reaches the execution with a cause of
+		// its own, so that it hands the run back instead of failing a step.
+		x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		x.unwatch = context.AfterFunc(ctx, func() { x.cancel(&goneError{cause: context.Cause(ctx)}) })
 	}
-	x.ctx, x.cancel = context.WithCancelCause(base)
 	if t := a.Limits.RunTimeout; t > 0 && parent == nil {
 		var cancel context.CancelFunc
 		x.ctx, cancel = context.WithTimeoutCause(x.ctx, t, ErrRunTimeout)
 		_ = cancel // released with x.cancel
 	}
 	if err := x.load(ctx); err != nil {
+		x.abandon()
 		return nil, err
 	}
 	x.done = make(chan struct{})
@@ -262,6 +266,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 		// The background executor registered it meanwhile (it claimed the
 		// run first and owns the execution).
 		e.mu.Unlock()
+		x.abandon()
 		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
 	}
 	e.active[runID] = x
@@ -271,9 +276,17 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	return x, nil
 }
 
+// abandon releases the contexts of an execution that never started.
+func (x *execution) abandon() {
+	x.cancel(nil)
+	if x.unwatch != nil {
+		x.unwatch()
+	}
+}
+
 // release ends an execution's hold on its run.
 func (x *execution) release() {
-	x.cancel(nil)
+	x.abandon()
 	x.e.mu.Lock()
 	if x.e.active[x.run.ID] == x {
 		delete(x.e.active, x.run.ID)

@@ -14,9 +14,38 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-// errDetached cancels an execution whose consumer stopped iterating; the
-// run is handed back to the queue, not failed.
-var errDetached = errors.New("stepwise: execution detached by its consumer")
+// Causes of an execution's cancellation that stop it without failing the
+// run: the call in flight commits nothing, and the run is handed back to the
+// queue to be resumed from its cursor (here, on another instance, or by the
+// next `stepwise resume`). Only a per-step timeout or a genuine error of the
+// call is ever recorded as a step.
+var (
+	// errDetached: the consumer of an inline execution stopped iterating.
+	errDetached = errors.New("stepwise: execution detached by its consumer")
+	// errShutdown: Engine.Stop (a graceful shutdown of the process).
+	errShutdown = errors.New("stepwise: engine stopping")
+	// errConsumerGone: the context of an inline execution was cancelled
+	// (Ctrl-C or SIGTERM of the CLI, a caller giving up); it wraps the
+	// context's cause.
+	errConsumerGone = errors.New("stepwise: execution context cancelled")
+)
+
+// goneError is errConsumerGone with the cause of the consumer's context.
+type goneError struct{ cause error }
+
+func (g *goneError) Error() string        { return errConsumerGone.Error() + ": " + g.cause.Error() }
+func (g *goneError) Is(target error) bool { return target == errConsumerGone }
+func (g *goneError) Unwrap() error        { return g.cause }
+
+// handedBack reports whether err stops an execution without failing its run.
+func handedBack(err error) bool {
+	return errors.Is(err, errDetached) || errors.Is(err, errShutdown) || errors.Is(err, errConsumerGone)
+}
+
+// interrupted reports whether the execution itself was stopped (shutdown,
+// detach, cancel, lease lost): whatever is in flight then commits nothing.
+// A per-step timeout cancels only the step's context, not this one.
+func (x *execution) interrupted() bool { return context.Cause(x.ctx) != nil }
 
 // execution is one process executing one run between a claim and a park or
 // finish. It is the only writer of the run while it holds the lease.
@@ -27,6 +56,8 @@ type execution struct {
 	conv   *conversation
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// unwatch stops relaying the consumer's cancellation (inline runs).
+	unwatch func() bool
 	sink   chan<- *Event // inline consumer, nil for background runs
 	parent *execution
 
@@ -457,17 +488,25 @@ func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
 	return nil
 }
 
-// stopped handles an execution that cannot continue: a detached consumer
-// hands the run back to the queue; a cancelled run just stops; other errors
-// are returned.
+// stopped handles an execution that cannot continue: a detached consumer,
+// a shutdown or a cancelled consumer context hands the run back to the queue
+// (nothing of the step in flight was committed); a cancelled run just stops;
+// other errors are returned.
 func (x *execution) stopped(err error) error {
 	switch {
-	case errors.Is(err, errDetached):
+	case handedBack(err):
 		queued := steptype.RunQueued
 		_, _ = x.e.store.RunUpdate(context.WithoutCancel(x.ctx), &store.RunUpdateParams{
 			ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning},
 			Status: &queued, ClearLease: true, Now: x.e.now(),
 		})
+		x.mu.Lock()
+		x.run.Status = queued
+		x.mu.Unlock()
+		var g *goneError
+		if errors.As(err, &g) {
+			return g.cause // the caller cancelled its context: say so
+		}
 		return nil
 	case errors.Is(err, ErrRunCancelled):
 		return nil

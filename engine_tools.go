@@ -11,6 +11,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
@@ -98,6 +99,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		idemBase = x.run.ID + ":" + strconv.FormatInt(x.conv.lastAssistant.Sequence, 10)
 	}
 	parked := false
+	var children []string // child runs this run parks on
 	var firstErr error
 	// handle commits what a call produced; it runs on this goroutine only.
 	handle := func(o *outcome) bool {
@@ -109,6 +111,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		case o.child != "":
 			remaining--
 			parked = true
+			children = append(children, o.child)
 		case o.park:
 			// Committed at the end with the status change, in one
 			// transaction, so an answer can never arrive before the run
@@ -177,6 +180,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 			return nil, err
 		}
 		x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
+		x.recheckChildren(children)
 		return &Next{committed: true}, nil
 	}
 	if !moved {
@@ -186,6 +190,18 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 	}
 	return &Next{committed: true}, nil
+}
+
+// recheckChildren wakes this run if a child it parked on finished before
+// the park was committed (the child's own wake-up found it still running).
+func (x *execution) recheckChildren(ids []string) {
+	ctx := context.WithoutCancel(x.ctx)
+	for _, id := range ids {
+		if r, err := x.e.store.RunGet(ctx, &store.RunGetParams{ID: id}); err == nil && r.Status.Terminal() {
+			x.e.wakeParent(ctx, x.run.ID)
+			return
+		}
+	}
 }
 
 // commitToolStep commits a tool result; the last one moves the cursor on.
@@ -210,7 +226,9 @@ func (x *execution) anyWaiting() bool {
 // attempts and finally the result step.
 func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string, send func(*outcome) bool) {
 	if sub := x.subAgent(call.Name); sub != nil {
-		send(x.callSubAgent(ctx, sub, call))
+		if o := x.callSubAgent(ctx, sub, call); o != nil {
+			send(o)
+		}
 		return
 	}
 	if call.Name == AskHumanTool {
@@ -242,6 +260,11 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string
 			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: hex.EncodeToString(idem[:16]),
 			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt,
 		})
+		if x.interrupted() {
+			// Stopped by a shutdown, a detach or a cancel while the call was
+			// in flight: commit nothing, the call re-runs on resume.
+			return
+		}
 		if err == nil || llm.Classify(err) != steptype.ErrorTransient || attempt >= pol.MaxAttempts || ctx.Err() != nil {
 			if err != nil {
 				res = &tool.Result{Content: "error: " + err.Error(), IsError: true}
