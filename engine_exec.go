@@ -58,8 +58,8 @@ type execution struct {
 	cancel context.CancelCauseFunc
 	// unwatch stops relaying the consumer's cancellation (inline runs).
 	unwatch func() bool
-	sink   chan<- *Event // inline consumer, nil for background runs
-	parent *execution
+	sink    chan<- *Event // inline consumer, nil for background runs
+	parent  *execution
 
 	prevStepID  string
 	lastSeq     int64
