@@ -258,6 +258,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	}
 	if err := x.load(ctx); err != nil {
 		x.abandon()
+		x.handBack() // claimed but never started
 		return nil, err
 	}
 	x.done = make(chan struct{})
@@ -266,7 +267,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 		// The background executor registered it meanwhile (it claimed the
 		// run first and owns the execution).
 		e.mu.Unlock()
-		x.abandon()
+		x.abandon() // not ours to hand back: the other execution owns it
 		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
 	}
 	e.active[runID] = x

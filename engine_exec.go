@@ -495,14 +495,7 @@ func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
 func (x *execution) stopped(err error) error {
 	switch {
 	case handedBack(err):
-		queued := steptype.RunQueued
-		_, _ = x.e.store.RunUpdate(context.WithoutCancel(x.ctx), &store.RunUpdateParams{
-			ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning},
-			Status: &queued, ClearLease: true, Now: x.e.now(),
-		})
-		x.mu.Lock()
-		x.run.Status = queued
-		x.mu.Unlock()
+		x.handBack()
 		var g *goneError
 		if errors.As(err, &g) {
 			return g.cause // the caller cancelled its context: say so
@@ -512,6 +505,22 @@ func (x *execution) stopped(err error) error {
 		return nil
 	}
 	return err
+}
+
+// handBack returns the run to the queue and releases its lease, so that the
+// next claim (here, elsewhere, or `stepwise resume`) continues it at once.
+func (x *execution) handBack() {
+	queued := steptype.RunQueued
+	_, err := x.e.store.RunUpdate(context.WithoutCancel(x.ctx), &store.RunUpdateParams{
+		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning},
+		Status: &queued, ClearLease: true, Now: x.e.now(),
+	})
+	if err == nil {
+		x.mu.Lock()
+		x.run.Status = queued
+		x.mu.Unlock()
+		x.e.notifyRunnable(x.run.ID)
+	}
 }
 
 func toRaw(v any) (json.RawMessage, error) {

@@ -2,14 +2,18 @@ package main_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,14 +90,59 @@ func transcript(t *testing.T, db, session string) []string {
 	return out
 }
 
-// TestCrashSafety SIGKILLs the real binary at random moments of a
-// multi-step run on a SQLite file, resumes it with `stepwise resume`, and
-// checks after every kill that committed steps are intact, gap-free and not
-// duplicated, and at the end that the run completed with the transcript of
-// an uninterrupted run.
+// crashAgent copies the crash agent into dir with http_get pointed at a
+// loopback server that answers after a delay, so that kills and signals land
+// inside tool calls too. It returns the agent file's path.
+func crashAgent(t *testing.T, dir string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(30 * time.Millisecond): // latency of a real API
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, "value of %s", r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
+	for _, name := range []string{"agent.yaml", "script.yaml"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "crash", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = []byte(strings.ReplaceAll(string(b), "127.0.0.1:PORT", "127.0.0.1:"+port))
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "agent.yaml")
+}
+
+// crashSeed is the seed of a random schedule: STEPWISE_CRASH_SEED replays one.
+func crashSeed(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("STEPWISE_CRASH_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("STEPWISE_CRASH_SEED: %v", err)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (replay with STEPWISE_CRASH_SEED=%d)", seed, seed)
+	return seed
+}
+
+// TestCrashSafety interrupts the real binary at random moments of a
+// multi-step run on a SQLite file — SIGKILL, or a graceful SIGTERM or
+// SIGINT (Ctrl-C) — resumes it with `stepwise resume`, and checks after
+// every interruption that committed steps are intact, gap-free and not
+// duplicated (and, after a graceful stop, that the run was handed back, not
+// left leased), and at the end that the run completed with the transcript of
+// an uninterrupted run: a call cut off by a signal commits nothing and
+// re-runs, it is never recorded as an error it did not have.
 func TestCrashSafety(t *testing.T) {
-	agent, _ := filepath.Abs("testdata/crash/agent.yaml")
 	dir := t.TempDir()
+	agent := crashAgent(t, dir)
 
 	// The reference: an uninterrupted run.
 	refDB := filepath.Join(dir, "ref.db")
@@ -103,19 +152,27 @@ func TestCrashSafety(t *testing.T) {
 	}
 	m := runLine.FindStringSubmatch(out)
 	want := transcript(t, refDB, m[1])
-	if len(want) < 30 {
+	if len(want) < 40 {
 		t.Fatalf("reference transcript too short: %d steps", len(want))
 	}
+	for _, l := range want {
+		if strings.Contains(l, "error") {
+			t.Fatalf("reference run recorded an error: %s", l)
+		}
+	}
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	seed := crashSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	signals := []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGINT}
+	sent := map[syscall.Signal]int{}
 	kills, rounds := 0, 0
-	for kills < 60 {
+	for kills < 90 {
 		rounds++
 		db := filepath.Join(dir, fmt.Sprintf("crash-%d.db", rounds))
 		args := []string{"--db", "sqlite:" + db, "run", "--agent", agent, "--input", "go"}
 		var session, run string
 		for attempt := 0; ; attempt++ {
-			if attempt > 200 {
+			if attempt > 500 {
 				t.Fatal("run never completed")
 			}
 			cmd := exec.Command(bin, args...)
@@ -125,7 +182,8 @@ func TestCrashSafety(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cmd.Stderr = os.Stderr
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -156,34 +214,57 @@ func TestCrashSafety(t *testing.T) {
 				}
 				done <- cmd.Wait()
 			}()
-			delay := time.Duration(rng.IntN(250)+10) * time.Millisecond
+			delay := time.Duration(rng.IntN(400)+10) * time.Millisecond
+			sig := signals[rng.IntN(len(signals))]
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Fatalf("process failed: %v", err)
+					t.Fatalf("process failed: %v\n%s", err, stderr.String())
 				}
 			case <-time.After(delay):
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				<-done
+				_ = cmd.Process.Signal(sig)
+				select {
+				case <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("round %d: no exit 30s after %v", rounds, sig)
+				}
 				kills++
+				sent[sig]++
 				transcript(t, db, session) // intact, gap-free, no duplicates
+				if sig != syscall.SIGKILL {
+					// The stopped process handed the run back (a lease of an
+					// earlier, killed process may remain).
+					if r := runRow(t, db, run); r.Status == steptype.RunRunning && strings.Contains(r.LeaseOwner, fmt.Sprintf("-%d-", cmd.Process.Pid)) {
+						t.Fatalf("round %d: after %v the run is still running (lease %s), not handed back\n%s", rounds, sig, r.LeaseOwner, stderr.String())
+					}
+				}
 				continue
 			}
 			break
 		}
 		got := transcript(t, db, session)
 		if d := diff(got, want); d != "" {
-			t.Fatalf("round %d (after %d kills): transcript differs from the uninterrupted run:\n%s", rounds, kills, d)
+			t.Fatalf("round %d (after %d interruptions, seed %d): transcript differs from the uninterrupted run:\n%s", rounds, kills, seed, d)
 		}
-		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: db, ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := st.RunGet(context.Background(), &store.RunGetParams{ID: run})
-		st.Close()
-		if err != nil || r.Status != steptype.RunCompleted {
-			t.Fatalf("round %d: run %v %+v", rounds, err, r)
+		if r := runRow(t, db, run); r.Status != steptype.RunCompleted {
+			t.Fatalf("round %d: run %+v", rounds, r)
 		}
 	}
-	t.Logf("%d kills over %d runs; every run completed with the reference transcript (%d steps)", kills, rounds, len(want))
+	t.Logf("%d interruptions (SIGKILL %d, SIGTERM %d, SIGINT %d) over %d runs, seed %d; every run completed with the reference transcript (%d steps)",
+		kills, sent[syscall.SIGKILL], sent[syscall.SIGTERM], sent[syscall.SIGINT], rounds, seed, len(want))
+}
+
+// runRow reads a run from a SQLite file.
+func runRow(t *testing.T, db, id string) *steptype.Run {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: db, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := st.RunGet(context.Background(), &store.RunGetParams{ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
