@@ -94,15 +94,20 @@ func transcript(t *testing.T, db, session string) []string {
 // loopback server that answers after a delay, so that kills and signals land
 // inside tool calls too. It returns the agent file's path.
 func crashAgent(t *testing.T, dir string) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return crashAgentWith(t, dir, func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-time.After(30 * time.Millisecond): // latency of a real API
 		case <-r.Context().Done():
 			return
 		}
 		fmt.Fprintf(w, "value of %s", r.URL.Path)
-	}))
+	})
+}
+
+// crashAgentWith is crashAgent with the given http_get handler.
+func crashAgentWith(t *testing.T, dir string, h http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
 	for _, name := range []string{"agent.yaml", "script.yaml"} {
