@@ -178,6 +178,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		if s.Status == "" {
 			s.Status = steptype.StepCompleted
 		}
+		stampMetrics(s, now)
 		s.CreatedAt = now
 		x.prevStepID = s.ID
 	}
@@ -236,6 +237,25 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		x.e.afterCommit(stored)
 	}
 	return nil
+}
+
+// stampMetrics makes every committed step say when its work started and how
+// long it took: a step without times finished at its commit; a waiting step
+// (a request) has only its start, its finish is set when it is resolved.
+func stampMetrics(s *Step, now time.Time) {
+	m := &s.Metrics
+	if m.StartedAt.IsZero() {
+		m.StartedAt = now
+	}
+	if s.Status == steptype.StepWaiting {
+		return
+	}
+	if m.FinishedAt.IsZero() {
+		m.FinishedAt = now
+	}
+	if m.Duration == 0 && m.FinishedAt.After(m.StartedAt) {
+		m.Duration = m.FinishedAt.Sub(m.StartedAt)
+	}
 }
 
 // conflict explains a failed fenced write: the run was cancelled, finished

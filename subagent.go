@@ -61,7 +61,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 			return &outcome{child: child.ID}
 		}
 		if err != nil {
-			return x.agentResult(call, child.ParentStepID, toolError("sub-agent: "+err.Error()))
+			return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
 		}
 		err = cx.loop()
 		cx.release()
@@ -71,13 +71,13 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 			return nil
 		}
 		if err != nil {
-			return x.agentResult(call, child.ParentStepID, toolError("sub-agent: "+err.Error()))
+			return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
 		}
 		child = cx.runSnapshot()
 	}
 	switch child.Status {
 	case steptype.RunCompleted:
-		return x.agentResult(call, child.ParentStepID, &tool.Result{Content: child.Output})
+		return x.childResult(call, child, &tool.Result{Content: child.Output})
 	case steptype.RunWaiting:
 		return &outcome{child: child.ID}
 	default:
@@ -85,7 +85,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		if child.Error != nil {
 			msg += ": " + child.Error.Message
 		}
-		return x.agentResult(call, child.ParentStepID, toolError(msg))
+		return x.childResult(call, child, toolError(msg))
 	}
 }
 
@@ -121,12 +121,22 @@ func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, inp
 }
 
 // agentResult builds the parent's agent step for a sub-agent call; stepID
-// is the id its child run links to.
+// is the id its child run links to. The step started when the call did.
 func (x *execution) agentResult(call ToolCall, stepID string, r *tool.Result) *outcome {
 	s := x.toolResultStep(call, r)
 	s.Kind = steptype.KindAgent
 	s.ID = stepID
 	return &outcome{step: s, final: true}
+}
+
+// childResult is agentResult for a call that has a child run: the step
+// started when the child run did.
+func (x *execution) childResult(call ToolCall, child *Run, r *tool.Result) *outcome {
+	o := x.agentResult(call, child.ParentStepID, r)
+	if !child.CreatedAt.IsZero() && child.CreatedAt.Before(o.step.Metrics.FinishedAt) {
+		o.step.Metrics.StartedAt = child.CreatedAt
+	}
+	return o
 }
 
 func toolError(msg string) *tool.Result {
