@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,30 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/sqlite"
 )
+
+// fetchAgent writes an agent that fetches /value/0../value/3 with http_get
+// from a loopback server with handler h, one call per model turn (a single
+// call runs on the run's own goroutine, two or more in parallel: the crash
+// test covers those). It returns the agent file's path.
+func fetchAgent(t *testing.T, dir string, h http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	var script strings.Builder
+	script.WriteString("turns:\n")
+	for i := range 4 {
+		fmt.Fprintf(&script, "  - text: \"Fetching value %d.\"\n    tool_calls:\n      - {name: http_get, arguments: {url: \"http://%s/value/%d\"}}\n", i, host, i)
+	}
+	script.WriteString("  - text: \"Fetched them all.\"\n")
+	agent := fmt.Sprintf("name: fetcher\nmodel: scripted:script.yaml\ntools:\n  - http_get: {allow_hosts: [%q]}\n", host)
+	for name, body := range map[string]string{"agent.yaml": agent, "script.yaml": script.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "agent.yaml")
+}
 
 // serveProc is a running `stepwise serve`.
 type serveProc struct {
@@ -85,7 +110,7 @@ func TestServeSIGTERMDuringToolCalls(t *testing.T) {
 	// stops); its re-run after the restart is answered.
 	hold, seen := true, map[string]bool{}
 	arrived := make(chan string, 64)
-	agent := crashAgentWith(t, dir, func(w http.ResponseWriter, r *http.Request) {
+	agent := fetchAgent(t, dir, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		h := hold && !seen[r.URL.Path]
 		seen[r.URL.Path] = true
@@ -121,7 +146,7 @@ func TestServeSIGTERMDuringToolCalls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if run, _, err = c.StartRun(ctx, "crashy", "go"); err != nil {
+			if run, _, err = c.StartRun(ctx, "fetcher", "go"); err != nil {
 				t.Fatal(err)
 			}
 		}
