@@ -1,8 +1,10 @@
 package stepwise
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -27,6 +29,19 @@ type conversation struct {
 	// chain[i] hashes messages[:i+1] (canonical JSON, chained), so a
 	// request fingerprint costs O(1) per call instead of O(history).
 	chain [][sha256.Size]byte
+	// The results that directly follow an assistant tool-call message are
+	// hashed in the order of its calls, not in the order they committed
+	// (parallel calls finish in any order; the model does not care):
+	// blockAt is the index of that assistant message (-1: none open) and
+	// block its results so far, with their call positions.
+	blockAt int
+	block   []blockResult
+}
+
+// blockResult is a tool result of the open block and its call's position.
+type blockResult struct {
+	pos int
+	msg llm.Message
 }
 
 // tokens returns the estimated tokens of the first n messages.
@@ -37,7 +52,7 @@ func (c *conversation) tokens(n int) int {
 	return c.prefix[n-1]
 }
 
-func newConversation() *conversation { return &conversation{answered: map[string]bool{}} }
+func newConversation() *conversation { return &conversation{answered: map[string]bool{}, blockAt: -1} }
 
 // inThread reports whether a step belongs to the model context of a run at
 // hop `hop` (root runs see every hop-0 message of the session; child runs
@@ -57,11 +72,12 @@ func (c *conversation) add(s *Step) {
 	m := llm.MessageOf(s)
 	c.msgs = append(c.msgs, m)
 	c.prefix = append(c.prefix, c.tokens(len(c.prefix))+EstimateTokens(m))
-	c.chain = append(c.chain, chainHash(c.chain, m))
+	c.chain = append(c.chain, c.nextHash(s, m))
 	c.seqs = append(c.seqs, s.Sequence)
 	if s.HasToolCalls() {
 		c.lastAssistant = s
 		clear(c.answered)
+		c.blockAt, c.block = len(c.msgs)-1, c.block[:0]
 	}
 	if s.Role == steptype.RoleTool && s.ToolCallID != "" {
 		c.answered[s.ToolCallID] = true
@@ -106,6 +122,33 @@ func chainHash(chain [][sha256.Size]byte, m llm.Message) [sha256.Size]byte {
 	h.Write(b)
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
+	return out
+}
+
+// nextHash is the chain hash after appending m (the step s's message): a
+// tool result that continues the results of the last tool-call message
+// re-hashes that block in call order.
+func (c *conversation) nextHash(s *Step, m llm.Message) [sha256.Size]byte {
+	pos := -1
+	if m.Role == steptype.RoleTool && c.blockAt >= 0 && len(c.chain) == c.blockAt+1+len(c.block) {
+		for i, tc := range c.lastAssistant.ToolCalls {
+			if tc.ID == s.ToolCallID {
+				pos = i
+			}
+		}
+	}
+	if pos < 0 {
+		c.blockAt = -1 // anything else closes the block
+		return chainHash(c.chain, m)
+	}
+	c.block = append(c.block, blockResult{pos: pos, msg: m})
+	slices.SortStableFunc(c.block, func(a, b blockResult) int { return cmp.Compare(a.pos, b.pos) })
+	h := c.chain[:c.blockAt+1]
+	var out [sha256.Size]byte
+	for _, r := range c.block {
+		out = chainHash(h, r.msg)
+		h = [][sha256.Size]byte{out}
+	}
 	return out
 }
 

@@ -1,11 +1,13 @@
 package stepwise
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -132,10 +134,23 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 		return firstErr == nil
 	}
-	if len(run) == 1 {
+	// Recorded results a replay reuses commit first, in their recorded
+	// order, so that a replay is the same story every time.
+	var live []ToolCall
+	for _, o := range x.reuseTools(run) {
+		if o.step == nil {
+			live = append(live, o.call)
+		} else if !handle(&o.outcome) {
+			break
+		}
+	}
+	run = live
+	switch {
+	case firstErr != nil || len(run) == 0:
+	case len(run) == 1:
 		// One call: execute it on this goroutine, no hand-off.
 		x.execCall(ctx, run[0], idemBase, handle)
-	} else {
+	default:
 		results := make(chan *outcome)
 		send := func(o *outcome) bool {
 			select {
@@ -204,6 +219,43 @@ func (x *execution) recheckChildren(ids []string) {
 	}
 }
 
+// reusedCall is a call of a tools step and, in a replay, the recorded
+// result it reuses (outcome.step nil: the call runs live).
+type reusedCall struct {
+	outcome
+	call ToolCall
+	seq  int64 // the recorded step's sequence
+}
+
+// reuseTools takes the recorded results a replay reuses for calls: the
+// reused ones first, in recorded order, then the live ones in call order.
+func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
+	out := make([]reusedCall, 0, len(calls))
+	for _, call := range calls {
+		rc := reusedCall{call: call}
+		if x.replay != nil && call.Name != AskHumanTool && x.subAgent(call.Name) == nil {
+			fp := toolFingerprint(call.Name, call.Arguments)
+			if rec := x.replay.takeTool(call.Name, fp); rec != nil {
+				s := x.toolResultStep(call, &tool.Result{Content: rec.Content, Output: rec.Outputs, IsError: rec.Error != nil})
+				s.Replay, s.Fingerprint = "reused", fp
+				s.Metadata = map[string]any{"replayed_from": rec.ID}
+				rc.outcome, rc.seq = outcome{step: s, final: true}, rec.Sequence
+			}
+		}
+		out = append(out, rc)
+	}
+	slices.SortStableFunc(out, func(a, b reusedCall) int {
+		if (a.step == nil) != (b.step == nil) {
+			if a.step == nil {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	return out
+}
+
 // commitToolStep commits a tool result; the last one moves the cursor on.
 func (x *execution) commitToolStep(s *Step, last bool) error {
 	if last {
@@ -240,13 +292,6 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string
 		return
 	}
 	fp := toolFingerprint(call.Name, call.Arguments)
-	if rec := x.replay.takeTool(call.Name, fp); rec != nil {
-		s := x.toolResultStep(call, &tool.Result{Content: rec.Content, Output: rec.Outputs, IsError: rec.Error != nil})
-		s.Replay, s.Fingerprint = "reused", fp
-		s.Metadata = map[string]any{"replayed_from": rec.ID}
-		send(&outcome{step: s, final: true})
-		return
-	}
 	t := x.tool(call.Name)
 	if t == nil {
 		send(&outcome{step: x.toolResultStep(call, &tool.Result{Content: fmt.Sprintf("error: unknown tool %q", call.Name), IsError: true}), final: true})
