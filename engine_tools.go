@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -38,6 +39,10 @@ func (x *execution) toolDefs() []llm.ToolDef {
 	}
 	return defs
 }
+
+// errSiblingFailed cancels the calls of a tools step once the commit of
+// one of them failed.
+var errSiblingFailed = errors.New("stepwise: a sibling tool call's commit failed")
 
 // outcome is what a tool worker hands to the run goroutine for commit.
 type outcome struct {
@@ -151,6 +156,10 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		// One call: execute it on this goroutine, no hand-off.
 		x.execCall(ctx, run[0], idemBase, handle)
 	default:
+		// A failed commit cancels the sibling calls: their results could
+		// not be committed anyway (the step re-runs them).
+		ctx, cancelCalls := context.WithCancelCause(ctx)
+		defer cancelCalls(nil)
 		results := make(chan *outcome)
 		send := func(o *outcome) bool {
 			select {
@@ -177,7 +186,9 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 		go func() { wg.Wait(); close(results) }()
 		for o := range results {
-			handle(o)
+			if !handle(o) {
+				cancelCalls(errSiblingFailed)
+			}
 		}
 	}
 	if firstErr != nil {
