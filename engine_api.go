@@ -128,9 +128,11 @@ func (e *Engine) Run(ctx context.Context, p StartParams) iter.Seq2[*Event, error
 // Contract: each pair is an event or an error; an error ends the sequence
 // and is an engine failure (run not found, claimed elsewhere, store error) —
 // a run that fails is reported by its run_finished event, not an error.
-// Cancelling ctx stops the execution at once; the run stays resumable.
-// Breaking out of the loop stops the execution too and hands the run back
-// to the queue. The execution starts when iteration begins.
+// Cancelling ctx stops the execution at once: nothing of the step in
+// flight is committed (its calls re-run on resume), the run is handed back
+// to the queue, and the sequence ends with the context's cause. Breaking
+// out of the loop does the same, without the error. The execution starts
+// when iteration begins.
 func (e *Engine) Execute(ctx context.Context, runID string) iter.Seq2[*Event, error] {
 	return e.execute(ctx, runID, false)
 }
