@@ -26,6 +26,11 @@ import (
 
 var runLine = regexp.MustCompile(`session (\S+)\s+run (\S+)`)
 
+// toolsAsked matches the last printed step when tool calls are in flight:
+// the model's step asking for them, or a calculator result (the calculator
+// answers at once, http_get after a delay).
+var toolsAsked = regexp.MustCompile(`^#\d+\s+(llm\s.*→|tool\s+tools\s+calculator)`)
+
 // diff lists the lines that differ.
 func diff(got, want []string) string {
 	var b strings.Builder
@@ -96,7 +101,7 @@ func transcript(t *testing.T, db, session string) []string {
 func crashAgent(t *testing.T, dir string) string {
 	return crashAgentWith(t, dir, func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-time.After(30 * time.Millisecond): // latency of a real API
+		case <-time.After(100 * time.Millisecond): // latency of a real API
 		case <-r.Context().Done():
 			return
 		}
@@ -170,7 +175,7 @@ func TestCrashSafety(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	signals := []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGINT}
 	sent := map[syscall.Signal]int{}
-	kills, rounds := 0, 0
+	kills, rounds, inTools := 0, 0, 0
 	for kills < 90 {
 		rounds++
 		db := filepath.Join(dir, fmt.Sprintf("crash-%d.db", rounds))
@@ -214,8 +219,10 @@ func TestCrashSafety(t *testing.T) {
 				args = []string{"--db", "sqlite:" + db, "resume", run, "--agent", agent}
 			}
 			done := make(chan error, 1)
+			var last string // the last step printed, read after done
 			go func() {
-				for range lines {
+				for l := range lines {
+					last = l
 				}
 				done <- cmd.Wait()
 			}()
@@ -235,6 +242,9 @@ func TestCrashSafety(t *testing.T) {
 				}
 				kills++
 				sent[sig]++
+				if sig != syscall.SIGKILL && toolsAsked.MatchString(last) {
+					inTools++
+				}
 				transcript(t, db, session) // intact, gap-free, no duplicates
 				if sig != syscall.SIGKILL {
 					// The stopped process handed the run back (a lease of an
@@ -255,8 +265,11 @@ func TestCrashSafety(t *testing.T) {
 			t.Fatalf("round %d: run %+v", rounds, r)
 		}
 	}
-	t.Logf("%d interruptions (SIGKILL %d, SIGTERM %d, SIGINT %d) over %d runs, seed %d; every run completed with the reference transcript (%d steps)",
-		kills, sent[syscall.SIGKILL], sent[syscall.SIGTERM], sent[syscall.SIGINT], rounds, seed, len(want))
+	if inTools == 0 {
+		t.Fatalf("no graceful stop landed while tool calls were in flight (seed %d): the schedule tested nothing of interest", seed)
+	}
+	t.Logf("%d interruptions (SIGKILL %d, SIGTERM %d, SIGINT %d; %d graceful ones with tool calls in flight) over %d runs, seed %d; every run completed with the reference transcript (%d steps)",
+		kills, sent[syscall.SIGKILL], sent[syscall.SIGTERM], sent[syscall.SIGINT], inTools, rounds, seed, len(want))
 }
 
 // runRow reads a run from a SQLite file.
