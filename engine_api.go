@@ -236,6 +236,9 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 			e.leases.drop(runID)
 		}
 		if err != nil {
+			// The claim may have been written before the failure (a context
+			// cancelled mid-call): hand it back if it is ours.
+			e.requeue([]*Run{r})
 			return nil, fmt.Errorf("claim run: %w", err)
 		}
 		if len(claimed) == 0 {
