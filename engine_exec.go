@@ -539,7 +539,6 @@ func (x *execution) handBack() {
 		x.mu.Lock()
 		x.run.Status = queued
 		x.mu.Unlock()
-		x.e.notifyRunnable(x.run.ID)
 	}
 }
 
