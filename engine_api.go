@@ -264,6 +264,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	if err := x.load(ctx); err != nil {
 		x.abandon()
 		x.handBack() // claimed but never started
+		e.leases.drop(runID)
 		return nil, err
 	}
 	x.done = make(chan struct{})
