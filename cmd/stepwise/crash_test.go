@@ -95,8 +95,9 @@ func transcript(t *testing.T, db, session string) []string {
 	return out
 }
 
-// crashAgent copies the crash agent into dir with http_get pointed at a
-// loopback server that answers after a delay, so that kills and signals land
+// crashAgent copies the crash agent (testdata/crash) into dir with an
+// http_get call added to every turn that calls tools, served on loopback by
+// a handler that answers after a delay, so that kills and signals land
 // inside tool calls too. It returns the agent file's path.
 func crashAgent(t *testing.T, dir string) string {
 	return crashAgentWith(t, dir, func(w http.ResponseWriter, r *http.Request) {
@@ -114,14 +115,34 @@ func crashAgentWith(t *testing.T, dir string, h http.HandlerFunc) string {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
-	for _, name := range []string{"agent.yaml", "script.yaml"} {
+	host := strings.TrimPrefix(srv.URL, "http://")
+	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", "crash", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b = []byte(strings.ReplaceAll(string(b), "127.0.0.1:PORT", "127.0.0.1:"+port))
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		return string(b)
+	}
+	agent := read("agent.yaml")
+	if !strings.Contains(agent, "tools: [calculator]") {
+		t.Fatal("testdata/crash/agent.yaml: no `tools: [calculator]` line to extend")
+	}
+	agent = strings.Replace(agent, "tools: [calculator]", fmt.Sprintf("tools:\n  - calculator\n  - http_get: {allow_hosts: [%q]}", host), 1)
+	turns := strings.Split(read("script.yaml"), "\n  - text: ")
+	calls := 0
+	for i, turn := range turns {
+		if i == 0 || !strings.Contains(turn, "tool_calls:") {
+			continue
+		}
+		end := strings.LastIndex(turn, "}}\n") + 3
+		turns[i] = turn[:end] + fmt.Sprintf("      - {name: http_get, arguments: {url: \"http://%s/value/%d\"}}\n", host, calls) + turn[end:]
+		calls++
+	}
+	if calls == 0 {
+		t.Fatal("testdata/crash/script.yaml: no turn with tool calls")
+	}
+	for name, body := range map[string]string{"agent.yaml": agent, "script.yaml": strings.Join(turns, "\n  - text: ")} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
