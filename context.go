@@ -40,6 +40,7 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 	if budget <= 0 || len(msgs) == 0 {
 		return msgs, nil, nil
 	}
+	start := x.e.now()
 	total := x.conv.tokens(len(msgs))
 	cut := x.conv.trimmed
 	if total-x.conv.tokens(cut) > budget {
@@ -72,6 +73,7 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 			}
 			rec.Content = sum
 		}
+		rec.Metrics.StartedAt, rec.Metrics.FinishedAt = start, x.e.now()
 		x.conv.trimmed, x.conv.summary = cut, ""
 		if t.Strategy == "summarize" {
 			x.conv.summary = rec.Content

@@ -1,8 +1,10 @@
 package stepwise
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -30,6 +32,19 @@ type conversation struct {
 	// chain[i] hashes messages[:i+1] (canonical JSON, chained), so a
 	// request fingerprint costs O(1) per call instead of O(history).
 	chain [][sha256.Size]byte
+	// The results that directly follow an assistant tool-call message are
+	// hashed in the order of its calls, not in the order they committed
+	// (parallel calls finish in any order; the model does not care):
+	// blockAt is the index of that assistant message (-1: none open) and
+	// block its results so far, with their call positions.
+	blockAt int
+	block   []blockResult
+}
+
+// blockResult is a tool result of the open block and its call's position.
+type blockResult struct {
+	pos int
+	msg llm.Message
 }
 
 // tokens returns the estimated tokens of the first n messages.
@@ -40,7 +55,7 @@ func (c *conversation) tokens(n int) int {
 	return c.prefix[n-1]
 }
 
-func newConversation() *conversation { return &conversation{answered: map[string]bool{}} }
+func newConversation() *conversation { return &conversation{answered: map[string]bool{}, blockAt: -1} }
 
 // inThread reports whether a step belongs to the model context of a run at
 // hop `hop` (root runs see every hop-0 message of the session; child runs
@@ -73,6 +88,7 @@ func (c *conversation) add(s *Step) {
 	if s.HasToolCalls() {
 		c.lastAssistant, c.open = s, true
 		clear(c.answered)
+		c.blockAt, c.block = len(c.msgs)-1, c.block[:0]
 	}
 	if m.Role == steptype.RoleTool {
 		c.answered[m.ToolCallID] = true
@@ -83,7 +99,7 @@ func (c *conversation) add(s *Step) {
 func (c *conversation) push(m llm.Message, seq int64) {
 	c.msgs = append(c.msgs, m)
 	c.prefix = append(c.prefix, c.tokens(len(c.prefix))+EstimateTokens(m))
-	c.chain = append(c.chain, chainHash(c.chain, m))
+	c.chain = append(c.chain, c.nextHash(m))
 	c.seqs = append(c.seqs, seq)
 }
 
@@ -165,6 +181,33 @@ func chainHash(chain [][sha256.Size]byte, m llm.Message) [sha256.Size]byte {
 	h.Write(b)
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
+	return out
+}
+
+// nextHash is the chain hash after appending m: a tool result that
+// continues the results of the last tool-call message re-hashes that block
+// in call order.
+func (c *conversation) nextHash(m llm.Message) [sha256.Size]byte {
+	pos := -1
+	if m.Role == steptype.RoleTool && c.blockAt >= 0 && len(c.chain) == c.blockAt+1+len(c.block) {
+		for i, tc := range c.lastAssistant.ToolCalls {
+			if tc.ID == m.ToolCallID {
+				pos = i
+			}
+		}
+	}
+	if pos < 0 {
+		c.blockAt = -1 // anything else closes the block
+		return chainHash(c.chain, m)
+	}
+	c.block = append(c.block, blockResult{pos: pos, msg: m})
+	slices.SortStableFunc(c.block, func(a, b blockResult) int { return cmp.Compare(a.pos, b.pos) })
+	h := c.chain[:c.blockAt+1]
+	var out [sha256.Size]byte
+	for _, r := range c.block {
+		out = chainHash(h, r.msg)
+		h = [][sha256.Size]byte{out}
+	}
 	return out
 }
 

@@ -128,9 +128,11 @@ func (e *Engine) Run(ctx context.Context, p StartParams) iter.Seq2[*Event, error
 // Contract: each pair is an event or an error; an error ends the sequence
 // and is an engine failure (run not found, claimed elsewhere, store error) —
 // a run that fails is reported by its run_finished event, not an error.
-// Cancelling ctx stops the execution at once; the run stays resumable.
-// Breaking out of the loop stops the execution too and hands the run back
-// to the queue. The execution starts when iteration begins.
+// Cancelling ctx stops the execution at once: nothing of the step in
+// flight is committed (its calls re-run on resume), the run is handed back
+// to the queue, and the sequence ends with the context's cause. Breaking
+// out of the loop does the same, without the error. The execution starts
+// when iteration begins.
 func (e *Engine) Execute(ctx context.Context, runID string) iter.Seq2[*Event, error] {
 	return e.execute(ctx, runID, false)
 }
@@ -234,6 +236,9 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 			e.leases.drop(runID)
 		}
 		if err != nil {
+			// The claim may have been written before the failure (a context
+			// cancelled mid-call): hand it back if it is ours.
+			e.requeue([]*Run{r})
 			return nil, fmt.Errorf("claim run: %w", err)
 		}
 		if len(claimed) == 0 {
@@ -242,18 +247,24 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 		run = claimed[0]
 	}
 	x := &execution{e: e, agent: a, run: run, parent: parent}
-	base := ctx
 	if parent != nil {
-		base = parent.ctx
+		x.ctx, x.cancel = context.WithCancelCause(parent.ctx)
 		x.sink = parent.sink
+	} else {
+		// The consumer's cancellation reaches the execution with a cause of
+		// its own, so that it hands the run back instead of failing a step.
+		x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		x.unwatch = context.AfterFunc(ctx, func() { x.cancel(&goneError{cause: context.Cause(ctx)}) })
 	}
-	x.ctx, x.cancel = context.WithCancelCause(base)
 	if t := a.Limits.RunTimeout; t > 0 && parent == nil {
 		var cancel context.CancelFunc
 		x.ctx, cancel = context.WithTimeoutCause(x.ctx, t, ErrRunTimeout)
 		_ = cancel // released with x.cancel
 	}
 	if err := x.load(ctx); err != nil {
+		x.abandon()
+		x.handBack() // claimed but never started
+		e.leases.drop(runID)
 		return nil, err
 	}
 	x.done = make(chan struct{})
@@ -262,6 +273,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 		// The background executor registered it meanwhile (it claimed the
 		// run first and owns the execution).
 		e.mu.Unlock()
+		x.abandon() // not ours to hand back: the other execution owns it
 		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
 	}
 	e.active[runID] = x
@@ -271,9 +283,17 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	return x, nil
 }
 
+// abandon releases the contexts of an execution that never started.
+func (x *execution) abandon() {
+	x.cancel(nil)
+	if x.unwatch != nil {
+		x.unwatch()
+	}
+}
+
 // release ends an execution's hold on its run.
 func (x *execution) release() {
-	x.cancel(nil)
+	x.abandon()
 	x.e.mu.Lock()
 	if x.e.active[x.run.ID] == x {
 		delete(x.e.active, x.run.ID)

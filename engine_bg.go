@@ -179,7 +179,7 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 	go func() {
 		select {
 		case <-stop:
-			x.cancel(errDetached)
+			x.cancel(errShutdown)
 		case <-x.ctx.Done():
 		}
 	}()
@@ -196,12 +196,18 @@ func (e *Engine) afterRun(ctx context.Context, x *execution) {
 	if r.ParentRunID == "" || !r.Status.Terminal() {
 		return
 	}
-	waiting, err := e.store.StepList(ctx, &store.StepListParams{RunID: r.ParentRunID, Status: steptype.StepWaiting, Limit: 1})
+	e.wakeParent(ctx, r.ParentRunID)
+}
+
+// wakeParent queues a run waiting for its children once none of its own
+// input requests is pending.
+func (e *Engine) wakeParent(ctx context.Context, parentID string) {
+	waiting, err := e.store.StepList(ctx, &store.StepListParams{RunID: parentID, Status: steptype.StepWaiting, Limit: 1})
 	if err != nil || len(waiting) > 0 {
 		return
 	}
 	queued := steptype.RunQueued
-	if _, err := e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: r.ParentRunID, ExpectStatus: []steptype.RunStatus{steptype.RunWaiting}, Status: &queued, ClearLease: true, Now: e.now()}); err == nil {
+	if _, err := e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: parentID, ExpectStatus: []steptype.RunStatus{steptype.RunWaiting}, Status: &queued, ClearLease: true, Now: e.now()}); err == nil {
 		e.wake()
 	}
 }
@@ -219,7 +225,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	for _, x := range e.active {
 		if x.parent == nil {
-			x.cancel(errDetached)
+			x.cancel(errShutdown)
 		}
 	}
 	e.mu.Unlock()

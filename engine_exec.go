@@ -14,9 +14,38 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-// errDetached cancels an execution whose consumer stopped iterating; the
-// run is handed back to the queue, not failed.
-var errDetached = errors.New("stepwise: execution detached by its consumer")
+// Causes of an execution's cancellation that stop it without failing the
+// run: the call in flight commits nothing, and the run is handed back to the
+// queue to be resumed from its cursor (here, on another instance, or by the
+// next `stepwise resume`). Only a per-step timeout or a genuine error of the
+// call is ever recorded as a step.
+var (
+	// errDetached: the consumer of an inline execution stopped iterating.
+	errDetached = errors.New("stepwise: execution detached by its consumer")
+	// errShutdown: Engine.Stop (a graceful shutdown of the process).
+	errShutdown = errors.New("stepwise: engine stopping")
+	// errConsumerGone: the context of an inline execution was cancelled
+	// (Ctrl-C or SIGTERM of the CLI, a caller giving up); it wraps the
+	// context's cause.
+	errConsumerGone = errors.New("stepwise: execution context cancelled")
+)
+
+// goneError is errConsumerGone with the cause of the consumer's context.
+type goneError struct{ cause error }
+
+func (g *goneError) Error() string        { return errConsumerGone.Error() + ": " + g.cause.Error() }
+func (g *goneError) Is(target error) bool { return target == errConsumerGone }
+func (g *goneError) Unwrap() error        { return g.cause }
+
+// handedBack reports whether err stops an execution without failing its run.
+func handedBack(err error) bool {
+	return errors.Is(err, errDetached) || errors.Is(err, errShutdown) || errors.Is(err, errConsumerGone)
+}
+
+// interrupted reports whether the execution itself was stopped (shutdown,
+// detach, cancel, lease lost): whatever is in flight then commits nothing.
+// A per-step timeout cancels only the step's context, not this one.
+func (x *execution) interrupted() bool { return context.Cause(x.ctx) != nil }
 
 // execution is one process executing one run between a claim and a park or
 // finish. It is the only writer of the run while it holds the lease.
@@ -27,8 +56,10 @@ type execution struct {
 	conv   *conversation
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	sink   chan<- *Event // inline consumer, nil for background runs
-	parent *execution
+	// unwatch stops relaying the consumer's cancellation (inline runs).
+	unwatch func() bool
+	sink    chan<- *Event // inline consumer, nil for background runs
+	parent  *execution
 
 	prevStepID  string
 	lastSeq     int64
@@ -147,6 +178,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		if s.Status == "" {
 			s.Status = steptype.StepCompleted
 		}
+		stampMetrics(s, now)
 		s.CreatedAt = now
 		x.prevStepID = s.ID
 	}
@@ -205,6 +237,25 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		x.e.afterCommit(stored)
 	}
 	return nil
+}
+
+// stampMetrics makes every committed step say when its work started and how
+// long it took: a step without times finished at its commit; a waiting step
+// (a request) has only its start, its finish is set when it is resolved.
+func stampMetrics(s *Step, now time.Time) {
+	m := &s.Metrics
+	if m.StartedAt.IsZero() {
+		m.StartedAt = now
+	}
+	if s.Status == steptype.StepWaiting {
+		return
+	}
+	if m.FinishedAt.IsZero() {
+		m.FinishedAt = now
+	}
+	if m.Duration == 0 && m.FinishedAt.After(m.StartedAt) {
+		m.Duration = m.FinishedAt.Sub(m.StartedAt)
+	}
 }
 
 // conflict explains a failed fenced write: the run was cancelled, finished
@@ -457,22 +508,38 @@ func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
 	return nil
 }
 
-// stopped handles an execution that cannot continue: a detached consumer
-// hands the run back to the queue; a cancelled run just stops; other errors
-// are returned.
+// stopped handles an execution that cannot continue: a detached consumer,
+// a shutdown or a cancelled consumer context hands the run back to the queue
+// (nothing of the step in flight was committed); a cancelled run just stops;
+// other errors are returned.
 func (x *execution) stopped(err error) error {
 	switch {
-	case errors.Is(err, errDetached):
-		queued := steptype.RunQueued
-		_, _ = x.e.store.RunUpdate(context.WithoutCancel(x.ctx), &store.RunUpdateParams{
-			ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning},
-			Status: &queued, ClearLease: true, Now: x.e.now(),
-		})
+	case handedBack(err):
+		x.handBack()
+		var g *goneError
+		if errors.As(err, &g) {
+			return g.cause // the caller cancelled its context: say so
+		}
 		return nil
 	case errors.Is(err, ErrRunCancelled):
 		return nil
 	}
 	return err
+}
+
+// handBack returns the run to the queue and releases its lease, so that the
+// next claim (here, elsewhere, or `stepwise resume`) continues it at once.
+func (x *execution) handBack() {
+	queued := steptype.RunQueued
+	_, err := x.e.store.RunUpdate(context.WithoutCancel(x.ctx), &store.RunUpdateParams{
+		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning},
+		Status: &queued, ClearLease: true, Now: x.e.now(),
+	})
+	if err == nil {
+		x.mu.Lock()
+		x.run.Status = queued
+		x.mu.Unlock()
+	}
 }
 
 func toRaw(v any) (json.RawMessage, error) {

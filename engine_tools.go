@@ -1,16 +1,20 @@
 package stepwise
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
@@ -35,6 +39,10 @@ func (x *execution) toolDefs() []llm.ToolDef {
 	}
 	return defs
 }
+
+// errSiblingFailed cancels the calls of a tools step once the commit of
+// one of them failed.
+var errSiblingFailed = errors.New("stepwise: a sibling tool call's commit failed")
 
 // outcome is what a tool worker hands to the run goroutine for commit.
 type outcome struct {
@@ -98,6 +106,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		idemBase = x.run.ID + ":" + strconv.FormatInt(x.conv.lastAssistant.Sequence, 10)
 	}
 	parked := false
+	var children []string // child runs this run parks on
 	var firstErr error
 	// handle commits what a call produced; it runs on this goroutine only.
 	handle := func(o *outcome) bool {
@@ -109,6 +118,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		case o.child != "":
 			remaining--
 			parked = true
+			children = append(children, o.child)
 		case o.park:
 			// Committed at the end with the status change, in one
 			// transaction, so an answer can never arrive before the run
@@ -129,10 +139,27 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 		return firstErr == nil
 	}
-	if len(run) == 1 {
+	// Recorded results a replay reuses commit first, in their recorded
+	// order, so that a replay is the same story every time.
+	var live []ToolCall
+	for _, o := range x.reuseTools(run) {
+		if o.step == nil {
+			live = append(live, o.call)
+		} else if !handle(&o.outcome) {
+			break
+		}
+	}
+	run = live
+	switch {
+	case firstErr != nil || len(run) == 0:
+	case len(run) == 1:
 		// One call: execute it on this goroutine, no hand-off.
 		x.execCall(ctx, run[0], idemBase, handle)
-	} else {
+	default:
+		// A failed commit cancels the sibling calls: their results could
+		// not be committed anyway (the step re-runs them).
+		ctx, cancelCalls := context.WithCancelCause(ctx)
+		defer cancelCalls(nil)
 		results := make(chan *outcome)
 		send := func(o *outcome) bool {
 			select {
@@ -159,7 +186,9 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 		go func() { wg.Wait(); close(results) }()
 		for o := range results {
-			handle(o)
+			if !handle(o) {
+				cancelCalls(errSiblingFailed)
+			}
 		}
 	}
 	if firstErr != nil {
@@ -177,6 +206,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 			return nil, err
 		}
 		x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
+		x.recheckChildren(children)
 		return &Next{committed: true}, nil
 	}
 	if !moved {
@@ -186,6 +216,55 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 	}
 	return &Next{committed: true}, nil
+}
+
+// recheckChildren wakes this run if a child it parked on finished before
+// the park was committed (the child's own wake-up found it still running).
+func (x *execution) recheckChildren(ids []string) {
+	ctx := context.WithoutCancel(x.ctx)
+	for _, id := range ids {
+		if r, err := x.e.store.RunGet(ctx, &store.RunGetParams{ID: id}); err == nil && r.Status.Terminal() {
+			x.e.wakeParent(ctx, x.run.ID)
+			return
+		}
+	}
+}
+
+// reusedCall is a call of a tools step and, in a replay, the recorded
+// result it reuses (outcome.step nil: the call runs live).
+type reusedCall struct {
+	outcome
+	call ToolCall
+	seq  int64 // the recorded step's sequence
+}
+
+// reuseTools takes the recorded results a replay reuses for calls: the
+// reused ones first, in recorded order, then the live ones in call order.
+func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
+	out := make([]reusedCall, 0, len(calls))
+	for _, call := range calls {
+		rc := reusedCall{call: call}
+		if x.replay != nil && call.Name != AskHumanTool && x.subAgent(call.Name) == nil {
+			fp := toolFingerprint(call.Name, call.Arguments)
+			if rec := x.replay.takeTool(call.Name, fp); rec != nil {
+				s := x.toolResultStep(call, &tool.Result{Content: rec.Content, Output: rec.Outputs, IsError: rec.Error != nil})
+				s.Replay, s.Fingerprint = "reused", fp
+				s.Metadata = map[string]any{"replayed_from": rec.ID}
+				rc.outcome, rc.seq = outcome{step: s, final: true}, rec.Sequence
+			}
+		}
+		out = append(out, rc)
+	}
+	slices.SortStableFunc(out, func(a, b reusedCall) int {
+		if (a.step == nil) != (b.step == nil) {
+			if a.step == nil {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	return out
 }
 
 // commitToolStep commits a tool result; the last one moves the cursor on.
@@ -210,7 +289,9 @@ func (x *execution) anyWaiting() bool {
 // attempts and finally the result step.
 func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string, send func(*outcome) bool) {
 	if sub := x.subAgent(call.Name); sub != nil {
-		send(x.callSubAgent(ctx, sub, call))
+		if o := x.callSubAgent(ctx, sub, call); o != nil {
+			send(o)
+		}
 		return
 	}
 	if call.Name == AskHumanTool {
@@ -222,13 +303,6 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string
 		return
 	}
 	fp := toolFingerprint(call.Name, call.Arguments)
-	if rec := x.replay.takeTool(call.Name, fp); rec != nil {
-		s := x.toolResultStep(call, &tool.Result{Content: rec.Content, Output: rec.Outputs, IsError: rec.Error != nil})
-		s.Replay, s.Fingerprint = "reused", fp
-		s.Metadata = map[string]any{"replayed_from": rec.ID}
-		send(&outcome{step: s, final: true})
-		return
-	}
 	t := x.tool(call.Name)
 	if t == nil {
 		send(&outcome{step: x.toolResultStep(call, &tool.Result{Content: fmt.Sprintf("error: unknown tool %q", call.Name), IsError: true}), final: true})
@@ -242,6 +316,11 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string
 			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: hex.EncodeToString(idem[:16]),
 			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt,
 		})
+		if x.interrupted() {
+			// Stopped by a shutdown, a detach or a cancel while the call was
+			// in flight: commit nothing, the call re-runs on resume.
+			return
+		}
 		if err == nil || llm.Classify(err) != steptype.ErrorTransient || attempt >= pol.MaxAttempts || ctx.Err() != nil {
 			if err != nil {
 				res = &tool.Result{Content: "error: " + err.Error(), IsError: true}

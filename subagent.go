@@ -3,6 +3,7 @@ package stepwise
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -41,25 +42,42 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 			return x.agentResult(call, "", toolError(fmt.Sprintf("sub-agent cycle: %q is already running in this call chain", sub.Name)))
 		}
 	}
-	child, err := x.childRun(ctx, sub, call, args.Input)
+	child, created, err := x.childRun(ctx, sub, call, args.Input)
+	if err != nil && x.interrupted() {
+		return nil
+	}
 	if err != nil {
 		return x.agentResult(call, "", toolError("sub-agent: "+err.Error()))
 	}
 	if !child.Status.Terminal() {
-		cx, err := x.e.claim(ctx, child.ID, x, false)
+		cx, err := x.e.claim(ctx, child.ID, x, created)
+		if err != nil && x.interrupted() {
+			return nil
+		}
+		if errors.Is(err, ErrConflict) {
+			// Another execution holds the child (it was handed back to the
+			// queue and taken by an executor): wait for it, as for a child
+			// waiting for input; its end wakes this run.
+			return &outcome{child: child.ID}
+		}
 		if err != nil {
-			return x.agentResult(call, child.ParentStepID, toolError("sub-agent: "+err.Error()))
+			return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
 		}
-		if err := cx.loop(); err != nil {
-			cx.release()
-			return x.agentResult(call, child.ParentStepID, toolError("sub-agent: "+err.Error()))
-		}
+		err = cx.loop()
 		cx.release()
+		if x.interrupted() {
+			// The parent was stopped: the child handed itself back to the
+			// queue and the parent commits nothing for this call.
+			return nil
+		}
+		if err != nil {
+			return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
+		}
 		child = cx.runSnapshot()
 	}
 	switch child.Status {
 	case steptype.RunCompleted:
-		return x.agentResult(call, child.ParentStepID, &tool.Result{Content: child.Output})
+		return x.childResult(call, child, &tool.Result{Content: child.Output})
 	case steptype.RunWaiting:
 		return &outcome{child: child.ID}
 	default:
@@ -67,21 +85,22 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		if child.Error != nil {
 			msg += ": " + child.Error.Message
 		}
-		return x.agentResult(call, child.ParentStepID, toolError(msg))
+		return x.childResult(call, child, toolError(msg))
 	}
 }
 
-// childRun finds the child run of a call (after a crash) or creates it.
-func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, input string) (*Run, error) {
+// childRun finds the child run of a call (after a crash or a stop) or
+// creates it; created says it did.
+func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, input string) (*Run, bool, error) {
 	kids, err := x.e.store.RunList(ctx, &store.RunListParams{ParentRunID: x.run.ID})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, k := range kids {
 		var o runOptions
 		_ = json.Unmarshal(k.Options, &o)
 		if o.ToolCallID == call.ID {
-			return k, nil
+			return k, false, nil
 		}
 	}
 	o := runOptions{ToolCallID: call.ID}
@@ -89,20 +108,35 @@ func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, inp
 		o.Replay = &x.replay.opts
 	}
 	opts, _ := json.Marshal(o)
+	// Created leased to this engine, so that no executor takes it before
+	// this execution runs it.
+	now := x.e.now()
 	r := &Run{
 		ID: NewID(), SessionID: x.run.SessionID, Agent: sub.Name, ParentRunID: x.run.ID, ParentStepID: NewID(),
-		Hop: x.run.Hop + 1, Status: steptype.RunQueued, Input: input, Options: opts, CreatedAt: x.e.now(),
+		Hop: x.run.Hop + 1, Status: steptype.RunRunning, Input: input, Options: opts, CreatedAt: now, UpdatedAt: now,
+		LeaseOwner: x.e.cfg.Owner, LeaseExpires: now.Add(x.e.cfg.Lease),
 	}
-	return x.e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
+	created, err := x.e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
+	return created, err == nil, err
 }
 
 // agentResult builds the parent's agent step for a sub-agent call; stepID
-// is the id its child run links to.
+// is the id its child run links to. The step started when the call did.
 func (x *execution) agentResult(call ToolCall, stepID string, r *tool.Result) *outcome {
 	s := x.toolResultStep(call, r)
 	s.Kind = steptype.KindAgent
 	s.ID = stepID
 	return &outcome{step: s, final: true}
+}
+
+// childResult is agentResult for a call that has a child run: the step
+// started when the child run did.
+func (x *execution) childResult(call ToolCall, child *Run, r *tool.Result) *outcome {
+	o := x.agentResult(call, child.ParentStepID, r)
+	if !child.CreatedAt.IsZero() && child.CreatedAt.Before(o.step.Metrics.FinishedAt) {
+		o.step.Metrics.StartedAt = child.CreatedAt
+	}
+	return o
 }
 
 func toolError(msg string) *tool.Result {

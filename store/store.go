@@ -299,7 +299,7 @@ type RunUpdateParams struct {
 	Output       *string
 	Error        *steptype.StepError
 	Options      json.RawMessage
-	StepDelta    int64      // added to StepCount
+	StepDelta    int64      // added to StepCount; in StepAppend, steps of this run that were stored already (an idempotent re-append) are not counted again
 	LeaseExpires *time.Time // extend the lease
 	// LeaseFor, when positive, sets the lease to expire at the database's
 	// now plus LeaseFor (it wins over LeaseExpires).

@@ -28,12 +28,14 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 	sessions := make(map[string]*steptype.Session) // staged session copies
 	var newRows []*stepRow
 	out := make([]*steptype.Step, 0, len(p.Steps))
-	for _, in := range p.Steps {
+	inserted := make([]bool, len(p.Steps))
+	for i, in := range p.Steps {
 		row := m.steps[in.ID]
 		if row == nil {
 			row = staged[in.ID]
 		}
 		if row == nil {
+			inserted[i] = true
 			sess := sessions[in.SessionID]
 			if sess == nil {
 				sr, err := m.session(in.SessionID)
@@ -67,7 +69,7 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 			}
 			r = rules.CloneRun(cur)
 		}
-		if err := rules.UpdateRun(r, u, now); err != nil {
+		if err := rules.UpdateRun(r, rules.Counted(u, p.Steps, func(i int) bool { return inserted[i] }), now); err != nil {
 			return nil, err
 		}
 		runs[r.ID] = r

@@ -147,7 +147,8 @@ func appendTx(ctx context.Context, tx *wtx, p *store.StepAppendParams, pre []*ru
 	bodies := make([][]byte, 0, len(pre))
 	var cols stepColumns
 	var touched []*steptype.Session // in first-touch order
-	for _, pe := range pre {
+	inserted := make([]bool, len(pre))
+	for i, pe := range pre {
 		in := pe.Step
 		// A stored id (before this call, or earlier in it) is returned as
 		// stored, whatever the new step asks for.
@@ -168,6 +169,7 @@ func appendTx(ctx context.Context, tx *wtx, p *store.StepAppendParams, pre []*ru
 			return nil, err
 		}
 		cols.add(in, seq, body)
+		inserted[i] = true
 		l.stored[in.ID] = body
 		if !slices.Contains(touched, sess) {
 			touched = append(touched, sess)
@@ -186,7 +188,7 @@ func appendTx(ctx context.Context, tx *wtx, p *store.StepAppendParams, pre []*ru
 		if before[r.ID] == nil {
 			before[r.ID] = rules.CloneRun(r)
 		}
-		if err := rules.UpdateRun(r, u, fromNanos(l.dbNow)); err != nil {
+		if err := rules.UpdateRun(r, rules.Counted(u, p.Steps, func(i int) bool { return inserted[i] }), fromNanos(l.dbNow)); err != nil {
 			return nil, err
 		}
 		if !slices.Contains(changed, r) {

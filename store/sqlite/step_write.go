@@ -39,7 +39,8 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, now time.Time) ([][]byte, error) {
 	bodies := make([][]byte, 0, len(p.Steps))
 	var sessions []*steptype.Session // touched, in first-touch order
-	for _, pe := range pre {
+	inserted := make([]bool, len(pre))
+	for i, pe := range pre {
 		in := pe.Step
 		var sess *steptype.Session
 		for _, t := range sessions {
@@ -75,6 +76,7 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, no
 			}
 			continue
 		}
+		inserted[i] = true
 		sess.LastSequence = seq
 		sess.UpdatedAt = now
 		rules.AddTotals(sess, in, 1)
@@ -86,7 +88,7 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, no
 		}
 	}
 	for _, u := range p.Runs {
-		if _, err := tx.updateRun(u); err != nil {
+		if _, err := tx.updateRun(rules.Counted(u, p.Steps, func(i int) bool { return inserted[i] })); err != nil {
 			return nil, err
 		}
 	}

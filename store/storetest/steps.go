@@ -194,6 +194,33 @@ func testSteps(t *testing.T, h *harness) {
 			t.Errorf("retried explicit append: sequence %d", got.Sequence)
 		}
 	})
+	h.sub(t, "ReappendCountsOnce", func(t *testing.T, st store.Store) {
+		// The run's step count follows the steps actually inserted: a
+		// re-append of a committed step (a commit retried after a lost
+		// reply) counts nothing twice.
+		mustSession(t, st, "s1")
+		mustRun(t, st, &steptype.Run{ID: "r1", SessionID: "s1", Agent: "a", Status: steptype.RunRunning, LeaseOwner: "w"})
+		step := func(id string) *steptype.Step {
+			s := newStep("s1", id)
+			s.RunID = "r1"
+			return s
+		}
+		appendRun := func(delta int64, steps ...*steptype.Step) {
+			t.Helper()
+			if _, err := st.StepAppend(t.Context(), &store.StepAppendParams{Steps: steps,
+				Runs: []*store.RunUpdateParams{{ID: "r1", Owner: "w", StepDelta: delta}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		appendRun(1, step("a"))
+		appendRun(1, step("a"))
+		appendRun(2, step("a"), step("b"))
+		appendRun(2, step("c"), step("c"))
+		if r := getRun(t, st, "r1"); r.StepCount != 3 {
+			t.Errorf("StepCount %d after re-appends, want 3 (a, b, c)", r.StepCount)
+		}
+		wantView(t, "stored", list(t, st, &store.StepListParams{SessionID: "s1"}), "s1/1/a s1/2/b s1/3/c")
+	})
 	h.sub(t, "AppendExplicitSequence", func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		mustSession(t, st, "s1")

@@ -197,3 +197,25 @@ func CheckRunList(p *store.RunListParams) error {
 	}
 	return nil
 }
+
+// Counted returns u with its StepDelta less the steps of the same append
+// that belong to u's run and were not inserted (their id was stored
+// already): an idempotent re-append never counts a step twice. u itself is
+// not modified.
+func Counted(u *store.RunUpdateParams, steps []*steptype.Step, inserted func(i int) bool) *store.RunUpdateParams {
+	if u.StepDelta <= 0 {
+		return u
+	}
+	dups := int64(0)
+	for i, s := range steps {
+		if s.RunID == u.ID && !inserted(i) {
+			dups++
+		}
+	}
+	if dups == 0 {
+		return u
+	}
+	c := *u
+	c.StepDelta = max(u.StepDelta-dups, 0)
+	return &c
+}

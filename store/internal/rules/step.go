@@ -199,7 +199,8 @@ func CheckResolve(p *store.StepResolveParams) error {
 }
 
 // Resolve checks that s can be resolved by p and applies it: the status, the
-// content when not empty, the outputs when not nil.
+// finish time and duration, the content when not empty, the outputs when not
+// nil.
 func Resolve(s *steptype.Step, p *store.StepResolveParams) error {
 	if p.RunID != "" && p.RunID != s.RunID {
 		return NotFound("step of run "+p.RunID, p.ID)
@@ -208,6 +209,11 @@ func Resolve(s *steptype.Step, p *store.StepResolveParams) error {
 		return Conflict("step %q is %s, not waiting", s.ID, s.Status)
 	}
 	s.Status = p.Status
+	// The request's wait ends now: its duration is the time it waited.
+	s.Metrics.FinishedAt = Now(p.Now)
+	if !s.Metrics.StartedAt.IsZero() && s.Metrics.FinishedAt.After(s.Metrics.StartedAt) {
+		s.Metrics.Duration = s.Metrics.FinishedAt.Sub(s.Metrics.StartedAt)
+	}
 	if p.Content != "" {
 		s.Content = p.Content
 	}
