@@ -26,3 +26,43 @@ func BenchmarkFirstRender10k(b *testing.B) {
 	}
 	b.ReportMetric(total/float64(b.N), "ms-to-rows")
 }
+
+// BenchmarkScroll10k scrolls the timeline of a 10,000-step session from
+// top to bottom, one step of 600 px per animation frame, and reports the
+// mean and worst frame time measured in the page (requestAnimationFrame
+// deltas, which include rendering the rows that came into view and
+// fetching their chunks).
+func BenchmarkScroll10k(b *testing.B) {
+	e := newEnv(b, nil, nil)
+	id := seedLong(b, e, 10_000)
+	p := newPage(b)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + id))
+	p.waitJS(`window.__stepwiseFirstRender`)
+	var mean, worst float64
+	for b.Loop() {
+		p.do(chromedp.Evaluate[chromedp.Void](`(() => {
+			const el = document.getElementById('timeline');
+			el.scrollTop = 0;
+			window.__scrollDone = false; window.__frames = [];
+			let last = performance.now();
+			const tick = (t) => {
+				window.__frames.push(t - last); last = t;
+				if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) { window.__scrollDone = true; return; }
+				el.scrollTop += 600;
+				requestAnimationFrame(tick);
+			};
+			requestAnimationFrame(tick);
+		})()`))
+		p.waitJS(`window.__scrollDone`)
+		fr := eval[[]float64](p, `window.__frames.slice(1)`)
+		sum, mx := 0.0, 0.0
+		for _, f := range fr {
+			sum += f
+			mx = max(mx, f)
+		}
+		mean += sum / float64(len(fr))
+		worst = max(worst, mx)
+	}
+	b.ReportMetric(mean/float64(b.N), "ms/frame")
+	b.ReportMetric(worst, "worst-ms/frame")
+}
