@@ -3,6 +3,7 @@ package stepwise
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -119,18 +120,50 @@ func (c *conversation) restoreTrim(s *Step) {
 // session would send: the agent's instructions and tools, and the session's
 // messages under the agent's token budget.
 func (e *Engine) ContextPreview(ctx context.Context, sessionID, agentName string) (*llm.Request, error) {
+	return e.ContextPreviewAt(ctx, sessionID, agentName, 0)
+}
+
+// ContextPreviewAt returns the model request rebuilt from the session as it
+// was just before step at (at 0: the next request, as ContextPreview): the
+// messages committed before it, in the context of that step's run (a
+// sub-agent's step sees its own run's conversation), with the agent's
+// instructions, tools and parameters. When the agent is not registered on
+// this engine (a session recorded elsewhere) only the messages are
+// rebuilt: System and Tools stay empty.
+func (e *Engine) ContextPreviewAt(ctx context.Context, sessionID, agentName string, at int64) (*llm.Request, error) {
 	sess, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sessionID})
 	if err != nil {
 		return nil, fmt.Errorf("session %q: %w", sessionID, err)
 	}
-	if agentName == "" {
-		agentName = sess.Agent
+	if at < 0 || at > sess.LastSequence+1 {
+		return nil, fmt.Errorf("%w: step %d is outside session %s (1..%d)", store.ErrInvalid, at, sessionID, sess.LastSequence)
 	}
-	a, err := e.Agent(agentName)
+	run := &Run{SessionID: sessionID, Agent: agentName}
+	if at > 0 && at <= sess.LastSequence {
+		step, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: sessionID, Sequence: at})
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", at, err)
+		}
+		if step.Hop > 0 && step.RunID != "" {
+			if r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: step.RunID}); err == nil {
+				run.ID, run.Hop = r.ID, r.Hop
+				if agentName == "" {
+					run.Agent = r.Agent
+				}
+			}
+		}
+	}
+	if run.Agent == "" {
+		run.Agent = sess.Agent
+	}
+	a, err := e.Agent(run.Agent)
 	if err != nil {
-		return nil, err
+		if at == 0 || !errors.Is(err, ErrUnknownAgent) {
+			return nil, err
+		}
+		a = &Agent{Name: run.Agent}
 	}
-	x := &execution{e: e, agent: a, run: &Run{SessionID: sessionID, Agent: a.Name}, ctx: ctx}
+	x := &execution{e: e, agent: a, run: run, ctx: ctx, before: at}
 	if err := x.load(ctx); err != nil {
 		return nil, err
 	}

@@ -34,6 +34,11 @@ type StartParams struct {
 	// offered to the model with the agent's; a call to one parks the run as
 	// an input step answered with the tool's result (see ClientToolCall).
 	ClientTools []llm.ToolDef
+	// Continue runs the agent on the session as it stands, without a new
+	// user message: the run starts at the agent's start step (e.g. on a
+	// fork whose last step is an edited message, "run from here").
+	// SessionID is required and Input must be empty.
+	Continue bool
 }
 
 // StartRun creates a queued run (and a session when SessionID is empty) and
@@ -50,6 +55,9 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 	a, err := e.Agent(p.Agent)
 	if err != nil {
 		return nil, err
+	}
+	if p.Continue && (p.SessionID == "" || p.Input != "") {
+		return nil, fmt.Errorf("%w: a continued run needs a session and no input", store.ErrInvalid)
 	}
 	if p.Input, err = e.maskInput(p.Input); err != nil {
 		return nil, err
@@ -68,6 +76,9 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 		return nil, fmt.Errorf("session %q: %w", sid, err)
 	}
 	r := &Run{ID: NewID(), SessionID: sid, Agent: a.Name, Status: steptype.RunQueued, Input: p.Input, CreatedAt: now}
+	if p.Continue {
+		r.Cursor = a.StartStep
+	}
 	if p.State != nil {
 		st, err := toRaw(p.State)
 		if err != nil {

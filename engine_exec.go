@@ -75,6 +75,8 @@ type execution struct {
 	defs      []llm.ToolDef // the agent's tool definitions, built once
 
 	mu sync.Mutex // guards run fields read by the heartbeat
+
+	before int64 // load only steps before this sequence (a preview); 0: all
 }
 
 // load builds the in-memory context of the run from the store, once.
@@ -97,7 +99,7 @@ func (x *execution) load(ctx context.Context) error {
 	}
 	x.lastSeq = sess.LastSequence
 	for _, s := range steps {
-		if x.run.Hop == 0 && s.Hop != 0 {
+		if x.run.Hop == 0 && s.Hop != 0 || x.before > 0 && s.Sequence >= x.before {
 			continue
 		}
 		x.conv.add(s)

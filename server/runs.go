@@ -26,7 +26,10 @@ func (s *Server) initiate(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	p := stepwise.StartParams{Agent: req.Agent, Input: req.Input, SessionID: req.SessionID, Title: req.Title}
+	if req.Continue && (req.SessionID == "" || req.Input != "") {
+		return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "continue needs session_id and no input")
+	}
+	p := stepwise.StartParams{Agent: req.Agent, Input: req.Input, SessionID: req.SessionID, Title: req.Title, Continue: req.Continue}
 	if len(req.State) > 0 && string(req.State) != "null" {
 		if req.State[0] != '{' {
 			return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "state must be a JSON object")

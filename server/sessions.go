@@ -115,10 +115,14 @@ func (s *Server) contextPreview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	agent := r.URL.Query().Get("agent")
-	if agent == "" && sess.Agent == "" {
+	at, err := queryInt(r, "at", sess.LastSequence+1)
+	if err != nil {
+		return err
+	}
+	if agent == "" && sess.Agent == "" && at == 0 {
 		return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "session %s has no agent; name one with ?agent=", sess.ID)
 	}
-	req, err := s.eng.ContextPreview(r.Context(), sess.ID, agent)
+	req, err := s.eng.ContextPreviewAt(r.Context(), sess.ID, agent, at)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,7 @@ type initiateRequest struct {
 	SessionID string          `json:"session_id,omitempty"`
 	State     json.RawMessage `json:"state,omitempty"`
 	Title     string          `json:"title,omitempty"`
+	Continue  bool            `json:"continue,omitempty"`
 }
 
 // runCreated answers the endpoints that start a run.
