@@ -49,13 +49,18 @@ func (e *Engine) Fork(ctx context.Context, p ForkParams) (*Session, error) {
 		edited = &c
 		keep = p.At - 1
 	}
+	verb, where := "fork", fmt.Sprintf("at #%d", p.At)
+	if edited != nil {
+		verb = "edit"
+	}
+	title := e.derivedTitle(ctx, p.Title, verb, parent, where)
 	var s *Session
 	if keep == 0 {
 		// Editing step 1 shares nothing: a new root session that notes its origin.
 		meta, _ := json.Marshal(map[string]any{"forked_from": parent.ID, "edited_sequence": p.At})
-		s, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: parent.Agent, Title: p.Title, Metadata: meta, Now: e.now()})
+		s, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: parent.Agent, Title: title, Metadata: meta, Now: e.now()})
 	} else {
-		s, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: p.SessionID, Sequence: keep, Title: p.Title, Now: e.now()})
+		s, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: p.SessionID, Sequence: keep, Title: title, Now: e.now()})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
@@ -174,10 +179,11 @@ func (e *Engine) Retry(ctx context.Context, p RetryParams) (*Run, error) {
 		}
 	} else {
 		var fork *Session
+		title := e.derivedTitle(ctx, "", "retry", src, fmt.Sprintf("from #%d", p.From))
 		if p.From == 1 {
-			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: src.Agent, Title: src.Title, Now: e.now()})
+			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: src.Agent, Title: title, Now: e.now()})
 		} else {
-			fork, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: src.ID, Sequence: p.From - 1, Title: src.Title, Now: e.now()})
+			fork, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: src.ID, Sequence: p.From - 1, Title: title, Now: e.now()})
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fork: %w", err)

@@ -65,10 +65,17 @@ export async function api(path, { method = 'GET', body, signal, raw = false } = 
       extra['Content-Type'] = 'application/json';
       extra['X-Stepwise-CSRF'] = '1';
     }
-    const res = await fetch(base + path, {
-      method, headers: headers(extra), signal, credentials: 'same-origin', cache: 'no-store',
-      body: body === undefined ? (method === 'POST' ? '{}' : undefined) : JSON.stringify(body),
-    });
+    let res;
+    try {
+      res = await fetch(base + path, {
+        method, headers: headers(extra), signal, credentials: 'same-origin', cache: 'no-store',
+        body: body === undefined ? (method === 'POST' ? '{}' : undefined) : JSON.stringify(body),
+      });
+    } catch (e) {
+      if (e.name === 'AbortError') throw e;
+      // A network failure: say so plainly (never "Failed to fetch").
+      throw new APIError(0, { detail: 'The Stepwise server is not answering.', code: 'offline' });
+    }
     if (res.status === 401 && attempt < 5) {
       if (hasToken()) forgetToken();
       await login(attempt ? 'That token was refused.' : '');

@@ -194,3 +194,74 @@ export function debounce(fn, ms) {
   let t;
   return (...args) => { clearTimeout(t); t = setTimeout(() => fn(...args), ms); };
 }
+
+// richText renders message text with the two markdown forms models use
+// most, as elements (never HTML): ``` fenced blocks become <pre> and
+// `inline code` becomes <code>, so no literal backticks are shown. Other
+// text stays as it is, line breaks kept.
+export function richText(text, { limit = 20000 } = {}) {
+  const s = String(text ?? '');
+  const box = h('div', { class: 'rich', tabindex: '0' });
+  const shown = s.length > limit ? s.slice(0, limit) : s;
+  const parts = shown.split(/```[^\n`]*\n?/);
+  parts.forEach((part, i) => {
+    if (i % 2 === 1) { box.appendChild(h('pre', { class: 'code', text: part.replace(/\n$/, '') })); return; }
+    if (part) box.appendChild(inlineCode(part, 'p'));
+  });
+  if (shown !== s) {
+    const more = h('button', { type: 'button', class: 'link', text: `Show all ${fmtInt(s.length)} characters`, onclick: () => { box.replaceWith(richText(s, { limit: Infinity })); } });
+    box.appendChild(more);
+  }
+  return box;
+}
+
+// inlineCode renders text with `code` spans as <code> inside a tag.
+export function inlineCode(text, tag = 'span', attrs = null) {
+  const el = h(tag, attrs);
+  String(text ?? '').split(/`([^`\n]+)`/).forEach((t, i) => {
+    if (!t) return;
+    el.appendChild(i % 2 ? h('code', { text: t }) : document.createTextNode(t));
+  });
+  return el;
+}
+
+// installTips shows the full text of a truncated cell (any element with
+// data-full, or one whose text overflows) in a tooltip on hover and on
+// keyboard focus.
+export function installTips() {
+  const tip = h('div', { class: 'tip', id: 'tip', role: 'tooltip', hidden: true });
+  document.body.appendChild(tip);
+  let cur = null;
+  const show = (el) => {
+    const full = el.dataset.full || el.textContent;
+    const clipped = el.dataset.full ? el.dataset.full !== el.textContent : el.scrollWidth > el.clientWidth + 1;
+    if (!clipped || !full) { hide(); return; }
+    cur = el;
+    tip.textContent = full.length > 2000 ? full.slice(0, 2000) + '…' : full;
+    tip.hidden = false;
+    el.setAttribute('aria-describedby', 'tip');
+    const r = el.getBoundingClientRect();
+    const w = Math.min(480, window.innerWidth - 16);
+    tip.style.maxWidth = w + 'px';
+    tip.style.left = Math.max(8, Math.min(r.left, window.innerWidth - w - 8)) + 'px';
+    const below = r.bottom + 6;
+    tip.style.top = (below + 80 < window.innerHeight ? below : Math.max(8, r.top - 6 - tip.offsetHeight)) + 'px';
+  };
+  const hide = () => { if (cur) cur.removeAttribute('aria-describedby'); cur = null; tip.hidden = true; };
+  const target = (ev) => ev.target instanceof Element ? ev.target.closest('[data-full], .trunc') : null;
+  document.addEventListener('mouseover', (ev) => { const el = target(ev); if (el) show(el); else if (cur) hide(); });
+  document.addEventListener('focusin', (ev) => { const el = target(ev) || (ev.target instanceof Element ? ev.target.querySelector?.(':scope > .trunc, :scope > [data-full]') : null); if (el) show(el); else hide(); });
+  document.addEventListener('focusout', hide);
+  document.addEventListener('scroll', hide, true);
+  document.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') hide(); });
+}
+
+// downState renders "the server is not answering" (or another failure)
+// plainly, with a Retry button that calls retry.
+export function downState(err, retry, what = 'this page') {
+  const offline = err && err.status === 0;
+  return h('div', { class: 'empty down', role: 'alert' },
+    h('h2', { text: offline ? 'The Stepwise server is not answering' : 'Could not load ' + what }),
+    h('p', { text: offline ? 'Check that `stepwise serve` is still running and reachable, then retry.'.replace(/`/g, '') : (err?.message || 'Unknown error') }),
+    h('button', { type: 'button', class: 'primary', 'data-action': 'retry-load', text: 'Retry', onclick: retry }));
+}
