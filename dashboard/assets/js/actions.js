@@ -2,7 +2,7 @@
 // edited message), retry, replay, cancel and scoring a step.
 
 import { api, APIError } from './api.js';
-import { clip, h, jsonView, route, toast } from './dom.js';
+import { clip, h, inlineCode, jsonView, route, toast } from './dom.js';
 import { schemaForm } from './schemaform.js';
 
 const enc = encodeURIComponent;
@@ -36,7 +36,7 @@ export function inputCard(p, { onDone, showSession = false } = {}) {
     showSession ? h('a', { href: route(['s', p.session_id]), class: 'small', text: 'session ' + clip(p.session_id, 40) }) : null,
     req.expires_at ? h('span', { class: 'muted small', text: 'expires ' + new Date(req.expires_at).toLocaleString() }) : null);
   const body = [];
-  if (req.prompt) body.push(h('p', { class: 'prompt', text: req.prompt }));
+  if (req.prompt) body.push(inlineCode(req.prompt, 'p', { class: 'prompt' }));
   if (req.context && Object.keys(req.context).length) body.push(h('details', null, h('summary', { text: 'Context' }), jsonView(req.context)));
   let form;
   if (req.approval) {

@@ -3,7 +3,8 @@
 // ratio — with links to its merged workflow graph and its sessions.
 
 import { api } from './api.js';
-import { ago, badge, clear, fmtCost, fmtInt, fmtMS, fmtPct, fmtTokens, h, route, shortID } from './dom.js';
+import { ago, badge, clear, downState, fmtCost, fmtInt, fmtMS, fmtPct, fmtTokens, h, inlineCode, route } from './dom.js';
+import { sessionName } from './names.js';
 
 const enc = encodeURIComponent;
 
@@ -14,9 +15,9 @@ export function agentsView(main) {
     if (!r.agents.length) { clear(list, h('p', { class: 'empty muted', text: 'No agents are registered on this server.' })); return; }
     clear(list, r.agents.map((a) => h('a', { class: 'card agent-card', href: route(['a', a.name]) },
       h('div', { class: 'card-head' }, h('strong', { text: a.name }), a.model ? h('code', { class: 'muted small', text: a.model }) : null),
-      a.description ? h('p', { text: a.description }) : null,
+      a.description ? inlineCode(a.description, 'p') : null,
       h('p', { class: 'muted small', text: [`${a.tools.length} tool${a.tools.length === 1 ? '' : 's'}`, a.sub_agents?.length ? `${a.sub_agents.length} sub-agents` : '', a.steps?.length ? `${a.steps.length} custom steps` : '', a.approvals ? 'approvals' : ''].filter(Boolean).join(' · ') }))));
-  }).catch((e) => clear(list, h('p', { class: 'error', text: 'Could not load agents: ' + e.message })));
+  }).catch((e) => clear(list, downState(e, () => agentsView(main), 'the agents')));
   return null;
 }
 
@@ -48,11 +49,11 @@ export function agentView(main, { name }) {
           h('thead', null, h('tr', null, ['Kind', 'Steps', 'Mean', 'p50', 'p90', 'p99', 'Max'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : '', text: t })))),
           h('tbody', null, o.latency.map((l) => h('tr', null, h('td', null, badge(l.kind, 'kind')), h('td', { class: 'num', text: fmtInt(l.count) }),
             [l.mean_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map((v) => h('td', { class: 'num', text: fmtMS(v) })))))) : h('p', { class: 'muted', text: 'No steps yet.' })));
-  }).catch((e) => clear(body, h('p', { class: 'error', text: (e.status === 404 ? 'No such agent: ' : 'Could not load the overview: ') + e.message })));
+  }).catch((e) => clear(body, e.status === 404 ? h('p', { class: 'error', text: 'No such agent: ' + e.message }) : downState(e, () => agentView(main, { name }), 'the overview')));
   api(`/v1/dashboard/sessions?agent=${enc(name)}&limit=10`).then((r) => {
     if (!r.sessions.length) return;
     clear(recent, h('section', { class: 'card' }, h('h2', { text: 'Recent sessions' }), h('ul', { class: 'recent' }, r.sessions.map((s) => h('li', null,
-      badge(s.status), ' ', h('a', { href: route(['s', s.id]), title: s.id, text: s.title || 'Session ' + shortID(s.id) }),
+      badge(s.status), ' ', h('a', { href: route(['s', s.id]), text: sessionName(s) }),
       h('span', { class: 'muted small', text: ` · ${fmtInt(s.last_sequence)} steps · ${fmtCost(s.cost)} · ${ago(s.updated_at)}` }))))));
   }).catch(() => {});
   return null;

@@ -3,7 +3,8 @@
 // main and returns a cleanup function.
 
 import { api, forgetToken, hasToken } from './api.js';
-import { clear, h } from './dom.js';
+import { clear, h, installTips } from './dom.js';
+import { compareView } from './compare.js';
 import { sessionsView } from './sessions.js';
 import { sessionView } from './session.js';
 import { graphView } from './graph.js';
@@ -31,6 +32,7 @@ function resolve({ segs, query }) {
   if (a === 'a' && b && c === 'graph') return ['agents', () => graphView(main, { agent: b, query })];
   if (a === 'a' && b) return ['agents', () => agentView(main, { name: b })];
   if (a === 'inputs') return ['inputs', () => inboxView(main)];
+  if (a === 'compare') return ['sessions', () => compareView(main, query)];
   if (a === 'experiments') return ['experiments', () => experimentsView(main, { compare: b === 'compare', query })];
   return ['', () => { clear(main, h('div', { class: 'empty' }, h('h1', { text: 'Not found' }), h('p', null, h('a', { href: '#/', text: 'Back to sessions' })))); return null; }];
 }
@@ -112,5 +114,6 @@ async function refreshInbox() {
 window.addEventListener('stepwise:inputs-changed', refreshInbox);
 setInterval(() => { if (!document.hidden) refreshInbox(); }, 15000);
 
+installTips();
 render();
 refreshInbox();

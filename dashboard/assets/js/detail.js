@@ -5,7 +5,8 @@
 // appear only when it answers them.
 
 import { api, optional } from './api.js';
-import { badge, clear, fmtCost, fmtInt, fmtMS, fmtTime, h, jsonView, textBlock, toast } from './dom.js';
+import { badge, clear, fmtCost, fmtInt, fmtMS, fmtTime, h, jsonView, richText, textBlock, toast } from './dom.js';
+import { requestSection } from './request.js';
 import { forkAt, inputCard, retryFrom, scoreStep } from './actions.js';
 
 const enc = encodeURIComponent;
@@ -20,7 +21,8 @@ function kv(rows) {
 }
 
 // renderDetail fills el with the detail of step s of session sessionID.
-export function renderDetail(el, sessionID, s, { onChanged } = {}) {
+export function renderDetail(el, sessionID, s, { onChanged, runActive = () => true } = {}) {
+  delete el.dataset.evals;
   if (!s) { clear(el, h('p', { class: 'muted empty', text: 'Select a step (j / k).' })); return; }
   const m = s.metrics || {};
   const actions = h('div', { class: 'd-actions' },
@@ -34,10 +36,15 @@ export function renderDetail(el, sessionID, s, { onChanged } = {}) {
         s.session_id !== sessionID ? [' · inherited from ', h('a', { href: '#/s/' + enc(s.session_id) + '/' + s.sequence, text: 'parent session' })] : ''),
       actions),
   ];
-  if (s.kind === 'input' && s.status === 'waiting') {
+  // A request is answerable only while its run still waits for it: a
+  // cancelled or finished run never shows a form.
+  if (s.kind === 'input' && s.status === 'waiting' && !runActive(s.run_id)) {
+    parts.push(h('p', { class: 'muted stale-request', text: 'This request is no longer answerable: its run has ended.' }));
+  } else if (s.kind === 'input' && s.status === 'waiting') {
     parts.push(inputCard({ request_id: s.id, run_id: s.run_id, session_id: s.session_id, request: s.inputs }, { onDone: onChanged }));
   }
-  if (s.content) parts.push(section(s.role ? `Message (${s.role})` : 'Content', textBlock(s.content)));
+  if (s.content) parts.push(section(s.role ? `Message (${s.role})` : 'Content', s.role === 'assistant' || s.role === 'user' ? richText(s.content) : textBlock(s.content)));
+  if (s.kind === 'llm') parts.push(requestSection(sessionID, s));
   if (s.reasoning) parts.push(h('details', { class: 'd-sec', open: !s.content }, h('summary', { text: 'Reasoning' }), textBlock(s.reasoning)));
   if (s.tool_calls?.length) {
     parts.push(section('Tool calls', s.tool_calls.map((c) => h('div', { class: 'call' }, h('code', { class: 'tool', text: c.name }), h('span', { class: 'muted small', text: ' ' + (c.id || '') }), jsonView(c.arguments ?? null)))));
@@ -108,11 +115,30 @@ async function loadAttachments(el, s) {
     const li = h('li', { class: 'attachment' }, h('span', { class: 'att-name', text: String(x.name ?? 'attachment') }),
       h('span', { class: 'muted small', text: ' ' + [x.kind, x.content_type, x.size ? fmtInt(x.size) + ' B' : ''].filter(Boolean).join(' · ') }));
     const src = attachmentURL(x);
-    if (src && /^image\/(png|jpeg|gif|webp)$/.test(String(x.content_type || ''))) {
-      api(src, { raw: true }).then((res) => res.blob()).then((b) => {
-        const url = URL.createObjectURL(b);
-        li.appendChild(h('a', { href: url, target: '_blank', rel: 'noopener' }, h('img', { src: url, alt: String(x.name ?? 'screenshot'), loading: 'lazy' })));
-      }).catch(() => {});
+    if (src) {
+      const name = String(x.name ?? 'attachment');
+      const type = String(x.content_type || '');
+      const isImage = /^image\/(png|jpeg|gif|webp)$/.test(type);
+      // Fetched with the token, shown from a blob: URL. Text and images
+      // open in a tab; everything can be downloaded under its name.
+      const openable = isImage || /^text\/|^application\/(json|pdf)$/.test(type);
+      const links = h('span', { class: 'att-links' });
+      li.appendChild(links);
+      const blob = () => api(src, { raw: true }).then((res) => res.blob());
+      const fetchOnce = (() => { let p; return () => (p ||= blob().then((b) => URL.createObjectURL(type.startsWith('text/') ? new Blob([b], { type: 'text/plain;charset=utf-8' }) : b))); })();
+      const link = (label, action, download) => h('button', { type: 'button', class: 'link', 'data-action': action, text: label, onclick: async () => {
+        try {
+          const url = await fetchOnce();
+          const a = h('a', { href: url, target: '_blank', rel: 'noopener', download: download ? name : undefined });
+          document.body.appendChild(a); a.click(); a.remove();
+        } catch (e) { toast('Could not fetch the attachment: ' + e.message, 'error'); }
+      } });
+      links.append(' ', openable ? link('Open', 'open-attachment', false) : null, ' ', link('Download', 'download-attachment', true));
+      if (isImage) {
+        fetchOnce().then((url) => {
+          li.appendChild(h('a', { href: url, target: '_blank', rel: 'noopener' }, h('img', { src: url, alt: name, loading: 'lazy' })));
+        }).catch(() => {});
+      }
     }
     return li;
   }))));

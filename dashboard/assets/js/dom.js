@@ -262,6 +262,6 @@ export function downState(err, retry, what = 'this page') {
   const offline = err && err.status === 0;
   return h('div', { class: 'empty down', role: 'alert' },
     h('h2', { text: offline ? 'The Stepwise server is not answering' : 'Could not load ' + what }),
-    h('p', { text: offline ? 'Check that `stepwise serve` is still running and reachable, then retry.'.replace(/`/g, '') : (err?.message || 'Unknown error') }),
+    offline ? inlineCode('Check that `stepwise serve` is still running and reachable, then retry.', 'p') : h('p', { class: 'error', text: err?.message || 'Unknown error' }),
     h('button', { type: 'button', class: 'primary', 'data-action': 'retry-load', text: 'Retry', onclick: retry }));
 }

@@ -1,7 +1,7 @@
 // The inbox: every pending input request and approval, answerable here.
 
 import { api } from './api.js';
-import { clear, h } from './dom.js';
+import { clear, downState, h } from './dom.js';
 import { inputCard } from './actions.js';
 
 export function inboxView(main) {
@@ -12,7 +12,7 @@ export function inboxView(main) {
       const r = await api('/v1/inputs');
       clear(list, r.inputs.length ? r.inputs.map((p) => inputCard(p, { onDone: load, showSession: true })) : h('p', { class: 'empty muted', text: 'Nothing is waiting for you.' }));
     } catch (e) {
-      clear(list, h('p', { class: 'error', text: 'Could not load pending inputs: ' + e.message }));
+      clear(list, downState(e, load, 'the pending inputs'));
     }
   };
   load();

@@ -3,7 +3,9 @@
 // (resumed from the last event id), and the fork tree.
 
 import { api, stream } from './api.js';
-import { ago, badge, clear, fmtCost, fmtInt, fmtMS, fmtTokens, h, route, shortID, toast } from './dom.js';
+import { ago, badge, clear, downState, fmtCost, fmtInt, fmtMS, fmtTokens, h, route, shortID, toast } from './dom.js';
+import { composer } from './composer.js';
+import { sessionName } from './names.js';
 import { Timeline } from './timeline.js';
 import { renderDetail } from './detail.js';
 import { cancelRun, inputCard, inputsChanged, replay } from './actions.js';
@@ -11,6 +13,11 @@ import { forkTree } from './tree.js';
 
 const enc = encodeURIComponent;
 const ACTIVE = new Set(['queued', 'running', 'waiting']);
+
+// originOf is the session a fork, retry, replay or edited copy came from.
+export function originOf(s) {
+  return s ? s.parent_session_id || (s.metadata?.forked_from ? String(s.metadata.forked_from) : '') : '';
+}
 
 export function sessionView(main, { id, seq, tab }) {
   let closed = false, es = null, tl = null, sess = null, runs = [], resync = false;
@@ -25,20 +32,25 @@ export function sessionView(main, { id, seq, tab }) {
   const tabs = h('div', { class: 'tabs', role: 'tablist' });
   const body = h('div', { class: 'session-body' });
   clear(main, h('div', { class: 'page-head' }, h('div', { class: 'crumbs' }, h('a', { href: '#/', text: 'Sessions' }), ' / '), h('div', { class: 'head-row' }, title, status), meta, btns),
-    pending, tabs, body);
+    pending, tabs, body, h('div', { class: 'composer-slot' }));
+  let box = { update() {}, el: null };
 
   const setTab = (t) => {
     tab = t;
     clear(tabs,
       [['timeline', 'Timeline'], ['forks', 'Fork tree']].map(([k, label]) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(k === tab), class: k === tab ? 'on' : '', text: label,
         onclick: () => { history.replaceState(null, '', route(['s', id], k === 'timeline' ? null : { tab: k })); setTab(k); } })),
-      h('a', { class: 'tab-link', href: route(['s', id, 'graph']), text: 'Workflow graph' }));
+      h('a', { class: 'tab-link', href: route(['s', id, 'graph']), text: 'Workflow graph' }),
+      h('a', { class: 'tab-link', 'data-action': 'compare', href: route(['compare'], { a: originOf(sess) || '', b: id }), text: 'Compare' }));
     if (tab === 'forks') clear(body, forkTree(id));
     else clear(body, h('div', { class: 'split' }, tlBox, detail));
     if (tab === 'timeline' && tl) requestAnimationFrame(() => tl.schedule());
   };
 
   const latestRun = () => runs.find((r) => r.hop === 0);
+  const runActive = (runID) => { const r = runs.find((x) => x.id === runID); return !r || ACTIVE.has(r.status); };
+  box = composer({ sessionID: id, get session() { return sess; }, get run() { return latestRun(); }, onStarted: () => { if (tl) { tl.follow = true; tl.scrollToEnd(); } refresh(); } });
+  main.querySelector('.composer-slot').appendChild(box.el);
   let metaSig = '';
   const cancelBtn = h('button', { type: 'button', class: 'danger', 'data-action': 'cancel', text: 'Cancel run', hidden: true,
     onclick: async () => { const r = latestRun(); if (r && await cancelRun(r.id)) refresh(); } });
@@ -47,7 +59,7 @@ export function sessionView(main, { id, seq, tab }) {
 
   const renderHead = () => {
     if (!sess) return;
-    title.textContent = sess.title || 'Session ' + shortID(sess.id);
+    title.textContent = sessionName(sess);
     title.title = sess.id;
     const run = latestRun();
     clear(status, badge(run ? run.status : 'idle'));
@@ -55,15 +67,22 @@ export function sessionView(main, { id, seq, tab }) {
     const sig = [steps, sess.input_tokens, sess.output_tokens, sess.cost, sess.updated_at, run?.id, run?.status, run?.error?.message].join('|');
     if (sig !== metaSig) {
       metaSig = sig;
+      // A fork's tokens, cost and time count its own steps only: say so,
+      // and split its step count the same way.
+      const inherited = sess.parent_session_id ? Math.min(sess.fork_sequence || 0, steps) : 0;
+      const own = inherited ? 'own ' : '';
       clear(meta,
         sess.agent ? [h('a', { href: route(['a', sess.agent]), text: sess.agent }), ' · '] : null,
-        fmtInt(steps) + ' steps · ', fmtTokens(sess.input_tokens + sess.output_tokens) + ' tokens · ', fmtCost(sess.cost),
-        ' · ', fmtMS(new Date(sess.updated_at) - new Date(sess.created_at)), ' · updated ', ago(sess.updated_at),
-        sess.metadata?.forked_from ? [' · edited copy of ', h('a', { href: route(['s', String(sess.metadata.forked_from)]), dataset: { origin: '1' }, text: shortID(String(sess.metadata.forked_from)) }),
+        h('span', { class: 'm-steps' }, inherited ? `${fmtInt(steps)} steps (${fmtInt(inherited)} inherited + ${fmtInt(steps - inherited)} own)` : fmtInt(steps) + ' steps'), ' · ',
+        h('span', { class: 'm-tokens' }, fmtTokens(sess.input_tokens + sess.output_tokens) + ` ${own}tokens`), ' · ',
+        h('span', { class: 'm-cost' }, fmtCost(sess.cost) + (inherited ? ' own cost' : '')), ' · ',
+        h('span', { class: 'm-time' }, fmtMS(new Date(sess.updated_at) - new Date(sess.created_at)) + (inherited ? ' own time' : '')), ' · updated ', ago(sess.updated_at),
+        sess.metadata?.forked_from ? [' · edited copy of ', h('a', { href: route(['s', String(sess.metadata.forked_from)]), dataset: { origin: '1' }, text: 'the original' }),
           sess.metadata.edited_sequence ? ' (step ' + sess.metadata.edited_sequence + ' edited)' : ''] : null,
-        sess.parent_session_id ? [' · forked from ', h('a', { href: route(['s', sess.parent_session_id, String(sess.fork_sequence)]), text: shortID(sess.parent_session_id) }), ' at #' + sess.fork_sequence] : null,
+        sess.parent_session_id ? [' · forked from ', h('a', { href: route(['s', sess.parent_session_id, String(sess.fork_sequence)]), dataset: { origin: '1' }, text: 'the parent' }), ' at #' + sess.fork_sequence] : null,
         run?.error ? [' · ', h('span', { class: 'error', text: run.error.message })] : null);
     }
+    box.update();
     // The buttons are made once and updated in place, so focus stays put.
     cancelBtn.hidden = !(run && ACTIVE.has(run.status));
     followBtn.setAttribute('aria-pressed', String(!!tl?.follow));
@@ -97,7 +116,7 @@ export function sessionView(main, { id, seq, tab }) {
     history.replaceState(null, '', route(['s', id, String(n)], tab === 'timeline' ? null : { tab }));
     const s = tl.step(n) || await tl.ensure(n).catch(() => undefined);
     if (closed || tl.selected !== n) return;
-    renderDetail(detail, id, s, { onChanged: () => { refreshPending(); refresh(); } });
+    renderDetail(detail, id, s, { onChanged: () => { refreshPending(); refresh(); }, runActive });
   };
 
   const onEvent = (type, ev, eventID) => {
@@ -129,8 +148,12 @@ export function sessionView(main, { id, seq, tab }) {
         break;
       case 'run_started':
       case 'run_finished':
+      case 'run_cancelled':
         tl.setLive(ev.run_id, null);
-        refresh(); refreshPending();
+        // A request of a run that ended is no longer answerable: re-read
+        // the run, drop its cards and redraw an open input step.
+        refresh().then(() => { const cur = tl.step(tl.selected); if (cur?.kind === 'input') showDetail(tl.selected); });
+        refreshPending(); inputsChanged();
         break;
       case 'error':
         toast('Stream error: ' + (ev.detail || 'unknown'), 'error');
@@ -162,7 +185,8 @@ export function sessionView(main, { id, seq, tab }) {
     try {
       sess = await api(`/v1/sessions/${enc(id)}`);
     } catch (e) {
-      clear(main, h('div', { class: 'empty' }, h('h1', { text: e.status === 404 ? 'No such session' : 'Could not load the session' }), h('p', { text: e.message }), h('p', null, h('a', { href: '#/', text: 'Back to sessions' }))));
+      if (e.status === 404) clear(main, h('div', { class: 'empty' }, h('h1', { text: 'No such session' }), h('p', { text: e.message }), h('p', null, h('a', { href: '#/', text: 'Back to sessions' }))));
+      else clear(main, downState(e, () => { window.dispatchEvent(new HashChangeEvent('hashchange')); location.reload(); }, 'the session'));
       return;
     }
     if (closed) return;
@@ -170,7 +194,10 @@ export function sessionView(main, { id, seq, tab }) {
     clear(tlBox, h('div', { class: 'tl-head', 'aria-hidden': 'true' }, ['#', '', 'kind', 'step', 'summary', 'status', 'time', 'tokens', 'cost'].map((t) => h('span', { text: t }))), tl.el);
     renderHead();
     tl.render();
-    if (seq) tl.select(seq); else renderDetail(detail, id, null);
+    // A step is always selected: the one in the route, else a fork's first
+    // own step, else the first.
+    const first = seq || (sess.parent_session_id && sess.fork_sequence < sess.last_sequence ? sess.fork_sequence + 1 : 1);
+    if (sess.last_sequence) tl.select(first); else renderDetail(detail, id, null);
     // Live: every event after the last committed step we know of.
     es = stream(`/v1/sessions/${enc(id)}/events`, {
       lastId: sess.last_sequence + ':0',

@@ -2,13 +2,14 @@
 // pagination; status, steps, tokens, cost, duration and last activity.
 
 import { api } from './api.js';
-import { ago, badge, clear, debounce, fmtCost, fmtInt, fmtMS, fmtTime, fmtTokens, h, route, shortID, toast } from './dom.js';
+import { ago, badge, clear, debounce, downState, fmtCost, fmtInt, fmtMS, fmtTime, fmtTokens, h, inlineCode, route } from './dom.js';
+import { sessionName } from './names.js';
 
 const STATUSES = ['running', 'waiting', 'queued', 'completed', 'failed', 'cancelled', 'idle'];
 
 const COLUMNS = [
   { key: 'status', label: 'Status', get: (r) => r.status },
-  { key: 'title', label: 'Session', get: (r) => (r.title || r.id).toLowerCase() },
+  { key: 'title', label: 'Session', get: (r) => sessionName(r).toLowerCase() },
   { key: 'agent', label: 'Agent', get: (r) => r.agent || '' },
   { key: 'steps', label: 'Steps', num: true, get: (r) => r.last_sequence },
   { key: 'tokens', label: 'Tokens', num: true, get: (r) => r.input_tokens + r.output_tokens },
@@ -19,7 +20,7 @@ const COLUMNS = [
 
 export function sessionsView(main, query) {
   const state = { q: query.q || '', agent: query.agent || '', status: query.status || '', sort: query.sort || 'activity', dir: query.dir || 'desc' };
-  let rows = [], next = '', loading = false, selected = -1, ctl = null;
+  let rows = [], next = '', loading = false, selected = -1, ctl = null, failure = null;
 
   const search = h('input', { type: 'search', id: 'q', 'data-search': true, placeholder: 'Search id, title or agent  ( / )', value: state.q, 'aria-label': 'Search sessions' });
   const agentSel = h('select', { id: 'agent-filter', 'aria-label': 'Filter by agent' }, h('option', { value: '', text: 'All agents' }));
@@ -67,7 +68,7 @@ export function sessionsView(main, query) {
       const href = route(['s', r.id]);
       return h('tr', { class: i === selected ? 'sel' : '', dataset: { id: r.id }, onclick: (ev) => { if (!(ev.target instanceof HTMLAnchorElement)) location.hash = href; } },
         h('td', null, badge(r.status)),
-        h('td', { class: 'title' }, h('a', { href, title: r.id }, r.title || 'Session ' + shortID(r.id)),
+        h('td', { class: 'title' }, h('a', { href, class: 'trunc', dataset: { full: sessionName(r) } }, sessionName(r)),
           r.parent_session_id ? h('span', { class: 'muted small', text: ' fork @' + r.fork_sequence }) : null),
         h('td', { text: r.agent || '—' }),
         h('td', { class: 'num', text: fmtInt(r.last_sequence) }),
@@ -76,7 +77,14 @@ export function sessionsView(main, query) {
         h('td', { class: 'num', text: fmtMS(r.duration_ms) }),
         h('td', { class: 'num', title: fmtTime(r.updated_at), text: ago(r.updated_at) }));
     }));
-    if (!list.length && !loading) tbody.appendChild(h('tr', null, h('td', { colspan: COLUMNS.length, class: 'empty', text: 'No sessions match.' })));
+    if (failure) {
+      tbody.appendChild(h('tr', null, h('td', { colspan: COLUMNS.length }, downState(failure, () => load(true), 'the sessions'))));
+    } else if (!list.length && !loading) {
+      const filtered = state.q || state.agent || state.status;
+      tbody.appendChild(h('tr', null, h('td', { colspan: COLUMNS.length, class: 'empty' }, filtered ? 'No sessions match these filters.'
+        : h('div', { class: 'first-run' }, h('h2', { text: 'No sessions yet' }),
+          inlineCode('Run `stepwise demo` to record a few example sessions, or start a run of one of your agents (`stepwise run --agent NAME --input "message"`). They appear here as they happen.', 'p')))));
+    }
     info.textContent = rows.length ? `${fmtInt(rows.length)} session${rows.length === 1 ? '' : 's'}${next ? ' loaded' : ''}` : '';
     more.hidden = !next;
   };
@@ -93,8 +101,9 @@ export function sessionsView(main, query) {
       const r = await api('/v1/dashboard/sessions?' + q, { signal: ctl.signal });
       rows = rows.concat(r.sessions);
       next = r.next_cursor || '';
+      failure = null;
     } catch (e) {
-      if (e.name !== 'AbortError') toast('Could not load sessions: ' + e.message, 'error');
+      if (e.name !== 'AbortError') failure = e;
     } finally {
       loading = false;
       renderRows();
