@@ -4,7 +4,7 @@
 
 import { api } from './api.js';
 import { ago, badge, clear, downState, fmtCost, fmtInt, fmtMS, fmtPct, fmtTokens, h, inlineCode, route } from './dom.js';
-import { sessionName } from './names.js';
+import { nameEl } from './names.js';
 
 const enc = encodeURIComponent;
 
@@ -53,7 +53,7 @@ export function agentView(main, { name }) {
   api(`/v1/dashboard/sessions?agent=${enc(name)}&limit=10`).then((r) => {
     if (!r.sessions.length) return;
     clear(recent, h('section', { class: 'card' }, h('h2', { text: 'Recent sessions' }), h('ul', { class: 'recent' }, r.sessions.map((s) => h('li', null,
-      badge(s.status), ' ', h('a', { href: route(['s', s.id]), text: sessionName(s) }),
+      badge(s.status), ' ', nameEl('a', s, { href: route(['s', s.id]) }),
       h('span', { class: 'muted small', text: ` · ${fmtInt(s.last_sequence)} steps · ${fmtCost(s.cost)} · ${ago(s.updated_at)}` }))))));
   }).catch(() => {});
   return null;

@@ -4,8 +4,8 @@
 // (steps, tokens, cost, time), replayed steps marked reused or live.
 
 import { api } from './api.js';
-import { badge, clear, downState, fmtCost, fmtInt, fmtMS, fmtTokens, h, route } from './dom.js';
-import { sessionName } from './names.js';
+import { badge, clear, codeSpans, downState, fmtCost, fmtInt, fmtMS, fmtTokens, h, route } from './dom.js';
+import { nameEl, sessionName } from './names.js';
 import { summaryOf } from './timeline.js';
 
 const enc = encodeURIComponent;
@@ -27,7 +27,8 @@ export function compareView(main, query) {
   api('/v1/dashboard/sessions?limit=100').then((r) => {
     for (const s of r.sessions) for (const sel of [selA, selB]) {
       const o = [...sel.options].find((x) => x.value === s.id);
-      if (o) o.textContent = sessionName(s); else sel.appendChild(h('option', { value: s.id, text: sessionName(s) }));
+      const label = sessionName(s).replace(/`/g, ''); // an option holds text only
+      if (o) o.textContent = label; else sel.appendChild(h('option', { value: s.id, text: label }));
     }
   }).catch(() => {});
   const load = async () => {
@@ -75,7 +76,7 @@ function totals(x, fork) {
     tok += (m.input_tokens || 0) + (m.output_tokens || 0); cost += m.cost || 0; us += m.duration_us || 0;
   }
   return h('div', { class: 'cmp-totals', dataset: { steps: String(x.s.last_sequence) } },
-    h('a', { href: route(['s', x.s.id]), class: 'cmp-name', text: sessionName(x.s) }),
+    nameEl('a', x.s, { href: route(['s', x.s.id]), class: 'cmp-name' }),
     h('div', { class: 'small' }, `${fmtInt(x.s.last_sequence)} steps` + (fork ? ` (${fmtInt(Math.min(fork, x.s.last_sequence))} shared)` : '') +
       ` · ${fmtTokens(tok)} tokens · ${fmtCost(cost)} · ${fmtMS(us / 1000)} step time`, h('span', { class: 'muted', text: ' (all steps shown, shared ones included)' })));
 }
@@ -92,7 +93,7 @@ function render(body, a, b) {
     return h('td', { class: cls },
       h('span', { class: 'kind k-' + st.kind, text: st.kind }), ' ',
       st.replay ? [badge(st.replay === 'reused' ? 'reused' : 'live', 'replay'), ' '] : null,
-      h('span', { class: 'trunc cmp-sum', text: summaryOf(st) }),
+      h('span', { class: 'trunc cmp-sum', dataset: { full: summaryOf(st) } }, codeSpans(summaryOf(st))),
       st.status !== 'completed' ? [' ', badge(st.status)] : null);
   };
   const rows = [];

@@ -217,12 +217,15 @@ export function richText(text, { limit = 20000 } = {}) {
 
 // inlineCode renders text with `code` spans as <code> inside a tag.
 export function inlineCode(text, tag = 'span', attrs = null) {
-  const el = h(tag, attrs);
-  String(text ?? '').split(/`([^`\n]+)`/).forEach((t, i) => {
-    if (!t) return;
-    el.appendChild(i % 2 ? h('code', { text: t }) : document.createTextNode(t));
-  });
-  return el;
+  return h(tag, attrs, codeSpans(text));
+}
+
+// codeSpans splits text into text nodes and <code> elements for its
+// `code` spans (no backticks shown); plain text stays one text node.
+export function codeSpans(text) {
+  const s = String(text ?? '');
+  if (!s.includes('`')) return [s];
+  return s.split(/`([^`\n]+)`/).map((t, i) => (i % 2 ? h('code', { text: t }) : t)).filter((x) => x !== '');
 }
 
 // installTips shows the full text of a truncated cell (any element with
@@ -234,7 +237,7 @@ export function installTips() {
   let cur = null;
   const show = (el) => {
     const full = el.dataset.full || el.textContent;
-    const clipped = el.dataset.full ? el.dataset.full !== el.textContent : el.scrollWidth > el.clientWidth + 1;
+    const clipped = el.scrollWidth > el.clientWidth + 1 || (!!el.dataset.full && el.dataset.full.replace(/`/g, '') !== el.textContent);
     if (!clipped || !full) { hide(); return; }
     cur = el;
     tip.textContent = full.length > 2000 ? full.slice(0, 2000) + '…' : full;

@@ -4,7 +4,7 @@
 // winner, then each dataset item's result in both.
 
 import { api } from './api.js';
-import { ago, badge, clear, clip, fmtCost, fmtInt, fmtMS, h, route, shortID } from './dom.js';
+import { ago, badge, clear, clip, inlineCode, fmtCost, fmtInt, fmtMS, h, route, shortID } from './dom.js';
 
 const enc = encodeURIComponent;
 
@@ -44,7 +44,7 @@ export function experimentsView(main, { compare = false, query = {} } = {}) {
     if (!alive) return;
     const xs = r.experiments || [];
     const datasets = new Map((d.datasets || []).map((x) => [x.id, x.name]));
-    if (!xs.length) { clear(list, h('p', { class: 'empty muted', text: 'No experiments yet. Run one with eval.RunExperiment or `stepwise eval run`.' })); return; }
+    if (!xs.length) { clear(list, inlineCode('No experiments yet. Run one with `eval.RunExperiment` or `stepwise eval run`.', 'p', { class: 'empty muted' })); return; }
     const a = picker('cmp-a', xs, datasets, query.a), b = picker('cmp-b', xs, datasets, query.b);
     const err = h('p', { class: 'error', hidden: true });
     clear(form, h('form', { class: 'card toolbar', id: 'compare-form', onsubmit: (ev) => {

@@ -3,7 +3,7 @@
 // (resumed from the last event id), and the fork tree.
 
 import { api, stream } from './api.js';
-import { ago, badge, clear, downState, fmtCost, fmtInt, fmtMS, fmtTokens, h, route, shortID, toast } from './dom.js';
+import { ago, badge, clear, codeSpans, downState, fmtCost, fmtInt, fmtMS, fmtTokens, h, route, shortID, toast } from './dom.js';
 import { composer } from './composer.js';
 import { sessionName } from './names.js';
 import { Timeline } from './timeline.js';
@@ -59,7 +59,7 @@ export function sessionView(main, { id, seq, tab }) {
 
   const renderHead = () => {
     if (!sess) return;
-    title.textContent = sessionName(sess);
+    clear(title, codeSpans(sessionName(sess)));
     title.title = sess.id;
     const run = latestRun();
     clear(status, badge(run ? run.status : 'idle'));

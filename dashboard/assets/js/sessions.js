@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { ago, badge, clear, debounce, downState, fmtCost, fmtInt, fmtMS, fmtTime, fmtTokens, h, inlineCode, route } from './dom.js';
-import { sessionName } from './names.js';
+import { nameEl, sessionName } from './names.js';
 
 const STATUSES = ['running', 'waiting', 'queued', 'completed', 'failed', 'cancelled', 'idle'];
 
@@ -68,7 +68,7 @@ export function sessionsView(main, query) {
       const href = route(['s', r.id]);
       return h('tr', { class: i === selected ? 'sel' : '', dataset: { id: r.id }, onclick: (ev) => { if (!(ev.target instanceof HTMLAnchorElement)) location.hash = href; } },
         h('td', null, badge(r.status)),
-        h('td', { class: 'title' }, h('a', { href, class: 'trunc', dataset: { full: sessionName(r) } }, sessionName(r)),
+        h('td', { class: 'title' }, nameEl('a', r, { href, class: 'trunc', dataset: { full: sessionName(r) } }),
           r.parent_session_id ? h('span', { class: 'muted small', text: ' fork @' + r.fork_sequence }) : null),
         h('td', { text: r.agent || '—' }),
         h('td', { class: 'num', text: fmtInt(r.last_sequence) }),

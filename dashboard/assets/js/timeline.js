@@ -4,7 +4,7 @@
 // small request and stays fast.
 
 import { api } from './api.js';
-import { clear, clip, fmtCost, fmtMS, fmtTokens, h } from './dom.js';
+import { clear, clip, codeSpans, fmtCost, fmtMS, fmtTokens, h } from './dom.js';
 
 export const ROW = 30; // px, fixed row height
 const CHUNK = 200;
@@ -131,7 +131,7 @@ export class Timeline {
       h('span', { class: 'indent', style: { width: hop * 14 + 'px' } }, Array.from({ length: hop }, () => h('i'))),
       h('span', { class: 'kind k-' + s.kind, text: s.kind }),
       h('span', { class: 'name', text: s.name || '' }),
-      h('span', { class: 'sum trunc', text: summaryOf(s) }),
+      h('span', { class: 'sum trunc', dataset: s.content && s.content.length > 60 ? { full: s.content.slice(0, 2000) } : undefined }, codeSpans(summaryOf(s))),
       h('span', { class: 'st', title: s.status, text: s.status === 'completed' ? '' : s.status }),
       h('span', { class: 'num dur', text: m.duration_us ? fmtMS(m.duration_us / 1000) : '' }),
       h('span', { class: 'num tok', text: m.input_tokens || m.output_tokens ? fmtTokens((m.input_tokens || 0) + (m.output_tokens || 0)) : '' }),

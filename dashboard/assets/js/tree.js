@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { ago, clear, fmtInt, h, route } from './dom.js';
-import { sessionName } from './names.js';
+import { nameEl } from './names.js';
 
 export function forkTree(id) {
   const box = h('div', { class: 'fork-tree', role: 'region', 'aria-label': 'Fork tree' }, h('p', { class: 'loading', text: 'Loading the fork tree…' }));
@@ -13,7 +13,7 @@ export function forkTree(id) {
       const cur = s.id === id;
       return h('li', null,
         h('div', { class: ['fork-node', cur ? 'current' : ''] },
-          h('a', { href: route(['s', s.id]), 'aria-current': cur ? 'page' : undefined, text: sessionName(s) }),
+          nameEl('a', s, { href: route(['s', s.id]), 'aria-current': cur ? 'page' : undefined }),
           s.parent_session_id ? h('span', { class: 'muted small', text: ` forked at #${s.fork_sequence}` }) : h('span', { class: 'muted small', text: ' root' }),
           h('span', { class: 'muted small', text: ` · ${fmtInt(s.last_sequence)} steps · ${ago(s.updated_at)}` })),
         n.forks?.length ? h('ul', null, n.forks.map(node)) : null);
