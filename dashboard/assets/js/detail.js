@@ -119,26 +119,20 @@ async function loadAttachments(el, s) {
       const name = String(x.name ?? 'attachment');
       const type = String(x.content_type || '');
       const isImage = /^image\/(png|jpeg|gif|webp)$/.test(type);
-      // Fetched with the token, shown from a blob: URL. Text and images
-      // open in a tab; everything can be downloaded under its name.
+      // Fetched with the token and offered from a blob: URL: text, JSON,
+      // PDF and images open in a tab (text as plain text, never as a
+      // page), and everything downloads under its name.
       const openable = isImage || /^text\/|^application\/(json|pdf)$/.test(type);
-      const links = h('span', { class: 'att-links' });
+      const links = h('span', { class: 'att-links', 'aria-busy': 'true' });
       li.appendChild(links);
-      const blob = () => api(src, { raw: true }).then((res) => res.blob());
-      const fetchOnce = (() => { let p; return () => (p ||= blob().then((b) => URL.createObjectURL(type.startsWith('text/') ? new Blob([b], { type: 'text/plain;charset=utf-8' }) : b))); })();
-      const link = (label, action, download) => h('button', { type: 'button', class: 'link', 'data-action': action, text: label, onclick: async () => {
-        try {
-          const url = await fetchOnce();
-          const a = h('a', { href: url, target: '_blank', rel: 'noopener', download: download ? name : undefined });
-          document.body.appendChild(a); a.click(); a.remove();
-        } catch (e) { toast('Could not fetch the attachment: ' + e.message, 'error'); }
-      } });
-      links.append(' ', openable ? link('Open', 'open-attachment', false) : null, ' ', link('Download', 'download-attachment', true));
-      if (isImage) {
-        fetchOnce().then((url) => {
-          li.appendChild(h('a', { href: url, target: '_blank', rel: 'noopener' }, h('img', { src: url, alt: name, loading: 'lazy' })));
-        }).catch(() => {});
-      }
+      api(src, { raw: true }).then((res) => res.blob()).then((b) => {
+        const shown = type.startsWith('text/') || type === 'application/json' ? new Blob([b], { type: 'text/plain;charset=utf-8' }) : b;
+        const url = URL.createObjectURL(shown);
+        links.removeAttribute('aria-busy');
+        links.append(' ', openable ? h('a', { href: url, target: '_blank', rel: 'noopener', 'data-action': 'open-attachment', text: 'Open' }) : null,
+          openable ? ' · ' : null, h('a', { href: url, download: name, 'data-action': 'download-attachment', text: 'Download' }));
+        if (isImage) li.appendChild(h('a', { href: url, target: '_blank', rel: 'noopener' }, h('img', { src: url, alt: name, loading: 'lazy' })));
+      }).catch((e) => { links.removeAttribute('aria-busy'); links.appendChild(h('span', { class: 'error small', text: ' could not fetch: ' + e.message })); });
     }
     return li;
   }))));

@@ -42,7 +42,7 @@ function render(req, source, s) {
   const m = s.metrics || {};
   const params = [['model', req.model || m.model], ['provider', m.provider], ['temperature', req.temperature], ['max tokens', req.max_tokens],
     ['messages', fmtInt(req.messages?.length || 0)], ['tools', fmtInt(req.tools?.length || 0)]].filter(([, v]) => v !== undefined && v !== null && v !== '');
-  chat.append(
+  clear(chat,
     h('dl', { class: 'kv req-params' }, params.map(([k, v]) => [h('dt', { text: k }), h('dd', { text: String(v) })])),
     req.system ? message('system', req.system) : h('p', { class: 'muted small', text: source === 'rebuilt' && !req.tools?.length ? 'No system prompt (or this server does not run the agent).' : 'No system prompt.' }),
     (req.messages || []).map((msg) => message(msg.role, msg.content, msg)),

@@ -35,13 +35,14 @@ export function sessionView(main, { id, seq, tab }) {
     pending, tabs, body, h('div', { class: 'composer-slot' }));
   let box = { update() {}, el: null };
 
+  const compareLink = h('a', { class: 'tab-link', 'data-action': 'compare', href: route(['compare'], { b: id }), text: 'Compare' });
   const setTab = (t) => {
     tab = t;
     clear(tabs,
       [['timeline', 'Timeline'], ['forks', 'Fork tree']].map(([k, label]) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(k === tab), class: k === tab ? 'on' : '', text: label,
         onclick: () => { history.replaceState(null, '', route(['s', id], k === 'timeline' ? null : { tab: k })); setTab(k); } })),
       h('a', { class: 'tab-link', href: route(['s', id, 'graph']), text: 'Workflow graph' }),
-      h('a', { class: 'tab-link', 'data-action': 'compare', href: route(['compare'], { a: originOf(sess) || '', b: id }), text: 'Compare' }));
+      compareLink);
     if (tab === 'forks') clear(body, forkTree(id));
     else clear(body, h('div', { class: 'split' }, tlBox, detail));
     if (tab === 'timeline' && tl) requestAnimationFrame(() => tl.schedule());
@@ -60,6 +61,8 @@ export function sessionView(main, { id, seq, tab }) {
   const renderHead = () => {
     if (!sess) return;
     clear(title, codeSpans(sessionName(sess)));
+    compareLink.setAttribute('href', route(['compare'], { a: originOf(sess), b: id }));
+    compareLink.title = originOf(sess) ? 'Compare with the session it came from' : 'Compare with another session';
     title.title = sess.id;
     const run = latestRun();
     clear(status, badge(run ? run.status : 'idle'));
@@ -94,7 +97,10 @@ export function sessionView(main, { id, seq, tab }) {
   const refreshPending = async () => {
     try {
       const r = await api('/v1/inputs');
-      const mine = r.inputs.filter((p) => p.session_id === id);
+      // Only requests of runs still waiting: never one of a cancelled or
+      // finished run (re-read the runs first when one is not known yet).
+      if (r.inputs.some((p) => p.session_id === id && !runs.some((x) => x.id === p.run_id))) await refresh();
+      const mine = r.inputs.filter((p) => p.session_id === id && runActive(p.run_id));
       // Keep the cards already shown (and what is typed in them).
       const shown = new Map([...pending.children].map((c) => [c.dataset.request, c]));
       const want = new Set(mine.map((p) => p.request_id));
