@@ -101,3 +101,57 @@ func TestBrowserThemeToggle(t *testing.T) {
 	p.waitJS(`document.documentElement.dataset.theme === 'dark'`)
 	p.screenshot("sessions-dark")
 }
+
+// labelOverlapsJS lists pairs of edge labels whose drawn boxes intersect,
+// and labels drawn over a state's box.
+const labelOverlapsJS = `(() => {
+  const r = (el) => { const b = el.getBBox(); return [b.x, b.y, b.x + b.width, b.y + b.height]; };
+  const hit = (a, b) => a[0] < b[2] - 0.5 && b[0] < a[2] - 0.5 && a[1] < b[3] - 0.5 && b[1] < a[3] - 0.5;
+  const labels = [...document.querySelectorAll('svg.graph .elabel')].map((el) => ({ t: el.textContent, b: r(el) }));
+  const nodes = [...document.querySelectorAll('svg.graph .node')].map((el) => {
+    const m = /translate\(([-\d.]+),([-\d.]+)\)/.exec(el.getAttribute('transform'));
+    const rect = el.querySelector('rect');
+    return { t: el.getAttribute('aria-label'), b: [+m[1], +m[2], +m[1] + +rect.getAttribute('width'), +m[2] + +rect.getAttribute('height')] };
+  });
+  const out = [];
+  for (let i = 0; i < labels.length; i++) {
+    for (let j = i + 1; j < labels.length; j++) if (hit(labels[i].b, labels[j].b)) out.push(labels[i].t + ' / ' + labels[j].t);
+    for (const n of nodes) if (hit(labels[i].b, n.b)) out.push(labels[i].t + ' over ' + n.t);
+  }
+  return JSON.stringify({ labels: labels.length, out });
+})()`
+
+// Edge labels are placed so that none overlaps another or a state, and a
+// sub-agent's states are framed as a labelled cluster.
+func TestBrowserGraphLabelsAndSubAgentCluster(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	id := seedLong(t, e, 2000)
+	p := newPage(t)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + id + "/graph"))
+	p.waitJS(`document.querySelectorAll('svg.graph .node').length > 3 && document.querySelector('svg.graph .elabel')`)
+	var res struct {
+		Labels int      `json:"labels"`
+		Out    []string `json:"out"`
+	}
+	if err := jsonUnmarshal(eval[string](p, labelOverlapsJS), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Labels < 5 || len(res.Out) > 0 {
+		t.Fatalf("%d edge labels, overlapping: %q", res.Labels, res.Out)
+	}
+	cl := eval[string](p, `document.querySelector('svg.graph .cluster .clabel')?.textContent || ''`)
+	if !strings.HasPrefix(cl, "sub-agent") {
+		t.Fatalf("sub-agent cluster label %q", cl)
+	}
+	// Every hop-1 state is inside its cluster's frame.
+	inside := eval[bool](p, `(() => {
+		const f = document.querySelector('svg.graph .cluster rect').getBBox();
+		const sub = [...document.querySelectorAll('svg.graph .node')].filter((n) => n.getAttribute('aria-label').startsWith('llm: ') && /Sub-agent|Done/.test(n.getAttribute('aria-label')));
+		return sub.every((n) => { const b = n.getBBox(), m = n.getCTM(); const x = +/translate\(([-\d.]+)/.exec(n.getAttribute('transform'))[1], y = +/,([-\d.]+)\)/.exec(n.getAttribute('transform'))[1];
+			return x >= f.x && y >= f.y && x + b.width <= f.x + f.width + 0.5 && y + b.height <= f.y + f.height + 0.5; });
+	})()`)
+	if !inside {
+		t.Fatal("a sub-agent state lies outside its cluster")
+	}
+	p.screenshot("graph-labels-cluster")
+}

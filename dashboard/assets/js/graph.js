@@ -104,15 +104,25 @@ function draw(g, onSelect) {
   }
   svg.appendChild(defs);
   const edges = h('svg:g', { class: 'edges' }), labels = h('svg:g', { class: 'labels' }), nodes = h('svg:g', { class: 'nodes' });
+  const clusters = h('svg:g', { class: 'clusters' });
+  // Sub-agents: their states (hop > 0) framed as a labelled cluster.
+  const boxes = g.nodes.map((nd) => [nd.x - 4, nd.y - 4, nd.x + nd.w + 4, nd.y + nd.h + 4]);
+  for (const c of subAgentClusters(g)) {
+    clusters.appendChild(h('svg:g', { class: 'cluster', dataset: { hop: String(c.hop) } },
+      h('svg:rect', { x: c.x, y: c.y, width: c.w, height: c.h, rx: '12' }),
+      h('svg:text', { x: c.x + 10, y: c.y + 15, class: 'clabel' }, c.label)));
+    boxes.push([c.x, c.y, c.x + c.w, c.y + 20]);
+  }
+  const placed = [];
   for (const e of g.edges) {
     const cls = e.direction === 'forward' ? 'fwd' : e.direction === 'backward' ? 'back' : 'self';
     const w = Math.min(3.5, 1.1 + Math.log2(e.count) / 2.5);
     edges.appendChild(h('svg:path', { d: pathOf(e.points), class: 'edge ' + cls, 'stroke-width': w.toFixed(1), 'marker-end': `url(#a-${cls})`, dataset: { edge: e.id } },
       h('svg:title', { text: `${e.count}× ` + e.actions.map((a) => `${a.label} (${a.count})`).join(', ') })));
-    const [x, y] = midpoint(e.points, cls === 'self');
     const top = e.actions[0];
-    labels.appendChild(h('svg:text', { x, y, class: 'elabel ' + cls, 'text-anchor': 'start' },
-      clip(top ? top.label : '', 26) + (e.actions.length > 1 ? ` +${e.actions.length - 1}` : '') + ` ×${e.count}`));
+    const text = clip(top ? top.label : '', 26) + (e.actions.length > 1 ? ` +${e.actions.length - 1}` : '') + ` ×${e.count}`;
+    const [x, y] = placeLabel(e.points, cls === 'self', text, boxes, placed);
+    labels.appendChild(h('svg:text', { x, y, class: 'elabel ' + cls, 'text-anchor': 'start', dataset: { edge: e.id } }, text));
   }
   for (const nd of g.nodes) {
     const flags = [nd.stuck ? 'stuck' : '', nd.repeated ? 'repeated' : '', nd.loop ? 'loop' : '', nd.other ? 'other' : '', 'kind-' + nd.kind];
@@ -128,7 +138,7 @@ function draw(g, onSelect) {
     el.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); onSelect(nd); } });
     nodes.appendChild(el);
   }
-  svg.append(edges, nodes, labels);
+  svg.append(clusters, edges, nodes, labels);
   return svg;
 }
 
@@ -144,19 +154,65 @@ function pathOf(pts) {
   return d + ` L${last[0]},${last[1]}`;
 }
 
-// midpoint is where an edge's label goes: half way along it.
-function midpoint(pts, self) {
-  if (self) return [pts[1][0] + 4, (pts[1][1] + pts[2][1]) / 2 + 4];
+
+// Label metrics: 10.5 px text, about 6 px a character, 13 px tall.
+const CH = 6.3, LH = 13;
+
+const overlaps = (a, b) => a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
+
+// placeLabel finds where an edge label collides with no node, cluster
+// title or label already placed: points along the edge (half way first,
+// then spreading out), right of the line, then left of it, then above and
+// below; the least-colliding candidate when every one collides. The chosen
+// box is added to placed. Returns the text's [x, baseline y].
+function placeLabel(pts, self, text, boxes, placed) {
+  const w = text.length * CH + 4, cands = [];
+  const spots = self ? [[pts[1][0] + 4, (pts[1][1] + pts[2][1]) / 2]] : [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.12, 0.88, 0.05, 0.95].map((t) => along(pts, t));
+  const offsets = [[6, 4], [-w - 6, 4], [-w / 2, -6], [-w / 2, LH + 4], [6, -LH + 2], [6, LH + 2], [-w - 6, -LH + 2], [-w - 6, LH + 2]];
+  // Last resorts: further up and down from the middle.
+  for (let k = 2; k <= 6; k++) offsets.push([6, 4 + k * LH], [6, 4 - k * LH], [-w - 6, 4 + k * LH], [-w - 6, 4 - k * LH]);
+  for (const [dx, dy] of offsets) for (const [x, y] of spots) cands.push([x + dx, y + dy]);
+  let best = null, bestHits = Infinity;
+  for (const [x, y] of cands) {
+    const box = [x - 1, y - LH + 2, x + w, y + 3];
+    let hits = 0;
+    for (const b of boxes) if (overlaps(box, b)) hits += 4;
+    for (const b of placed) if (overlaps(box, b)) hits += 3;
+    if (hits < bestHits) { best = [x, y, box]; bestHits = hits; if (!hits) break; }
+  }
+  placed.push(best[2]);
+  return [Math.round(best[0] * 10) / 10, Math.round(best[1] * 10) / 10];
+}
+
+// along is the point at fraction t of a polyline's length.
+function along(pts, t) {
   let len = 0;
   const seg = [];
   for (let i = 1; i < pts.length; i++) { const l = Math.hypot(pts[i][0] - pts[i - 1][0], pts[i][1] - pts[i - 1][1]); seg.push(l); len += l; }
-  let half = len / 2;
+  let d = len * t;
   for (let i = 1; i < pts.length; i++) {
-    if (half <= seg[i - 1]) {
-      const t = seg[i - 1] ? half / seg[i - 1] : 0;
-      return [pts[i - 1][0] + (pts[i][0] - pts[i - 1][0]) * t + 6, pts[i - 1][1] + (pts[i][1] - pts[i - 1][1]) * t];
+    if (d <= seg[i - 1]) {
+      const f = seg[i - 1] ? d / seg[i - 1] : 0;
+      return [pts[i - 1][0] + (pts[i][0] - pts[i - 1][0]) * f, pts[i - 1][1] + (pts[i][1] - pts[i - 1][1]) * f];
     }
-    half -= seg[i - 1];
+    d -= seg[i - 1];
   }
-  return pts[0];
+  return pts[pts.length - 1];
+}
+
+// subAgentClusters frames the states of each sub-agent depth (hop > 0):
+// the box around them, labelled with the sub-agent tools that called them
+// (the parent's "agent" states).
+function subAgentClusters(g) {
+  const byHop = new Map();
+  for (const nd of g.nodes) if (nd.hop > 0) (byHop.get(nd.hop) || byHop.set(nd.hop, []).get(nd.hop)).push(nd);
+  const callers = [...new Set(g.nodes.filter((nd) => nd.kind === 'agent').map((nd) => nd.label))];
+  const out = [];
+  for (const [hop, list] of byHop) {
+    const x0 = Math.max(0, Math.min(...list.map((n) => n.x)) - 14), y0 = Math.max(0, Math.min(...list.map((n) => n.y)) - 26);
+    const x1 = Math.max(...list.map((n) => n.x + n.w)) + 14, y1 = Math.max(...list.map((n) => n.y + n.h)) + 12;
+    const name = hop === 1 && callers.length ? callers.slice(0, 3).join(', ') : 'depth ' + hop;
+    out.push({ hop, x: x0, y: y0, w: x1 - x0, h: y1 - y0, label: `sub-agent: ${clip(name, 40)} (${list.length} state${list.length === 1 ? '' : 's'})` });
+  }
+  return out;
 }
