@@ -140,6 +140,7 @@ func TestBrowserEveryPageContrastAndLayout(t *testing.T) {
 		{"sessions", "#/", `document.querySelectorAll('table.sessions tbody tr[data-id]').length === 4`},
 		{"session", "#/s/" + run.SessionID + "/2", `document.querySelector('#detail .model-request')?.dataset.request === 'rebuilt'`},
 		{"session-long", "#/s/" + long, `document.querySelector('#timeline [data-seq="1"][data-loaded="1"]') && document.querySelector('#detail .seqbig')`},
+		{"waterfall", "#/s/" + long + "?tab=time", `document.querySelector('#waterfall [data-seq="2"][data-loaded="1"] .wf-bar')`},
 		{"fork", "#/s/" + fork.ID, `document.querySelector('#detail .seqbig') && /inherited/.test(document.querySelector('.meta').textContent)`},
 		{"fork-tree", "#/s/" + fork.ID + "?tab=forks", `document.querySelectorAll('.fork-tree li').length === 2`},
 		{"session-graph", "#/s/" + run.SessionID + "/graph", `document.querySelector('svg.graph .node')`},

@@ -17,7 +17,8 @@ import (
 
 // seedLong ingests an n-step session recorded by an agent running
 // elsewhere: a user message, then model calls and tool results, a
-// sub-agent exchange (hop 1) every 40 steps and a failed attempt every 100.
+// sub-agent exchange (hop 1) every 40 steps and a failed attempt every 100,
+// retried after a 2 s back-off.
 func seedLong(tb testing.TB, e *env, n int) string {
 	tb.Helper()
 	ctx := context.Background()
@@ -66,6 +67,7 @@ func seedLong(tb testing.TB, e *env, n int) string {
 			add(&stepwise.Step{Kind: steptype.KindError, Name: "llm", Status: steptype.StepFailed,
 				Error:   &steptype.StepError{Message: "429 Too Many Requests", Class: steptype.ErrorTransient, Attempt: 1, Recoverable: true, Code: "rate_limited"},
 				Metrics: steptype.Metrics{Duration: 50 * time.Millisecond, Attempt: 1}})
+			t0 = t0.Add(2 * time.Second) // the retry's back-off
 			count++
 		case count+2 <= n-1:
 			add(&stepwise.Step{Kind: steptype.KindLLM, Name: "llm", Role: steptype.RoleAssistant, Content: fmt.Sprintf("Looking at item %d.", i),

@@ -7,6 +7,7 @@ import { ago, badge, clear, codeSpans, downState, fmtCost, fmtInt, fmtMS, fmtTok
 import { composer } from './composer.js';
 import { sessionName } from './names.js';
 import { Timeline } from './timeline.js';
+import { Waterfall, waterfallLegend } from './waterfall.js';
 import { renderDetail } from './detail.js';
 import { cancelRun, inputCard, inputsChanged, replay } from './actions.js';
 import { forkTree } from './tree.js';
@@ -20,7 +21,8 @@ export function originOf(s) {
 }
 
 export function sessionView(main, { id, seq, tab }) {
-  let closed = false, es = null, tl = null, sess = null, runs = [], resync = false;
+  let closed = false, es = null, tl = null, wf = null, sess = null, runs = [], resync = false;
+  const view = () => (tab === 'time' ? wf : tl);
   const title = h('h1', { class: 'title', text: 'Session ' + shortID(id) });
   const meta = h('div', { class: 'meta' });
   const status = h('span', { class: 'status-slot' });
@@ -29,6 +31,18 @@ export function sessionView(main, { id, seq, tab }) {
   const conn = document.getElementById('conn');
   const detail = h('aside', { class: 'detail', id: 'detail', 'aria-label': 'Step detail', tabindex: '-1' });
   const tlBox = h('div', { class: 'tl-box' });
+  const wfBox = h('div', { class: 'tl-box wf-box' }, h('p', { class: 'loading', text: 'Loading steps…' }));
+  // openWaterfall builds the time view once the timeline has the session.
+  const openWaterfall = () => {
+    if (!tl || wf) { if (wf) requestAnimationFrame(() => wf.schedule()); return; }
+    wf = new Waterfall(id, tl.count, { onSelect: showDetail, chunks: tl.chunks, forkSequence: sess.fork_sequence || 0 });
+    const fit = h('button', { type: 'button', 'data-action': 'fit-axis', 'aria-pressed': 'false', text: 'Zoom to the steps in view',
+      onclick: () => { const on = fit.getAttribute('aria-pressed') !== 'true'; fit.setAttribute('aria-pressed', String(on)); wf.setFit(on); } });
+    clear(wfBox, h('div', { class: 'wf-tools' }, waterfallLegend(), fit), h('div', { class: 'wf-head', 'aria-hidden': 'true' }, h('span', { text: '#' }), h('span', { text: 'step' }), wf.axis, h('span', { text: 'time' })), wf.el);
+    wf.range().catch(() => {});
+    wf.render();
+    if (tl.selected) wf.select(tl.selected);
+  };
   const tabs = h('div', { class: 'tabs', role: 'tablist' });
   const body = h('div', { class: 'session-body' });
   clear(main, h('div', { class: 'page-head' }, h('div', { class: 'crumbs' }, h('a', { href: '#/', text: 'Sessions' }), ' / '), h('div', { class: 'head-row' }, title, status), meta, btns),
@@ -39,11 +53,12 @@ export function sessionView(main, { id, seq, tab }) {
   const setTab = (t) => {
     tab = t;
     clear(tabs,
-      [['timeline', 'Timeline'], ['forks', 'Fork tree']].map(([k, label]) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(k === tab), class: k === tab ? 'on' : '', text: label,
+      [['timeline', 'Timeline'], ['time', 'Time'], ['forks', 'Fork tree']].map(([k, label]) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(k === tab), class: k === tab ? 'on' : '', text: label,
         onclick: () => { history.replaceState(null, '', route(['s', id], k === 'timeline' ? null : { tab: k })); setTab(k); } })),
       h('a', { class: 'tab-link', href: route(['s', id, 'graph']), text: 'Workflow graph' }),
       compareLink);
     if (tab === 'forks') clear(body, forkTree(id));
+    else if (tab === 'time') { clear(body, h('div', { class: 'split' }, wfBox, detail)); openWaterfall(); }
     else clear(body, h('div', { class: 'split' }, tlBox, detail));
     if (tab === 'timeline' && tl) requestAnimationFrame(() => tl.schedule());
   };
@@ -121,7 +136,8 @@ export function sessionView(main, { id, seq, tab }) {
     if (!tl) return;
     history.replaceState(null, '', route(['s', id, String(n)], tab === 'timeline' ? null : { tab }));
     const s = tl.step(n) || await tl.ensure(n).catch(() => undefined);
-    if (closed || tl.selected !== n) return;
+    if (closed || view().selected !== n) return;
+    if (tab === 'time') tl.selected = n; else if (wf) wf.selected = n;
     renderDetail(detail, id, s, { onChanged: () => { refreshPending(); refresh(); }, runActive });
   };
 
@@ -144,6 +160,7 @@ export function sessionView(main, { id, seq, tab }) {
         if (ev.step) {
           tl.setLive(ev.run_id, null);
           tl.put(ev.step);
+          wf?.put(ev.step);
           if (tl.selected === ev.step.sequence) showDetail(ev.step.sequence);
           if (ev.step.kind === 'input') { refreshPending(); inputsChanged(); }
           if (sess) { sess.last_sequence = Math.max(sess.last_sequence, ev.step.sequence); renderHead(); }
@@ -168,7 +185,14 @@ export function sessionView(main, { id, seq, tab }) {
   };
 
   const onKey = (ev) => {
-    if (!tl || tab !== 'timeline' || ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (!tl || (tab !== 'timeline' && tab !== 'time') || ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const tl0 = tl;
+    try {
+      tl = view();
+      if (tl) onTimelineKey(ev);
+    } finally { tl = tl0; }
+  };
+  const onTimelineKey = (ev) => {
     if (/^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(ev.target.tagName) && ev.target !== tl.el) return;
     if (document.querySelector('dialog[open]')) return;
     const k = ev.key;
@@ -176,8 +200,8 @@ export function sessionView(main, { id, seq, tab }) {
     else if (k === 'k' || k === 'ArrowUp') tl.select((tl.selected || 2) - 1);
     else if (k === 'g' || k === 'Home') tl.select(1);
     else if (k === 'G' || k === 'End') tl.select(tl.count);
-    else if (k === 'PageDown') tl.select((tl.selected || 0) + Math.floor(tl.el.clientHeight / 30));
-    else if (k === 'PageUp') tl.select((tl.selected || 0) - Math.floor(tl.el.clientHeight / 30));
+    else if (k === 'PageDown') tl.select((tl.selected || 0) + Math.floor(tl.el.clientHeight / tl.rowH));
+    else if (k === 'PageUp') tl.select((tl.selected || 0) - Math.floor(tl.el.clientHeight / tl.rowH));
     else if (k === 'f') toggleFollow();
     else if (k === 'Enter') detail.focus();
     else return;
@@ -204,6 +228,7 @@ export function sessionView(main, { id, seq, tab }) {
     // own step, else the first.
     const first = seq || (sess.parent_session_id && sess.fork_sequence < sess.last_sequence ? sess.fork_sequence + 1 : 1);
     if (sess.last_sequence) tl.select(first); else renderDetail(detail, id, null);
+    if (tab === 'time') openWaterfall();
     // Live: every event after the last committed step we know of.
     es = stream(`/v1/sessions/${enc(id)}/events`, {
       lastId: sess.last_sequence + ':0',
@@ -223,7 +248,7 @@ export function sessionView(main, { id, seq, tab }) {
 
   return {
     close() {
-      closed = true; es?.close(); tl?.destroy(); clearInterval(poll);
+      closed = true; es?.close(); tl?.destroy(); wf?.destroy(); clearInterval(poll);
       document.removeEventListener('keydown', onKey);
       conn.textContent = ''; conn.className = 'conn';
     },
@@ -231,7 +256,7 @@ export function sessionView(main, { id, seq, tab }) {
     navigate(r) {
       const [a, b, c] = r.segs;
       if (a !== 's' || b !== id || c === 'graph' || (r.query.tab || 'timeline') !== tab) return false;
-      if (c && tl && +c !== tl.selected) tl.select(+c);
+      if (c && view() && +c !== view().selected) view().select(+c);
       return true;
     },
   };

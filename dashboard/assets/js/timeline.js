@@ -24,20 +24,33 @@ export function summaryOf(s) {
   return clip(s.content || s.reasoning || s.annotations?.state || '', 160);
 }
 
+// durationMS is a step's duration in milliseconds: its recorded duration,
+// else the time from its start to its end; null when it has neither.
+export function durationMS(s) {
+  const m = s.metrics || {};
+  if (m.duration_us) return m.duration_us / 1000;
+  if (m.started_at && m.finished_at) {
+    const d = new Date(m.finished_at) - new Date(m.started_at);
+    if (d > 0) return d;
+  }
+  return null;
+}
+
 // Timeline renders into a scroll container. onSelect(seq) is called when
 // the selection changes.
 export class Timeline {
-  constructor(sessionID, count, { onSelect, forkSequence = 0 }) {
+  constructor(sessionID, count, { onSelect, forkSequence = 0, chunks = null, elementID = 'timeline', label = 'Steps', rowHeight = ROW }) {
     this.id = sessionID;
     this.count = count;
     this.forkSequence = forkSequence;
     this.onSelect = onSelect;
-    this.chunks = new Map(); // chunk index → array of steps | Promise
+    this.rowH = rowHeight;
+    this.chunks = chunks || new Map(); // chunk index → array of steps | Promise (shared by the views of a session)
     this.selected = 0;
     this.live = new Map(); // run id → {name, text}
     this.follow = false;
     this.spacer = h('div', { class: 'tl-spacer' });
-    this.el = h('div', { class: 'timeline', id: 'timeline', tabindex: '0', role: 'listbox', 'aria-label': 'Steps', 'aria-activedescendant': '' }, this.spacer);
+    this.el = h('div', { class: 'timeline', id: elementID, tabindex: '0', role: 'listbox', 'aria-label': label, 'aria-activedescendant': '' }, this.spacer);
     this.el.addEventListener('scroll', () => this.schedule(), { passive: true });
     this.el.addEventListener('click', (ev) => {
       const row = ev.target.closest?.('[data-seq]');
@@ -48,7 +61,7 @@ export class Timeline {
     this.resize();
   }
 
-  resize() { this.spacer.style.height = (this.count + this.live.size) * ROW + 'px'; }
+  resize() { this.spacer.style.height = (this.count + this.live.size) * this.rowH + 'px'; }
 
   step(seq) {
     const c = this.chunks.get(Math.floor((seq - 1) / CHUNK));
@@ -68,6 +81,7 @@ export class Timeline {
         for (const s of r.steps) if (s.sequence >= start && s.sequence < start + CHUNK) arr[s.sequence - start] = s;
         this.chunks.set(ci, arr);
         this.schedule();
+        this.onChunk?.();
         return arr;
       }, (e) => { this.chunks.delete(ci); throw e; });
       this.chunks.set(ci, c);
@@ -103,15 +117,16 @@ export class Timeline {
 
   render() {
     const top = this.el.scrollTop, height = this.el.clientHeight || 600;
-    const first = Math.max(1, Math.floor(top / ROW) - OVERSCAN + 1);
-    const last = Math.min(this.count, Math.ceil((top + height) / ROW) + OVERSCAN);
+    const R = this.rowH;
+    const first = Math.max(1, Math.floor(top / R) - OVERSCAN + 1);
+    const last = Math.min(this.count, Math.ceil((top + height) / R) + OVERSCAN);
     for (const [seq, el] of this.rows) if (seq < first || seq > last) { el.remove(); this.rows.delete(seq); }
     for (let seq = first; seq <= last; seq++) {
       const s = this.step(seq);
       let el = this.rows.get(seq);
       if (el && (el.dataset.loaded === '1') === !!s) continue;
-      if (!s) this.ensure(seq).catch(() => {});
-      const next = s ? this.row(s) : h('div', { class: 'tl-row placeholder', dataset: { seq }, style: { top: (seq - 1) * ROW + 'px' } }, h('span', { class: 'seq', text: seq }), h('span', { class: 'shimmer' }));
+      if (!s) this.ensure(seq).then(() => this.schedule(), () => {});
+      const next = s ? this.row(s) : h('div', { class: 'tl-row placeholder', dataset: { seq }, style: { top: (seq - 1) * R + 'px' } }, h('span', { class: 'seq', text: seq }), h('span', { class: 'shimmer' }));
       if (el) el.replaceWith(next); else this.spacer.appendChild(next);
       this.rows.set(seq, next);
     }
@@ -133,7 +148,7 @@ export class Timeline {
       h('span', { class: 'name', text: s.name || '' }),
       h('span', { class: 'sum trunc', dataset: s.content && s.content.length > 60 ? { full: s.content.slice(0, 2000) } : undefined }, codeSpans(summaryOf(s))),
       h('span', { class: 'st', title: s.status, text: s.status === 'completed' ? '' : s.status }),
-      h('span', { class: 'num dur', text: m.duration_us ? fmtMS(m.duration_us / 1000) : '' }),
+      h('span', { class: 'num dur', text: durationMS(s) !== null ? fmtMS(durationMS(s)) : '' }),
       h('span', { class: 'num tok', text: m.input_tokens || m.output_tokens ? fmtTokens((m.input_tokens || 0) + (m.output_tokens || 0)) : '' }),
       h('span', { class: 'num cost', text: m.cost ? fmtCost(m.cost) : '' }));
   }
@@ -142,7 +157,7 @@ export class Timeline {
     for (const el of this.spacer.querySelectorAll('.tl-live')) el.remove();
     let i = 0;
     for (const [runID, v] of this.live) {
-      this.spacer.appendChild(h('div', { class: 'tl-row tl-live', dataset: { run: runID }, style: { top: (this.count + i) * ROW + 'px' } },
+      this.spacer.appendChild(h('div', { class: 'tl-row tl-live', dataset: { run: runID }, style: { top: (this.count + i) * this.rowH + 'px' } },
         h('span', { class: 'seq', text: '•' }), h('span', { class: 'kind k-live', text: 'live' }), h('span', { class: 'name', text: v.name || '' }),
         h('span', { class: 'sum', text: clip(v.text || 'working…', 200) })));
       i++;
@@ -165,13 +180,13 @@ export class Timeline {
   }
 
   scrollTo(seq) {
-    const y = (seq - 1) * ROW, top = this.el.scrollTop, hgt = this.el.clientHeight;
+    const R = this.rowH, y = (seq - 1) * R, top = this.el.scrollTop, hgt = this.el.clientHeight;
     if (y < top) this.el.scrollTop = y;
-    else if (y + ROW > top + hgt) this.el.scrollTop = y + ROW - hgt;
+    else if (y + R > top + hgt) this.el.scrollTop = y + R - hgt;
     this.schedule();
   }
 
   scrollToEnd() { this.el.scrollTop = this.el.scrollHeight; this.schedule(); }
 
-  destroy() { cancelAnimationFrame(this.raf); clear(this.el); }
+  destroy() { cancelAnimationFrame(this.raf); clear(this.el); this.destroyed = true; }
 }
