@@ -53,7 +53,7 @@ export function sessionView(main, { id, seq, tab }) {
   const setTab = (t) => {
     tab = t;
     clear(tabs,
-      [['timeline', 'Timeline'], ['time', 'Time'], ['forks', 'Fork tree']].map(([k, label]) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(k === tab), class: k === tab ? 'on' : '', text: label,
+      [['timeline', 'Timeline'], ['forks', 'Fork tree'], ['time', 'Time']].map(([k, label]) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(k === tab), class: k === tab ? 'on' : '', text: label,
         onclick: () => { history.replaceState(null, '', route(['s', id], k === 'timeline' ? null : { tab: k })); setTab(k); } })),
       h('a', { class: 'tab-link', href: route(['s', id, 'graph']), text: 'Workflow graph' }),
       compareLink);
