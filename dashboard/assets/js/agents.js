@@ -5,6 +5,7 @@
 import { api } from './api.js';
 import { ago, badge, clear, downState, fmtCost, fmtInt, fmtMS, fmtPct, fmtTokens, h, inlineCode, route } from './dom.js';
 import { nameEl } from './names.js';
+import { chartsSection } from './charts.js';
 
 const enc = encodeURIComponent;
 
@@ -28,7 +29,7 @@ export function agentView(main, { name }) {
   const recent = h('div');
   clear(main, h('div', { class: 'page-head' }, h('div', { class: 'crumbs' }, h('a', { href: '#/agents', text: 'Agents' }), ' / '), h('h1', { text: name }),
     h('div', { class: 'toolbar' }, h('a', { class: 'button', href: route(['a', name, 'graph']), text: 'Workflow graph' }), h('a', { class: 'button', href: route(['sessions'], { agent: name }), text: 'All sessions' }))),
-  body, recent);
+  body, chartsSection(name), recent);
   api(`/v1/agents/${enc(name)}/overview`).then((o) => {
     const total = o.runs_total || 0;
     const kpi = (label, value, hint) => h('div', { class: 'kpi' }, h('div', { class: 'kpi-v', text: value }), h('div', { class: 'kpi-l', text: label }), hint ? h('div', { class: 'muted small', text: hint }) : null);
