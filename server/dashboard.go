@@ -25,6 +25,7 @@ func (s *Server) dashboardRoutes() []route {
 		{http.MethodGet, "/v1/agents/{name}/overview"},
 		{http.MethodGet, "/v1/sessions/{id}/runs"},
 		{http.MethodGet, "/v1/dashboard/sessions"},
+		{http.MethodGet, "/v1/dashboard/steps"},
 	}
 }
 
@@ -38,6 +39,7 @@ func (s *Server) registerDashboardAPI() {
 		"/v1/agents/{name}/overview": s.overview,
 		"/v1/sessions/{id}/runs":     s.sessionRuns,
 		"/v1/dashboard/sessions":     s.sessionRows,
+		"/v1/dashboard/steps":        s.dashboardSteps,
 	}
 	for _, rt := range s.dashboardRoutes() {
 		if s.registered(rt.method, rt.pattern) {

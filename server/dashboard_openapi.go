@@ -22,6 +22,17 @@ func dashboardOps() []apiOp {
 				queryParam("status", "string", "comma-separated: queued, running, waiting, completed, failed, cancelled, idle"),
 				queryParam("cursor", "string", "next_cursor of the previous page"), queryParam("limit", "integer", "page size, 1..200, default 50")},
 			status: 200, resp: "SessionRowPage", errors: []int{400, 401}},
+		{method: "GET", path: "/v1/dashboard/steps", id: "dashboardSteps", summary: "Search the content of steps across sessions, filtered and sorted by the server",
+			params: []apiParam{queryParam("q", "string", "text in the content, reasoning, tool calls, inputs, outputs, error or metadata (case-insensitive)"),
+				queryParam("agent", "string", "only sessions of this agent"), queryParam("kind", "string", "comma-separated step kinds"),
+				queryParam("status", "string", "comma-separated step statuses"), queryParam("error_class", "string", "transient or permanent"),
+				queryParam("tool", "string", "tool name (a tool step's tool or a call of an llm step)"), queryParam("model", "string", "substring of the model"),
+				queryParam("meta", "string", "KEY=VALUE of the step's metadata; repeatable"), queryParam("from", "string", "RFC 3339: committed at or after"),
+				queryParam("to", "string", "RFC 3339: committed at or before"), queryParam("min_cost", "number", "at least this cost (USD)"), queryParam("max_cost", "number", "at most this cost (USD)"),
+				queryParam("sort", "string", "time (default), cost, duration or tokens"), queryParam("dir", "string", "desc (default) or asc"),
+				queryParam("limit", "integer", "page size, 1..200, default 50"), queryParam("offset", "integer", "matches to skip"),
+				queryParam("sessions", "integer", "newest sessions searched, 1..2000, default 200")},
+			status: 200, resp: "StepHitPage", errors: []int{400, 401}},
 	}
 }
 
@@ -59,6 +70,9 @@ func dashboardSchemas() obj {
 			"latency": arrayOf(object(false, []string{"kind", "count"}, obj{"kind": str(""), "count": integer(), "mean_ms": number(),
 				"p50_ms": number(), "p90_ms": number(), "p99_ms": number(), "max_ms": number()})),
 		}),
+		"StepHitPage": object(false, []string{"steps", "total", "scanned_sessions", "scanned_steps"}, obj{
+			"steps": arrayOf(object(false, []string{"session_id", "step"}, obj{"session_id": str(""), "session_title": str(""), "agent": str(""), "step": ref("Step")})),
+			"total": integer(), "scanned_sessions": integer(), "scanned_steps": integer(), "truncated": boolean()}),
 		"RunList":        object(false, []string{"runs"}, obj{"runs": arrayOf(ref("Run"))}),
 		"SessionRowPage": object(false, []string{"sessions"}, obj{"sessions": arrayOf(ref("SessionRow")), "next_cursor": str("")}),
 		"SessionRow": obj{"allOf": []any{ref("Session"), object(false, []string{"status", "runs", "duration_ms"}, obj{
