@@ -144,6 +144,7 @@ func TestBrowserEveryPageContrastAndLayout(t *testing.T) {
 		{"fork", "#/s/" + fork.ID, `document.querySelector('#detail .seqbig') && /inherited/.test(document.querySelector('.meta').textContent)`},
 		{"fork-tree", "#/s/" + fork.ID + "?tab=forks", `document.querySelectorAll('.fork-tree li').length === 2`},
 		{"session-graph", "#/s/" + run.SessionID + "/graph", `document.querySelector('svg.graph .node')`},
+		{"search", "#/search?q=item", `document.querySelector('table.steps-found tbody tr[data-step]')`},
 		{"agents", "#/agents", `document.querySelector('.agent-card')`},
 		{"agent", "#/a/chat", `document.querySelector('.kpis')`},
 		{"agent-graph", "#/a/chat/graph", `document.querySelector('svg.graph .node')`},

@@ -5,6 +5,7 @@
 import { api, forgetToken, hasToken } from './api.js';
 import { clear, h, installTips } from './dom.js';
 import { compareView } from './compare.js';
+import { searchView } from './search.js';
 import { sessionsView } from './sessions.js';
 import { sessionView } from './session.js';
 import { graphView } from './graph.js';
@@ -32,6 +33,7 @@ function resolve({ segs, query }) {
   if (a === 'a' && b && c === 'graph') return ['agents', () => graphView(main, { agent: b, query })];
   if (a === 'a' && b) return ['agents', () => agentView(main, { name: b })];
   if (a === 'inputs') return ['inputs', () => inboxView(main)];
+  if (a === 'search') return ['search', () => searchView(main, query)];
   if (a === 'compare') return ['sessions', () => compareView(main, query)];
   if (a === 'experiments') return ['experiments', () => experimentsView(main, { compare: b === 'compare', query })];
   return ['', () => { clear(main, h('div', { class: 'empty' }, h('h1', { text: 'Not found' }), h('p', null, h('a', { href: '#/', text: 'Back to sessions' })))); return null; }];
