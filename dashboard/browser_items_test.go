@@ -219,3 +219,33 @@ func TestBrowserStaleRequestGoesLive(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A replay is named by what it is, and the comparison with its source marks
+// each replayed step reused or live.
+func TestBrowserReplayCompare(t *testing.T) {
+	e := newEnv(t, []*stepwise.Agent{chatAgent()}, nil)
+	src := runUntil(t, e, "chat", "What is six times seven?", steptype.RunCompleted)
+	r, err := e.eng.Replay(context.Background(), stepwise.ReplayParams{SessionID: src.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, e, r.ID, steptype.RunCompleted)
+	p := newPage(t)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + r.SessionID))
+	p.waitJS(`document.querySelector('#main h1.title')?.textContent.startsWith('replay of ') && document.querySelector('#timeline [data-loaded="1"]')`)
+	if got := eval[string](p, `document.querySelector('#main h1.title').textContent`); got != `replay of "What is six times seven?"` {
+		t.Fatalf("replay named %q", got)
+	}
+	p.do(chromedp.Click(chromedp.CSS(`a[data-action="compare"]`)))
+	p.waitJS(`document.querySelector('.cmp-table tbody tr')`)
+	marks := eval[[]string](p, `[...document.querySelectorAll('.cmp-table td:nth-child(3) .badge[class*="replay-"]')].map((b) => b.textContent)`)
+	if len(marks) == 0 {
+		t.Fatal("no replayed step marked reused or live")
+	}
+	for _, m := range marks {
+		if m != "reused" && m != "live" {
+			t.Fatalf("replay mark %q", m)
+		}
+	}
+	p.screenshot("replay-compare")
+}

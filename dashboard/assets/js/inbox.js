@@ -17,5 +17,9 @@ export function inboxView(main) {
   };
   load();
   window.addEventListener('stepwise:inputs-changed', load);
-  return () => window.removeEventListener('stepwise:inputs-changed', load);
+  // Requests answered, cancelled or expired elsewhere leave the page soon:
+  // re-read now and then (keeping what is being typed: only when no form
+  // has focus).
+  const timer = setInterval(() => { if (!document.hidden && !list.contains(document.activeElement)) load(); }, 4000);
+  return () => { clearInterval(timer); window.removeEventListener('stepwise:inputs-changed', load); };
 }

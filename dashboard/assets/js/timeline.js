@@ -147,7 +147,7 @@ export class Timeline {
       h('span', { class: 'kind k-' + s.kind, text: s.kind }),
       h('span', { class: 'name', text: s.name || '' }),
       h('span', { class: 'sum trunc', dataset: s.content && s.content.length > 60 ? { full: s.content.slice(0, 2000) } : undefined }, codeSpans(summaryOf(s))),
-      h('span', { class: 'st', title: s.status, text: s.status === 'completed' ? '' : s.status }),
+      h('span', { class: 'st', title: s.replay ? 'replayed: ' + s.replay : s.status, text: s.status === 'completed' ? (s.replay || '') : s.status }),
       h('span', { class: 'num dur', text: durationMS(s) !== null ? fmtMS(durationMS(s)) : '' }),
       h('span', { class: 'num tok', text: m.input_tokens || m.output_tokens ? fmtTokens((m.input_tokens || 0) + (m.output_tokens || 0)) : '' }),
       h('span', { class: 'num cost', text: m.cost ? fmtCost(m.cost) : '' }));
