@@ -241,7 +241,13 @@ func eval[T any](p *page, expr string) T {
 // waitJS waits until a JavaScript expression is truthy.
 func (p *page) waitJS(expr string) {
 	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	p.waitJSFor(expr, 30*time.Second)
+}
+
+// waitJSFor waits until a JavaScript expression is truthy, at most d.
+func (p *page) waitJSFor(expr string, d time.Duration) {
+	p.tb.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, d)
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(25*time.Millisecond))); err != nil {
 		body, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 2000)`))

@@ -250,7 +250,7 @@ export function installTips() {
     const below = r.bottom + 6;
     tip.style.top = (below + 80 < window.innerHeight ? below : Math.max(8, r.top - 6 - tip.offsetHeight)) + 'px';
   };
-  const hide = () => { if (cur) cur.removeAttribute('aria-describedby'); cur = null; tip.hidden = true; };
+  const hide = () => { if (!cur) return; cur.removeAttribute('aria-describedby'); cur = null; tip.hidden = true; };
   const target = (ev) => ev.target instanceof Element ? ev.target.closest('[data-full], .trunc') : null;
   document.addEventListener('mouseover', (ev) => { const el = target(ev); if (el) show(el); else if (cur) hide(); });
   document.addEventListener('focusin', (ev) => { const el = target(ev) || (ev.target instanceof Element ? ev.target.querySelector?.(':scope > .trunc, :scope > [data-full]') : null); if (el) show(el); else hide(); });
