@@ -21,7 +21,7 @@ export function originOf(s) {
 }
 
 export function sessionView(main, { id, seq, tab }) {
-  let closed = false, es = null, tl = null, wf = null, sess = null, runs = [], resync = false;
+  let closed = false, es = null, tl = null, wf = null, sess = null, runs = [], resync = false, rowsShown = false;
   const view = () => (tab === 'time' ? wf : tl);
   const title = h('h1', { class: 'title', text: 'Session ' + shortID(id) });
   const meta = h('div', { class: 'meta' });
@@ -100,7 +100,9 @@ export function sessionView(main, { id, seq, tab }) {
         sess.parent_session_id ? [' · forked from ', h('a', { href: route(['s', sess.parent_session_id, String(sess.fork_sequence)]), dataset: { origin: '1' }, text: 'the parent' }), ' at #' + sess.fork_sequence] : null,
         run?.error ? [' · ', h('span', { class: 'error', text: run.error.message })] : null);
     }
-    box.update();
+    // The message box reads the agents and the last step: after the first
+    // rows are on screen, so it never delays them.
+    if (rowsShown) box.update();
     // The buttons are made once and updated in place, so focus stays put.
     cancelBtn.hidden = !(run && ACTIVE.has(run.status));
     followBtn.setAttribute('aria-pressed', String(!!tl?.follow));
@@ -224,6 +226,7 @@ export function sessionView(main, { id, seq, tab }) {
     clear(tlBox, h('div', { class: 'tl-head', 'aria-hidden': 'true' }, ['#', '', 'kind', 'step', 'summary', 'status', 'time', 'tokens', 'cost'].map((t) => h('span', { text: t }))), tl.el);
     renderHead();
     tl.render();
+    tl.ensure(1).catch(() => {}).finally(() => { rowsShown = true; if (!closed) setTimeout(() => box.update(), 0); });
     // A step is always selected: the one in the route, else a fork's first
     // own step, else the first.
     const first = seq || (sess.parent_session_id && sess.fork_sequence < sess.last_sequence ? sess.fork_sequence + 1 : 1);

@@ -81,7 +81,6 @@ export class Timeline {
         for (const s of r.steps) if (s.sequence >= start && s.sequence < start + CHUNK) arr[s.sequence - start] = s;
         this.chunks.set(ci, arr);
         this.schedule();
-        this.onChunk?.();
         return arr;
       }, (e) => { this.chunks.delete(ci); throw e; });
       this.chunks.set(ci, c);
