@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -102,7 +101,7 @@ func TestBrowserAgentCharts(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal(fmt.Sprintf("30 days asked with bucket %q", got))
+			t.Fatalf("30 days asked with bucket %q", got)
 		}
 	}
 
