@@ -155,6 +155,17 @@ func TestBrowserEditForkRunFromHereCompare(t *testing.T) {
 		t.Fatalf("right at #5: %q", right)
 	}
 	p.screenshot("flow-compare")
+
+	// The same comparison from the sessions list: pick two, compare.
+	p.do(chromedp.Navigate(e.url + "/#/"))
+	p.waitJS(`document.querySelectorAll('table.sessions input.pick').length === 2`)
+	p.do(chromedp.Click(chromedp.CSS(`table.sessions tr[data-id="` + run.SessionID + `"] input.pick`)))
+	if !eval[bool](p, `document.querySelector('button[data-action="compare-picked"]').disabled`) {
+		t.Fatal("compare offered with one session picked")
+	}
+	p.do(chromedp.Click(chromedp.CSS(`table.sessions tr:not([data-id="` + run.SessionID + `"]) input.pick`)),
+		chromedp.Click(chromedp.CSS(`button[data-action="compare-picked"]`)))
+	p.waitJS(`document.querySelector('.cmp-table tr.diverged')?.dataset.seq === '5' && location.hash.includes('a=` + run.SessionID + `')`)
 }
 
 // Every attachment can be opened and downloaded: a text file as well as an

@@ -21,6 +21,16 @@ const COLUMNS = [
 export function sessionsView(main, query) {
   const state = { q: query.q || '', agent: query.agent || '', status: query.status || '', sort: query.sort || 'activity', dir: query.dir || 'desc' };
   let rows = [], next = '', loading = false, selected = -1, ctl = null, failure = null;
+  const picked = []; // up to two session ids to compare
+  const compareBtn = h('button', { type: 'button', 'data-action': 'compare-picked', disabled: true, text: 'Compare 2 selected',
+    onclick: () => { location.hash = route(['compare'], { a: picked[0], b: picked[1] }); } });
+  const pick = (id, on) => {
+    const i = picked.indexOf(id);
+    if (on && i < 0) picked.push(id); else if (!on && i >= 0) picked.splice(i, 1);
+    while (picked.length > 2) picked.shift();
+    for (const cb of tbody.querySelectorAll('input.pick')) cb.checked = picked.includes(cb.value);
+    compareBtn.disabled = picked.length !== 2;
+  };
 
   const search = h('input', { type: 'search', id: 'q', 'data-search': true, placeholder: 'Search id, title or agent  ( / )', value: state.q, 'aria-label': 'Search sessions' });
   const agentSel = h('select', { id: 'agent-filter', 'aria-label': 'Filter by agent' }, h('option', { value: '', text: 'All agents' }));
@@ -34,7 +44,7 @@ export function sessionsView(main, query) {
 
   clear(main,
     h('div', { class: 'page-head' }, h('h1', { text: 'Sessions' }),
-      h('div', { class: 'toolbar', role: 'search' }, search, agentSel, statusSel)),
+      h('div', { class: 'toolbar', role: 'search' }, search, agentSel, statusSel, compareBtn)),
     h('div', { class: 'table-wrap' }, table), h('div', { class: 'foot' }, info, more));
 
   api('/v1/agents').then((r) => {
@@ -67,7 +77,7 @@ export function sessionsView(main, query) {
     clear(tbody, list.map((r, i) => {
       const href = route(['s', r.id]);
       return h('tr', { class: i === selected ? 'sel' : '', dataset: { id: r.id }, onclick: (ev) => { if (!(ev.target instanceof HTMLAnchorElement)) location.hash = href; } },
-        h('td', null, badge(r.status)),
+        h('td', null, h('input', { type: 'checkbox', class: 'pick', value: r.id, checked: picked.includes(r.id), 'aria-label': 'Select to compare', onclick: (ev) => ev.stopPropagation(), onchange: (ev) => pick(r.id, ev.target.checked) }), ' ', badge(r.status)),
         h('td', { class: 'title' }, nameEl('a', r, { href, class: 'trunc', dataset: { full: sessionName(r) } }),
           r.parent_session_id ? h('span', { class: 'muted small', text: ' fork @' + r.fork_sequence }) : null),
         h('td', { text: r.agent || '—' }),
