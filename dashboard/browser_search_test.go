@@ -48,6 +48,12 @@ func TestBrowserStepSearch(t *testing.T) {
 	p.waitJS(`document.querySelectorAll('table.steps-found tbody tr[data-step]').length === 1`)
 	p.do(chromedp.Click(chromedp.CSS(`table.steps-found tbody tr[data-step] td:nth-child(4)`)))
 	p.waitJS(`location.hash.startsWith('#/s/` + chat.SessionID + `/1') && document.querySelector('#detail .seqbig')?.textContent === '#1'`)
+	// By agent: the chat agent's steps only.
+	p.do(chromedp.Navigate(e.url + "/#/search?q=six"))
+	p.waitJS(`document.querySelector('#sf-agent option[value="chat"]') && document.querySelector('table.steps-found tbody tr[data-step]')`)
+	p.do(chromedp.SetValue(chromedp.ID("sf-agent"), "chat"))
+	eval[chromedp.Void](p, `document.getElementById('sf-agent').dispatchEvent(new Event('change'))`)
+	p.waitJS(`location.hash.includes('agent=chat') && /in 1 sessions searched/.test(document.querySelector('#main [role="status"]').textContent)`)
 	_ = long
 	// Similar steps: this server has no embeddings yet, and says so.
 	p.do(chromedp.Navigate(e.url + "/#/search?q=catalogue"))

@@ -26,7 +26,11 @@ export function searchView(main, query) {
   const q = h('input', { type: 'search', id: 'step-q', 'data-search': true, value: state.q, placeholder: 'Search step content across sessions  ( / )', 'aria-label': 'Search step content' });
   q.addEventListener('input', debounce(() => { state.q = q.value.trim(); go(); }, 300));
   const similar = h('button', { type: 'button', 'data-action': 'similar', text: 'Similar steps', title: 'Steps similar in meaning (embedding search)', onclick: () => findSimilar() });
+  const agentSel = h('select', { id: 'sf-agent' }, h('option', { value: '', text: 'any' }), state.agent ? h('option', { value: state.agent, text: state.agent, selected: true }) : null);
+  agentSel.addEventListener('change', () => { state.agent = agentSel.value; go(); });
+  api('/v1/agents').then((r) => { for (const a of r.agents) if (a.name !== state.agent) agentSel.appendChild(h('option', { value: a.name, text: a.name })); }).catch(() => {});
   const filters = h('div', { class: 'search-filters' },
+    h('label', { class: 'sf' }, h('span', { text: 'Agent' }), agentSel),
     select('kind', 'Kind', [['', 'any'], ...['user', 'llm', 'tool', 'agent', 'input', 'decision', 'error', 'system'].map((k) => [k, k])]),
     select('status', 'Status', [['', 'any'], ...['completed', 'failed', 'waiting', 'expired', 'cancelled'].map((k) => [k, k])]),
     select('error_class', 'Error class', [['', 'any'], ['transient', 'transient'], ['permanent', 'permanent']]),
