@@ -163,7 +163,7 @@ func TestBrowserEditForkRunFromHereCompare(t *testing.T) {
 	if !eval[bool](p, `document.querySelector('button[data-action="compare-picked"]').disabled`) {
 		t.Fatal("compare offered with one session picked")
 	}
-	p.do(chromedp.Click(chromedp.CSS(`table.sessions tr:not([data-id="` + run.SessionID + `"]) input.pick`)),
+	p.do(chromedp.Click(chromedp.CSS(`table.sessions tr:not([data-id="`+run.SessionID+`"]) input.pick`)),
 		chromedp.Click(chromedp.CSS(`button[data-action="compare-picked"]`)))
 	p.waitJS(`document.querySelector('.cmp-table tr.diverged')?.dataset.seq === '5' && location.hash.includes('a=` + run.SessionID + `')`)
 }
