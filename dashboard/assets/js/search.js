@@ -12,7 +12,7 @@ const SORTS = [['time', 'Time'], ['cost', 'Cost'], ['duration', 'Duration'], ['t
 
 export function searchView(main, query) {
   const state = Object.fromEntries(FIELDS.map((k) => [k, query[k] || '']));
-  let offset = 0, hits = [], total = 0, ctl = null;
+  let offset = 0, hits = [], total = 0, ctl = null, pending = false;
   const input = (k, attrs) => {
     const el = h('input', { id: 'sf-' + k, value: state[k], ...attrs });
     el.addEventListener('input', debounce(() => { state[k] = el.value.trim(); go(); }, 300));
@@ -79,15 +79,22 @@ export function searchView(main, query) {
       h('td', { class: 'num', text: m.input_tokens || m.output_tokens ? fmtTokens((m.input_tokens || 0) + (m.output_tokens || 0)) : '' }),
       h('td', { class: 'num', text: m.cost ? fmtCost(m.cost) : '' }));
   };
+  // load asks for a page: the first one (reset) or the next. The shown
+  // rows change only when the answer comes; "Load more" waits while a new
+  // search is on its way (it would page the old one).
   const load = async (reset) => {
-    if (reset) { offset = 0; hits = []; }
+    if (!reset && pending) return;
     ctl?.abort();
     ctl = new AbortController();
+    pending = reset || pending;
+    more.disabled = pending;
+    offset = pending ? 0 : hits.length;
     try {
       const r = await api('/v1/dashboard/steps?' + params(), { signal: ctl.signal });
-      hits = hits.concat(r.steps);
+      hits = pending ? r.steps : hits.concat(r.steps);
+      pending = false;
+      more.disabled = false;
       total = r.total;
-      offset = hits.length;
       clear(tbody, hits.map(row));
       if (!hits.length) tbody.appendChild(h('tr', null, h('td', { colspan: 9, class: 'empty', text: 'No step matches.' })));
       info.textContent = `${fmtInt(total)} step${total === 1 ? '' : 's'} match · ${fmtInt(r.scanned_steps)} steps in ${fmtInt(r.scanned_sessions)} sessions searched` + (r.truncated ? ' (the newest; narrow by agent or time to go further back)' : '');
