@@ -99,7 +99,7 @@ export class Waterfall extends Timeline {
       for (const el of this.rows.values()) el.remove();
       this.rows.clear();
       this.drawAxis();
-      if (!this.inRender) this.schedule();
+      if (!this.inRender) this.render(); // now: no frame without rows
     }
   }
 
