@@ -91,7 +91,6 @@ type Engine struct {
 	obsOnce sync.Once
 	obs     *observeState // observers and masks (engine_observe.go)
 
-	counts stepCounts // client protocol: run steps up to a position (protocol_next.go)
 }
 
 type sessionLock struct {

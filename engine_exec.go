@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -74,7 +75,10 @@ type execution struct {
 	toolsHash []byte        // fingerprint of the agent's tool definitions
 	defs      []llm.ToolDef // the agent's tool definitions, built once
 
-	mu sync.Mutex // guards run fields read by the heartbeat
+	progress *Progress    // the run's last progress report (Scope.Progress)
+	deltas   atomic.Int64 // deltas streamed, to detect a failed attempt's partial output
+
+	mu sync.Mutex // guards run fields read by the heartbeat, and progress
 
 	before int64 // load only steps before this sequence (a preview); 0: all
 }
@@ -108,6 +112,9 @@ func (x *execution) load(ctx context.Context) error {
 		}
 		if s.RunID == x.run.ID {
 			x.prevStepID = s.ID
+			if s.Progress != nil {
+				x.progress = s.Progress
+			}
 			if s.Kind == steptype.KindInput && s.Status == steptype.StepCompleted {
 				x.lastAnswer = s
 			}
@@ -136,6 +143,7 @@ func (x *execution) publish(ev *Event) {
 }
 
 func (x *execution) emitDelta(stepName string, d *Delta) {
+	x.deltas.Add(1)
 	x.publish(&Event{Type: EventStepDelta, StepName: stepName, Delta: d})
 }
 
@@ -161,7 +169,7 @@ type runUpdate struct {
 func (x *execution) commit(steps []*Step, u runUpdate) error {
 	now := x.e.now()
 	x.mu.Lock()
-	state := x.run.State
+	state, progress := x.run.State, x.progress
 	x.mu.Unlock()
 	if len(u.patch) > 0 {
 		var err error
@@ -181,6 +189,9 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 			s.Status = steptype.StepCompleted
 		}
 		stampMetrics(s, now)
+		if s.Progress == nil {
+			s.Progress = progress
+		}
 		s.CreatedAt = now
 		x.prevStepID = s.ID
 	}
@@ -360,6 +371,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 		scope.step.Metrics.Attempt = attempt
 		scope.step.Metrics.StartedAt = x.e.now()
 		x.publish(&Event{Type: EventStepStarted, StepName: name})
+		streamed := x.deltas.Load()
 		next, err := x.call(h, scope)
 		if err == nil {
 			if next == nil || (!next.committed && !x.agent.hasStep(next.Step)) {
@@ -406,6 +418,11 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 		es.Metrics.Duration = es.Metrics.FinishedAt.Sub(es.Metrics.StartedAt)
 		if m := x.agent.Model; m != nil && name == StepLLM {
 			es.Metrics.Model = m.Name()
+		}
+		if x.deltas.Load() != streamed {
+			// The attempt streamed output that no step will carry: tell
+			// subscribers to discard it before anything else of the step.
+			x.publish(&Event{Type: EventStepReset, StepName: name, Reset: &Reset{Attempt: attempt, Reason: serr.Message, Retrying: retry}})
 		}
 		if err := x.commit([]*Step{es}, runUpdate{}); err != nil {
 			return nil, nil, err

@@ -1,12 +1,14 @@
 package stepwise
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // EventType names what an event reports.
@@ -17,6 +19,14 @@ const (
 	EventRunStarted    EventType = "run_started"
 	EventStepStarted   EventType = "step_started"
 	EventStepDelta     EventType = "step_delta"
+	// EventStepProgress carries a progress report of a step (Progress).
+	EventStepProgress EventType = "step_progress"
+	// EventStepYield carries a typed value a step streamed (Yield).
+	EventStepYield EventType = "step_yield"
+	// EventStepReset tells subscribers to discard what the step streamed so
+	// far: its attempt failed after streaming and will be retried (or the
+	// step failed for good). Reset says which attempt.
+	EventStepReset EventType = "step_reset"
 	EventStepCompleted EventType = "step_completed"
 	EventRunWaiting    EventType = "run_waiting"
 	EventRunFinished   EventType = "run_finished"
@@ -74,6 +84,32 @@ type Event struct {
 	Step *Step `json:"step,omitempty"`
 	// Run is set on run events (a snapshot of the run row).
 	Run *Run `json:"run,omitempty"`
+	// Progress is set on step_progress events.
+	Progress *Progress `json:"progress,omitempty"`
+	// Yield is set on step_yield events.
+	Yield *Yield `json:"yield,omitempty"`
+	// Reset is set on step_reset events.
+	Reset *Reset `json:"reset,omitempty"`
+}
+
+// Progress is a progress report of a step; see steptype.Progress.
+type Progress = steptype.Progress
+
+// Yield is a typed value streamed by a step (Scope.Yield): an event name
+// such as "validation.checking" and a JSON payload.
+type Yield struct {
+	Name string          `json:"name"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Reset reports that the streamed output of a step's attempt is void.
+type Reset struct {
+	// Attempt is the attempt whose deltas must be discarded.
+	Attempt int `json:"attempt"`
+	// Reason is the error that ended the attempt.
+	Reason string `json:"reason,omitempty"`
+	// Retrying tells whether another attempt follows.
+	Retrying bool `json:"retrying"`
 }
 
 // Delta is a streamed fragment of a step in flight.

@@ -47,12 +47,23 @@ type Invocation struct {
 type AgentStep interface{ agentStep() }
 
 // Continuation reports one step the run committed, describing the run at
-// that step (the same for every caller, whenever it reads).
+// that step (the same for every caller, whenever it reads). Progress and
+// ProgressMessage are the last progress a step of the run reported
+// (Scope.Progress) up to that step; Progress is nil when no fraction is
+// known — it is never derived from the step count.
 type Continuation struct {
-	Status      string  `json:"status"`       // run status at the step: "running", or "waiting" at an (answered) input step
-	CurrentStep string  `json:"current_step"` // graph step the run went to after it (its cursor while nothing followed)
-	Progress    float64 `json:"progress"`     // share of the step budget used up to the step, 0..1
-	Step        *Step   `json:"step"`         // the committed step, as stored now
+	Status          string   `json:"status"`                     // run status at the step: "running", or "waiting" at an (answered) input step
+	CurrentStep     string   `json:"current_step"`               // graph step the run went to after it (its cursor while nothing followed)
+	Progress        *float64 `json:"progress"`                   // last reported fraction, 0..1; null when unknown
+	ProgressMessage string   `json:"progress_message,omitempty"` // last reported progress message
+	Step            *Step    `json:"step"`                       // the committed step, as stored now
+}
+
+// fillProgress sets c's progress from its step.
+func (c *Continuation) fillProgress() {
+	if c.Step != nil && c.Step.Progress != nil {
+		c.Progress, c.ProgressMessage = c.Step.Progress.Fraction, c.Step.Progress.Message
+	}
 }
 
 // HumanInputRequest asks the caller for input.

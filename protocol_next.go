@@ -3,7 +3,6 @@ package stepwise
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -49,11 +48,10 @@ func (e *Engine) NextStep(ctx context.Context, inv *Invocation) (AgentStep, erro
 	if err != nil {
 		return nil, fmt.Errorf("run %q: %w", inv.RunID, err)
 	}
-	a, _ := e.Agent(r.Agent)
 	for {
 		// Watch before reading: a change after the read wakes the wait.
 		sub := e.broker.watch(r.SessionID, r.ID)
-		step, at, err := e.protocolEvent(ctx, r.ID, a, pos)
+		step, at, err := e.protocolEvent(ctx, r.ID, pos)
 		if err != nil || step != nil {
 			e.broker.unsubscribe(r.SessionID, sub)
 			if step != nil {
@@ -71,7 +69,7 @@ func (e *Engine) NextStep(ctx context.Context, inv *Invocation) (AgentStep, erro
 
 // protocolEvent returns the run's first protocol event after pos and its
 // position, or nil when there is none yet.
-func (e *Engine) protocolEvent(ctx context.Context, runID string, a *Agent, pos Position) (AgentStep, Position, error) {
+func (e *Engine) protocolEvent(ctx context.Context, runID string, pos Position) (AgentStep, Position, error) {
 	// The run is read before its steps: a run finished at that read has
 	// all its steps in the list.
 	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID})
@@ -96,7 +94,7 @@ func (e *Engine) protocolEvent(ctx context.Context, runID string, a *Agent, pos 
 			req, err := inputRequestOf(s)
 			return req, at, err
 		}
-		c, err := e.continuationAt(ctx, r, a, pos, steps)
+		c, err := e.continuationAt(ctx, r, steps)
 		return c, at, err
 	}
 	if !r.Status.Terminal() {
@@ -126,23 +124,15 @@ func finalName(r *Run) string {
 // continuationAt describes the run at steps[0], the first step after pos:
 // its status then (waiting at an input step, which was answered since;
 // running otherwise), the step it went to next (the name of its next
-// non-system step, or its cursor when it has none yet) and the share of its
-// step budget used by then.
-func (e *Engine) continuationAt(ctx context.Context, r *Run, a *Agent, pos Position, steps []*Step) (*Continuation, error) {
+// non-system step, or its cursor when it has none yet) and the last
+// progress reported up to it (carried by the step itself).
+func (e *Engine) continuationAt(ctx context.Context, r *Run, steps []*Step) (*Continuation, error) {
 	s := steps[0]
-	n, err := e.runStepsUpTo(ctx, r.ID, pos.Seq)
-	if err != nil {
-		return nil, err
-	}
-	n++
-	e.counts.put(r.ID, s.Sequence, n)
 	c := &Continuation{Status: string(steptype.RunRunning), Step: s}
 	if s.Kind == steptype.KindInput {
 		c.Status = string(steptype.RunWaiting)
 	}
-	if a != nil && a.Limits.MaxSteps > 0 {
-		c.Progress = min(1, float64(n)/float64(a.Limits.MaxSteps))
-	}
+	c.fillProgress()
 	if c.CurrentStep = nextStepName(steps[1:]); c.CurrentStep != "" {
 		return c, nil
 	}
@@ -185,23 +175,6 @@ func nextStepName(steps []*Step) string {
 		}
 	}
 	return ""
-}
-
-// runStepsUpTo counts the run's steps with a sequence up to seq.
-func (e *Engine) runStepsUpTo(ctx context.Context, runID string, seq int64) (int64, error) {
-	if seq <= 0 {
-		return 0, nil
-	}
-	if n, ok := e.counts.get(runID, seq); ok {
-		return n, nil
-	}
-	steps, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, EndSeq: seq})
-	if err != nil {
-		return 0, fmt.Errorf("run %q steps: %w", runID, err)
-	}
-	n := int64(len(steps))
-	e.counts.put(runID, seq, n)
-	return n, nil
 }
 
 // descendantRequest returns the first input request of a sub-agent run of r
@@ -258,35 +231,4 @@ func waitRunChange(ctx context.Context, sub *subscriber) error {
 			}
 		}
 	}
-}
-
-// stepCounts remembers how many steps a run had up to a sequence, for the
-// positions NextStep returned, so that the next call does not count them
-// again. It is bounded; a miss only costs a read.
-type stepCounts struct {
-	mu sync.Mutex
-	m  map[stepCountKey]int64
-}
-
-type stepCountKey struct {
-	run string
-	seq int64
-}
-
-const maxStepCounts = 4096
-
-func (c *stepCounts) get(run string, seq int64) (int64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, ok := c.m[stepCountKey{run, seq}]
-	return n, ok
-}
-
-func (c *stepCounts) put(run string, seq int64, n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxStepCounts {
-		c.m = make(map[stepCountKey]int64)
-	}
-	c.m[stepCountKey{run, seq}] = n
 }

@@ -18,15 +18,18 @@ import (
 
 // eventJSON is the data of an SSE event.
 type eventJSON struct {
-	ID        string          `json:"id"`
-	Type      string          `json:"type"`
-	SessionID string          `json:"session_id"`
-	RunID     string          `json:"run_id"`
-	Time      time.Time       `json:"time"`
-	StepName  string          `json:"step_name,omitempty"`
-	Delta     *stepwise.Delta `json:"delta,omitempty"`
-	Step      *stepwise.Step  `json:"step,omitempty"`
-	Run       *stepwise.Run   `json:"run,omitempty"`
+	ID        string             `json:"id"`
+	Type      string             `json:"type"`
+	SessionID string             `json:"session_id"`
+	RunID     string             `json:"run_id"`
+	Time      time.Time          `json:"time"`
+	StepName  string             `json:"step_name,omitempty"`
+	Delta     *stepwise.Delta    `json:"delta,omitempty"`
+	Step      *stepwise.Step     `json:"step,omitempty"`
+	Run       *stepwise.Run      `json:"run,omitempty"`
+	Progress  *stepwise.Progress `json:"progress,omitempty"`
+	Yield     *stepwise.Yield    `json:"yield,omitempty"`
+	Reset     *stepwise.Reset    `json:"reset,omitempty"`
 }
 
 // maxEventBytes bounds one SSE event (a step with a large tool output).
@@ -225,5 +228,5 @@ func decodeEvent(id string, data []byte) (*stepwise.Event, error) {
 		return nil, fmt.Errorf("stepwise client: event without a valid id: %w", err)
 	}
 	return &stepwise.Event{Type: stepwise.EventType(w.Type), SessionID: w.SessionID, RunID: w.RunID, Position: pos, Time: w.Time,
-		StepName: w.StepName, Delta: w.Delta, Step: w.Step, Run: w.Run}, nil
+		StepName: w.StepName, Delta: w.Delta, Step: w.Step, Run: w.Run, Progress: w.Progress, Yield: w.Yield, Reset: w.Reset}, nil
 }

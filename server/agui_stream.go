@@ -286,6 +286,10 @@ func (s *Server) aguiFollow(ctx context.Context, out *aguiStream, run *stepwise.
 						t.stepStarted(ev.StepName)
 					case stepwise.EventStepDelta:
 						t.delta(ev.Delta)
+					case stepwise.EventStepReset:
+						t.reset(ev.StepName, ev.Reset)
+					case stepwise.EventStepProgress, stepwise.EventStepYield:
+						t.custom(ev)
 					case stepwise.EventStepCompleted:
 						if ev.Step != nil && ev.Step.Sequence > after.Seq && ev.Step.Sequence > t.lastSeq {
 							t.step(ev.Step)

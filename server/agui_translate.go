@@ -187,6 +187,50 @@ func (t *aguiTranslator) endCall(c *aguiCall) {
 	c.ended = true
 }
 
+// reset voids what the step in flight streamed: its attempt failed. The
+// open messages and tool calls are ended, then a CUSTOM "stepwise.reset"
+// event names them so that a front end discards their partial content; the
+// next attempt streams under new message ids.
+func (t *aguiTranslator) reset(step string, r *stepwise.Reset) {
+	var msgs, calls []string
+	if t.text.id != "" {
+		msgs = append(msgs, t.text.id)
+	}
+	if t.reasoning.id != "" {
+		msgs = append(msgs, t.reasoning.id)
+	}
+	for _, c := range t.calls {
+		if c.started {
+			calls = append(calls, c.id)
+		}
+	}
+	t.closeReasoning()
+	t.closeText()
+	for _, c := range t.calls {
+		t.endCall(c)
+	}
+	t.calls = nil
+	t.text.id, t.reasoning.id, t.msgID = "", "", ""
+	t.text.sent.Reset()
+	t.reasoning.sent.Reset()
+	v := map[string]any{"step": step, "message_ids": msgs, "tool_call_ids": calls}
+	if r != nil {
+		v["attempt"], v["reason"], v["retrying"] = r.Attempt, r.Reason, r.Retrying
+	}
+	t.emit(&aguiEvent{Type: aguiCustom, Name: "stepwise.reset", Value: v})
+}
+
+// custom forwards a step's progress report or typed yield as a CUSTOM
+// event ("stepwise.progress", "stepwise.yield").
+func (t *aguiTranslator) custom(ev *stepwise.Event) {
+	switch {
+	case ev.Progress != nil:
+		t.emit(&aguiEvent{Type: aguiCustom, Name: "stepwise.progress", Value: map[string]any{"step": ev.StepName, "fraction": ev.Progress.Fraction, "message": ev.Progress.Message}})
+	case ev.Yield != nil:
+		t.emit(&aguiEvent{Type: aguiCustom, Name: "stepwise.yield", Value: map[string]any{"step": ev.StepName, "name": ev.Yield.Name, "data": ev.Yield.Data}})
+	}
+}
+
 // step translates a committed step. A step whose STEP_STARTED was not
 // seen (the stream caught up from the store, which has no step-started
 // events) opens its graph step first, so STEP_STARTED / STEP_FINISHED

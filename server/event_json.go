@@ -76,6 +76,21 @@ func appendEvent(b []byte, ev *stepwise.Event) ([]byte, error) {
 		}
 		b = append(append(b, `,"run":`...), run...)
 	}
+	// Progress, yields and resets are rare next to deltas: encoding/json.
+	for _, f := range [...]struct {
+		name string
+		v    any
+		set  bool
+	}{{`,"progress":`, ev.Progress, ev.Progress != nil}, {`,"yield":`, ev.Yield, ev.Yield != nil}, {`,"reset":`, ev.Reset, ev.Reset != nil}} {
+		if !f.set {
+			continue
+		}
+		raw, err := json.Marshal(f.v)
+		if err != nil {
+			return b, err
+		}
+		b = append(append(b, f.name...), raw...)
+	}
 	return append(b, '}'), nil
 }
 

@@ -133,20 +133,23 @@ type truncateResult struct {
 // reflection; eventWire and encoding/json are the reference it is tested
 // against.
 type eventJSON struct {
-	ID        string          `json:"id"`
-	Type      string          `json:"type"`
-	SessionID string          `json:"session_id"`
-	RunID     string          `json:"run_id"`
-	Time      time.Time       `json:"time"`
-	StepName  string          `json:"step_name,omitempty"`
-	Delta     *stepwise.Delta `json:"delta,omitempty"`
-	Step      *stepwise.Step  `json:"step,omitempty"`
-	Run       *stepwise.Run   `json:"run,omitempty"`
+	ID        string             `json:"id"`
+	Type      string             `json:"type"`
+	SessionID string             `json:"session_id"`
+	RunID     string             `json:"run_id"`
+	Time      time.Time          `json:"time"`
+	StepName  string             `json:"step_name,omitempty"`
+	Delta     *stepwise.Delta    `json:"delta,omitempty"`
+	Step      *stepwise.Step     `json:"step,omitempty"`
+	Run       *stepwise.Run      `json:"run,omitempty"`
+	Progress  *stepwise.Progress `json:"progress,omitempty"`
+	Yield     *stepwise.Yield    `json:"yield,omitempty"`
+	Reset     *stepwise.Reset    `json:"reset,omitempty"`
 }
 
 func eventWire(ev *stepwise.Event) *eventJSON {
 	return &eventJSON{ID: ev.Position.String(), Type: string(ev.Type), SessionID: ev.SessionID, RunID: ev.RunID, Time: ev.Time,
-		StepName: ev.StepName, Delta: ev.Delta, Step: ev.Step, Run: ev.Run}
+		StepName: ev.StepName, Delta: ev.Delta, Step: ev.Step, Run: ev.Run, Progress: ev.Progress, Yield: ev.Yield, Reset: ev.Reset}
 }
 
 func agentWire(a *stepwise.Agent) *agentJSON {

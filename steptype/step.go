@@ -54,6 +54,11 @@ type Step struct {
 	// of tool name+arguments (tool steps); replay matches on it.
 	Fingerprint string
 
+	// Progress is the run's last progress report (Scope.Progress) as of
+	// this step: reported by this step or carried from an earlier step of
+	// the same run; nil when none was reported yet.
+	Progress *Progress
+
 	// Metadata is free-form.
 	Metadata map[string]any
 

@@ -39,6 +39,7 @@ type stepWire struct {
 	Embedder    string          `json:"embedder,omitempty"`
 	Replay      string          `json:"replay,omitempty"`
 	Fingerprint string          `json:"fingerprint,omitempty"`
+	Progress    *Progress       `json:"progress,omitempty"`
 	Metadata    map[string]any  `json:"metadata,omitempty"`
 	CreatedAt   time.Time       `json:"created_at"`
 }
@@ -120,7 +121,7 @@ func (s Step) MarshalJSON() ([]byte, error) {
 		ToolCallID: s.ToolCallID, ToolName: s.ToolName,
 		Inputs: s.Inputs, Outputs: s.Outputs, StatePatch: s.StatePatch, Error: s.Error,
 		Metrics: s.Metrics.wire(), Vector: s.Vector, Embedder: s.Embedder,
-		Replay: s.Replay, Fingerprint: s.Fingerprint, Metadata: s.Metadata, CreatedAt: s.CreatedAt,
+		Replay: s.Replay, Fingerprint: s.Fingerprint, Progress: s.Progress, Metadata: s.Metadata, CreatedAt: s.CreatedAt,
 	}
 	if !s.Annotations.IsZero() {
 		a := s.Annotations
@@ -146,7 +147,7 @@ func (s *Step) UnmarshalJSON(b []byte) error {
 		ToolCallID: w.ToolCallID, ToolName: w.ToolName,
 		Inputs: w.Inputs, Outputs: w.Outputs, StatePatch: w.StatePatch, Error: w.Error,
 		Metrics: w.Metrics.metrics(), Vector: w.Vector, Embedder: w.Embedder,
-		Replay: w.Replay, Fingerprint: w.Fingerprint, Metadata: w.Metadata, CreatedAt: w.CreatedAt,
+		Replay: w.Replay, Fingerprint: w.Fingerprint, Progress: w.Progress, Metadata: w.Metadata, CreatedAt: w.CreatedAt,
 	}
 	if w.Annotations != nil {
 		s.Annotations = *w.Annotations

@@ -44,11 +44,17 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 			yield(nil, err)
 			return
 		}
+		s := stream{ctx: ctx, yield: yield, chunkDelay: t.ChunkDelay}
 		if t.Fail != nil && m.fail(t, r) {
+			if t.Fail.After > 0 {
+				head, _ := cut(t.Text, t.Fail.After)
+				if !s.text(head, t.Chunk, false) || !s.pause() {
+					return
+				}
+			}
 			yield(nil, t.failure())
 			return
 		}
-		s := stream{ctx: ctx, yield: yield, chunkDelay: t.ChunkDelay}
 		if !s.text(t.Reasoning, t.Chunk, true) || !s.text(t.Text, t.Chunk, false) {
 			return
 		}

@@ -246,6 +246,8 @@ func (d *decoder) failure(n *yaml.Node, field string) *Failure {
 			f.RetryAfter = d.Duration(v, p)
 		case "times":
 			f.Times = int(d.Integer(v, p, 0, 1<<30, "a non-negative integer"))
+		case "after":
+			f.After = int(d.Integer(v, p, 0, 1<<30, "a non-negative integer"))
 		default:
 			return false
 		}

@@ -102,4 +102,8 @@ type Failure struct {
 	// call (same request) eventually succeeds, and a restarted process
 	// counts afresh.
 	Times int
+	// After streams the first After characters (runes) of the turn's text
+	// before the error, like a provider stream cut mid-message; 0 fails
+	// before any delta.
+	After int
 }
