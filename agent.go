@@ -43,6 +43,9 @@ type Agent struct {
 	Approvals map[string]ApprovalPolicy
 	// Context configures context building.
 	Context ContextPolicy
+	// Hooks are step lifecycle middleware (before/after each step, or the
+	// steps they name); see StepHook.
+	Hooks []StepHook
 	// Temperature and MaxTokens are passed to the model when set.
 	Temperature *float64
 	MaxTokens   int
@@ -168,6 +171,16 @@ func (a *Agent) validate() error {
 	for name, p := range a.Approvals {
 		if p != ApproveAlways && p != ApproveNever {
 			errs = append(errs, fmt.Errorf("approval policy of %q must be always or never", name))
+		}
+	}
+	for i, h := range a.Hooks {
+		if h.Name == "" {
+			errs = append(errs, fmt.Errorf("hook %d has no name", i))
+		}
+		for _, n := range h.Steps {
+			if !a.hasStep(n) || n == StepEnd {
+				errs = append(errs, fmt.Errorf("hook %q: step %q is not defined", h.Name, n))
+			}
 		}
 	}
 	if s := a.Context.Strategy; s != "" && s != "trim" && s != "summarize" {

@@ -372,7 +372,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 		scope.step.Metrics.StartedAt = x.e.now()
 		x.publish(&Event{Type: EventStepStarted, StepName: name})
 		streamed := x.deltas.Load()
-		next, err := x.call(h, scope)
+		next, err := x.call(x.hooked(name, h), scope)
 		if err == nil {
 			if next == nil || (!next.committed && !x.agent.hasStep(next.Step)) {
 				got := "<nil>"
@@ -386,6 +386,12 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 				}
 				if next.record == nil && !next.committed {
 					next.record = scope.step
+				}
+				if len(scope.hookTrail) > 0 && next.record != nil {
+					if next.record.Metadata == nil {
+						next.record.Metadata = map[string]any{}
+					}
+					next.record.Metadata["hooks"] = scope.hookTrail
 				}
 				return next, nil, nil
 			}

@@ -83,9 +83,10 @@ type InputRequest struct {
 // state, the agent, and an emitter for streaming deltas. A scope is valid
 // only during the HandleStep call.
 type Scope struct {
-	exec *execution
-	name string
-	step *Step // the step being built, with its pre-assigned id
+	exec      *execution
+	name      string
+	step      *Step    // the step being built, with its pre-assigned id
+	hookTrail []string // hooks that ran, recorded in the step's metadata
 }
 
 // StepName is the name of the step being executed.
