@@ -43,6 +43,10 @@ type Agent struct {
 	Approvals map[string]ApprovalPolicy
 	// Context configures context building.
 	Context ContextPolicy
+	// Reducers say how updates of a run-state key combine (by top-level
+	// key): ReduceReplace, ReduceAppend, ReduceMerge, ReduceSum or any
+	// Reducer. Keys without one are merged (RFC 7386).
+	Reducers map[string]Reducer
 	// Hooks are step lifecycle middleware (before/after each step, or the
 	// steps they name); see StepHook.
 	Hooks []StepHook
@@ -171,6 +175,11 @@ func (a *Agent) validate() error {
 	for name, p := range a.Approvals {
 		if p != ApproveAlways && p != ApproveNever {
 			errs = append(errs, fmt.Errorf("approval policy of %q must be always or never", name))
+		}
+	}
+	for k, r := range a.Reducers {
+		if r == nil {
+			errs = append(errs, fmt.Errorf("reducer of state key %q is nil", k))
 		}
 	}
 	for i, h := range a.Hooks {

@@ -157,11 +157,13 @@ func (x *execution) runSnapshot() *Run {
 // runUpdate is the run change committed with a step.
 type runUpdate struct {
 	cursor *string
-	patch  json.RawMessage
-	status *steptype.RunStatus
-	output *string
-	err    *StepError
-	finish bool
+	patch  json.RawMessage // state update, combined by the agent's reducers
+	// patchStep records the effective merge patch of patch.
+	patchStep *Step
+	status    *steptype.RunStatus
+	output    *string
+	err       *StepError
+	finish    bool
 }
 
 // commit writes steps and the run change in one transaction, then updates
@@ -172,9 +174,13 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	state, progress := x.run.State, x.progress
 	x.mu.Unlock()
 	if len(u.patch) > 0 {
-		var err error
-		if state, err = MergePatch(state, u.patch); err != nil {
+		next, patch, err := x.agent.applyState(state, u.patch)
+		if err != nil {
 			return err
+		}
+		state = next
+		if u.patchStep != nil {
+			u.patchStep.StatePatch = patch
 		}
 	}
 	for _, s := range steps {
@@ -373,6 +379,9 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 		x.publish(&Event{Type: EventStepStarted, StepName: name})
 		streamed := x.deltas.Load()
 		next, err := x.call(x.hooked(name, h), scope)
+		if err == nil && next != nil && next.State != nil && !next.committed {
+			err = x.checkState(next.State)
+		}
 		if err == nil {
 			if next == nil || (!next.committed && !x.agent.hasStep(next.Step)) {
 				got := "<nil>"
@@ -408,6 +417,8 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 			class, code = steptype.ErrorPermanent, "panic"
 		case errors.Is(err, ErrUnknownStep):
 			class, code = steptype.ErrorPermanent, "unknown_step"
+		case errors.Is(err, ErrInvalidState):
+			class, code = steptype.ErrorPermanent, "invalid_state"
 		}
 		var le *llm.Error
 		if errors.As(err, &le) && le.Code != "" {
@@ -481,7 +492,7 @@ func (x *execution) record(name string, next *Next) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("step %q state: %w", name, err)
 		}
-		s.StatePatch, u.patch = patch, patch
+		s.StatePatch, u.patch, u.patchStep = patch, patch, s
 	}
 	if next.Output != nil {
 		out, err := toRaw(next.Output)
@@ -565,6 +576,19 @@ func (x *execution) handBack() {
 		x.run.Status = queued
 		x.mu.Unlock()
 	}
+}
+
+// checkState refuses a state update that does not apply to the run state
+// (an invalid patch, a reducer error): the step fails, nothing commits.
+func (x *execution) checkState(v any) error {
+	patch, err := toRaw(v)
+	if err == nil {
+		_, _, err = x.agent.applyState(x.run.State, patch)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidState, err)
+	}
+	return nil
 }
 
 func toRaw(v any) (json.RawMessage, error) {

@@ -269,11 +269,21 @@ func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
 
 // commitToolStep commits a tool result; the last one moves the cursor on.
 func (x *execution) commitToolStep(s *Step, last bool) error {
+	u := runUpdate{patch: s.StatePatch, patchStep: s}
+	if len(s.StatePatch) > 0 {
+		if err := x.checkState(s.StatePatch); err != nil {
+			// The call happened; its state update cannot apply: the model
+			// reads why, the state is unchanged.
+			s.Content = "error: " + err.Error()
+			s.StatePatch, u.patch = nil, nil
+			s.Error = &StepError{Message: err.Error(), Class: steptype.ErrorPermanent, Code: "invalid_state"}
+		}
+	}
 	if last {
 		llmStep := StepLLM
-		return x.commit([]*Step{s}, runUpdate{cursor: &llmStep})
+		u.cursor = &llmStep
 	}
-	return x.commit([]*Step{s}, runUpdate{})
+	return x.commit([]*Step{s}, u)
 }
 
 func (x *execution) anyWaiting() bool {
@@ -370,6 +380,7 @@ func (x *execution) toolResultStep(call ToolCall, r *tool.Result) *Step {
 	s := &Step{
 		Kind: steptype.KindTool, Name: StepTools, Role: steptype.RoleTool,
 		Content: content, ToolCallID: call.ID, ToolName: call.Name, Inputs: call.Arguments, Outputs: r.Output,
+		StatePatch: r.State,
 	}
 	if r.IsError && s.Error == nil {
 		s.Error = &StepError{Message: content, Class: steptype.ErrorPermanent, Code: "tool_error"}

@@ -13,6 +13,7 @@ var (
 	ErrConflict        = store.ErrConflict
 	ErrUnknownAgent    = errors.New("stepwise: unknown agent")
 	ErrUnknownStep     = errors.New("stepwise: unknown step")
+	ErrInvalidState    = errors.New("stepwise: state update refused")
 	ErrRunFinished     = errors.New("stepwise: run already finished")
 	ErrRunCancelled    = errors.New("stepwise: run cancelled")
 	ErrMaxSteps        = errors.New("stepwise: step budget exhausted")

@@ -16,9 +16,9 @@ type EventType string
 
 // Event types.
 const (
-	EventRunStarted    EventType = "run_started"
-	EventStepStarted   EventType = "step_started"
-	EventStepDelta     EventType = "step_delta"
+	EventRunStarted  EventType = "run_started"
+	EventStepStarted EventType = "step_started"
+	EventStepDelta   EventType = "step_delta"
 	// EventStepProgress carries a progress report of a step (Progress).
 	EventStepProgress EventType = "step_progress"
 	// EventStepYield carries a typed value a step streamed (Yield).
@@ -26,7 +26,7 @@ const (
 	// EventStepReset tells subscribers to discard what the step streamed so
 	// far: its attempt failed after streaming and will be retried (or the
 	// step failed for good). Reset says which attempt.
-	EventStepReset EventType = "step_reset"
+	EventStepReset     EventType = "step_reset"
 	EventStepCompleted EventType = "step_completed"
 	EventRunWaiting    EventType = "run_waiting"
 	EventRunFinished   EventType = "run_finished"

@@ -44,4 +44,9 @@ type Result struct {
 	Output json.RawMessage
 	// IsError marks a result that reports a failure to the model.
 	IsError bool
+	// State, when set, updates the run's custom state (a JSON object):
+	// each key is combined by the agent's reducer for it (Agent.Reducers),
+	// else merged. Parallel calls' updates are applied one after another,
+	// in the order their steps commit.
+	State json.RawMessage
 }
