@@ -47,6 +47,17 @@ type Agent struct {
 	// key): ReduceReplace, ReduceAppend, ReduceMerge, ReduceSum or any
 	// Reducer. Keys without one are merged (RFC 7386).
 	Reducers map[string]Reducer
+	// Version names this definition; empty means a content hash computed
+	// at registration (see UpdateMode). Each run records the version it
+	// started with.
+	Version string
+	// OnUpdate is what runs started on another version do when this
+	// definition is loaded: UpdateContinue (default), UpdateRestart or
+	// UpdateFail.
+	OnUpdate UpdateMode
+	// StepMap maps step names of older versions to steps of this one, for
+	// runs whose cursor names a step that no longer exists.
+	StepMap map[string]string
 	// Hooks are step lifecycle middleware (before/after each step, or the
 	// steps they name); see StepHook.
 	Hooks []StepHook
@@ -102,6 +113,9 @@ func (a *Agent) withDefaults() *Agent {
 	}
 	if c.AfterLLM == "" {
 		c.AfterLLM = StepEnd
+	}
+	if c.OnUpdate == "" {
+		c.OnUpdate = UpdateContinue
 	}
 	l := &c.Limits
 	if l.MaxSteps == 0 {
@@ -175,6 +189,14 @@ func (a *Agent) validate() error {
 	for name, p := range a.Approvals {
 		if p != ApproveAlways && p != ApproveNever {
 			errs = append(errs, fmt.Errorf("approval policy of %q must be always or never", name))
+		}
+	}
+	if !validUpdateMode(a.OnUpdate) {
+		errs = append(errs, fmt.Errorf("on_update %q must be continue, restart or fail", a.OnUpdate))
+	}
+	for from, to := range a.StepMap {
+		if !a.hasStep(to) {
+			errs = append(errs, fmt.Errorf("step_map: %q maps to %q, which is not defined", from, to))
 		}
 	}
 	for k, r := range a.Reducers {

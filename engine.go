@@ -142,6 +142,9 @@ func (e *Engine) register(a *Agent, seen map[*Agent]bool) error {
 	if err := d.validate(); err != nil {
 		return err
 	}
+	if d.Version == "" {
+		d.Version = d.version()
+	}
 	e.mu.Lock()
 	e.agents[d.Name] = d
 	e.mu.Unlock()

@@ -94,6 +94,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 	if p.Replay != nil || len(p.ClientTools) > 0 {
 		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay, ClientTools: p.ClientTools})
 	}
+	r.Options = withVersion(r.Options, a.Version)
 	cp := &store.RunCreateParams{Run: r}
 	if own {
 		r.Status, r.LeaseOwner = steptype.RunRunning, e.cfg.Owner

@@ -73,6 +73,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.bg.done.Done()
 		defer cancelListen()
 		sem := make(chan struct{}, e.cfg.Workers)
+		e.reconcileWaiting(ctx)
 		t := time.NewTicker(e.cfg.PollInterval)
 		defer t.Stop()
 		for {

@@ -298,6 +298,12 @@ func (x *execution) conflict(err error) error {
 // loop executes steps until the run finishes, parks or is stopped.
 func (x *execution) loop() error {
 	x.publish(&Event{Type: EventRunStarted, Run: x.runSnapshot()})
+	if ended, err := x.upgrade(); ended || err != nil {
+		if err != nil {
+			return x.stopped(err)
+		}
+		return nil
+	}
 	for {
 		if err := context.Cause(x.ctx); err != nil {
 			return x.stopped(err)
@@ -320,7 +326,7 @@ func (x *execution) loop() error {
 		}
 		h := x.handler(cursor)
 		if h == nil {
-			serr := &StepError{Message: fmt.Sprintf("step %q is not defined in agent %q", cursor, x.agent.Name), Class: steptype.ErrorPermanent, Code: "unknown_step"}
+			serr := &StepError{Message: fmt.Sprintf("step %q is not defined in agent %q (version %s); a renamed step is mapped with step_map", cursor, x.agent.Name, x.agent.Version), Class: steptype.ErrorPermanent, Code: "unknown_step"}
 			return x.finish(steptype.RunFailed, serr)
 		}
 		next, serr, err := x.runStep(cursor, h)

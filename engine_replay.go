@@ -71,7 +71,7 @@ func (e *Engine) Replay(ctx context.Context, p ReplayParams) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}
-	opts, _ := json.Marshal(runOptions{Replay: &ReplayOptions{SourceSessionID: src.ID, LiveTools: p.LiveTools, AllToolsLive: p.AllToolsLive, NextTurns: turns}})
+	opts, _ := json.Marshal(runOptions{Replay: &ReplayOptions{SourceSessionID: src.ID, LiveTools: p.LiveTools, AllToolsLive: p.AllToolsLive, NextTurns: turns}, AgentVersion: a.Version})
 	r := &Run{ID: NewID(), SessionID: fork.ID, Agent: a.Name, Status: steptype.RunQueued, Cursor: a.StartStep, Input: first.Content, Options: opts, CreatedAt: e.now()}
 	created, err := e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
 	if err != nil {
@@ -111,7 +111,7 @@ func (x *execution) queueNextTurn() error {
 	o := x.replay.opts
 	input := o.NextTurns[0]
 	o.NextTurns = o.NextTurns[1:]
-	opts, _ := json.Marshal(runOptions{Replay: &o})
+	opts, _ := json.Marshal(runOptions{Replay: &o, AgentVersion: x.agent.Version})
 	r := &Run{ID: NewID(), SessionID: x.run.SessionID, Agent: x.agent.Name, Status: steptype.RunQueued, Input: input, Options: opts, CreatedAt: x.e.now()}
 	if _, err := x.e.store.RunCreate(context.WithoutCancel(x.ctx), &store.RunCreateParams{Run: r}); err != nil {
 		return fmt.Errorf("queue next replay turn: %w", err)

@@ -190,7 +190,7 @@ func (e *Engine) Retry(ctx context.Context, p RetryParams) (*Run, error) {
 		}
 		target = fork.ID
 	}
-	r := &Run{ID: NewID(), SessionID: target, Agent: a.Name, Status: steptype.RunQueued, CreatedAt: e.now()}
+	r := &Run{ID: NewID(), SessionID: target, Agent: a.Name, Status: steptype.RunQueued, Options: withVersion(nil, a.Version), CreatedAt: e.now()}
 	if step.Kind == steptype.KindUser {
 		r.Input = step.Content
 	} else {

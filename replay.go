@@ -19,6 +19,9 @@ type runOptions struct {
 	ClientTools []llm.ToolDef `json:"client_tools,omitempty"`
 	// ToolCallID links a child run to the tool call that started it.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// AgentVersion is the version of the agent definition the run started
+	// with (Agent.Version).
+	AgentVersion string `json:"agent_version,omitempty"`
 }
 
 // ReplayOptions make a run reuse recorded outputs of another session: a

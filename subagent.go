@@ -103,7 +103,7 @@ func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, inp
 			return k, false, nil
 		}
 	}
-	o := runOptions{ToolCallID: call.ID}
+	o := runOptions{ToolCallID: call.ID, AgentVersion: sub.Version}
 	if x.replay != nil {
 		o.Replay = &x.replay.opts
 	}

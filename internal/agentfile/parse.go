@@ -79,6 +79,12 @@ func Parse(filename string, data []byte) (*Spec, error) {
 			s.Embeddings = d.embeddings(v, f)
 		case "prices":
 			s.Prices = d.prices(v, f)
+		case "reducers":
+			s.Reducers = d.reducers(v, f)
+		case "on_update":
+			s.OnUpdate = d.onUpdate(v, f)
+		case "step_map":
+			s.StepMap = d.stepMap(v, f)
 		case "metadata":
 			if r := d.Resolve(v); r != nil && !yamlnode.IsNull(r) && r.Kind != yaml.MappingNode {
 				d.Errorf(r, f, "must be a mapping")

@@ -51,6 +51,16 @@ type Spec struct {
 	Embeddings Embeddings
 	// Prices maps a model string ("openai:gpt-4o-mini") to its price.
 	Prices map[string]Price
+	// Reducers maps a run-state key to how its updates combine: "replace",
+	// "append", "merge" or "sum" (ReducerNames).
+	Reducers map[string]string
+	// OnUpdate is what runs started on an older version of this agent do
+	// when this version is loaded: UpdateContinue, UpdateRestart or
+	// UpdateFail; "" means the engine's default (continue).
+	OnUpdate string
+	// StepMap maps a step name of an older version to its name in this
+	// one, for runs whose cursor names a step that no longer exists.
+	StepMap map[string]string
 	// Metadata is free-form, JSON-compatible data.
 	Metadata map[string]any
 }
