@@ -89,6 +89,13 @@ func (l *Loaded) load(ctx context.Context, path string, o Options, seen map[stri
 		Temperature: spec.ModelOptions.Temperature,
 		MaxTokens:   spec.ModelOptions.MaxTokens,
 	}
+	a.OnUpdate, a.StepMap = stepwise.UpdateMode(spec.OnUpdate), spec.StepMap
+	for key, name := range spec.Reducers {
+		if a.Reducers == nil {
+			a.Reducers = map[string]stepwise.Reducer{}
+		}
+		a.Reducers[key] = stepwise.Reducers[name]
+	}
 	if len(spec.Approvals) > 0 {
 		a.Approvals = map[string]stepwise.ApprovalPolicy{}
 		for name, p := range spec.Approvals {
