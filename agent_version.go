@@ -44,15 +44,15 @@ func (a *Agent) version() string {
 	}
 	d := struct {
 		Name, Description, Instructions, Model, StartStep, AfterLLM string
-		Tools                                                     []toolDef
-		SubAgents, Steps, Hooks                                   []string
-		Limits                                                    Limits
-		Retry                                                     RetryPolicy
-		Approvals                                                 map[string]ApprovalPolicy
-		Context                                                   ContextPolicy
-		Reducers                                                  map[string]string
-		Temperature                                               *float64
-		MaxTokens                                                 int
+		Tools                                                       []toolDef
+		SubAgents, Steps, Hooks                                     []string
+		Limits                                                      Limits
+		Retry                                                       RetryPolicy
+		Approvals                                                   map[string]ApprovalPolicy
+		Context                                                     ContextPolicy
+		Reducers                                                    map[string]string
+		Temperature                                                 *float64
+		MaxTokens                                                   int
 	}{Name: a.Name, Description: a.Description, Instructions: a.Instructions, StartStep: a.StartStep, AfterLLM: a.AfterLLM,
 		Limits: a.Limits, Retry: a.Retry, Approvals: a.Approvals, Context: a.Context, Temperature: a.Temperature, MaxTokens: a.MaxTokens}
 	if a.Model != nil {

@@ -23,7 +23,9 @@ type finder struct {
 	mu  sync.Mutex
 }
 
-func (f *finder) Definition() llm.ToolDef { return llm.ToolDef{Name: "find", Parameters: json.RawMessage(`{"type":"object"}`)} }
+func (f *finder) Definition() llm.ToolDef {
+	return llm.ToolDef{Name: "find", Parameters: json.RawMessage(`{"type":"object"}`)}
+}
 
 func (f *finder) Call(ctx context.Context, c *tool.Call) (*tool.Result, error) {
 	var a struct{ Item string }
