@@ -163,6 +163,11 @@ func TestAgentUpdateFailsParkedRun(t *testing.T) {
 	if done.Error == nil || done.Error.Code != "agent_updated" || !strings.Contains(done.Error.Message, "changed from version "+versionOf(t, r)) {
 		t.Fatalf("error %+v", done.Error)
 	}
+	// Its request was closed with it.
+	pend, _ := st.StepList(context.Background(), &store.StepListParams{RunID: r.ID, Status: steptype.StepWaiting})
+	if len(pend) != 0 {
+		t.Fatalf("%d requests still waiting", len(pend))
+	}
 }
 
 func TestAgentUpdateRestartsInFork(t *testing.T) {
