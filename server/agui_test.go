@@ -342,3 +342,45 @@ func mustRunOf(t *testing.T, env *testEnv, sessionID string) string {
 	t.Fatalf("no pending request in %s", sessionID)
 	return ""
 }
+
+// TestAGUIStreamReset: a provider stream cut mid-message and retried. The
+// real @ag-ui/client (which verifies event order) sees the partial text
+// message ended, a CUSTOM "stepwise.reset" event naming it, and the retry's
+// text in a new message.
+func TestAGUIStreamReset(t *testing.T) {
+	t.Parallel()
+	m := scripted.New("cut", scripted.Script{Turns: []scripted.Turn{{Text: "Hello there, friend", Chunk: 5, Fail: &scripted.Failure{Status: 503, Times: 1, After: 10}}}})
+	a := &stepwise.Agent{Name: "cut", Model: m, Retry: stepwise.RetryPolicy{MaxAttempts: 2, InitialInterval: 1, MaxInterval: 1}}
+	env := newEnv(t, []*stepwise.Agent{a})
+	turns := runAGUI(t, env.ts.URL+"/v1/agui/cut", map[string]any{
+		"threadId": "thread-cut",
+		"turns":    []any{map[string]any{"message": "hi"}},
+	})
+	evs := turns[0].Events
+	var reset map[string]any
+	var texts []string
+	msgs := map[string]string{}
+	for _, ev := range evs {
+		switch ev["type"] {
+		case "CUSTOM":
+			if ev["name"] == "stepwise.reset" {
+				reset = ev
+			}
+		case "TEXT_MESSAGE_CONTENT":
+			msgs[ev["messageId"].(string)] += ev["delta"].(string)
+		case "TEXT_MESSAGE_END":
+			texts = append(texts, msgs[ev["messageId"].(string)])
+		}
+	}
+	if reset == nil {
+		t.Fatalf("no reset in %v", eventTypes(evs))
+	}
+	v := reset["value"].(map[string]any)
+	ids, _ := v["message_ids"].([]any)
+	if len(ids) != 1 || msgs[ids[0].(string)] != "Hello ther" || v["retrying"] != true || v["attempt"] != float64(1) {
+		t.Fatalf("reset %v, messages %v", v, msgs)
+	}
+	if strings.Join(texts, "|") != "Hello ther|Hello there, friend" {
+		t.Fatalf("text messages %q (events %v)", texts, eventTypes(evs))
+	}
+}
