@@ -50,6 +50,9 @@ func TestLoadFull(t *testing.T) {
 		Embeddings: agentfile.Embeddings{Kinds: []steptype.Kind{steptype.KindUser, steptype.KindLLM},
 			Embedder: "openai:text-embedding-3-small"},
 		Prices:   map[string]agentfile.Price{"openai:gpt-4o-mini": {Input: 0.15, Output: 0.6, Cached: 0.075}},
+		Reducers: map[string]string{"findings": "append", "calls": "sum"},
+		OnUpdate: "restart",
+		StepMap:  map[string]string{"review": "check"},
 		Metadata: map[string]any{"team": "support", "tier": int64(2), "tags": []any{"beta", "eu"}},
 	}
 	if !reflect.DeepEqual(got, want) {
