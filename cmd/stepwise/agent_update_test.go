@@ -220,3 +220,60 @@ func TestServeAgentUpdate(t *testing.T) {
 		httpJSON(t, "GET", srv.url+"/v1/runs/"+runningContinue.ID, nil, &r)
 	}
 }
+
+// TestServeStreamReset: through `stepwise serve`, a scripted provider stream
+// cut mid-message by a 503 and retried. The AG-UI stream (which runs the
+// turn inline, so nothing is missed) ends the partial message and sends a
+// CUSTOM stepwise.reset naming it before the retry's message.
+func TestServeStreamReset(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]string{
+		"cut.yaml":   "turns:\n  - {text: \"Hello there, friend\", chunk: 5, error: {status: 503, times: 1, after: 10}}\n",
+		"agent.yaml": "name: cutter\nmodel: scripted:cut.yaml\nretry: {max_attempts: 2, initial_interval: 1ms, max_interval: 1ms}\n",
+	}
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := startServe(t, dir, "--db", "sqlite:"+filepath.Join(dir, "s.db"), "--agent", "agent.yaml")
+	body := `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":"hi"}],"tools":[],"context":[],"state":{},"forwardedProps":{}}`
+	req, _ := http.NewRequest("POST", srv.url+"/v1/agui/cutter", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var seq []string
+	text := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		switch ev["type"] {
+		case "TEXT_MESSAGE_CONTENT":
+			text[ev["messageId"].(string)] += ev["delta"].(string)
+		case "TEXT_MESSAGE_END":
+			seq = append(seq, "end:"+text[ev["messageId"].(string)])
+		case "CUSTOM":
+			if ev["name"] == "stepwise.reset" {
+				ids := ev["value"].(map[string]any)["message_ids"].([]any)
+				seq = append(seq, "reset:"+text[ids[0].(string)])
+			}
+		case "RUN_FINISHED":
+			seq = append(seq, "finished")
+		}
+	}
+	if got := strings.Join(seq, " | "); got != "end:Hello ther | reset:Hello ther | end:Hello there, friend | finished" {
+		t.Fatalf("AG-UI sequence %q\n%s", got, raw)
+	}
+}

@@ -330,3 +330,26 @@ func TestStrictRefusesMalformedSequences(t *testing.T) {
 		t.Fatalf("strict model refused a valid request: %+v %v", r, err)
 	}
 }
+
+func TestFailureAfterPartialText(t *testing.T) {
+	t.Parallel()
+	m, err := scripted.Parse("cut.yaml", []byte("turns:\n  - {text: \"Hello there, friend\", chunk: 4, error: {status: 502, times: 1, after: 9}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, fin, err := call(t, m, request(user("hi")))
+	var got []string
+	for _, p := range parts {
+		got = append(got, p.Content)
+	}
+	var le *llm.Error
+	if fin != nil || !errors.As(err, &le) || le.StatusCode != 502 || strings.Join(got, "|") != "Hell|o th|e" {
+		t.Fatalf("first call: parts %q final %v err %v", got, fin, err)
+	}
+	if f := final(t, m, request(user("hi"))); f.Content != "Hello there, friend" {
+		t.Fatalf("retry: %+v", f)
+	}
+	if _, err := scripted.Parse("bad.yaml", []byte("turns:\n  - {text: a, error: {status: 500, after: -1}}\n")); err == nil {
+		t.Fatal("negative after accepted")
+	}
+}
