@@ -124,16 +124,20 @@ func (x *execution) upgrade() (ended bool, err error) {
 		serr := &StepError{Message: reason + " (on_update: fail)", Class: steptype.ErrorPermanent, Code: "agent_updated"}
 		return true, x.finish(steptype.RunFailed, serr)
 	case UpdateRestart:
-		fork, err := x.e.restartRun(context.WithoutCancel(x.ctx), x.run)
-		if err != nil || fork == nil {
-			if err != nil {
-				return false, err
-			}
+		ctx := context.WithoutCancel(x.ctx)
+		plan, err := x.e.planRestart(ctx, x.run)
+		if err != nil {
+			return false, err
+		}
+		if plan == nil {
 			break // nothing ran yet: continue on the new definition
 		}
-		cancelled := steptype.RunCancelled
-		serr := &StepError{Message: fmt.Sprintf("%s (on_update: restart): restarted as run %s in session %s", reason, fork.ID, fork.SessionID), Class: steptype.ErrorPermanent, Code: "agent_updated"}
-		return true, x.finish(cancelled, serr)
+		// The lease fences the run: the restart is created once.
+		if err := x.e.restart(ctx, x.run, plan); err != nil {
+			return false, err
+		}
+		serr := &StepError{Message: fmt.Sprintf("%s (on_update: restart): %s", reason, plan), Class: steptype.ErrorPermanent, Code: "agent_updated"}
+		return true, x.finish(steptype.RunCancelled, serr)
 	}
 	opts := withVersion(x.run.Options, cur)
 	if _, err := x.e.store.RunUpdate(context.WithoutCancel(x.ctx), &store.RunUpdateParams{
@@ -174,10 +178,17 @@ func orNone(v string) string {
 	return v
 }
 
-// restartRun starts the run's agent again, from its start step with the
-// run's input, in a fork of the session taken before the run's first step.
-// It returns nil when the run has no step yet (nothing to restart).
-func (e *Engine) restartRun(ctx context.Context, r *Run) (*Run, error) {
+// restartPlan is where an agent-update restart will run: the run's first
+// step (the fork point) and the ids of the fork and the new run, chosen
+// before anything is created so that the old run's reason can name them.
+type restartPlan struct {
+	from          int64
+	forkID, runID string
+}
+
+// planRestart returns the restart of r, or nil when r has no step yet
+// (nothing to restart: it starts on the new definition anyway).
+func (e *Engine) planRestart(ctx context.Context, r *Run) (*restartPlan, error) {
 	first, err := e.store.StepList(ctx, &store.StepListParams{RunID: r.ID, Limit: 1})
 	if err != nil {
 		return nil, fmt.Errorf("restart run %s: %w", r.ID, err)
@@ -185,7 +196,18 @@ func (e *Engine) restartRun(ctx context.Context, r *Run) (*Run, error) {
 	if len(first) == 0 {
 		return nil, nil
 	}
-	return e.Retry(ctx, RetryParams{SessionID: r.SessionID, From: first[0].Sequence, Agent: r.Agent})
+	return &restartPlan{from: first[0].Sequence, forkID: NewID(), runID: NewID()}, nil
+}
+
+func (p *restartPlan) String() string {
+	return fmt.Sprintf("restarted as run %s in session %s", p.runID, p.forkID)
+}
+
+// restart starts the agent again from its start step with r's input in a
+// fork of r's session taken before r's first step.
+func (e *Engine) restart(ctx context.Context, r *Run, p *restartPlan) error {
+	_, err := e.Retry(ctx, RetryParams{SessionID: r.SessionID, From: p.from, Agent: r.Agent, forkID: p.forkID, runID: p.runID})
+	return err
 }
 
 // reconcileWaiting applies the update policies to runs parked on input
@@ -217,25 +239,34 @@ func (e *Engine) reconcileWaiting(ctx context.Context) {
 func (e *Engine) updateWaiting(ctx context.Context, a *Agent, r *Run, old string) error {
 	reason := fmt.Sprintf("agent %q changed from version %s to %s (on_update: %s)", a.Name, old, a.Version, a.OnUpdate)
 	status := steptype.RunFailed
+	var plan *restartPlan
 	if a.OnUpdate == UpdateRestart {
-		fork, err := e.restartRun(ctx, r)
-		if err != nil {
+		var err error
+		if plan, err = e.planRestart(ctx, r); err != nil {
 			return err
 		}
-		if fork != nil {
-			reason += fmt.Sprintf(": restarted as run %s in session %s", fork.ID, fork.SessionID)
+		if plan != nil {
+			reason += ": " + plan.String()
 		}
 		status = steptype.RunCancelled
 	}
+	// The conditional update elects one instance (several may start at
+	// once); only the winner creates the restart.
 	done, err := e.store.RunUpdate(ctx, &store.RunUpdateParams{
 		ID: r.ID, ExpectStatus: []steptype.RunStatus{steptype.RunWaiting}, Status: &status, ClearLease: true,
 		Error: &StepError{Message: reason, Class: steptype.ErrorPermanent, Code: "agent_updated"}, Now: e.now(),
 	})
+	if errors.Is(err, store.ErrConflict) {
+		return nil // answered, cancelled or settled by another instance meanwhile
+	}
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", r.ID, err)
 	}
 	e.broker.publish(&Event{Type: EventRunFinished, SessionID: done.SessionID, RunID: done.ID, Run: done, Time: e.now()})
 	e.observeRunFinished(done, done.Error)
+	if plan != nil {
+		return e.restart(ctx, r, plan)
+	}
 	return nil
 }
 

@@ -146,6 +146,10 @@ type RetryParams struct {
 	Destructive bool
 	// Agent overrides the session's agent.
 	Agent string
+
+	// forkID and runID, when set, are the ids of the fork and the run
+	// (an agent-update restart names them before creating them).
+	forkID, runID string
 }
 
 // Retry regenerates a session from step From. By default it is
@@ -181,16 +185,16 @@ func (e *Engine) Retry(ctx context.Context, p RetryParams) (*Run, error) {
 		var fork *Session
 		title := e.derivedTitle(ctx, "", "retry", src, fmt.Sprintf("from #%d", p.From))
 		if p.From == 1 {
-			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: src.Agent, Title: title, Now: e.now()})
+			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: orNewID(p.forkID), Agent: src.Agent, Title: title, Now: e.now()})
 		} else {
-			fork, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: src.ID, Sequence: p.From - 1, Title: title, Now: e.now()})
+			fork, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: orNewID(p.forkID), ParentID: src.ID, Sequence: p.From - 1, Title: title, Now: e.now()})
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fork: %w", err)
 		}
 		target = fork.ID
 	}
-	r := &Run{ID: NewID(), SessionID: target, Agent: a.Name, Status: steptype.RunQueued, Options: withVersion(nil, a.Version), CreatedAt: e.now()}
+	r := &Run{ID: orNewID(p.runID), SessionID: target, Agent: a.Name, Status: steptype.RunQueued, Options: withVersion(nil, a.Version), CreatedAt: e.now()}
 	if step.Kind == steptype.KindUser {
 		r.Input = step.Content
 	} else {
@@ -304,4 +308,12 @@ func (e *Engine) DeleteSession(ctx context.Context, sessionID string) error {
 		return fmt.Errorf("delete session %q: %w", sessionID, err)
 	}
 	return nil
+}
+
+// orNewID returns id, or a new id when it is empty.
+func orNewID(id string) string {
+	if id == "" {
+		return NewID()
+	}
+	return id
 }
