@@ -46,7 +46,7 @@ func orderAgent() *stepwise.Agent {
 func describe(step stepwise.AgentStep, cursor string) string {
 	switch s := step.(type) {
 	case *stepwise.Continuation:
-		return fmt.Sprintf("%s continuation seq=%d kind=%s status=%s next=%s progress=%.2f", cursor, s.Step.Sequence, s.Step.Kind, s.Status, s.CurrentStep, s.Progress)
+		return fmt.Sprintf("%s continuation seq=%d kind=%s status=%s next=%s progress=%s", cursor, s.Step.Sequence, s.Step.Kind, s.Status, s.CurrentStep, progressText(s.Progress))
 	case *stepwise.HumanInputRequest:
 		return fmt.Sprintf("%s request approval=%s", cursor, s.Approval.Name)
 	case *stepwise.Result:
@@ -60,27 +60,27 @@ func describe(step stepwise.AgentStep, cursor string) string {
 var (
 	// beforeAnswer is what any caller reads up to the pending request.
 	beforeAnswer = []string{
-		"1:0 continuation seq=1 kind=user status=running next=llm progress=0.02",
-		"2:0 continuation seq=2 kind=llm status=running next=tools progress=0.04",
-		"3:0 continuation seq=3 kind=tool status=running next=llm progress=0.06",
-		"4:0 continuation seq=4 kind=llm status=running next=tools progress=0.08",
+		"1:0 continuation seq=1 kind=user status=running next=llm progress=none",
+		"2:0 continuation seq=2 kind=llm status=running next=tools progress=none",
+		"3:0 continuation seq=3 kind=tool status=running next=llm progress=none",
+		"4:0 continuation seq=4 kind=llm status=running next=tools progress=none",
 		"5:0 request approval=delete",
 	}
 	afterAnswer = []string{
-		"6:0 continuation seq=6 kind=tool status=running next=llm progress=0.12",
-		"7:0 continuation seq=7 kind=llm status=running next=end progress=0.14",
+		"6:0 continuation seq=6 kind=tool status=running next=llm progress=none",
+		"7:0 continuation seq=7 kind=llm status=running next=end progress=none",
 		`7:1 result "All done."`,
 	}
 	// late is what a caller that starts after the run finished reads: the
 	// answered request is a continuation, the run waited at it.
 	late = []string{
-		"1:0 continuation seq=1 kind=user status=running next=llm progress=0.02",
-		"2:0 continuation seq=2 kind=llm status=running next=tools progress=0.04",
-		"3:0 continuation seq=3 kind=tool status=running next=llm progress=0.06",
-		"4:0 continuation seq=4 kind=llm status=running next=tools progress=0.08",
-		"5:0 continuation seq=5 kind=input status=waiting next=tools progress=0.10",
-		"6:0 continuation seq=6 kind=tool status=running next=llm progress=0.12",
-		"7:0 continuation seq=7 kind=llm status=running next=end progress=0.14",
+		"1:0 continuation seq=1 kind=user status=running next=llm progress=none",
+		"2:0 continuation seq=2 kind=llm status=running next=tools progress=none",
+		"3:0 continuation seq=3 kind=tool status=running next=llm progress=none",
+		"4:0 continuation seq=4 kind=llm status=running next=tools progress=none",
+		"5:0 continuation seq=5 kind=input status=waiting next=tools progress=none",
+		"6:0 continuation seq=6 kind=tool status=running next=llm progress=none",
+		"7:0 continuation seq=7 kind=llm status=running next=end progress=none",
 		`7:1 result "All done."`,
 	}
 )
@@ -251,4 +251,13 @@ func TestNextStepSubAgentRequest(t *testing.T) {
 		want := []string{"1:0 user hop=0", "2:0 llm hop=0", "5:0 request Which file?", "7:0 agent hop=0", "8:0 llm hop=0", `8:1  result "All done."`}
 		checkList(t, "caller of the parent run", got, want)
 	}
+}
+
+// progressText renders a continuation's progress: no step of these runs
+// reports any, so none is known (never a share of the step budget).
+func progressText(p *float64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%.2f", *p)
 }

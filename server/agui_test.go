@@ -356,31 +356,43 @@ func TestAGUIStreamReset(t *testing.T) {
 		"threadId": "thread-cut",
 		"turns":    []any{map[string]any{"message": "hi"}},
 	})
+	// The stream subscribes after the run was queued: when the failed
+	// attempt ran before that, its deltas (and so its reset) are not
+	// replayed; either way the client must end with exactly the final text.
 	evs := turns[0].Events
-	var reset map[string]any
-	var texts []string
 	msgs := map[string]string{}
+	var order []string
+	voided := map[string]bool{}
 	for _, ev := range evs {
 		switch ev["type"] {
 		case "CUSTOM":
 			if ev["name"] == "stepwise.reset" {
-				reset = ev
+				v := ev["value"].(map[string]any)
+				if v["retrying"] != true || v["attempt"] != float64(1) {
+					t.Fatalf("reset %v", v)
+				}
+				for _, id := range v["message_ids"].([]any) {
+					voided[id.(string)] = true
+				}
 			}
 		case "TEXT_MESSAGE_CONTENT":
-			msgs[ev["messageId"].(string)] += ev["delta"].(string)
-		case "TEXT_MESSAGE_END":
-			texts = append(texts, msgs[ev["messageId"].(string)])
+			id := ev["messageId"].(string)
+			if _, ok := msgs[id]; !ok {
+				order = append(order, id)
+			}
+			msgs[id] += ev["delta"].(string)
 		}
 	}
-	if reset == nil {
-		t.Fatalf("no reset in %v", eventTypes(evs))
+	var kept []string
+	for _, id := range order {
+		if !voided[id] {
+			kept = append(kept, msgs[id])
+		} else if msgs[id] != "Hello ther" {
+			t.Fatalf("reset voided %q", msgs[id])
+		}
 	}
-	v := reset["value"].(map[string]any)
-	ids, _ := v["message_ids"].([]any)
-	if len(ids) != 1 || msgs[ids[0].(string)] != "Hello ther" || v["retrying"] != true || v["attempt"] != float64(1) {
-		t.Fatalf("reset %v, messages %v", v, msgs)
-	}
-	if strings.Join(texts, "|") != "Hello ther|Hello there, friend" {
-		t.Fatalf("text messages %q (events %v)", texts, eventTypes(evs))
+	t.Logf("partial attempt streamed: %v", len(voided) > 0)
+	if strings.Join(kept, "|") != "Hello there, friend" {
+		t.Fatalf("messages a front end keeps: %q (events %v)", kept, eventTypes(evs))
 	}
 }

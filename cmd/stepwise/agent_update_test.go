@@ -248,8 +248,13 @@ func TestServeStreamReset(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var seq []string
+	// The stream subscribes after the run was queued: when the failed
+	// attempt ran before that, its deltas (and so its reset) are not
+	// replayed; either way what a front end keeps is the final text once.
 	text := map[string]string{}
+	var order []string
+	voided := map[string]bool{}
+	finished := false
 	for _, line := range strings.Split(string(raw), "\n") {
 		data, ok := strings.CutPrefix(line, "data: ")
 		if !ok {
@@ -261,19 +266,31 @@ func TestServeStreamReset(t *testing.T) {
 		}
 		switch ev["type"] {
 		case "TEXT_MESSAGE_CONTENT":
-			text[ev["messageId"].(string)] += ev["delta"].(string)
-		case "TEXT_MESSAGE_END":
-			seq = append(seq, "end:"+text[ev["messageId"].(string)])
+			id := ev["messageId"].(string)
+			if _, ok := text[id]; !ok {
+				order = append(order, id)
+			}
+			text[id] += ev["delta"].(string)
 		case "CUSTOM":
 			if ev["name"] == "stepwise.reset" {
-				ids := ev["value"].(map[string]any)["message_ids"].([]any)
-				seq = append(seq, "reset:"+text[ids[0].(string)])
+				for _, id := range ev["value"].(map[string]any)["message_ids"].([]any) {
+					voided[id.(string)] = true
+				}
 			}
 		case "RUN_FINISHED":
-			seq = append(seq, "finished")
+			finished = true
 		}
 	}
-	if got := strings.Join(seq, " | "); got != "end:Hello ther | reset:Hello ther | end:Hello there, friend | finished" {
-		t.Fatalf("AG-UI sequence %q\n%s", got, raw)
+	var kept []string
+	for _, id := range order {
+		if !voided[id] {
+			kept = append(kept, text[id])
+		} else if text[id] != "Hello ther" {
+			t.Fatalf("reset voided %q", text[id])
+		}
+	}
+	t.Logf("partial attempt streamed: %v", len(voided) > 0)
+	if !finished || strings.Join(kept, "|") != "Hello there, friend" {
+		t.Fatalf("messages kept %q, finished %v\n%s", kept, finished, raw)
 	}
 }
