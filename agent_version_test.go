@@ -223,3 +223,45 @@ func TestAgentUpdateModeValidated(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestAgentUpdateRestartsSecondTurnInFork(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	ctx := context.Background()
+	e1, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{reviewAgent("v1", "review", "", nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := e1.Wait(ctx, e1.Run(ctx, stepwise.StartParams{Agent: "reviewer", Input: "turn one"}))
+	answerPending(t, e1, first.ID)
+	if r, err := e1.Wait(ctx, e1.Resume(ctx, first.ID)); err != nil || r.Status != steptype.RunCompleted {
+		t.Fatalf("first turn %v %+v", err, r)
+	}
+	second, _ := e1.Wait(ctx, e1.Run(ctx, stepwise.StartParams{Agent: "reviewer", SessionID: first.SessionID, Input: "turn two"}))
+	if second.Status != steptype.RunWaiting {
+		t.Fatalf("second turn %s", second.Status)
+	}
+	_ = e1.Close()
+	firstOfSecond := steps(t, st, first.SessionID)
+	var userSeq int64
+	for _, s := range firstOfSecond {
+		if s.RunID == second.ID && s.Kind == steptype.KindUser {
+			userSeq = s.Sequence
+		}
+	}
+	e := restarted(t, st, reviewAgent("v2", "review", stepwise.UpdateRestart, nil))
+	waitRun(t, st, second.ID, steptype.RunCancelled)
+	forks, err := e.Forks(ctx, first.SessionID)
+	if err != nil || len(forks) != 1 || forks[0].ForkSequence != userSeq-1 {
+		t.Fatalf("forks %v %+v (user step of the turn at %d)", err, forks, userSeq)
+	}
+	runs, _ := st.RunList(ctx, &store.RunListParams{SessionID: forks[0].ID})
+	if len(runs) != 1 || runs[0].Input != "turn two" {
+		t.Fatalf("fork runs %+v", runs)
+	}
+	waitRun(t, st, runs[0].ID, steptype.RunWaiting)
+	// The fork holds the first turn, then the new attempt of the second.
+	if got := steps(t, st, forks[0].ID); got[userSeq-2].RunID != first.ID || got[userSeq-1].Content != "turn two" || got[userSeq-1].RunID != runs[0].ID {
+		t.Fatalf("fork steps around %d: %+v", userSeq, got)
+	}
+}
