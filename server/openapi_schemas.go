@@ -39,6 +39,8 @@ func schemas() obj {
 			"name": str(""), "description": str(""), "instructions": str("system prompt"), "model": str("model name"),
 			"tools":      arrayOf(object(false, []string{"name"}, obj{"name": str(""), "description": str(""), "parameters": anyJSON("JSON Schema")})),
 			"sub_agents": arrayOf(str("")), "steps": arrayOf(str("custom step name")), "start_step": str(""), "after_llm": str(""),
+			"version":   str("content hash of the definition; runs record the one they started with (options.agent_version)"),
+			"on_update": obj{"type": "string", "enum": []string{"continue", "restart", "fail"}},
 			"approvals": obj{"type": "object", "additionalProperties": str("always or never")},
 			"limits": object(false, nil, obj{"max_steps": integer(), "step_timeout_ms": integer(), "run_timeout_ms": integer(),
 				"max_parallel_tools": integer(), "max_depth": integer()}),

@@ -26,6 +26,8 @@ type agentJSON struct {
 	AfterLLM     string            `json:"after_llm"`
 	Approvals    map[string]string `json:"approvals,omitempty"`
 	Limits       limitsJSON        `json:"limits"`
+	Version      string            `json:"version,omitempty"`   // content hash of the definition
+	OnUpdate     string            `json:"on_update,omitempty"` // what runs of other versions do
 }
 
 type limitsJSON struct {
@@ -155,7 +157,8 @@ func eventWire(ev *stepwise.Event) *eventJSON {
 func agentWire(a *stepwise.Agent) *agentJSON {
 	out := &agentJSON{Name: a.Name, Description: a.Description, Instructions: a.Instructions, StartStep: a.StartStep, AfterLLM: a.AfterLLM, Tools: []llm.ToolDef{},
 		Limits: limitsJSON{MaxSteps: a.Limits.MaxSteps, StepTimeoutMS: a.Limits.StepTimeout.Milliseconds(), RunTimeoutMS: a.Limits.RunTimeout.Milliseconds(),
-			MaxParallelTools: a.Limits.MaxParallelTools, MaxDepth: a.Limits.MaxDepth}}
+			MaxParallelTools: a.Limits.MaxParallelTools, MaxDepth: a.Limits.MaxDepth},
+		Version: a.Version, OnUpdate: string(a.OnUpdate)}
 	if a.Model != nil {
 		out.Model = a.Model.Name()
 	}

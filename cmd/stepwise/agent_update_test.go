@@ -208,8 +208,13 @@ func TestServeAgentUpdate(t *testing.T) {
 	}
 	done := waitStatus(t, srv.url, parkedContinue.ID, "completed")
 	v2c := done.Options.AgentVersion
-	if v2c == v1c || v2c == "" {
-		t.Fatalf("continued run version %q, was %q", v2c, v1c)
+	var agent struct {
+		Version  string `json:"version"`
+		OnUpdate string `json:"on_update"`
+	}
+	httpJSON(t, "GET", srv.url+"/v1/agents/continuer", nil, &agent)
+	if v2c == v1c || v2c == "" || agent.Version != v2c || agent.OnUpdate != "continue" {
+		t.Fatalf("continued run version %q, was %q; agent %+v", v2c, v1c, agent)
 	}
 	r := waitStatus(t, srv.url, runningContinue.ID, "running")
 	for i := 0; r.Options.AgentVersion != v2c; i++ {
