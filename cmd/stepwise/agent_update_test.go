@@ -14,15 +14,15 @@ import (
 	"time"
 )
 
-// serveProc is a running `stepwise serve`.
-type serveProc struct {
+// updServe is a running `stepwise serve`.
+type updServe struct {
 	cmd *exec.Cmd
 	url string
 }
 
-// startServe starts the binary's server on a free loopback port and waits
+// startUpdServe starts the binary's server on a free loopback port and waits
 // until it answers.
-func startServe(t *testing.T, dir string, args ...string) *serveProc {
+func startUpdServe(t *testing.T, dir string, args ...string) *updServe {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -38,7 +38,7 @@ func startServe(t *testing.T, dir string, args ...string) *serveProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{cmd: cmd, url: "http://" + addr}
+	p := &updServe{cmd: cmd, url: "http://" + addr}
 	t.Cleanup(func() { p.kill() })
 	for i := 0; ; i++ {
 		if resp, err := http.Get(p.url + "/v1/agents"); err == nil {
@@ -53,7 +53,7 @@ func startServe(t *testing.T, dir string, args ...string) *serveProc {
 }
 
 // kill ends the server like a crash (SIGKILL).
-func (p *serveProc) kill() {
+func (p *updServe) kill() {
 	if p.cmd.ProcessState == nil {
 		_ = p.cmd.Process.Kill()
 		_ = p.cmd.Wait()
@@ -146,7 +146,7 @@ func TestServeAgentUpdate(t *testing.T) {
 		writeAgent(t, dir, n, "version one", "")
 	}
 	args := []string{"--db", "sqlite:" + filepath.Join(dir, "s.db"), "--agent", "failer.yaml", "--agent", "restarter.yaml", "--agent", "continuer.yaml"}
-	srv := startServe(t, dir, args...)
+	srv := startUpdServe(t, dir, args...)
 	start := func(agent, input string) apiRun {
 		var out struct{ Run apiRun }
 		if code := httpJSON(t, "POST", srv.url+"/v1/runs", map[string]string{"agent": agent, "input": input}, &out); code != 201 {
@@ -172,7 +172,7 @@ func TestServeAgentUpdate(t *testing.T) {
 	writeAgent(t, dir, "failer", "version two", "on_update: fail\n")
 	writeAgent(t, dir, "restarter", "version two", "on_update: restart\n")
 	writeAgent(t, dir, "continuer", "version two", "on_update: continue\n")
-	srv = startServe(t, dir, args...)
+	srv = startUpdServe(t, dir, args...)
 
 	// Parked runs are settled at start; interrupted ones when claimed.
 	for _, id := range []string{parkedFail.ID, runningFail.ID} {
@@ -242,7 +242,7 @@ func TestServeStreamReset(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := startServe(t, dir, "--db", "sqlite:"+filepath.Join(dir, "s.db"), "--agent", "agent.yaml")
+	srv := startUpdServe(t, dir, "--db", "sqlite:"+filepath.Join(dir, "s.db"), "--agent", "agent.yaml")
 	body := `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":"hi"}],"tools":[],"context":[],"state":{},"forwardedProps":{}}`
 	req, _ := http.NewRequest("POST", srv.url+"/v1/agui/cutter", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
