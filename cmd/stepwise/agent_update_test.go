@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -49,6 +50,18 @@ func startUpdServe(t *testing.T, dir string, args ...string) *updServe {
 			t.Fatalf("server did not start: %s", errb.String())
 		}
 		time.Sleep(50 * time.Millisecond) // polling a process we do not control
+	}
+}
+
+// stop ends the server with SIGTERM: runs in flight are handed back to the
+// queue (nothing of their interrupted calls commits) and it exits.
+func (p *updServe) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
 	}
 }
 
@@ -105,8 +118,6 @@ func waitStatus(t *testing.T, url, id, want string) apiRun {
 		if r.Status == want {
 			return r
 		}
-		// A run of the killed server is taken over when its lease (30s)
-		// expires.
 		if i > 2400 {
 			t.Fatalf("run %s is %s, want %s (%+v)", id, r.Status, want, r.Error)
 		}
@@ -134,8 +145,8 @@ func writeAgent(t *testing.T, dir, name, instructions, extra string) {
 }
 
 // TestServeAgentUpdate restarts `stepwise serve` with changed agent files
-// while runs are parked on input and running (killed mid model call): each
-// agent's on_update decides what its unfinished runs do.
+// while runs are parked on input and running (stopped mid model call, so
+// queued): each agent's on_update decides what its unfinished runs do.
 func TestServeAgentUpdate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -167,7 +178,8 @@ func TestServeAgentUpdate(t *testing.T) {
 	if v1 == "" {
 		t.Fatal("run records no agent version")
 	}
-	srv.kill()
+	// Stopped while two runs are in a model call: they are queued again.
+	srv.stop(t)
 
 	writeAgent(t, dir, "failer", "version two", "on_update: fail\n")
 	writeAgent(t, dir, "restarter", "version two", "on_update: restart\n")
