@@ -111,6 +111,7 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 	c.Flags().BoolVar(&httpMode, "http", false, "measure streaming over the HTTP API instead: --runs concurrent runs, each with an SSE subscriber")
 	c.Flags().DurationVar(&latency, "latency", 2*time.Millisecond, "with --http: model latency before each delta")
 	c.Flags().StringVar(&provider, "provider", "scripted", "model: scripted (zero latency), or openai (the OpenAI provider against a local fake server)")
+	c.AddCommand(benchFillCmd(e), benchQueriesCmd(e))
 	return c
 }
 

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/bench"
+	"github.com/stepwise-run/stepwise/server"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// benchFillCmd: stepwise bench fill, a realistic big database.
+func benchFillCmd(e *env) *cobra.Command {
+	var c bench.FillConfig
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "fill --db DB [--steps N] [--sessions N] [--agents N] [--seed N]",
+		Short: "Fill a database with a realistic synthetic history (for bench queries)",
+		Long: `Write --steps steps over --sessions sessions of --agents agents through the
+store's importer: user turns, model calls asking for tools, tool results and
+answers of realistic sizes, one run per turn (about 3% failed), about 5% of
+sessions forked from an earlier one, session metadata, evals on about 10% of
+runs and lexical vectors of the user steps, spread over the last 60 days.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := openStore(cmd.Context(), e.db, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			last := time.Now()
+			c.Progress = func(n int) {
+				if !jsonOut && time.Since(last) > 5*time.Second {
+					last = time.Now()
+					fmt.Fprintf(e.stderr, "  %d steps\n", n)
+				}
+			}
+			r, err := bench.Fill(cmd.Context(), st, c)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return json.NewEncoder(e.stdout).Encode(r)
+			}
+			fmt.Fprintf(e.stdout, "filled %d steps, %d sessions (%d forks), %d runs (%d failed), %d evals, %d vectors over %d agents in %s (%.0f steps/s)\n",
+				r.Steps, r.Sessions, r.Forks, r.Runs, r.Failed, r.Evals, r.Vectors, len(r.Agents), r.Elapsed.Round(time.Millisecond), float64(r.Steps)/r.Elapsed.Seconds())
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&c.Steps, "steps", 1000000, "total steps")
+	cmd.Flags().IntVar(&c.Sessions, "sessions", 10000, "sessions")
+	cmd.Flags().IntVar(&c.Agents, "agents", 5, "agents")
+	cmd.Flags().Int64Var(&c.Seed, "seed", 1, "random seed")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
+	return cmd
+}
+
+// queryTiming is one measured query of bench queries.
+type queryTiming struct {
+	Name  string  `json:"name"`
+	Path  string  `json:"path"`
+	Calls int     `json:"calls"`
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	MaxMS float64 `json:"max_ms"`
+	Bytes int     `json:"bytes"`
+}
+
+// benchQueriesCmd: stepwise bench queries, the read paths of the API and
+// dashboard timed on a (big) database.
+func benchQueriesCmd(e *env) *cobra.Command {
+	var calls int
+	var jsonOut bool
+	var agent string
+	cmd := &cobra.Command{
+		Use:   "queries --db DB [--calls N] [--agent NAME]",
+		Short: "Time the API's read paths on a database (p50/p95 warm)",
+		Long: `Serve the database through the HTTP API in process and time, warm (one
+untimed call first), --calls calls of each read the dashboard makes: the
+sessions list first page filtered by agent and status, a session's summary,
+a range of 200 steps, the agent overview, the agent workflow graph and a
+similarity search for the top 10 steps.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			st, err := openStore(ctx, e.db, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			eng, err := stepwise.New(stepwise.Config{Store: st})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			srv, err := server.New(server.Config{Engine: eng})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = srv.Shutdown(context.Background()) }()
+			page, err := st.SessionList(ctx, &store.SessionListParams{Agent: agent, Limit: 50})
+			if err != nil {
+				return err
+			}
+			if len(page.Sessions) == 0 {
+				return fmt.Errorf("stepwise: bench queries: no session of agent %q (run bench fill first)", agent)
+			}
+			// The longest session of the first page: its middle 200 steps.
+			sess := page.Sessions[0]
+			for _, s := range page.Sessions {
+				if s.LastSequence > sess.LastSequence {
+					sess = s
+				}
+			}
+			mid := max(1, sess.LastSequence/2-100)
+			a := url.PathEscape(agent)
+			paths := [][2]string{
+				{"sessions list (agent+status, 50)", "/v1/dashboard/sessions?agent=" + a + "&status=completed,failed&limit=50"},
+				{"session open (summary)", "/v1/sessions/" + sess.ID + "/summary"},
+				{"200 steps", fmt.Sprintf("/v1/sessions/%s/steps?start_seq=%d&end_seq=%d", sess.ID, mid, mid+199)},
+				{"agent overview", "/v1/agents/" + a + "/overview"},
+				{"agent workflow graph", "/v1/agents/" + a + "/graph"},
+				{"search top-10", "/v1/search?q=refund+for+a+damaged+package&k=10"},
+			}
+			var out []*queryTiming
+			for _, p := range paths {
+				t, err := timeQuery(srv, p[0], p[1], calls)
+				if err != nil {
+					return err
+				}
+				out = append(out, t)
+			}
+			if jsonOut {
+				return json.NewEncoder(e.stdout).Encode(map[string]any{"queries": out})
+			}
+			for _, t := range out {
+				fmt.Fprintf(e.stdout, "%-34s p50 %8.2f ms  p95 %8.2f ms  max %8.2f ms  (%d calls, %d B)\n", t.Name, t.P50MS, t.P95MS, t.MaxMS, t.Calls, t.Bytes)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&calls, "calls", 20, "timed calls per query")
+	cmd.Flags().StringVar(&agent, "agent", bench.AgentName(0), "agent the per-agent queries use")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
+	return cmd
+}
+
+// timeQuery calls GET path once untimed, then calls times, and fails on
+// any status but 200.
+func timeQuery(h http.Handler, name, path string, calls int) (*queryTiming, error) {
+	calls = max(calls, 1)
+	t := &queryTiming{Name: name, Path: path, Calls: calls}
+	var ds []float64
+	for i := range calls + 1 {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, req)
+		d := time.Since(start)
+		if rec.Code != http.StatusOK {
+			body, _ := io.ReadAll(io.LimitReader(rec.Body, 300))
+			return nil, fmt.Errorf("stepwise: bench queries: %s: %d %s", path, rec.Code, body)
+		}
+		if i > 0 {
+			ds = append(ds, float64(d.Microseconds())/1000)
+		}
+		t.Bytes = rec.Body.Len()
+	}
+	slices.Sort(ds)
+	pct := func(p float64) float64 { return ds[min(len(ds)-1, max(0, int(p*float64(len(ds))+0.999999)-1))] }
+	t.P50MS, t.P95MS, t.MaxMS = pct(0.5), pct(0.95), ds[len(ds)-1]
+	return t, nil
+}
