@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -218,19 +219,31 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// countRuns counts the agent's runs by status: one aggregate where the
+// store is a store.RunCounter, else by listing them.
 func (s *Server) countRuns(ctx context.Context, agent string, out *agentOverview) error {
-	runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{Agent: agent})
-	if err != nil {
-		return fmt.Errorf("list runs: %w", err)
-	}
-	finished := 0
-	for _, run := range runs {
-		out.Runs[run.Status]++
-		if run.Status.Terminal() {
-			finished++
+	if rc, ok := s.eng.Store().(store.RunCounter); ok {
+		counts, err := rc.RunCount(ctx, &store.RunCountParams{Agent: agent})
+		if err != nil {
+			return fmt.Errorf("count runs: %w", err)
+		}
+		maps.Copy(out.Runs, counts)
+	} else {
+		runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{Agent: agent})
+		if err != nil {
+			return fmt.Errorf("list runs: %w", err)
+		}
+		for _, run := range runs {
+			out.Runs[run.Status]++
 		}
 	}
-	out.RunsTotal = len(runs)
+	finished := 0
+	for st, n := range out.Runs {
+		out.RunsTotal += n
+		if st.Terminal() {
+			finished += n
+		}
+	}
 	if finished > 0 {
 		out.FailedRunRate = float64(out.Runs[steptype.RunFailed]) / float64(finished)
 	}

@@ -1,0 +1,37 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+var _ store.RunCounter = (*Store)(nil)
+
+// RunCount implements store.RunCounter with one aggregate over the
+// runs_agent_status index.
+func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) (map[steptype.RunStatus]int, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if p.Agent == "" {
+		return nil, fmt.Errorf("%w: run count: agent is required", store.ErrInvalid)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT status, count(*) FROM runs WHERE agent = ? GROUP BY status`, p.Agent)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := map[steptype.RunStatus]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, mapErr(err)
+		}
+		out[steptype.RunStatus(st)] = n
+	}
+	return out, mapErr(rows.Err())
+}
