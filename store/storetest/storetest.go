@@ -83,6 +83,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		{"Vectors", testVectors},
 		{"Import", testImport},
 		{"Retention", testRetention},
+		{"RunCount", testRunCount},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
