@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,7 +84,7 @@ type queryTiming struct {
 func benchQueriesCmd(e *env) *cobra.Command {
 	var calls int
 	var jsonOut bool
-	var agent string
+	var agent, only, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "queries --db DB [--calls N] [--agent NAME]",
 		Short: "Time the API's read paths on a database (p50/p95 warm)",
@@ -132,8 +135,22 @@ similarity search for the top 10 steps.`,
 				{"agent workflow graph", "/v1/agents/" + a + "/graph"},
 				{"search top-10", "/v1/search?q=refund+for+a+damaged+package&k=10"},
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			var out []*queryTiming
 			for _, p := range paths {
+				if only != "" && !strings.Contains(p[0], only) {
+					continue
+				}
 				t, err := timeQuery(srv, p[0], p[1], calls)
 				if err != nil {
 					return err
@@ -152,6 +169,8 @@ similarity search for the top 10 steps.`,
 	cmd.Flags().IntVar(&calls, "calls", 20, "timed calls per query")
 	cmd.Flags().StringVar(&agent, "agent", bench.AgentName(0), "agent the per-agent queries use")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
+	cmd.Flags().StringVar(&only, "only", "", "time only the queries whose name contains this")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the timed calls to this file")
 	return cmd
 }
 
