@@ -34,6 +34,10 @@ type Config struct {
 	Model func(steps int) llm.Model
 	// Open opens the store; required (the CLI passes its DSN opener).
 	Open func(ctx context.Context, kind, path, sync string) (store.Store, error)
+	// Floor, when set on the sqlite store, measures the raw cost of one
+	// step's transaction on the benchmark's database file after the run
+	// (the CLI passes sqlite.Floor); n is the number of transactions.
+	Floor func(ctx context.Context, path, sync string, n int) (time.Duration, error)
 }
 
 // Result is one measured configuration, in the JSON shape of `stepwise bench --json`.
@@ -48,6 +52,12 @@ type Result struct {
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
 	Synchronous   string  `json:"synchronous,omitempty"`
 	Model         string  `json:"model,omitempty"`
+	AllocsPerStep float64 `json:"allocs_per_step"`
+	BytesPerStep  float64 `json:"bytes_per_step"`
+	// FloorUS is the raw cost of one step's transaction (--floor), measured
+	// in the same process right after the run; Ratio is PerStepUS/FloorUS.
+	FloorUS float64 `json:"floor_us,omitempty"`
+	Ratio   float64 `json:"ratio,omitempty"`
 }
 
 type echoArgs struct {
@@ -110,6 +120,8 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	times := make([][]time.Time, c.Runs)
 	errs := make([]error, c.Runs)
 	var wg sync.WaitGroup
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	start := time.Now()
 	for i, r := range runs {
 		wg.Add(1)
@@ -134,6 +146,8 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -152,7 +166,23 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		res.FirstDecileUS = float64(ts[d].Sub(ts[0]).Microseconds()) / float64(d)
 		res.LastDecileUS = float64(ts[n].Sub(ts[n-d]).Microseconds()) / float64(d)
 	}
+	res.AllocsPerStep = float64(m1.Mallocs-m0.Mallocs) / float64(total)
+	res.BytesPerStep = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(total)
 	res.PeakRSSMB = peakRSSMB()
+	if c.Floor != nil && c.Store == "sqlite" {
+		// The floor runs on the same file, so its tables and indexes hold
+		// the same rows; the engine and the store must be closed first.
+		eng.Close()
+		if err := st.Close(); err != nil {
+			return nil, err
+		}
+		f, err := c.Floor(ctx, path, c.Synchronous, min(total, 5000))
+		if err != nil {
+			return nil, err
+		}
+		res.FloorUS = float64(f.Nanoseconds()) / 1e3
+		res.Ratio = res.PerStepUS / res.FloorUS
+	}
 	return res, nil
 }
 
