@@ -3,7 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-		"fmt"
+	"fmt"
 	"path/filepath"
 	"time"
 
