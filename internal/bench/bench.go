@@ -58,6 +58,12 @@ type Result struct {
 	// in the same process right after the run; Ratio is PerStepUS/FloorUS.
 	FloorUS float64 `json:"floor_us,omitempty"`
 	Ratio   float64 `json:"ratio,omitempty"`
+	// CPUPerStepUS and FloorCPUUS are the process CPU time (user+system)
+	// per step and per floor transaction; CPURatio is their ratio, the
+	// steadier figure on a loaded machine (it leaves out I/O waits).
+	CPUPerStepUS float64 `json:"cpu_per_step_us"`
+	FloorCPUUS   float64 `json:"floor_cpu_us,omitempty"`
+	CPURatio     float64 `json:"cpu_ratio,omitempty"`
 }
 
 type echoArgs struct {
@@ -122,6 +128,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	var wg sync.WaitGroup
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	cpu0 := cpuTime()
 	start := time.Now()
 	for i, r := range runs {
 		wg.Add(1)
@@ -146,6 +153,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
 	for _, err := range errs {
@@ -166,6 +174,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		res.FirstDecileUS = float64(ts[d].Sub(ts[0]).Microseconds()) / float64(d)
 		res.LastDecileUS = float64(ts[n].Sub(ts[n-d]).Microseconds()) / float64(d)
 	}
+	res.CPUPerStepUS = float64(cpu.Nanoseconds()) / 1e3 / float64(total)
 	res.AllocsPerStep = float64(m1.Mallocs-m0.Mallocs) / float64(total)
 	res.BytesPerStep = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(total)
 	res.PeakRSSMB = peakRSSMB()
@@ -176,9 +185,15 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		if err := st.Close(); err != nil {
 			return nil, err
 		}
-		f, err := c.Floor(ctx, path, c.Synchronous, min(total, 5000))
+		n := min(total, 5000)
+		fcpu0 := cpuTime()
+		f, err := c.Floor(ctx, path, c.Synchronous, n)
 		if err != nil {
 			return nil, err
+		}
+		res.FloorCPUUS = float64((cpuTime() - fcpu0).Nanoseconds()) / 1e3 / float64(n)
+		if res.FloorCPUUS > 0 {
+			res.CPURatio = res.CPUPerStepUS / res.FloorCPUUS
 		}
 		res.FloorUS = float64(f.Nanoseconds()) / 1e3
 		res.Ratio = res.PerStepUS / res.FloorUS

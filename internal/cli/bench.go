@@ -102,8 +102,8 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 				fmt.Fprintf(e.stdout, "%-7s runs=%d steps=%d  per-step %.1f µs  first-decile %.1f µs  last-decile %.1f µs  %.0f steps/s  %.0f allocs/step  %.1f KB/step  peak RSS %.1f MB\n",
 					r.Store, r.Runs, r.Steps, r.PerStepUS, r.FirstDecileUS, r.LastDecileUS, r.StepsPerS, r.AllocsPerStep, r.BytesPerStep/1024, r.PeakRSSMB)
 				if r.FloorUS > 0 {
-					fmt.Fprintf(e.stdout, "%-7s floor (raw transaction: 1 INSERT + run and session UPDATEs, same file and synchronous=%s) %.1f µs  engine/floor %.2f×\n",
-						r.Store, r.Synchronous, r.FloorUS, r.Ratio)
+					fmt.Fprintf(e.stdout, "%-7s floor (raw transaction: 1 INSERT + run and session UPDATEs, same file and synchronous=%s) %.1f µs  engine/floor %.2f×  CPU per step %.1f µs vs floor %.1f µs: %.2f×\n",
+						r.Store, r.Synchronous, r.FloorUS, r.Ratio, r.CPUPerStepUS, r.FloorCPUUS, r.CPURatio)
 				}
 			}
 			return nil
