@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,6 +51,9 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 				}
 				fmt.Fprintln(e.stdout, r)
 				return nil
+			}
+			if floor && !slices.Contains(stores, "sqlite") {
+				return usagef("--floor measures the SQLite floor: it needs --store sqlite")
 			}
 			var results []*bench.Result
 			for _, s := range stores {
