@@ -34,6 +34,10 @@ type Config struct {
 	Model func(steps int) llm.Model
 	// Open opens the store; required (the CLI passes its DSN opener).
 	Open func(ctx context.Context, kind, path, sync string) (store.Store, error)
+	// Floor, when set on the sqlite store, measures the raw cost of one
+	// step's transaction on the benchmark's database file after the run
+	// (the CLI passes sqlite.Floor); n is the number of transactions.
+	Floor func(ctx context.Context, path, sync string, n int) (time.Duration, error)
 }
 
 // Result is one measured configuration, in the JSON shape of `stepwise bench --json`.
@@ -48,6 +52,18 @@ type Result struct {
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
 	Synchronous   string  `json:"synchronous,omitempty"`
 	Model         string  `json:"model,omitempty"`
+	AllocsPerStep float64 `json:"allocs_per_step"`
+	BytesPerStep  float64 `json:"bytes_per_step"`
+	// FloorUS is the raw cost of one step's transaction (--floor), measured
+	// in the same process right after the run; Ratio is PerStepUS/FloorUS.
+	FloorUS float64 `json:"floor_us,omitempty"`
+	Ratio   float64 `json:"ratio,omitempty"`
+	// CPUPerStepUS and FloorCPUUS are the process CPU time (user+system)
+	// per step and per floor transaction; CPURatio is their ratio, the
+	// steadier figure on a loaded machine (it leaves out I/O waits).
+	CPUPerStepUS float64 `json:"cpu_per_step_us"`
+	FloorCPUUS   float64 `json:"floor_cpu_us,omitempty"`
+	CPURatio     float64 `json:"cpu_ratio,omitempty"`
 }
 
 type echoArgs struct {
@@ -110,6 +126,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	times := make([][]time.Time, c.Runs)
 	errs := make([]error, c.Runs)
 	var wg sync.WaitGroup
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	cpu0 := cpuTime()
 	start := time.Now()
 	for i, r := range runs {
 		wg.Add(1)
@@ -134,6 +153,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -152,7 +174,30 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		res.FirstDecileUS = float64(ts[d].Sub(ts[0]).Microseconds()) / float64(d)
 		res.LastDecileUS = float64(ts[n].Sub(ts[n-d]).Microseconds()) / float64(d)
 	}
+	res.CPUPerStepUS = float64(cpu.Nanoseconds()) / 1e3 / float64(total)
+	res.AllocsPerStep = float64(m1.Mallocs-m0.Mallocs) / float64(total)
+	res.BytesPerStep = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(total)
 	res.PeakRSSMB = peakRSSMB()
+	if c.Floor != nil && c.Store == "sqlite" {
+		// The floor runs on the same file, so its tables and indexes hold
+		// the same rows; the engine and the store must be closed first.
+		eng.Close()
+		if err := st.Close(); err != nil {
+			return nil, err
+		}
+		n := min(total, 5000)
+		fcpu0 := cpuTime()
+		f, err := c.Floor(ctx, path, c.Synchronous, n)
+		if err != nil {
+			return nil, err
+		}
+		res.FloorCPUUS = float64((cpuTime() - fcpu0).Nanoseconds()) / 1e3 / float64(n)
+		if res.FloorCPUUS > 0 {
+			res.CPURatio = res.CPUPerStepUS / res.FloorCPUUS
+		}
+		res.FloorUS = float64(f.Nanoseconds()) / 1e3
+		res.Ratio = res.PerStepUS / res.FloorUS
+	}
 	return res, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,7 +26,7 @@ func benchCmd(e *env) *cobra.Command {
 	var steps, runs int
 	var jsonOut bool
 	var sync, dir, provider string
-	var httpMode bool
+	var httpMode, floor bool
 	var latency time.Duration
 	c := &cobra.Command{
 		Use:   "bench [--store memory|sqlite|postgres] [--steps N] [--runs N] [--json]",
@@ -51,6 +52,9 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 				fmt.Fprintln(e.stdout, r)
 				return nil
 			}
+			if floor && !slices.Contains(stores, "sqlite") {
+				return usagef("--floor measures the SQLite floor: it needs --store sqlite")
+			}
 			var results []*bench.Result
 			for _, s := range stores {
 				if s != "memory" && s != "sqlite" && s != "postgres" {
@@ -64,6 +68,9 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 					open = func(ctx context.Context, _, _, _ string) (store.Store, error) { return openBenchPostgres(ctx, e.db) }
 				}
 				cfg := bench.Config{Store: s, Steps: steps, Runs: runs, Synchronous: sync, Dir: dir, Open: open}
+				if floor {
+					cfg.Floor = sqlite.Floor
+				}
 				switch provider {
 				case "scripted":
 				case "openai":
@@ -96,8 +103,12 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 				return json.NewEncoder(e.stdout).Encode(map[string]any{"results": results})
 			}
 			for _, r := range results {
-				fmt.Fprintf(e.stdout, "%-7s runs=%d steps=%d  per-step %.1f µs  first-decile %.1f µs  last-decile %.1f µs  %.0f steps/s  peak RSS %.1f MB\n",
-					r.Store, r.Runs, r.Steps, r.PerStepUS, r.FirstDecileUS, r.LastDecileUS, r.StepsPerS, r.PeakRSSMB)
+				fmt.Fprintf(e.stdout, "%-7s runs=%d steps=%d  per-step %.1f µs  first-decile %.1f µs  last-decile %.1f µs  %.0f steps/s  %.0f allocs/step  %.1f KB/step  peak RSS %.1f MB\n",
+					r.Store, r.Runs, r.Steps, r.PerStepUS, r.FirstDecileUS, r.LastDecileUS, r.StepsPerS, r.AllocsPerStep, r.BytesPerStep/1024, r.PeakRSSMB)
+				if r.FloorUS > 0 {
+					fmt.Fprintf(e.stdout, "%-7s floor (raw transaction: 1 INSERT + run and session UPDATEs, same file and synchronous=%s) %.1f µs  engine/floor %.2f×  CPU per step %.1f µs vs floor %.1f µs: %.2f×\n",
+						r.Store, r.Synchronous, r.FloorUS, r.Ratio, r.CPUPerStepUS, r.FloorCPUUS, r.CPURatio)
+				}
 			}
 			return nil
 		},
@@ -110,6 +121,7 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 	c.Flags().StringVar(&dir, "dir", "", "directory for the SQLite file (default: a temp dir)")
 	c.Flags().BoolVar(&httpMode, "http", false, "measure streaming over the HTTP API instead: --runs concurrent runs, each with an SSE subscriber")
 	c.Flags().DurationVar(&latency, "latency", 2*time.Millisecond, "with --http: model latency before each delta")
+	c.Flags().BoolVar(&floor, "floor", false, "with --store sqlite: also measure the raw cost of one step's transaction on the same file and print the engine's ratio to it")
 	c.Flags().StringVar(&provider, "provider", "scripted", "model: scripted (zero latency), or openai (the OpenAI provider against a local fake server)")
 	c.AddCommand(benchFillCmd(e), benchQueriesCmd(e))
 	return c

@@ -45,12 +45,12 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 				sess = rules.CloneSession(sr.s)
 				sessions[sess.ID] = sess
 			}
-			s, err := rules.PlaceStep(in, sess.LastSequence+1, now)
+			s, err := rules.PlaceClone(in, sess.LastSequence+1, now)
 			if err != nil {
 				return nil, err
 			}
 			row = &stepRow{id: s.ID, sessionID: s.SessionID, runID: s.RunID, seq: s.Sequence,
-				kind: s.Kind, status: s.Status, step: rules.NormalizeStep(rules.CloneStep(s))}
+				kind: s.Kind, status: s.Status, step: rules.NormalizeStep(s)}
 			sess.LastSequence = s.Sequence
 			sess.UpdatedAt = now
 			rules.AddTotals(sess, s, 1)

@@ -29,15 +29,39 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 			return nil, err
 		}
 	}
-	bodies, err := write(s, ctx, func(tx *wtx) ([][]byte, error) { return tx.stepAppend(p, pre, now) })
+	placed, err := write(s, ctx, func(tx *wtx) ([]appended, error) { return tx.stepAppend(p, pre, now) })
 	if err != nil {
 		return nil, err
 	}
-	return decodeBodies(bodies) // off the writer goroutine
+	// Off the writer goroutine: a new row is returned as the placed copy it
+	// was encoded from (deep-copied and normalized as the wire format
+	// would, without decoding the JSON just encoded); a stored one (an
+	// idempotent re-append) is decoded from its body.
+	out := make([]*steptype.Step, len(placed))
+	for i, a := range placed {
+		if a.pre == nil || !rules.WireStable(a.pre.Step) {
+			if out[i], err = rules.DecodeStep(a.body); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		c := rules.CloneStep(a.pre.Step)
+		c.Sequence = a.seq
+		out[i] = rules.NormalizeStep(c)
+	}
+	return out, nil
 }
 
-func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, now time.Time) ([][]byte, error) {
-	bodies := make([][]byte, 0, len(p.Steps))
+// appended is one result of StepAppend: a new row (pre at seq, with its
+// body) or the body of the row that already held the id.
+type appended struct {
+	pre  *rules.PreEncoded
+	seq  int64
+	body []byte
+}
+
+func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, now time.Time) ([]appended, error) {
+	bodies := make([]appended, 0, len(p.Steps))
 	var sessions []*steptype.Session // touched, in first-touch order
 	inserted := make([]bool, len(pre))
 	for i, pe := range pre {
@@ -80,7 +104,7 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, no
 		sess.LastSequence = seq
 		sess.UpdatedAt = now
 		rules.AddTotals(sess, in, 1)
-		bodies = append(bodies, body)
+		bodies = append(bodies, appended{pre: pe, seq: seq, body: body})
 	}
 	for _, sess := range sessions {
 		if err := tx.saveTotals(sess); err != nil {
@@ -98,11 +122,11 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, no
 // storedOr appends the stored body of step id to bodies when the step
 // exists (an idempotent re-append); otherwise it fails with err, or
 // ErrNotFound when err is nil.
-func (tx *wtx) storedOr(bodies [][]byte, id string, err error) ([][]byte, error) {
+func (tx *wtx) storedOr(bodies []appended, id string, err error) ([]appended, error) {
 	var body []byte
 	switch qerr := tx.st.stepBody.QueryRowContext(bg, id).Scan(&body); {
 	case qerr == nil:
-		return append(bodies, body), nil
+		return append(bodies, appended{body: body}), nil
 	case !errors.Is(qerr, sql.ErrNoRows):
 		return nil, qerr
 	case err != nil:

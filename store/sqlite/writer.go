@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // maxBatch bounds how many write requests one group commit carries.
@@ -38,6 +39,13 @@ type writer struct {
 	closed bool
 	reqs   chan *writeReq
 	done   chan struct{}
+
+	// tx is held by whoever runs a transaction on conn: the writer
+	// goroutine for a batch, or a caller running its lone request inline.
+	tx sync.Mutex
+	// queued counts requests sent to reqs and not yet answered; a caller
+	// only runs inline when it is zero, so it never overtakes a queued one.
+	queued atomic.Int64
 }
 
 func startWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -66,9 +74,22 @@ func (w *writer) submit(ctx context.Context, fn func(*wtx) (any, error)) (any, e
 		w.mu.RUnlock()
 		return nil, ErrClosed
 	}
+	// Uncontended: run the request on the caller's goroutine, a batch of
+	// one, with the same transaction, commit and failure semantics, and
+	// no hand-off to the writer goroutine and back. Under contention the
+	// request queues and is group-committed as before.
+	if w.queued.Load() == 0 && w.tx.TryLock() {
+		w.run([]*writeReq{req})
+		w.tx.Unlock()
+		w.mu.RUnlock()
+		res := <-req.done
+		return res.v, res.err
+	}
+	w.queued.Add(1)
 	select {
 	case w.reqs <- req:
 	case <-ctx.Done():
+		w.queued.Add(-1)
 		w.mu.RUnlock()
 		return nil, ctx.Err()
 	}
@@ -112,7 +133,10 @@ func (w *writer) loop() {
 				break fill
 			}
 		}
+		w.tx.Lock()
 		w.run(batch)
+		w.tx.Unlock()
+		w.queued.Add(-int64(len(batch)))
 		clear(batch)
 	}
 }

@@ -68,6 +68,21 @@ func PlaceStep(s *steptype.Step, next int64, now time.Time) (*steptype.Step, err
 	return place(s, next, now), nil
 }
 
+// PlaceClone is PlaceStep returning a deep copy (CloneStep) of the placed
+// step, without the intermediate shallow copy.
+func PlaceClone(s *steptype.Step, next int64, now time.Time) (*steptype.Step, error) {
+	if err := CheckSequence(s, next); err != nil {
+		return nil, err
+	}
+	c := CloneStep(s)
+	c.Sequence = next
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	c.CreatedAt = c.CreatedAt.UTC().Round(0)
+	return c, nil
+}
+
 func place(s *steptype.Step, seq int64, now time.Time) *steptype.Step {
 	c := *s
 	c.Sequence = seq

@@ -1,0 +1,44 @@
+package main_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// `stepwise bench --floor` measures, on the same SQLite file and in the
+// same process, the raw transaction of one step and reports the engine's
+// ratio to it, in wall and CPU time, with allocations per step.
+func TestBenchFloor(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := stepwise(t, t.TempDir(), "bench", "--store", "memory,sqlite", "--steps", "200", "--floor", "--json")
+	var res struct {
+		Results []struct {
+			Store      string  `json:"store"`
+			PerStep    float64 `json:"per_step_us"`
+			Allocs     float64 `json:"allocs_per_step"`
+			CPUPerStep float64 `json:"cpu_per_step_us"`
+			Floor      float64 `json:"floor_us"`
+			Ratio      float64 `json:"ratio"`
+			FloorCPU   float64 `json:"floor_cpu_us"`
+			CPURatio   float64 `json:"cpu_ratio"`
+		} `json:"results"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Results) != 2 {
+		t.Fatalf("bench --floor: exit %d\n%s\n%s", code, out, errOut)
+	}
+	mem, sq := res.Results[0], res.Results[1]
+	if mem.Allocs <= 0 || mem.Floor != 0 {
+		t.Errorf("memory: %+v", mem)
+	}
+	if sq.Store != "sqlite" || sq.Floor <= 0 || sq.Ratio <= 0 || sq.Allocs <= 0 || sq.CPUPerStep <= 0 || sq.FloorCPU <= 0 || sq.CPURatio <= 0 {
+		t.Errorf("sqlite: %+v", sq)
+	}
+	out, _, code = stepwise(t, t.TempDir(), "bench", "--store", "sqlite", "--steps", "100", "--floor")
+	if code != 0 || !strings.Contains(out, "engine/floor") {
+		t.Errorf("text output: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := stepwise(t, t.TempDir(), "bench", "--store", "memory", "--floor"); code == 0 || !strings.Contains(errOut, "--store sqlite") {
+		t.Errorf("--floor without sqlite: exit %d %q", code, errOut)
+	}
+}
