@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	sdk "github.com/openai/openai-go/v3"
-
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -31,11 +29,11 @@ type callBuilder struct {
 
 // add folds chunk c in and returns the partial response it amounts to, or
 // nil when it carries no delta (role, finish and usage chunks).
-func (a *accumulator) add(c *sdk.ChatCompletionChunk) *llm.Response {
+func (a *accumulator) add(c *chunk) *llm.Response {
 	if c.Model != "" {
 		a.model = c.Model
 	}
-	if c.JSON.Usage.Valid() {
+	if c.Usage != nil {
 		a.usage = llm.Usage{
 			InputTokens:     c.Usage.PromptTokens,
 			OutputTokens:    c.Usage.CompletionTokens,
@@ -137,18 +135,15 @@ func arguments(s []byte) json.RawMessage {
 	return b
 }
 
-// reasoningDelta returns the reasoning text of a delta. The SDK has no field
-// for it: vLLM, DeepSeek, llama.cpp and LM Studio send "reasoning_content",
-// OpenRouter and recent vLLM send "reasoning".
-func reasoningDelta(d *sdk.ChatCompletionChunkChoiceDelta) string {
-	for _, key := range [...]string{"reasoning_content", "reasoning"} {
-		// Extra fields are never Valid (no declared type): read Raw.
-		raw := d.JSON.ExtraFields[key].Raw()
+// reasoningDelta returns the reasoning text of a delta: "reasoning_content"
+// or "reasoning", whichever is a non-empty string.
+func reasoningDelta(d *delta) string {
+	for _, raw := range [...]json.RawMessage{d.ReasoningContent, d.Reasoning} {
 		if len(raw) < 2 || raw[0] != '"' {
 			continue // absent, null or not a string
 		}
 		var s string
-		if json.Unmarshal([]byte(raw), &s) == nil && s != "" {
+		if json.Unmarshal(raw, &s) == nil && s != "" {
 			return s
 		}
 	}

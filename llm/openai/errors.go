@@ -3,13 +3,10 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-
-	sdk "github.com/openai/openai-go/v3"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -17,14 +14,11 @@ import (
 
 // callError converts the failure of the request that opens a stream.
 func (m *Model) callError(ctx, callCtx context.Context, raw *http.Response, err error) error {
-	if raw != nil && raw.StatusCode >= 400 {
-		return httpError(raw, err)
+	if err == nil && raw.StatusCode >= 400 {
+		return httpError(raw)
 	}
 	if cerr := m.cancelled(ctx, callCtx); cerr != nil {
 		return cerr
-	}
-	if err == nil {
-		err = errors.New("no response")
 	}
 	return transportError(err)
 }
@@ -42,21 +36,40 @@ func transportError(err error) *llm.Error { return llm.TransportError(err) }
 // truncated is the error of a stream cut off before its end.
 func truncated(err error) *llm.Error { return llm.Truncated("the response was complete", err) }
 
-// httpError converts an error status. The SDK has already read the body and
-// put it back in raw.Body.
-func httpError(raw *http.Response, sdkErr error) *llm.Error {
+// APIError is the error a server answered with: the cause (errors.As) of
+// the *llm.Error of a failed call.
+type APIError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Message, Type, Code and Param are the fields of the error object,
+	// empty when the server did not send them; a numeric code is given
+	// as its decimal text.
+	Message, Type, Code, Param string
+	// RequestID is the x-request-id header, if any.
+	RequestID string
+}
+
+// Error returns the status and message.
+func (e *APIError) Error() string {
+	s := "openai: " + strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// httpError converts an error status and closes the body.
+func httpError(raw *http.Response) *llm.Error {
 	body, _ := io.ReadAll(io.LimitReader(raw.Body, 64<<10))
 	_ = raw.Body.Close()
-	msg, typ, pcode := parseError(body)
-	e := llm.StatusError(raw.StatusCode, raw.Header, strings.TrimSpace(msg), nil)
-	if raw.StatusCode == http.StatusTooManyRequests && (pcode == "insufficient_quota" || typ == "insufficient_quota") {
+	f := parseError(body)
+	apiErr := &APIError{StatusCode: raw.StatusCode, Message: strings.TrimSpace(f.msg), Type: f.typ, Code: f.code,
+		Param: f.param, RequestID: raw.Header.Get("x-request-id")}
+	e := llm.StatusError(raw.StatusCode, raw.Header, apiErr.Message, apiErr)
+	if raw.StatusCode == http.StatusTooManyRequests && (f.code == "insufficient_quota" || f.typ == "insufficient_quota") {
 		// OpenAI answers 429 when the account is out of credit: waiting
 		// does not help.
 		e.Class, e.Code = steptype.ErrorPermanent, "insufficient_quota"
-	}
-	var apiErr *sdk.Error
-	if errors.As(sdkErr, &apiErr) {
-		e.Err = apiErr
 	}
 	return e
 }
@@ -65,7 +78,8 @@ func httpError(raw *http.Response, sdkErr error) *llm.Error {
 // numeric code is read as an HTTP status; a request error is permanent;
 // anything else is a server failure, transient.
 func streamedError(raw string) *llm.Error {
-	msg, typ, code := parseError([]byte(raw))
+	f := parseError([]byte(raw))
+	msg, typ, code := f.msg, f.typ, f.code
 	if msg == "" {
 		msg = "error event in stream: " + raw
 	}
@@ -78,8 +92,11 @@ func streamedError(raw string) *llm.Error {
 	return e
 }
 
-// parseError reads the message, type and code of an error body in any of
-// the shapes compatible servers use:
+// errorFields are the parts of an error body this package reads.
+type errorFields struct{ msg, typ, code, param string }
+
+// parseError reads the message, type, code and param of an error body in
+// any of the shapes compatible servers use:
 //
 //	{"error": {"message": "...", "type": "...", "code": "..." | 400}}  OpenAI, Ollama, llama.cpp, LM Studio
 //	{"error": "..."}                                                  some proxies
@@ -87,41 +104,42 @@ func streamedError(raw string) *llm.Error {
 //	{"detail": "..."}                                                 FastAPI servers
 //
 // The message is the raw body, shortened, when none of them matches.
-func parseError(body []byte) (msg, typ, code string) {
-	var e struct {
-		Error   json.RawMessage `json:"error"`
+func parseError(body []byte) errorFields {
+	type object struct {
 		Message string          `json:"message"`
 		Type    string          `json:"type"`
 		Code    json.RawMessage `json:"code"`
-		Detail  json.RawMessage `json:"detail"`
+		Param   json.RawMessage `json:"param"`
+	}
+	var e struct {
+		object
+		Error  json.RawMessage `json:"error"`
+		Detail json.RawMessage `json:"detail"`
 	}
 	if json.Unmarshal(body, &e) != nil {
-		return shorten(string(body)), "", ""
+		return errorFields{msg: shorten(string(body))}
 	}
 	if len(e.Error) > 0 && e.Error[0] == '"' {
+		var msg string
 		_ = json.Unmarshal(e.Error, &msg)
-		return msg, "", ""
+		return errorFields{msg: msg}
 	}
 	if len(e.Error) > 0 && e.Error[0] == '{' {
-		var inner struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-		}
+		var inner object
 		if json.Unmarshal(e.Error, &inner) == nil {
-			return inner.Message, inner.Type, rawString(inner.Code)
+			return errorFields{inner.Message, inner.Type, rawString(inner.Code), rawString(inner.Param)}
 		}
 	}
 	if e.Message != "" {
-		return e.Message, e.Type, rawString(e.Code)
+		return errorFields{e.Message, e.Type, rawString(e.Code), rawString(e.Param)}
 	}
 	if len(e.Detail) > 0 {
 		if rawString(e.Detail) != "" && e.Detail[0] == '"' {
-			return rawString(e.Detail), "", ""
+			return errorFields{msg: rawString(e.Detail)}
 		}
-		return shorten(string(e.Detail)), "", ""
+		return errorFields{msg: shorten(string(e.Detail))}
 	}
-	return shorten(string(body)), "", ""
+	return errorFields{msg: shorten(string(body))}
 }
 
 // rawString returns a JSON string's value, or a number's text.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/openai"
@@ -128,7 +127,7 @@ func TestHTTPErrorKeepsSDKError(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, jsonError(400, `{"error":{"message":"bad","type":"invalid_request_error","param":"model","code":"model_not_found"}}`))
 	r := generate(t.Context(), s.model(t), userReq("hi"))
-	var apiErr *sdk.Error
+	var apiErr *openai.APIError
 	if !errors.As(r.err, &apiErr) || apiErr.Code != "model_not_found" || apiErr.Param != "model" {
 		t.Errorf("cause %#v", errors.Unwrap(r.err))
 	}

@@ -10,10 +10,8 @@ import (
 	"strings"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/internal/sse"
 )
 
 // ProviderName is what [Model.Provider] returns.
@@ -36,8 +34,8 @@ type Config struct {
 	// APIKey is sent as "Authorization: Bearer <key>". Default:
 	// $OPENAI_API_KEY. Local servers usually need none; leave both empty.
 	APIKey string
-	// HTTPClient sends the requests. Default: the SDK's client (the standard
-	// transport with a 10-minute response-header timeout).
+	// HTTPClient sends the requests. Default: a client with the standard
+	// transport and a 10-minute limit on the wait for response headers.
 	HTTPClient *http.Client
 	// Timeout bounds one call, from sending the request to the end of the
 	// stream. Expiry is a transient *llm.Error with Code "timeout". Default
@@ -51,8 +49,9 @@ type Config struct {
 // Model is an [llm.Model] over an OpenAI-compatible chat completions
 // endpoint. It is safe for concurrent use.
 type Model struct {
-	cfg    Config
-	client sdk.Client
+	cfg Config
+	// url is the chat completions endpoint.
+	url string
 	// maxCompletion sends max_completion_tokens instead of max_tokens.
 	maxCompletion bool
 }
@@ -84,22 +83,12 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Timeout < 0 {
 		return nil, errors.New("stepwise: openai: Config.Timeout must not be negative")
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(cfg.BaseURL),
-		option.WithMaxRetries(0), // the engine retries, and records each attempt
-	}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	for k, v := range cfg.ExtraHeaders {
-		opts = append(opts, option.WithHeader(k, v))
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = sse.DefaultClient
 	}
 	return &Model{
-		cfg:    cfg,
-		client: sdk.NewClient(opts...),
+		cfg: cfg,
+		url: strings.TrimSuffix(cfg.BaseURL, "/") + "/chat/completions",
 		// api.openai.com rejects max_tokens for reasoning models; other
 		// servers may not know max_completion_tokens.
 		maxCompletion: u.Hostname() == "api.openai.com",
@@ -132,15 +121,24 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		}
 		defer cancel()
 
-		// The raw response keeps the stream in our hands: the SDK's stream
-		// cannot tell a clean end ("data: [DONE]") from a cut connection.
-		var raw *http.Response
-		_, err = m.client.Chat.Completions.New(callCtx, params,
-			option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw))
-		if err != nil || raw == nil || raw.StatusCode >= 400 {
+		// One attempt: the engine retries, and records each attempt.
+		raw, err := sse.Post(callCtx, m.cfg.HTTPClient, m.url, params, m.header())
+		if err != nil || raw.StatusCode >= 400 {
 			yield(nil, m.callError(ctx, callCtx, raw, err))
 			return
 		}
 		m.stream(ctx, callCtx, raw, yield)
 	}
+}
+
+// header returns the headers of every request.
+func (m *Model) header() http.Header {
+	h := make(http.Header, len(m.cfg.ExtraHeaders)+1)
+	if m.cfg.APIKey != "" {
+		h.Set("Authorization", "Bearer "+m.cfg.APIKey)
+	}
+	for k, v := range m.cfg.ExtraHeaders {
+		h.Set(k, v)
+	}
+	return h
 }

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -15,100 +12,86 @@ import (
 // server accepts it, not all accept a missing "parameters".
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// params converts req to chat completion parameters. Invalid input is a
+// params converts req to a chat completion request body. Invalid input is a
 // permanent *llm.Error: retrying the same request cannot help.
-func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
-	var p sdk.ChatCompletionNewParams
+func (m *Model) params(req *llm.Request) (*chatRequest, error) {
 	if req == nil {
-		return p, badRequest("nil request")
+		return nil, badRequest("nil request")
 	}
-	p.Model = m.cfg.Model
+	p := &chatRequest{Model: m.cfg.Model, Stream: true, StreamOptions: streamOptions{IncludeUsage: true}}
 	if req.Model != "" {
 		p.Model = req.Model
 	}
-	p.StreamOptions.IncludeUsage = sdk.Bool(true)
-
-	p.Messages = make([]sdk.ChatCompletionMessageParamUnion, 0, len(req.Messages)+1)
+	p.Messages = make([]chatMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
-		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
+		p.Messages = append(p.Messages, chatMessage{Role: "system", Content: &req.System})
 	}
 	for i := range req.Messages {
 		msg, err := message(&req.Messages[i])
 		if err != nil {
-			return p, badRequest(fmt.Sprintf("message %d: %v", i, err))
+			return nil, badRequest(fmt.Sprintf("message %d: %v", i, err))
 		}
 		p.Messages = append(p.Messages, msg)
 	}
 
 	for _, t := range req.Tools {
 		if t.Name == "" {
-			return p, badRequest("tool without a name")
+			return nil, badRequest("tool without a name")
 		}
+		// Raw, so the schema keeps its key order (a map would sort it).
 		schema := t.Parameters
 		if len(schema) == 0 {
 			schema = emptySchema
 		} else if !json.Valid(schema) {
-			return p, badRequest(fmt.Sprintf("tool %q: parameters are not valid JSON", t.Name))
+			return nil, badRequest(fmt.Sprintf("tool %q: parameters are not valid JSON", t.Name))
 		}
-		fn := shared.FunctionDefinitionParam{Name: t.Name}
-		if t.Description != "" {
-			fn.Description = sdk.String(t.Description)
-		}
-		// Raw, so the schema keeps its key order (a map would sort it).
-		fn.SetExtraFields(map[string]any{"parameters": schema})
-		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(fn))
+		p.Tools = append(p.Tools, chatTool{Type: "function",
+			Function: functionDecl{Name: t.Name, Description: t.Description, Parameters: schema}})
 	}
 
-	if req.Temperature != nil {
-		p.Temperature = sdk.Float(*req.Temperature)
-	}
+	p.Temperature = req.Temperature
 	switch {
 	case req.MaxTokens < 0:
-		return p, badRequest(fmt.Sprintf("negative MaxTokens %d", req.MaxTokens))
-	case req.MaxTokens > 0 && m.maxCompletion:
-		p.MaxCompletionTokens = sdk.Int(int64(req.MaxTokens))
-	case req.MaxTokens > 0:
-		p.MaxTokens = sdk.Int(int64(req.MaxTokens))
+		return nil, badRequest(fmt.Sprintf("negative MaxTokens %d", req.MaxTokens))
+	case m.maxCompletion:
+		p.MaxCompletionTokens = req.MaxTokens
+	default:
+		p.MaxTokens = req.MaxTokens
 	}
 	return p, nil
 }
 
 // message converts one context message. Reasoning is not sent back: most
 // servers reject or ignore it in input messages.
-func message(msg *llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
+func message(msg *llm.Message) (chatMessage, error) {
+	content := msg.Content
 	switch msg.Role {
-	case steptype.RoleSystem:
-		return sdk.SystemMessage(msg.Content), nil
-	case steptype.RoleUser:
-		return sdk.UserMessage(msg.Content), nil
+	case steptype.RoleSystem, steptype.RoleUser:
+		return chatMessage{Role: string(msg.Role), Content: &content}, nil
 	case steptype.RoleTool:
 		if msg.ToolCallID == "" {
-			return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool message without tool_call_id")
+			return chatMessage{}, fmt.Errorf("tool message without tool_call_id")
 		}
-		return sdk.ToolMessage(msg.Content, msg.ToolCallID), nil
+		return chatMessage{Role: "tool", Content: &content, ToolCallID: msg.ToolCallID}, nil
 	case steptype.RoleAssistant:
-		var a sdk.ChatCompletionAssistantMessageParam
+		a := chatMessage{Role: "assistant"}
 		if msg.Content != "" || len(msg.ToolCalls) == 0 {
-			a.Content.OfString = sdk.String(msg.Content)
+			a.Content = &content
 		}
 		for _, tc := range msg.ToolCalls {
 			if tc.ID == "" || tc.Name == "" {
-				return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool call without id or name")
+				return chatMessage{}, fmt.Errorf("tool call without id or name")
 			}
 			args := string(tc.Arguments)
 			if args == "" {
 				args = "{}"
 			}
-			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID:       tc.ID,
-					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args},
-				},
-			})
+			a.ToolCalls = append(a.ToolCalls, toolCall{ID: tc.ID, Type: "function",
+				Function: toolFunction{Name: tc.Name, Arguments: args}})
 		}
-		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+		return a, nil
 	default:
-		return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("role %q has no chat completion equivalent", msg.Role)
+		return chatMessage{}, fmt.Errorf("role %q has no chat completion equivalent", msg.Role)
 	}
 }
 

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"net/http"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/internal/sse"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
@@ -19,11 +17,7 @@ var doneMarker = []byte("[DONE]")
 // stream reads the server-sent events of raw, yields a partial response per
 // chunk that carries a delta, then the final response. It owns raw.Body.
 func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield func(*llm.Response, error) bool) {
-	dec := ssestream.NewDecoder(raw)
-	if dec == nil { // no body at all
-		yield(nil, truncated(nil))
-		return
-	}
+	dec := sse.NewDecoder(raw.Body)
 	defer dec.Close()
 
 	var acc accumulator
@@ -40,16 +34,16 @@ func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield f
 			done = true
 			break
 		}
-		var c sdk.ChatCompletionChunk
+		var c chunk
 		if err := json.Unmarshal(data, &c); err != nil {
 			yield(nil, badChunk(data, err))
 			return
 		}
-		if raw := c.JSON.ExtraFields["error"].Raw(); raw != "" && raw != "null" {
+		if raw := string(bytes.TrimSpace(c.Error)); raw != "" && raw != "null" {
 			yield(nil, streamedError(raw))
 			return
 		}
-		if c.JSON.Object.Raw() == `"error"` { // vLLM's mid-stream error shape
+		if c.Object == "error" { // vLLM's mid-stream error shape
 			yield(nil, streamedError(string(data)))
 			return
 		}
