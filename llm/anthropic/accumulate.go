@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	sdk "github.com/anthropics/anthropic-sdk-go"
-
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -42,15 +40,15 @@ type call struct {
 
 // add folds event e in and returns the partial response it amounts to, or
 // nil when it carries no delta.
-func (a *accumulator) add(e *sdk.MessageStreamEventUnion) (*llm.Response, error) {
+func (a *accumulator) add(e *event) (*llm.Response, error) {
 	switch e.Type {
 	case "message_start":
-		a.model = string(e.Message.Model)
+		a.model = e.Message.Model
 		u := &e.Message.Usage
 		a.counts(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, u.OutputTokensDetails.ThinkingTokens)
 	case "message_delta":
 		if e.Delta.StopReason != "" {
-			a.stop = string(e.Delta.StopReason)
+			a.stop = e.Delta.StopReason
 		}
 		u := &e.Usage
 		a.counts(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, u.OutputTokensDetails.ThinkingTokens)
@@ -71,7 +69,7 @@ func (a *accumulator) add(e *sdk.MessageStreamEventUnion) (*llm.Response, error)
 			return a.think(cb.Thinking), nil
 		case "tool_use":
 			b.slot = len(a.calls)
-			a.calls = append(a.calls, call{id: cb.ID, name: cb.Name, start: cb.JSON.Input.Raw()})
+			a.calls = append(a.calls, call{id: cb.ID, name: cb.Name, start: string(cb.Input)})
 			return &llm.Response{Partial: true, ToolCallDeltas: []llm.ToolCallDelta{{Index: b.slot, ID: cb.ID, Name: cb.Name}}}, nil
 		}
 	case "content_block_delta":

@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
-
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/internal/sse"
 )
 
 // ProviderName is what [Model.Provider] returns.
@@ -23,6 +21,9 @@ const ProviderName = "anthropic"
 // DefaultBaseURL is the base URL used when neither Config.BaseURL nor
 // ANTHROPIC_BASE_URL is set.
 const DefaultBaseURL = "https://api.anthropic.com/"
+
+// APIVersion is the anthropic-version header sent with every request.
+const APIVersion = "2023-06-01"
 
 // DefaultMaxTokens is the output limit of a call when neither
 // Config.MaxTokens nor Request.MaxTokens sets one; the Messages API requires
@@ -38,13 +39,14 @@ type Config struct {
 	// else DefaultBaseURL.
 	BaseURL string
 	// APIKey is sent as the x-api-key header. Default: $ANTHROPIC_API_KEY.
-	// When both are empty the SDK's own credential chain applies
-	// (ANTHROPIC_AUTH_TOKEN, ANTHROPIC_PROFILE, configuration files).
+	// When both are empty, $ANTHROPIC_AUTH_TOKEN, if set, is sent as
+	// "Authorization: Bearer <token>" (gateways and OAuth tokens).
 	APIKey string
 	// MaxTokens limits the output of a call, thinking included, when the
 	// request sets no limit. Default: DefaultMaxTokens.
 	MaxTokens int
-	// HTTPClient sends the requests. Default: the SDK's client.
+	// HTTPClient sends the requests. Default: a client with the standard
+	// transport and a 10-minute limit on the wait for response headers.
 	HTTPClient *http.Client
 	// Timeout bounds one call, from sending the request to the end of the
 	// stream. Expiry is a transient *llm.Error with Code "timeout". Default
@@ -69,8 +71,11 @@ type Config struct {
 // Model is an [llm.Model] over the Anthropic Messages API. It is safe for
 // concurrent use.
 type Model struct {
-	cfg    Config
-	client sdk.Client
+	cfg Config
+	// url is the messages endpoint.
+	url string
+	// authToken is sent as a bearer token when there is no API key.
+	authToken string
 }
 
 var (
@@ -109,22 +114,14 @@ func New(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("stepwise: anthropic: Config.ThinkingBudget must be at least 1024 and less than MaxTokens (%d), got %d", cfg.MaxTokens, cfg.ThinkingBudget)
 	}
 
-	var opts []option.RequestOption
-	if cfg.APIKey != "" {
-		// Our credentials only: no profile or token from the environment.
-		opts = append(opts, option.WithoutEnvironmentDefaults(), option.WithAPIKey(cfg.APIKey))
+	m := &Model{cfg: cfg, url: strings.TrimSuffix(cfg.BaseURL, "/") + "/v1/messages"}
+	if cfg.APIKey == "" {
+		m.authToken = os.Getenv("ANTHROPIC_AUTH_TOKEN")
 	}
-	opts = append(opts,
-		option.WithBaseURL(cfg.BaseURL),
-		option.WithMaxRetries(0), // the engine retries, and records each attempt
-	)
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	if m.cfg.HTTPClient == nil {
+		m.cfg.HTTPClient = sse.DefaultClient
 	}
-	for k, v := range cfg.ExtraHeaders {
-		opts = append(opts, option.WithHeader(k, v))
-	}
-	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+	return m, nil
 }
 
 // Name returns "anthropic:" followed by the configured model id.
@@ -153,15 +150,28 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		}
 		defer cancel()
 
-		// The raw response keeps the stream in our hands, so that a cut
-		// connection, a broken event and an error event each get their
-		// own classification.
-		var raw *http.Response
-		err = m.client.Post(callCtx, "v1/messages", params, &raw, option.WithJSONSet("stream", true))
-		if err != nil || raw == nil || raw.StatusCode >= 400 {
+		// One attempt: the engine retries, and records each attempt.
+		raw, err := sse.Post(callCtx, m.cfg.HTTPClient, m.url, params, m.header())
+		if err != nil || raw.StatusCode >= 400 {
 			yield(nil, m.callError(ctx, callCtx, raw, err))
 			return
 		}
 		m.stream(ctx, callCtx, raw, yield)
 	}
+}
+
+// header returns the headers of every request.
+func (m *Model) header() http.Header {
+	h := make(http.Header, len(m.cfg.ExtraHeaders)+2)
+	h.Set("anthropic-version", APIVersion)
+	switch {
+	case m.cfg.APIKey != "":
+		h.Set("x-api-key", m.cfg.APIKey)
+	case m.authToken != "":
+		h.Set("Authorization", "Bearer "+m.authToken)
+	}
+	for k, v := range m.cfg.ExtraHeaders {
+		h.Set(k, v)
+	}
+	return h
 }

@@ -3,12 +3,10 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
-
-	sdk "github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/stepwise-run/stepwise/llm"
 )
@@ -30,14 +28,11 @@ var typeStatus = map[string]int{
 
 // callError converts the failure of the request that opens a stream.
 func (m *Model) callError(ctx, callCtx context.Context, raw *http.Response, err error) error {
-	if raw != nil && raw.StatusCode >= 400 {
-		return httpError(raw, err)
+	if err == nil && raw.StatusCode >= 400 {
+		return httpError(raw)
 	}
 	if cerr := m.cancelled(ctx, callCtx); cerr != nil {
 		return cerr
-	}
-	if err == nil {
-		err = errors.New("no response")
 	}
 	return transportError(err)
 }
@@ -55,19 +50,45 @@ func transportError(err error) *llm.Error { return llm.TransportError(err) }
 // truncated is the error of a stream cut off before its end.
 func truncated(err error) *llm.Error { return llm.Truncated("message_stop", err) }
 
+// APIError is the error the API answered with: the cause (errors.As) of
+// the *llm.Error of a failed call.
+type APIError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Type and Message are the error object's, e.g. "overloaded_error";
+	// Type is empty when the body had another shape.
+	Type, Message string
+	// RequestID is the request-id header, else the body's request_id.
+	RequestID string
+}
+
+// Error returns the status, type and message.
+func (e *APIError) Error() string {
+	s := "anthropic: " + strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
+	if e.Type != "" {
+		s += " " + e.Type
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
 // httpError converts an error status (429, 529 overloaded and 5xx are
-// transient; 400, 401, 403 permanent). The SDK has already read the body
-// and put it back in raw.Body.
-func httpError(raw *http.Response, sdkErr error) *llm.Error {
+// transient; 400, 401, 403 permanent) and closes the body.
+func httpError(raw *http.Response) *llm.Error {
 	body, _ := io.ReadAll(io.LimitReader(raw.Body, 64<<10))
 	_ = raw.Body.Close()
-	msg, _ := parseError(body)
-	e := llm.StatusError(raw.StatusCode, raw.Header, msg, nil)
-	var apiErr *sdk.Error
-	if errors.As(sdkErr, &apiErr) {
-		e.Err = apiErr
+	msg, typ := parseError(body)
+	apiErr := &APIError{StatusCode: raw.StatusCode, Type: typ, Message: msg, RequestID: raw.Header.Get("request-id")}
+	if apiErr.RequestID == "" {
+		var b struct {
+			RequestID string `json:"request_id"`
+		}
+		_ = json.Unmarshal(body, &b)
+		apiErr.RequestID = b.RequestID
 	}
-	return e
+	return llm.StatusError(raw.StatusCode, raw.Header, msg, apiErr)
 }
 
 // streamedError converts an error event, classified by its type as if it

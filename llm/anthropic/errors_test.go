@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go"
-
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/anthropic"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -92,8 +90,8 @@ func TestHTTPErrorKeepsSDKError(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, jsonError(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_42"}`, "request-id: req_42"))
 	r := generate(t.Context(), s.model(t), userReq("hi"))
-	var apiErr *sdk.Error
-	if !errors.As(r.err, &apiErr) || apiErr.Type() != "overloaded_error" || apiErr.RequestID != "req_42" {
+	var apiErr *anthropic.APIError
+	if !errors.As(r.err, &apiErr) || apiErr.Type != "overloaded_error" || apiErr.RequestID != "req_42" {
 		t.Errorf("cause %v", errors.Unwrap(r.err))
 	}
 }

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	sdk "github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/packages/param"
-
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -18,21 +15,19 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // params converts req to Messages API parameters. Invalid input is a
 // permanent *llm.Error: retrying the same request cannot help.
-func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
-	var p sdk.MessageNewParams
+func (m *Model) params(req *llm.Request) (*messageRequest, error) {
 	if req == nil {
-		return p, badRequest("nil request")
+		return nil, badRequest("nil request")
 	}
-	p.Model = sdk.Model(m.cfg.Model)
+	p := &messageRequest{Model: m.cfg.Model, MaxTokens: m.cfg.MaxTokens, Stream: true}
 	if req.Model != "" {
-		p.Model = sdk.Model(req.Model)
+		p.Model = req.Model
 	}
-	p.MaxTokens = int64(m.cfg.MaxTokens)
 	switch {
 	case req.MaxTokens < 0:
-		return p, badRequest(fmt.Sprintf("negative MaxTokens %d", req.MaxTokens))
+		return nil, badRequest(fmt.Sprintf("negative MaxTokens %d", req.MaxTokens))
 	case req.MaxTokens > 0:
-		p.MaxTokens = int64(req.MaxTokens)
+		p.MaxTokens = req.MaxTokens
 	}
 
 	system := []string{}
@@ -50,45 +45,41 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 			continue
 		}
 		if err := b.add(msg); err != nil {
-			return p, badRequest(fmt.Sprintf("message %d: %v", i, err))
+			return nil, badRequest(fmt.Sprintf("message %d: %v", i, err))
 		}
 	}
 	p.Messages = b.msgs
+	if p.Messages == nil {
+		p.Messages = []turn{}
+	}
 	if len(system) > 0 {
-		p.System = []sdk.TextBlockParam{{Text: strings.Join(system, "\n\n")}}
+		p.System = []contentPart{{Type: "text", Text: strings.Join(system, "\n\n")}}
 	}
 
 	for _, t := range req.Tools {
 		if t.Name == "" {
-			return p, badRequest("tool without a name")
+			return nil, badRequest("tool without a name")
 		}
+		// Raw, so the schema keeps its key order and every keyword.
 		schema := t.Parameters
 		if len(schema) == 0 {
 			schema = emptySchema
 		} else if !json.Valid(schema) {
-			return p, badRequest(fmt.Sprintf("tool %q: parameters are not valid JSON", t.Name))
+			return nil, badRequest(fmt.Sprintf("tool %q: parameters are not valid JSON", t.Name))
 		}
-		tool := sdk.ToolParam{
-			Name: t.Name,
-			// Raw, so the schema keeps its key order and every keyword.
-			InputSchema: param.Override[sdk.ToolInputSchemaParam](schema),
-		}
-		if t.Description != "" {
-			tool.Description = sdk.String(t.Description)
-		}
-		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tool})
+		p.Tools = append(p.Tools, toolDecl{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 
 	if m.cfg.ThinkingBudget > 0 {
-		if p.MaxTokens <= int64(m.cfg.ThinkingBudget) {
-			return p, badRequest(fmt.Sprintf("MaxTokens %d must exceed the thinking budget %d", p.MaxTokens, m.cfg.ThinkingBudget))
+		if p.MaxTokens <= m.cfg.ThinkingBudget {
+			return nil, badRequest(fmt.Sprintf("MaxTokens %d must exceed the thinking budget %d", p.MaxTokens, m.cfg.ThinkingBudget))
 		}
-		p.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(m.cfg.ThinkingBudget))
-	} else if req.Temperature != nil {
-		p.Temperature = sdk.Float(*req.Temperature)
+		p.Thinking = &thinking{Type: "enabled", BudgetTokens: m.cfg.ThinkingBudget}
+	} else {
+		p.Temperature = req.Temperature
 	}
 	if m.cfg.PromptCaching {
-		p.CacheControl = sdk.NewCacheControlEphemeralParam()
+		p.CacheControl = &cacheControl{Type: "ephemeral"}
 	}
 	return p, nil
 }
@@ -97,38 +88,38 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 // messages of one side merge into one turn, so that the results of
 // parallel tool calls travel together in one user message.
 type builder struct {
-	msgs []sdk.MessageParam
+	msgs []turn
 }
 
 func (b *builder) add(msg *llm.Message) error {
-	var role sdk.MessageParamRole
-	var blocks []sdk.ContentBlockParamUnion
+	var role string
+	var blocks []contentPart
 	switch msg.Role {
 	case steptype.RoleUser:
-		role = sdk.MessageParamRoleUser
+		role = "user"
 		if msg.Content != "" { // the API refuses empty text blocks
-			blocks = append(blocks, sdk.NewTextBlock(msg.Content))
+			blocks = append(blocks, contentPart{Type: "text", Text: msg.Content})
 		}
 	case steptype.RoleTool:
 		if msg.ToolCallID == "" {
 			return fmt.Errorf("tool message without tool_call_id")
 		}
-		role = sdk.MessageParamRoleUser
-		r := sdk.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
+		role = "user"
+		r := contentPart{Type: "tool_result", ToolUseID: msg.ToolCallID}
 		if msg.Content != "" {
-			r.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: msg.Content}}}
+			r.Content = []contentPart{{Type: "text", Text: msg.Content}}
 		}
-		blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: &r})
+		blocks = append(blocks, r)
 	case steptype.RoleAssistant:
-		role = sdk.MessageParamRoleAssistant
+		role = "assistant"
 		if msg.Content != "" {
-			blocks = append(blocks, sdk.NewTextBlock(msg.Content))
+			blocks = append(blocks, contentPart{Type: "text", Text: msg.Content})
 		}
 		for _, tc := range msg.ToolCalls {
 			if tc.ID == "" || tc.Name == "" {
 				return fmt.Errorf("tool call without id or name")
 			}
-			blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, toolInput(tc.Arguments), tc.Name))
+			blocks = append(blocks, contentPart{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
 		}
 	default:
 		return fmt.Errorf("role %q has no Messages API equivalent", msg.Role)
@@ -140,7 +131,7 @@ func (b *builder) add(msg *llm.Message) error {
 		b.msgs[n-1].Content = append(b.msgs[n-1].Content, blocks...)
 		return nil
 	}
-	b.msgs = append(b.msgs, sdk.MessageParam{Role: role, Content: blocks})
+	b.msgs = append(b.msgs, turn{Role: role, Content: blocks})
 	return nil
 }
 

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"net/http"
 
-	sdk "github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
-
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/internal/sse"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
@@ -18,11 +16,7 @@ import (
 // event that carries a delta, then the final response once message_stop
 // arrives. It owns raw.Body.
 func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield func(*llm.Response, error) bool) {
-	dec := ssestream.NewDecoder(raw)
-	if dec == nil { // no body at all
-		yield(nil, truncated(nil))
-		return
-	}
+	dec := sse.NewDecoder(raw.Body)
 	defer dec.Close()
 
 	var acc accumulator
@@ -40,7 +34,7 @@ func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield f
 			yield(nil, streamedError(data))
 			return
 		}
-		var e sdk.MessageStreamEventUnion
+		var e event
 		if err := json.Unmarshal(data, &e); err != nil {
 			yield(nil, badChunk(data, err))
 			return

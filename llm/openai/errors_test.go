@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/openai"
 	"github.com/stepwise-run/stepwise/steptype"
