@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkGenerate measures the provider's overhead per call: building the
-// request, the SDK, the HTTP round trip on loopback and decoding a short
+// request, the wire code, the HTTP round trip on loopback and decoding a short
 // streamed reply with one tool call, against a server that answers at once.
 func BenchmarkGenerate(b *testing.B) {
 	stream := []byte(`event: message_start

@@ -15,8 +15,8 @@
 //
 // Environment: ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL fill empty Config
 // fields (point the base URL at a proxy or gateway that speaks the Messages
-// API). Without any key the SDK's credential chain applies
-// (ANTHROPIC_AUTH_TOKEN, ANTHROPIC_PROFILE, its configuration files).
+// API). Without any key, ANTHROPIC_AUTH_TOKEN is sent as a bearer token.
+// The wire format is spoken directly over net/http, without a vendor SDK.
 //
 // # What is sent
 //
@@ -48,7 +48,7 @@
 //
 // # Errors
 //
-// The SDK's own retries are off: the engine retries and records each
+// One HTTP attempt per call: the engine retries and records each
 // attempt. Failures are *llm.Error, classified for it:
 //
 //   - HTTP errors by [llm.ClassifyHTTP]: 429, 529 (overloaded) and 5xx

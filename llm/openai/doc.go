@@ -27,8 +27,9 @@
 //	LM Studio   http://localhost:1234/v1                   Model: the loaded model's id
 //
 // Environment: OPENAI_BASE_URL and OPENAI_API_KEY fill empty Config fields;
-// the SDK also reads OPENAI_ORG_ID, OPENAI_PROJECT_ID and
-// OPENAI_CUSTOM_HEADERS.
+// OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS ("Name: value"
+// lines) add headers, which Config.ExtraHeaders override. The wire format
+// is spoken directly over net/http, without a vendor SDK.
 //
 // # What is sent
 //
@@ -55,7 +56,7 @@
 //
 // # Errors
 //
-// The SDK's own retries are off: the engine retries and records each
+// One HTTP attempt per call: the engine retries and records each
 // attempt. Failures are *llm.Error, classified for it:
 //
 //   - HTTP errors by [llm.ClassifyHTTP] (429, 408, 409, 5xx transient; other

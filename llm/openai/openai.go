@@ -18,7 +18,7 @@ import (
 const ProviderName = "openai"
 
 // DefaultBaseURL is the base URL used when neither Config.BaseURL nor
-// OPENAI_BASE_URL is set (the SDK's default).
+// OPENAI_BASE_URL is set.
 const DefaultBaseURL = "https://api.openai.com/v1/"
 
 // Config configures a [Model]. Only Model is required.
@@ -52,6 +52,8 @@ type Model struct {
 	cfg Config
 	// url is the chat completions endpoint.
 	url string
+	// envHeaders are the headers the environment asks for.
+	envHeaders http.Header
 	// maxCompletion sends max_completion_tokens instead of max_tokens.
 	maxCompletion bool
 }
@@ -87,8 +89,9 @@ func New(cfg Config) (*Model, error) {
 		cfg.HTTPClient = sse.DefaultClient
 	}
 	return &Model{
-		cfg: cfg,
-		url: strings.TrimSuffix(cfg.BaseURL, "/") + "/chat/completions",
+		cfg:        cfg,
+		url:        strings.TrimSuffix(cfg.BaseURL, "/") + "/chat/completions",
+		envHeaders: envHeaders(),
 		// api.openai.com rejects max_tokens for reasoning models; other
 		// servers may not know max_completion_tokens.
 		maxCompletion: u.Hostname() == "api.openai.com",
@@ -133,12 +136,37 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 
 // header returns the headers of every request.
 func (m *Model) header() http.Header {
-	h := make(http.Header, len(m.cfg.ExtraHeaders)+1)
+	h := m.envHeaders.Clone()
+	if h == nil {
+		h = make(http.Header, len(m.cfg.ExtraHeaders)+1)
+	}
 	if m.cfg.APIKey != "" {
 		h.Set("Authorization", "Bearer "+m.cfg.APIKey)
 	}
 	for k, v := range m.cfg.ExtraHeaders {
 		h.Set(k, v)
+	}
+	return h
+}
+
+// envHeaders reads OPENAI_ORG_ID (OpenAI-Organization), OPENAI_PROJECT_ID
+// (OpenAI-Project) and OPENAI_CUSTOM_HEADERS ("Name: value" lines), as the
+// official clients do.
+func envHeaders() http.Header {
+	h := http.Header{}
+	if v := os.Getenv("OPENAI_ORG_ID"); v != "" {
+		h.Set("OpenAI-Organization", v)
+	}
+	if v := os.Getenv("OPENAI_PROJECT_ID"); v != "" {
+		h.Set("OpenAI-Project", v)
+	}
+	for _, line := range strings.Split(os.Getenv("OPENAI_CUSTOM_HEADERS"), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
+			h.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+	}
+	if len(h) == 0 {
+		return nil
 	}
 	return h
 }

@@ -215,3 +215,21 @@ func TestNewEnvironmentDefaults(t *testing.T) {
 		t.Errorf("authorization %q without a key", h)
 	}
 }
+
+func TestNewEnvironmentHeaders(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	s := newServer(t, sseBytes([]byte(okStream)))
+	t.Setenv("OPENAI_ORG_ID", "org-1")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-1")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-A: 1\nX-B: two")
+	m := s.model(t, func(c *openai.Config) { c.ExtraHeaders = map[string]string{"X-B": "config"} })
+	if r := generate(t.Context(), m, userReq("hi")); r.err != nil {
+		t.Fatal(r.err)
+	}
+	h := s.last(t).header
+	for k, want := range map[string]string{"Openai-Organization": "org-1", "Openai-Project": "proj-1", "X-A": "1", "X-B": "config"} {
+		if h.Get(k) != want {
+			t.Errorf("header %s = %q, want %q", k, h.Get(k), want)
+		}
+	}
+}
