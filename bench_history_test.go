@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 )
 
 // firstRequestModel records when its first request of a run arrives and
@@ -39,7 +40,8 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 	const n = 100000
 	model := &firstRequestModel{}
 	agent := &stepwise.Agent{Name: "bench", Model: model}
-	e, err := stepwise.New(stepwise.Config{Store: openSQLite(b), Agents: []*stepwise.Agent{agent}})
+	st := openSQLite(b)
+	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{agent}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,5 +87,27 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 			}
 			return f.ID
 		}, n/2+1)
+	})
+	// Where the time goes: reading and decoding the steps alone, and the
+	// context rebuild (read + conversation with its hash chain) alone.
+	fork, err := e.Fork(ctx, stepwise.ForkParams{SessionID: sid, At: n / 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("fork-read-%d", n/2), func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			steps, err := st.StepList(ctx, &store.StepListParams{SessionID: fork.ID})
+			if err != nil || len(steps) != n/2 {
+				b.Fatal(err, len(steps))
+			}
+		}
+	})
+	b.Run(fmt.Sprintf("fork-context-%d", n/2), func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			req, err := e.ContextPreview(ctx, fork.ID, "bench")
+			if err != nil || len(req.Messages) != n/2 {
+				b.Fatal(err)
+			}
+		}
 	})
 }
