@@ -10,6 +10,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
@@ -71,16 +72,16 @@ func parallelRounds(rounds ...int) *fakeModel {
 // is never called) and commits the reused results in their recorded order.
 func TestReplayIsDeterministic(t *testing.T) {
 	t.Parallel()
-	rt := newReverseTools()
-	m := parallelRounds(4, 3)
-	e, st := newEngine(t, &stepwise.Agent{Name: "par", Model: m, Tools: []tool.Tool{rt.tool()}, Limits: stepwise.Limits{MaxParallelTools: 8}})
-	ctx := context.Background()
-	rt.armed.Store(true)
-	rec, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "par", Input: "go"}))
-	if err != nil || rec.Status != steptype.RunCompleted {
-		t.Fatalf("recording: %v %+v", err, rec)
-	}
-	rt.armed.Store(false)
+	// The tools finish in reverse call order; their commits follow closely
+	// but may still interleave, so record until the committed order differs
+	// from the call order (the case a replay used to get wrong).
+	var (
+		m    *fakeModel
+		e    *stepwise.Engine
+		st   store.Store
+		rec  *stepwise.Run
+		want string
+	)
 	order := func(sessionID string) string {
 		var ids []string
 		for _, s := range steps(t, st, sessionID) {
@@ -90,10 +91,27 @@ func TestReplayIsDeterministic(t *testing.T) {
 		}
 		return strings.Join(ids, ",")
 	}
-	want := order(rec.SessionID)
-	if want != "r0c3,r0c2,r0c1,r0c0,r1c2,r1c1,r1c0" {
-		t.Fatalf("recorded order %s, want the reverse of the call order", want)
+	ctx := context.Background()
+	for attempt := 0; ; attempt++ {
+		rt := newReverseTools()
+		m = parallelRounds(4, 3)
+		e, st = newEngine(t, &stepwise.Agent{Name: "par", Model: m, Tools: []tool.Tool{rt.tool()}, Limits: stepwise.Limits{MaxParallelTools: 8}})
+		rt.armed.Store(true)
+		var err error
+		rec, err = e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "par", Input: "go"}))
+		if err != nil || rec.Status != steptype.RunCompleted {
+			t.Fatalf("recording: %v %+v", err, rec)
+		}
+		rt.armed.Store(false)
+		want = order(rec.SessionID)
+		if want != "r0c0,r0c1,r0c2,r0c3,r1c0,r1c1,r1c2" {
+			break
+		}
+		if attempt == 20 {
+			t.Fatalf("recorded order %s 20 times, want results out of call order", want)
+		}
 	}
+	t.Logf("recorded order %s", want)
 	calls := m.calls.Load()
 	for i := range 50 {
 		r, err := e.ReplayAll(ctx, stepwise.ReplayParams{SessionID: rec.SessionID})
