@@ -194,6 +194,11 @@ func follow(ctx context.Context, p *picker, runID string, res *streamResult) {
 					if st.RunID == runID && st.Kind == steptype.KindInput && st.Status == steptype.StepWaiting {
 						answerApprovals(ctx, p, runID, executor, res)
 					}
+				case "run_waiting":
+					// Also on the lifecycle event: a stream that did not
+					// deliver the request step must still let the run go on
+					// (the missing step is then reported by the checks).
+					answerApprovals(ctx, p, runID, executor, res)
 				case "run_finished":
 					res.Finished = true
 				}
