@@ -164,6 +164,12 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 			return true, fmt.Errorf("run %q: %w", runID, err)
 		}
 	}
+	if r != nil && (r.Status.Terminal() || r.Status == steptype.RunWaiting) {
+		// The steps committed with that status may not be in the ring yet
+		// (the executing engine publishes them after its commit): read
+		// them from the store.
+		storeTo = -1
+	}
 	var stored []*Event
 	if storeTo != 0 && (storeTo < 0 || storeTo > pos.Seq) {
 		end := max(storeTo, 0)
