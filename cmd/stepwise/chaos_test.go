@@ -109,7 +109,7 @@ func TestChaosMultiInstance(t *testing.T) {
 	// The workload: runs/2 sessions, each with two runs one after the
 	// other, paced over the expected length of the kill schedule.
 	sessions := runs / 2
-	pace := time.Duration(int64(meanKill) * int64(kills) / int64(max(sessions, 1)) * 2 / 3)
+	pace := time.Duration(int64(meanKill) * int64(kills) / int64(max(sessions, 1)))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var started []*startedRun
