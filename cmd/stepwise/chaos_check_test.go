@@ -72,7 +72,9 @@ func startRun(ctx context.Context, p *picker, session, input string) (*startedRu
 			}
 		}
 		code, body, err := call(ctx, s, "POST", "/v1/runs", map[string]any{"agent": "chaos", "input": input, "session_id": session})
-		if err != nil {
+		if err != nil || code == 409 && attempt > 0 {
+			// The server died, or an earlier attempt whose server died
+			// while committing created the run after all: look again.
 			continue
 		}
 		var out struct {
