@@ -56,7 +56,21 @@ func TestSubAgentChildLeasedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	run, err := e.Wait(ctx, e.Resume(ctx, pid))
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The parent waits for its child (not failing the call); once the dead
+	// instance's lease expires an executor takes the child, whose end
+	// resumes the parent.
+	for ev, err := range e.Subscribe(ctx, stepwise.SubscribeParams{RunID: pid}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == stepwise.EventRunFinished {
+			break
+		}
+	}
+	run, err := st.RunGet(ctx, &store.RunGetParams{ID: pid})
 	if err != nil {
 		t.Fatal(err)
 	}
