@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -22,10 +24,17 @@ func TestSubAgentChildLeasedElsewhere(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := postgres.Open(ctx, postgres.Config{DSN: postgresDSN(t), Schema: fmt.Sprintf("stepwise_child_%d", time.Now().UnixNano())})
+	dsn, schema := postgresDSN(t), fmt.Sprintf("stepwise_child_%d", time.Now().UnixNano())
+	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), dsn); err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
 	defer st.Close()
 	sid, pid, cid := stepwise.NewID(), stepwise.NewID(), stepwise.NewID()
 	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "root"}); err != nil {
