@@ -31,9 +31,12 @@ type topic struct {
 	// knowing the session's last sequence) until an execution acquires it.
 	start      Position
 	startKnown bool
-	subs       map[*subscriber]struct{}
-	active     int           // executions publishing into the topic
-	idleElem   *list.Element // position in broker.idle while idle
+	// pokes counts the pokes: a store read that a poke overtook does not
+	// make the ring complete again (see observe).
+	pokes    uint64
+	subs     map[*subscriber]struct{}
+	active   int           // executions publishing into the topic
+	idleElem *list.Element // position in broker.idle while idle
 }
 
 type subscriber struct {
@@ -201,20 +204,40 @@ func (b *broker) poke(sessionID string) {
 		// Steps committed elsewhere are not in the ring: from now on the
 		// ring covers nothing on its own and subscribers read the store.
 		t.startKnown = false
+		t.pokes++
 		for s := range t.subs {
 			s.markLagged()
 		}
 	}
 }
 
-// observe records that the store holds steps up to seq (seen by a
-// subscriber catching up), so that events published here afterwards are
-// positioned after them even when another instance committed them.
-func (b *broker) observe(sessionID string, seq int64) {
+// pokesOf returns the session's poke count, taken before a store read
+// whose result is then passed to observe.
+func (b *broker) pokesOf(sessionID string) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if t := b.topics[sessionID]; t != nil {
+		return t.pokes
+	}
+	return 0
+}
+
+// observe records that the store holds steps up to seq (seen by a
+// subscriber catching up), so that events published here afterwards are
+// positioned after them even when another instance committed them. pokes is
+// the count taken before the read: when a poke came in since, steps were
+// committed elsewhere after the read and the ring does not cover them, so
+// it is not marked complete.
+func (b *broker) observe(sessionID string, seq int64, pokes uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.topics[sessionID]
+	switch {
+	case t == nil:
+	case t.pokes == pokes:
 		b.advanceLocked(t, seq)
+	case seq > t.seq:
+		t.seq, t.idx = seq, 0
 	}
 }
 

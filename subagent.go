@@ -60,6 +60,17 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 			// waiting for input; its end wakes this run.
 			return &outcome{child: child.ID}
 		}
+		if errors.Is(err, ErrRunFinished) {
+			// Another execution finished the child between the read and
+			// the claim: its end is the call's result, not a failure.
+			if child, err = x.e.store.RunGet(ctx, &store.RunGetParams{ID: child.ID}); err != nil {
+				if x.interrupted() {
+					return nil
+				}
+				return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
+			}
+			return x.childOutcome(sub, call, child)
+		}
 		if err != nil {
 			return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
 		}
@@ -75,6 +86,11 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		}
 		child = cx.runSnapshot()
 	}
+	return x.childOutcome(sub, call, child)
+}
+
+// childOutcome is the parent's outcome of a child run that stopped.
+func (x *execution) childOutcome(sub *Agent, call ToolCall, child *Run) *outcome {
 	switch child.Status {
 	case steptype.RunCompleted:
 		return x.childResult(call, child, &tool.Result{Content: child.Output})

@@ -152,9 +152,28 @@ func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit
 // status as last reported): a run parked by another instance publishes
 // nothing here.
 func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, storeTo int64, buffered []*Event, emit func(*Event) bool, seen steptype.RunStatus) (bool, error) {
+	// A run stream reads the run's status before its steps: the steps
+	// committed with that status (the input request of a park, the last
+	// step of a finished run) are then in the step list. Read after the
+	// steps, a park committed in between would be reported past a step
+	// the stream never delivered.
+	var r *steptype.Run
+	if runID != "" {
+		var err error
+		if r, err = e.store.RunGet(ctx, &store.RunGetParams{ID: runID}); err != nil {
+			return true, fmt.Errorf("run %q: %w", runID, err)
+		}
+	}
+	if r != nil && (r.Status.Terminal() || r.Status == steptype.RunWaiting) {
+		// The steps committed with that status may not be in the ring yet
+		// (the executing engine publishes them after its commit): read
+		// them from the store.
+		storeTo = -1
+	}
 	var stored []*Event
 	if storeTo != 0 && (storeTo < 0 || storeTo > pos.Seq) {
 		end := max(storeTo, 0)
+		pokes := e.broker.pokesOf(sid)
 		steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sid, StartSeq: pos.Seq + 1, EndSeq: end})
 		if err != nil {
 			return true, fmt.Errorf("replay steps: %w", err)
@@ -166,7 +185,7 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 			stored = append(stored, &Event{Type: EventStepCompleted, SessionID: sid, RunID: s.RunID, StepName: s.Name, Step: s, Time: s.CreatedAt, Position: Position{Seq: s.Sequence}})
 		}
 		if n := len(steps); n > 0 {
-			e.broker.observe(sid, steps[n-1].Sequence)
+			e.broker.observe(sid, steps[n-1].Sequence, pokes)
 		}
 	}
 	// Committed steps and the ring's events in position order: a ring
@@ -187,10 +206,6 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 	}
 	if runID == "" {
 		return false, nil
-	}
-	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID})
-	if err != nil {
-		return true, fmt.Errorf("run %q: %w", runID, err)
 	}
 	if r.Status.Terminal() {
 		ev := &Event{Type: EventRunFinished, SessionID: sid, RunID: r.ID, Run: r, Time: r.UpdatedAt, Position: Position{Seq: pos.Seq, Idx: pos.Idx + 1}}

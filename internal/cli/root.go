@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -42,7 +43,8 @@ type env struct {
 	stdout, stderr io.Writer
 	db             string
 	server, token  string
-	interactive    bool // stdin and stdout are terminals
+	interactive    bool          // stdin and stdout are terminals
+	lease          time.Duration // serve --lease; 0 = the engine's default
 }
 
 // Main runs the command line with args (without the program name) and

@@ -71,7 +71,7 @@ func (e *env) open(ctx context.Context, agentArg string, moreFiles ...string) (*
 		st.Close()
 		return nil, err
 	}
-	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: agents, Prices: prices})
+	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: agents, Prices: prices, Lease: e.lease})
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,6 +44,9 @@ runs stop at a step boundary and are resumed at the next start.`,
 			if err != nil {
 				return err
 			}
+			if e.lease <= 0 {
+				return fmt.Errorf("--lease must be positive")
+			}
 			files := append([]string(nil), agentFiles...)
 			if agentsDir != "" {
 				found, err := agentFilesIn(agentsDir)
@@ -71,6 +75,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringSliceVar(&tokens, "token", nil, "accepted bearer token (repeatable)")
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
+	c.Flags().DurationVar(&e.lease, "lease", 30*time.Second, "how long a run claimed by this instance stays its own without a heartbeat (heartbeats every lease/3); a crashed instance's runs are taken over after it")
 	return c
 }
 
