@@ -45,4 +45,5 @@ func (s *Server) register() {
 	s.registerObservationAPI() // evals, attachments, events, datasets, experiments (observe.go)
 	s.registerSearchAPI()      // similarity search over past steps (search.go)
 	s.registerOTLP()           // OTLP/HTTP receiver: GenAI spans become steps (otlp.go)
+	s.registerMetricsAPI()     // time-series analytics (metrics.go)
 }

@@ -155,6 +155,9 @@ func (r remote) StartRun(ctx context.Context, p stepwise.StartParams) (*stepwise
 	if p.SessionID != "" {
 		opts = append(opts, stepwise.InSession(p.SessionID))
 	}
+	if len(p.Metadata) > 0 {
+		opts = append(opts, stepwise.WithMetadata(p.Metadata))
+	}
 	run, _, err := r.c.StartRun(ctx, p.Agent, p.Input, opts...)
 	return run, err
 }

@@ -18,9 +18,10 @@ func init() { register(runCmd); register(resumeCmd) }
 
 func runCmd(e *env) *cobra.Command {
 	var agent, input, session string
+	var meta map[string]string
 	var jsonOut bool
 	c := &cobra.Command{
-		Use:   "run --agent FILE|NAME --input TEXT [--session ID]",
+		Use:   "run --agent FILE|NAME --input TEXT [--session ID] [--meta KEY=VALUE…]",
 		Short: "Run an agent turn, streaming its steps",
 		Long: `Run one turn of an agent and stream its steps as they commit. --agent is an
 agent file (YAML/JSON) or the name of a built-in agent ("analyst"). With
@@ -38,7 +39,17 @@ command exits with status 3 and prints how to answer.`,
 			}
 			defer b.Close()
 			name := b.AgentName(agent)
-			r, err := b.StartRun(cmd.Context(), stepwise.StartParams{Agent: name, Input: input, SessionID: session})
+			sp := stepwise.StartParams{Agent: name, Input: input, SessionID: session}
+			if len(meta) > 0 {
+				if session != "" {
+					return usagef("--meta sets the metadata of a new session; it cannot be used with --session")
+				}
+				sp.Metadata = map[string]any{}
+				for k, v := range meta {
+					sp.Metadata[k] = v
+				}
+			}
+			r, err := b.StartRun(cmd.Context(), sp)
 			if err != nil {
 				return err
 			}
@@ -51,6 +62,7 @@ command exits with status 3 and prints how to answer.`,
 	c.Flags().StringVar(&agent, "agent", "", "agent file or built-in agent name")
 	c.Flags().StringVar(&input, "input", "", "the user message")
 	c.Flags().StringVar(&session, "session", "", "continue this session")
+	c.Flags().StringToStringVar(&meta, "meta", nil, "metadata of the new session, KEY=VALUE (repeatable); stepwise metrics --split KEY groups by it")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print committed steps as JSON lines")
 	return c
 }
