@@ -106,6 +106,36 @@ func (p *MetricsParams) buckets() int64 {
 	return int64((p.To.Sub(p.Start()) + d - 1) / d)
 }
 
+// MetricsPart is one part of a range as drivers with per-minute rollups
+// read it: whole minutes from the rollups, the partial minutes at either
+// end from the steps. From and To are unix nanoseconds, To exclusive.
+type MetricsPart struct {
+	From, To int64
+	Rollup   bool
+}
+
+// MetricsParts splits [p.From, p.To) into the partial minute at its start,
+// the whole minutes, and the partial minute at its end (empty parts left
+// out).
+func MetricsParts(p *MetricsParams) []MetricsPart {
+	from, to := p.From.UnixNano(), p.To.UnixNano()
+	const m = int64(time.Minute)
+	fm := from + (m-from%m)%m // first minute boundary at or after from
+	tm := to - to%m           // last minute boundary at or before to
+	if fm >= tm {
+		return []MetricsPart{{From: from, To: to}}
+	}
+	var out []MetricsPart
+	if from < fm {
+		out = append(out, MetricsPart{From: from, To: fm})
+	}
+	out = append(out, MetricsPart{From: fm, To: tm, Rollup: true})
+	if tm < to {
+		out = append(out, MetricsPart{From: tm, To: to})
+	}
+	return out
+}
+
 // Metrics is the answer of MetricsStore.Metrics (and of GET /v1/metrics).
 type Metrics struct {
 	Bucket MetricsBucket   `json:"bucket"`

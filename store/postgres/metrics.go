@@ -33,6 +33,16 @@ LEFT JOIN runs r ON r.id = s.run_id
 WHERE $5::text = '' OR COALESCE(r.agent, ses.agent) = $5::text
 GROUP BY 1, 2`
 
+// metricsRollupsSQL aggregates the per-minute rollups of whole minutes
+// (table step_rollups, maintained by triggers); same placeholders, $3 and $4
+// on minute boundaries.
+const metricsRollupsSQL = `SELECT ((ro.minute - $1::bigint) / $2::bigint)::int, KEY, sum(ro.steps)::bigint, sum(ro.errors)::bigint,
+	sum(ro.input_tokens)::bigint, sum(ro.output_tokens)::bigint, sum(ro.cost)::float8
+FROM step_rollups ro JOIN sessions ses ON ses.id = ro.session_id
+LEFT JOIN runs r ON r.id = ro.run_id
+WHERE ro.minute >= $3::bigint AND ro.minute < $4::bigint AND ($5::text = '' OR COALESCE(r.agent, ses.agent) = $5::text)
+GROUP BY 1, 2`
+
 // metricsRunsSQL aggregates the runs finished in the range, percentiles
 // included (index runs_finished).
 const metricsRunsSQL = `SELECT ((r.finished_at - $1::bigint) / $2::bigint)::int AS b, KEY, count(*),
@@ -59,8 +69,10 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		return nil, err
 	}
 	b := store.NewMetricsBuilder(p)
-	args := []any{nanos(p.Start()), int64(p.Bucket.Duration()), nanos(p.From), nanos(p.To), p.Agent, p.Split}
-	q := func(sqlText string, row func(pgx.Rows) error) error {
+	args := func(from, to int64) []any {
+		return []any{nanos(p.Start()), int64(p.Bucket.Duration()), from, to, p.Agent, p.Split}
+	}
+	q := func(sqlText string, args []any, row func(pgx.Rows) error) error {
 		rows, err := s.pool.Query(ctx, strings.Replace(sqlText, "KEY", metricsKey, 1), args...)
 		if err != nil {
 			return mapErr(err)
@@ -79,16 +91,24 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		n, e, it, ot     int64
 		c, p50, p95, p99 float64
 	)
-	if err := q(metricsStepsSQL, func(r pgx.Rows) error {
+	addSteps := func(r pgx.Rows) error {
 		if err := r.Scan(&i, &k, &n, &e, &it, &ot, &c); err != nil {
 			return err
 		}
 		b.AddSteps(i, k, n, e, it, ot, c)
 		return nil
-	}); err != nil {
-		return nil, err
 	}
-	if err := q(metricsRunsSQL, func(r pgx.Rows) error {
+	for _, part := range store.MetricsParts(p) {
+		text := metricsStepsSQL
+		if part.Rollup {
+			text = metricsRollupsSQL
+		}
+		if err := q(text, args(part.From, part.To), addSteps); err != nil {
+			return nil, err
+		}
+	}
+	all := args(nanos(p.From), nanos(p.To))
+	if err := q(metricsRunsSQL, all, func(r pgx.Rows) error {
 		if err := r.Scan(&i, &k, &n, &e, &p50, &p95, &p99); err != nil {
 			return err
 		}
@@ -103,7 +123,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		return nil, mapErr(err)
 	}
 	if hasEvals {
-		if err := q(metricsEvalsSQL, func(r pgx.Rows) error {
+		if err := q(metricsEvalsSQL, all, func(r pgx.Rows) error {
 			if err := r.Scan(&i, &k, &c, &n); err != nil {
 				return err
 			}

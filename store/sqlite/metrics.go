@@ -29,6 +29,16 @@ LEFT JOIN runs r ON r.id = s.run_id
 WHERE ?5 = '' OR coalesce(r.agent, ses.agent) = ?5
 GROUP BY 1, 2`
 
+// metricsRollupsSQL aggregates the per-minute rollups of whole minutes
+// (table step_rollups, maintained by triggers); same placeholders, ?3 and ?4
+// on minute boundaries.
+const metricsRollupsSQL = `SELECT (ro.minute - ?1) / ?2, KEY, sum(ro.steps), sum(ro.errors),
+	sum(ro.input_tokens), sum(ro.output_tokens), sum(ro.cost)
+FROM step_rollups ro JOIN sessions ses ON ses.id = ro.session_id
+LEFT JOIN runs r ON r.id = ro.run_id
+WHERE ro.minute >= ?3 AND ro.minute < ?4 AND (?5 = '' OR coalesce(r.agent, ses.agent) = ?5)
+GROUP BY 1, 2`
+
 // metricsRunsSQL lists the runs finished in the range (index runs_finished);
 // the percentiles are computed by the builder.
 const metricsRunsSQL = `SELECT (r.finished_at - ?1) / ?2, KEY, r.status = 'failed',
@@ -57,8 +67,10 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 	if p.Split != "" {
 		path = `$."` + p.Split + `"`
 	}
-	args := []any{nanos(p.Start()), int64(p.Bucket.Duration()), nanos(p.From), nanos(p.To), p.Agent, path}
-	q := func(sqlText string, row func(*sql.Rows) error) error {
+	args := func(from, to int64) []any {
+		return []any{nanos(p.Start()), int64(p.Bucket.Duration()), from, to, p.Agent, path}
+	}
+	q := func(sqlText string, args []any, row func(*sql.Rows) error) error {
 		rows, err := s.rdb.QueryContext(ctx, strings.Replace(sqlText, "KEY", key, 1), args...)
 		if err != nil {
 			return mapErr(err)
@@ -78,16 +90,24 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		c                  float64
 		failed             bool
 	)
-	if err := q(metricsStepsSQL, func(r *sql.Rows) error {
+	addSteps := func(r *sql.Rows) error {
 		if err := r.Scan(&i, &k, &n, &e, &it, &ot, &c); err != nil {
 			return err
 		}
 		b.AddSteps(i, k, n, e, it, ot, c)
 		return nil
-	}); err != nil {
-		return nil, err
 	}
-	if err := q(metricsRunsSQL, func(r *sql.Rows) error {
+	for _, part := range store.MetricsParts(p) {
+		text := metricsStepsSQL
+		if part.Rollup {
+			text = metricsRollupsSQL
+		}
+		if err := q(text, args(part.From, part.To), addSteps); err != nil {
+			return nil, err
+		}
+	}
+	all := args(nanos(p.From), nanos(p.To))
+	if err := q(metricsRunsSQL, all, func(r *sql.Rows) error {
 		var ns int64
 		if err := r.Scan(&i, &k, &failed, &ns); err != nil {
 			return err
@@ -102,7 +122,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 	}); err != nil {
 		return nil, err
 	}
-	if err := q(metricsEvalsSQL, func(r *sql.Rows) error {
+	if err := q(metricsEvalsSQL, all, func(r *sql.Rows) error {
 		if err := r.Scan(&i, &k, &c, &n); err != nil {
 			return err
 		}

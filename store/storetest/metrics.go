@@ -194,11 +194,35 @@ func testMetricsAggregates(t *testing.T, ms store.MetricsStore, st store.Store) 
 		t.Errorf("from inside the first bucket: %+v, want only what happened after from (1 run, 2 steps), t = bucket start", pt)
 	}
 
+	// Ranges that start and end inside a minute (drivers with per-minute
+	// rollups read those parts from the steps).
+	mid := metricsQuery(t, ms, store.MetricsParams{From: mt0.Add(time.Minute + 55*time.Millisecond), To: mt0.Add(70*time.Minute + time.Millisecond)})
+	if pt0, pt1 := mid.Series[0].Points[0], mid.Series[0].Points[1]; pt0.Steps != 4 || pt0.InputTokens != 120 || pt1.Steps != 1 || pt1.Runs != 0 {
+		t.Errorf("range 10:01:00.055 to 11:10:00.001: %+v / %+v, want 4 steps (120 input tokens) then 1 step and no run", pt0, pt1)
+	}
+
 	minutes := metricsQuery(t, ms, store.MetricsParams{From: mt0, To: mt0.Add(2 * time.Hour), Bucket: store.BucketMinute})
 	if n := len(minutes.Series[0].Points); n != 120 {
 		t.Fatalf("minute buckets: %d points, want 120", n)
 	}
 	checkPoint(t, "minute 10:05", minutes.Series[0].Points[5], wantPoint{1, 1, 2, 1, 20, 10, 0.02, 300, 300, 300, -1}, withEvals)
+
+	// Deleting steps takes them out of the aggregates.
+	if _, err := st.StepTruncate(t.Context(), &store.StepTruncateParams{SessionID: "sa", StartSeq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	a.Split = ""
+	got = metricsQuery(t, ms, a)
+	if pt := got.Series[0].Points[0]; pt.Steps != 2 || pt.Errors != 0 || pt.InputTokens != 10 || pt.Runs != 2 {
+		t.Errorf("after truncating a3, a4: %+v, want 2 steps, 0 errors, 10 input tokens, still 2 runs", pt)
+	}
+	if err := st.SessionDelete(t.Context(), &store.SessionDeleteParams{ID: "sb"}); err != nil {
+		t.Fatal(err)
+	}
+	got = metricsQuery(t, ms, a)
+	if pt := got.Series[0].Points[1]; pt.Steps != 0 || pt.Runs != 0 || pt.EvalScoreAvg != nil {
+		t.Errorf("after deleting session sb: %+v, want an empty bucket", pt)
+	}
 
 	for _, bad := range []store.MetricsParams{
 		{Bucket: "week"},
