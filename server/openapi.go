@@ -107,6 +107,7 @@ func openAPIDocument() map[string]any {
 	ops = append(ops, searchOps()...)
 	ops = append(ops, otlpOps()...)
 	ops = append(ops, metricsOps()...)
+	ops = append(ops, judgeOps()...)
 	for _, op := range ops {
 		item, _ := paths[op.path].(map[string]any)
 		if item == nil {

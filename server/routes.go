@@ -46,4 +46,5 @@ func (s *Server) register() {
 	s.registerSearchAPI()      // similarity search over past steps (search.go)
 	s.registerOTLP()           // OTLP/HTTP receiver: GenAI spans become steps (otlp.go)
 	s.registerMetricsAPI()     // time-series analytics (metrics.go)
+	s.registerJudgeAPI()       // LLM judges on demand (judge.go)
 }

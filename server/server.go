@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/otlpingest"
+	"github.com/stepwise-run/stepwise/eval"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -55,6 +56,9 @@ type Config struct {
 	// Serve: requests in flight, then executing runs reaching a step
 	// boundary. Default 30s.
 	ShutdownTimeout time.Duration
+	// Judges, when set, are the LLM judges of POST /v1/runs/{id}/judge and
+	// /v1/sessions/{id}/judge.
+	Judges *eval.Judges
 }
 
 func (c Config) withDefaults() Config {

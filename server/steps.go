@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -40,6 +41,10 @@ func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) error {
 	}
 	if steps == nil {
 		steps = []*stepwise.Step{}
+	}
+	// Summaries and annotations set after the commit show in the steps.
+	if err := observe.OverlayAnnotations(r.Context(), s.eng.Store(), steps); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, &stepList{Steps: steps})
 	return nil

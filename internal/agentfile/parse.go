@@ -85,6 +85,8 @@ func Parse(filename string, data []byte) (*Spec, error) {
 			s.OnUpdate = d.onUpdate(v, f)
 		case "step_map":
 			s.StepMap = d.stepMap(v, f)
+		case "observe":
+			s.Observe = d.observe(v, f, s.Dir)
 		case "metadata":
 			if r := d.Resolve(v); r != nil && !yamlnode.IsNull(r) && r.Kind != yaml.MappingNode {
 				d.Errorf(r, f, "must be a mapping")

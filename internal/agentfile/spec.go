@@ -63,6 +63,8 @@ type Spec struct {
 	StepMap map[string]string
 	// Metadata is free-form, JSON-compatible data.
 	Metadata map[string]any
+	// Observe configures events inside steps, summaries and judges.
+	Observe Observe
 }
 
 // Model providers.

@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/client"
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -73,7 +74,11 @@ func (l local) Steps(ctx context.Context, sessionID string, from, to int64) ([]*
 	if _, err := l.st.SessionGet(ctx, &store.SessionGetParams{ID: sessionID}); err != nil {
 		return nil, err
 	}
-	return l.st.StepList(ctx, &store.StepListParams{SessionID: sessionID, StartSeq: from, EndSeq: to})
+	steps, err := l.st.StepList(ctx, &store.StepListParams{SessionID: sessionID, StartSeq: from, EndSeq: to})
+	if err != nil {
+		return nil, err
+	}
+	return steps, observe.OverlayAnnotations(ctx, l.st, steps)
 }
 
 func (l local) Run(ctx context.Context, runID string) (*stepwise.Run, error) {

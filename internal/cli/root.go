@@ -43,6 +43,7 @@ type env struct {
 	db             string
 	server, token  string
 	interactive    bool // stdin and stdout are terminals
+	events         bool // record events inside steps by default (serve, run --events)
 }
 
 // Main runs the command line with args (without the program name) and

@@ -62,6 +62,7 @@ command exits with status 3 and prints how to answer.`,
 	c.Flags().StringVar(&agent, "agent", "", "agent file or built-in agent name")
 	c.Flags().StringVar(&input, "input", "", "the user message")
 	c.Flags().StringVar(&session, "session", "", "continue this session")
+	c.Flags().BoolVar(&e.events, "events", false, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	c.Flags().StringToStringVar(&meta, "meta", nil, "metadata of the new session, KEY=VALUE (repeatable); stepwise metrics --split KEY groups by it")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print committed steps as JSON lines")
 	return c

@@ -25,6 +25,7 @@ type runtime struct {
 	loaded []*agentload.Loaded
 	memory *recall.Worker // embeds committed steps in the background
 	stop   []func()       // observers to flush and stop on Close
+	judges *eval.Judges   // the agent files' judges, for judging on demand (observe.go)
 }
 
 // Close stops the engine and releases the agents' and store's resources.
@@ -83,7 +84,7 @@ func (e *env) open(ctx context.Context, agentArg string, moreFiles ...string) (*
 			r.memory = w
 		}
 	}
-	if err := r.observe(ctx); err != nil {
+	if err := r.observe(ctx, e.events); err != nil {
 		r.Close()
 		return nil, err
 	}
@@ -113,7 +114,7 @@ func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles
 		files = append([]string{agentArg}, files...)
 	}
 	for _, f := range files {
-		l, err := agentload.Load(ctx, f, agentload.Options{Store: r.st, Extra: extraTools(r.st)})
+		l, err := agentload.Load(ctx, f, agentload.Options{Store: r.st, Extra: extraTools(r.st), Events: e.events})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -127,12 +128,13 @@ func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles
 }
 
 // observe registers the observers every engine of the command line has:
-// heuristic evaluators when a run ends, OpenTelemetry export when an
+// those of the agent files' observe sections and events inside steps
+// (observeAgents), heuristic evaluators when a run ends, OpenTelemetry export when an
 // OTEL_EXPORTER_OTLP_* endpoint is configured, and masking of e-mails, card
 // numbers and keys before persistence when STEPWISE_MASK=1.
-func (r *runtime) observe(ctx context.Context) error {
-	if runner, err := eval.NewRunner(eval.RunnerConfig{Store: r.st, Engine: r.eng}); err == nil {
-		r.stop = append(r.stop, r.eng.Observe(runner))
+func (r *runtime) observe(ctx context.Context, events bool) error {
+	if err := r.observeAgents(events); err != nil {
+		return err
 	}
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
 		exp, err := telemetry.New(ctx, telemetry.Config{Store: r.st})

@@ -71,6 +71,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringSliceVar(&tokens, "token", nil, "accepted bearer token (repeatable)")
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
+	c.Flags().BoolVar(&e.events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	return c
 }
 
@@ -81,7 +82,7 @@ func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []str
 		names = append(names, a.Name)
 	}
 	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s)\n", addr, strings.Join(names, ", "), e.db)
-	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens})
+	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges})
 }
 
 func collectTokens(flagTokens []string, file string) ([]string, error) {
