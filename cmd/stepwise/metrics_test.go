@@ -44,9 +44,10 @@ func (m *metricsDoc) totals() map[string][3]int64 {
 	return out
 }
 
-// launchServe starts `stepwise serve` on a free loopback port with args and
-// returns its URL once it answers; the server is killed when the test ends.
-func launchServe(t *testing.T, dir string, args ...string) string {
+// launchServe starts `stepwise serve` on a free loopback port with args
+// (and the extra environment env) and returns its URL once it answers; the
+// server is killed when the test ends.
+func launchServe(t *testing.T, dir string, env []string, args ...string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -56,7 +57,7 @@ func launchServe(t *testing.T, dir string, args ...string) string {
 	ln.Close()
 	srv := exec.Command(bin, append(args, "serve", "--addr", addr)...)
 	srv.Dir = dir
-	srv.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=")
+	srv.Env = append(append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER="), env...)
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 
-	url := launchServe(t, dir, "--db", db)
+	url := launchServe(t, dir, nil, "--db", db)
 	remote := func(args ...string) map[string][3]int64 {
 		out, errOut, code := stepwise(t, dir, append([]string{"--server", url, "metrics", "--split", "tier", "--json"}, args...)...)
 		if code != 0 {
