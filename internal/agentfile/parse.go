@@ -123,6 +123,15 @@ var (
 
 func validName(s string) bool { return agentName.MatchString(s) }
 
+// withSlash returns a path that names a file, never a program to look up
+// in PATH: a bare name gets a "./" prefix.
+func withSlash(p string) string {
+	if filepath.IsAbs(p) || strings.ContainsRune(p, filepath.Separator) {
+		return p
+	}
+	return "." + string(filepath.Separator) + p
+}
+
 // resolve joins a relative path to dir.
 func resolve(dir, p string) string {
 	if filepath.IsAbs(p) {
