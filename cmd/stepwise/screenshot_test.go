@@ -23,7 +23,7 @@ func TestMCPScreenshotAttached(t *testing.T) {
 		t.Fatalf("build the MCP server: %v\n%s", err, out)
 	}
 	for name, body := range map[string]string{
-		"agent.yaml": "name: browser\nmodel: scripted:script.yaml\nmcp_servers:\n  - {name: web, command: ./mcpimage}\n",
+		"agent.yaml":  "name: browser\nmodel: scripted:script.yaml\nmcp_servers:\n  - {name: web, command: ./mcpimage}\n",
 		"script.yaml": "turns:\n  - tool_calls: [{name: screenshot, arguments: {}}]\n  - text: I looked at the page.\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
