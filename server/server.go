@@ -97,10 +97,8 @@ func (c Config) validate() error {
 	if c.NextStepTimeout > MaxNextStepTimeout {
 		errs = append(errs, fmt.Errorf("next-step timeout %s is above the maximum %s", c.NextStepTimeout, MaxNextStepTimeout))
 	}
-	for i, t := range c.Tokens {
-		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, " \t\r\n") {
-			errs = append(errs, fmt.Errorf("token %d is empty or contains whitespace", i))
-		}
+	if err := ValidTokens(c.Tokens); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stepwise server: config: %w", err)

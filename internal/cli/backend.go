@@ -56,6 +56,9 @@ func (e *env) backend(ctx context.Context, agentArg string) (backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if looksLikeFile(agentArg) {
+		e.agentHint = " --agent " + shellWord(agentArg)
+	}
 	return local{rt}, nil
 }
 

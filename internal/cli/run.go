@@ -106,8 +106,14 @@ func (e *env) drive(ctx context.Context, b backend, runID string, jsonOut bool) 
 				return err
 			}
 			if !e.interactive {
+				// A hint for a person; with --json stdout holds only JSON
+				// lines, so the hint goes to stderr.
+				hint := e.stdout
+				if jsonOut {
+					hint = e.stderr
+				}
 				for _, pi := range pend {
-					fmt.Fprintf(e.stdout, "pending request %s: %s\n  answer with: stepwise input %s %s 'ANSWER'\n", pi.RequestID, pi.Request.Prompt, runID, pi.RequestID)
+					fmt.Fprintf(hint, "pending request %s: %s\n  answer with: stepwise input %s %s 'ANSWER' --resume%s\n", pi.RequestID, pi.Request.Prompt, runID, pi.RequestID, e.agentHint)
 				}
 				return &exitError{code: ExitWaiting}
 			}

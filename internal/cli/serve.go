@@ -43,6 +43,9 @@ runs stop at a step boundary and are resumed at the next start.`,
 			if err != nil {
 				return err
 			}
+			if err := server.ValidTokens(toks); err != nil {
+				return usagef("%v", err)
+			}
 			files := append([]string(nil), agentFiles...)
 			if agentsDir != "" {
 				found, err := agentFilesIn(agentsDir)
