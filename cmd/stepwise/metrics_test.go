@@ -135,6 +135,22 @@ func TestMetrics(t *testing.T) {
 	if got := remote("--agent", "analyst"); got["gold"][0] != 2 || got["free"][0] != 1 || got["gold"][1] >= tot["gold"][1] {
 		t.Fatalf("remote metrics of agent analyst %v (all agents: %v)", got, tot)
 	}
+	// search --server asks the server (this directory has no local database
+	// at the default path); the server embeds its steps in the background.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, errOut, code := stepwise(t, dir, "--server", url, "search", "population of Paris", "--json")
+		var res struct {
+			Steps []json.RawMessage `json:"steps"`
+		}
+		if code == 0 && json.Unmarshal([]byte(out), &res) == nil && len(res.Steps) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("search --server: exit %d\n%s\n%s", code, out, errOut)
+		}
+		time.Sleep(100 * time.Millisecond) // the server's embedding sweep has no event to wait on
+	}
 	resp, err := http.Get(url + "/v1/metrics?bucket=minute&from=2026-01-01T00:00:00Z&to=2026-01-03T00:00:00Z")
 	if err != nil {
 		t.Fatal(err)

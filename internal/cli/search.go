@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stepwise-run/stepwise/client"
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -29,6 +30,9 @@ lexical, not semantic similarity).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if e.server != "" {
+				return e.searchRemote(cmd, args, q, kinds, embedder, backfill, jsonOut)
+			}
 			emb := recall.Embedder(recall.DefaultEmbedder())
 			if embedder != "" {
 				var err error
@@ -60,16 +64,7 @@ lexical, not semantic similarity).`,
 			if err != nil {
 				return err
 			}
-			if jsonOut {
-				return json.NewEncoder(e.stdout).Encode(res)
-			}
-			for _, h := range res.Steps {
-				fmt.Fprintf(e.stdout, "%.3f  session %s  %s\n", h.Score, h.Step.SessionID, stepLine(h.Step))
-			}
-			if len(res.Steps) == 0 {
-				fmt.Fprintln(e.stdout, "no matching steps")
-			}
-			return nil
+			return printSearch(e, res, jsonOut)
 		},
 	}
 	c.Flags().IntVar(&q.K, "k", 10, "how many steps")
@@ -81,4 +76,42 @@ lexical, not semantic similarity).`,
 	c.Flags().BoolVar(&backfill, "backfill", false, "embed steps without embeddings first")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the QueryWithSteps JSON")
 	return c
+}
+
+// searchRemote searches through the server (GET /v1/search).
+func (e *env) searchRemote(cmd *cobra.Command, args []string, q recall.Query, kinds []string, embedder string, backfill, jsonOut bool) error {
+	if backfill {
+		return usagef("--backfill embeds the local database; the server embeds its steps itself")
+	}
+	for _, k := range kinds {
+		kind, err := steptype.ParseKind(k)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		q.Kinds = append(q.Kinds, kind)
+	}
+	q.Texts = args
+	c, err := client.New(e.server, client.WithToken(e.token))
+	if err != nil {
+		return err
+	}
+	res, err := c.Search(cmd.Context(), q, embedder)
+	if err != nil {
+		return err
+	}
+	return printSearch(e, res, jsonOut)
+}
+
+// printSearch prints the hits, or their JSON.
+func printSearch(e *env, res *recall.QueryWithSteps, jsonOut bool) error {
+	if jsonOut {
+		return json.NewEncoder(e.stdout).Encode(res)
+	}
+	for _, h := range res.Steps {
+		fmt.Fprintf(e.stdout, "%.3f  session %s  %s\n", h.Score, h.Step.SessionID, stepLine(h.Step))
+	}
+	if len(res.Steps) == 0 {
+		fmt.Fprintln(e.stdout, "no matching steps")
+	}
+	return nil
 }
