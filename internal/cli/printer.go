@@ -126,6 +126,17 @@ func stepLine(s *stepwise.Step) string {
 		} else {
 			body += " ⇒ " + quote(s.Content)
 		}
+	case steptype.KindCustom:
+		switch {
+		case s.Content != "":
+			body = clip(s.Content, 100)
+		case len(s.Outputs) > 0:
+			body = "→ " + clip(string(s.Outputs), 100)
+		case len(s.StatePatch) > 0:
+			body = "state " + clip(string(s.StatePatch), 100)
+		default:
+			body = clip(s.Annotations.Action, 100)
+		}
 	default:
 		body = clip(s.Content, 100)
 		if body == "" && len(s.Outputs) > 0 {
