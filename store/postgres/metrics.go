@@ -15,17 +15,18 @@ var _ store.MetricsStore = (*Store)(nil)
 // "" without a split).
 const metricsKey = `CASE WHEN $6::text = '' THEN '' ELSE COALESCE((convert_from(ses.metadata, 'UTF8')::jsonb -> $6::text)::text, '') END`
 
-// metricsStepsSQL aggregates steps per bucket with an index-only range scan
-// of steps_metrics (migration 00030), first per run so that the joins to
-// runs (agent) and sessions (split key) happen once per run and bucket.
-// $1 start of the first bucket, $2 bucket width, $3 from, $4 to
-// (nanoseconds), $5 agent or "", $6 split key or "".
+// metricsStepsSQL aggregates the steps of a range (the partial minutes at
+// the edges of a query; index steps_created, migration 00030), first per
+// run so that the joins to runs (agent) and sessions (split key) happen once
+// per run and bucket. $1 start of the first bucket, $2 bucket width, $3
+// from, $4 to (nanoseconds), $5 agent or "", $6 split key or "".
 const metricsStepsSQL = `WITH s AS (
 	SELECT (created_at - $1::bigint) / $2::bigint AS b, session_id, run_id, count(*) AS n,
 		count(*) FILTER (WHERE kind = 'error' OR status = 'failed') AS e,
-		sum(m_input_tokens) AS it, sum(m_output_tokens) AS ot, sum(m_cost) AS c
-	FROM steps
-	WHERE created_at >= $3::bigint AND created_at < $4::bigint
+		sum(COALESCE((m ->> 'input_tokens')::bigint, 0)) AS it, sum(COALESCE((m ->> 'output_tokens')::bigint, 0)) AS ot,
+		sum(COALESCE((m ->> 'cost')::float8, 0)) AS c
+	FROM (SELECT created_at, session_id, run_id, kind, status, convert_from(body, 'UTF8')::json -> 'metrics' AS m
+		FROM steps WHERE created_at >= $3::bigint AND created_at < $4::bigint) st
 	GROUP BY 1, 2, 3)
 SELECT s.b::int, KEY, sum(s.n)::bigint, sum(s.e)::bigint, sum(s.it)::bigint, sum(s.ot)::bigint, sum(s.c)::float8
 FROM s JOIN sessions ses ON ses.id = s.session_id

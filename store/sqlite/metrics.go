@@ -10,18 +10,19 @@ import (
 
 var _ store.MetricsStore = (*Store)(nil)
 
-// metricsStepsSQL aggregates steps per bucket in one range scan of the
-// covering index steps_metrics (migration 00030), first per run so that the
-// joins to runs (agent) and sessions (split key) happen once per run and
-// bucket, not once per step. Placeholders: ?1 start of the first bucket, ?2
-// bucket width, ?3 from, ?4 to (nanoseconds), ?5 agent or "", ?6 the JSON
-// path of the split key or "".
+// metricsStepsSQL aggregates the steps of a range (the partial minutes at
+// the edges of a query; index steps_created, migration 00030), first per
+// run so that the joins to runs (agent) and sessions (split key) happen
+// once per run and bucket, not once per step. Placeholders: ?1 start of
+// the first bucket, ?2 bucket width, ?3 from, ?4 to (nanoseconds), ?5 agent
+// or "", ?6 the JSON path of the split key or "".
 const metricsStepsSQL = `WITH s AS (
 	SELECT (created_at - ?1) / ?2 AS b, session_id, run_id, count(*) AS n,
 		sum(kind = 'error' OR status = 'failed') AS e,
-		sum(m_input_tokens) AS it, sum(m_output_tokens) AS ot, sum(m_cost) AS c
-	FROM steps INDEXED BY steps_metrics
-	WHERE created_at >= ?3 AND created_at < ?4
+		sum(coalesce(m ->> '$.input_tokens', 0)) AS it, sum(coalesce(m ->> '$.output_tokens', 0)) AS ot,
+		sum(coalesce(m ->> '$.cost', 0.0)) AS c
+	FROM (SELECT created_at, session_id, run_id, kind, status, CAST(body AS TEXT) -> '$.metrics' AS m
+		FROM steps INDEXED BY steps_created WHERE created_at >= ?3 AND created_at < ?4)
 	GROUP BY b, session_id, run_id)
 SELECT s.b, KEY, sum(s.n), sum(s.e), sum(s.it), sum(s.ot), sum(s.c)
 FROM s JOIN sessions ses ON ses.id = s.session_id
