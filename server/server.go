@@ -15,6 +15,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/otlpingest"
 	"github.com/stepwise-run/stepwise/eval"
+	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -59,6 +60,9 @@ type Config struct {
 	// Judges, when set, are the LLM judges of POST /v1/runs/{id}/judge and
 	// /v1/sessions/{id}/judge.
 	Judges *eval.Judges
+	// SearchEmbedder embeds the queries of GET /v1/search: the embedder the
+	// steps were embedded with. Default recall.DefaultEmbedder().
+	SearchEmbedder recall.Embedder
 }
 
 func (c Config) withDefaults() Config {

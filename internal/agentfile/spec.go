@@ -199,6 +199,16 @@ type Embeddings struct {
 	// Embedder names the embedding model, e.g.
 	// "openai:text-embedding-3-small"; "" means the engine's default.
 	Embedder string
+	// Reranker, when set, has a model rerank what past_steps_search finds.
+	Reranker *Reranker
+}
+
+// Reranker configures an LLM reranker of similarity search results.
+type Reranker struct {
+	// Model ranks the candidates. Required.
+	Model Model
+	// DropUnlisted drops the candidates the model does not list.
+	DropUnlisted bool
 }
 
 // Price is what a model costs, in USD per million tokens.

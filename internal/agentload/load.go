@@ -18,6 +18,7 @@ import (
 	"github.com/stepwise-run/stepwise/llm/anthropic"
 	"github.com/stepwise-run/stepwise/llm/openai"
 	"github.com/stepwise-run/stepwise/llm/scripted"
+	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 	"github.com/stepwise-run/stepwise/tool/builtin"
@@ -34,6 +35,9 @@ type Options struct {
 	// Events is the default of observe.events: whether the events inside
 	// steps are recorded for agents whose file does not say.
 	Events bool
+	// Embedder is the process's embedder (see Embedder), used by
+	// past_steps_search. Default recall.DefaultEmbedder().
+	Embedder recall.Embedder
 }
 
 // Loaded is an agent built from a file, with the resources it holds.
@@ -118,6 +122,14 @@ func (l *Loaded) load(ctx context.Context, path string, o Options, seen map[stri
 		l.Prices[m] = stepwise.Price{Input: p.Input, Output: p.Output, CachedInput: p.Cached}
 	}
 	for _, t := range spec.Tools {
+		if t.Name == agentfile.ToolPastStepsSearch {
+			pt, err := pastStepsSearch(spec, o)
+			if err != nil {
+				return nil, fmt.Errorf("%s: tool %s: %w", spec.File, t.Name, err)
+			}
+			a.Tools = append(a.Tools, pt)
+			continue
+		}
 		ts, err := buildTool(t, o)
 		if err != nil {
 			return nil, fmt.Errorf("%s: tool %s: %w", spec.File, t.Name, err)

@@ -25,6 +25,9 @@ type Observed struct {
 	// finished run is judged automatically.
 	Judges        []*eval.Judge
 	JudgeOnRunEnd bool
+	// EmbedKinds are the step kinds of the agent's sessions that are
+	// embedded (embeddings.kinds); nil means the embedder's defaults.
+	EmbedKinds []steptype.Kind
 }
 
 // eventsClient returns the HTTP client of an agent's provider: one whose
@@ -39,17 +42,11 @@ func eventsClient(on bool) *http.Client {
 
 // observed builds what spec.Observe asks for.
 func observed(spec *agentfile.Spec, o Options) (*Observed, error) {
-	ob := &Observed{Events: o.Events}
+	ob := &Observed{Events: o.Events, EmbedKinds: spec.Embeddings.Kinds}
 	if spec.Observe.Events != nil {
 		ob.Events = *spec.Observe.Events
 	}
-	// The models of summaries and judges use the agent's model options,
-	// never the events transport (their calls are not steps).
-	side := func(m agentfile.Model) (llm.Model, error) {
-		s := *spec
-		s.Model = m
-		return buildModel(&s, nil)
-	}
+	side := func(m agentfile.Model) (llm.Model, error) { return sideModel(spec, m) }
 	if sum := spec.Observe.Summaries; sum != nil {
 		m, err := side(sum.Model)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/demo"
 	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/recall"
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/telemetry"
 )
@@ -26,6 +27,9 @@ type runtime struct {
 	memory *recall.Worker // embeds committed steps in the background
 	stop   []func()       // observers to flush and stop on Close
 	judges *eval.Judges   // the agent files' judges, for judging on demand (observe.go)
+	// embedder embeds the steps and the search queries: the agent files'
+	// embeddings.embedder, else the built-in lexical one.
+	embedder recall.Embedder
 }
 
 // Close stops the engine and releases the agents' and store's resources.
@@ -78,7 +82,15 @@ func (e *env) open(ctx context.Context, agentArg string, moreFiles ...string) (*
 		return nil, err
 	}
 	r.eng = eng
-	if w, err := recall.NewWorker(recall.WorkerConfig{Store: st, Embedder: recall.DefaultEmbedder()}); err == nil {
+	kinds := map[string][]steptype.Kind{}
+	for _, l := range r.loaded {
+		for name, o := range l.Observed {
+			if o.EmbedKinds != nil {
+				kinds[name] = o.EmbedKinds
+			}
+		}
+	}
+	if w, err := recall.NewWorker(recall.WorkerConfig{Store: st, Embedder: r.embedder, AgentKinds: kinds}); err == nil {
 		w.Attach(eng)
 		if w.Start(context.WithoutCancel(ctx)) == nil {
 			r.memory = w
@@ -113,8 +125,13 @@ func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles
 	if looksLikeFile(agentArg) {
 		files = append([]string{agentArg}, files...)
 	}
+	emb, err := agentload.Embedder(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.embedder = emb
 	for _, f := range files {
-		l, err := agentload.Load(ctx, f, agentload.Options{Store: r.st, Extra: extraTools(r.st), Events: e.events})
+		l, err := agentload.Load(ctx, f, agentload.Options{Store: r.st, Events: e.events, Embedder: emb})
 		if err != nil {
 			return nil, nil, err
 		}

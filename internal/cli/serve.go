@@ -85,7 +85,7 @@ func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []str
 		names = append(names, a.Name)
 	}
 	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s)\n", addr, strings.Join(names, ", "), e.db)
-	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges})
+	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder})
 }
 
 func collectTokens(flagTokens []string, file string) ([]string, error) {
