@@ -73,6 +73,9 @@ func (s *Server) getStep(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return fmt.Errorf("step %d of session %s: %w", seq, sess.ID, store.ErrNotFound)
 	}
+	if err := observe.OverlayAnnotations(r.Context(), s.eng.Store(), []*stepwise.Step{step}); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, step)
 	return nil
 }

@@ -160,6 +160,12 @@ func TestJudgeAndSummariesThroughBinary(t *testing.T) {
 		t.Fatalf("POST judge: %d %s", resp.StatusCode, body)
 	}
 	checkJudgment(t, "POST /v1/runs/{id}/judge", got.Evals, run)
+	out, errOut, code = stepwise(t, dir, "--server", url, "eval", "judge", session, "--json")
+	var remote struct{ Evals []judgedEval }
+	if code != 0 || json.Unmarshal([]byte(out), &remote) != nil {
+		t.Fatalf("eval judge --server SESSION: exit %d %s\n%s", code, errOut, out)
+	}
+	checkJudgment(t, "eval judge --server SESSION", remote.Evals, run)
 	// A run of an agent without a judge: 422 problem.
 	out, _, _ = stepwise(t, dir, "--server", url, "run", "--agent", "analyst", "--input", "What is the population of Paris?")
 	other := runLine.FindStringSubmatch(out)
