@@ -4,8 +4,8 @@
 -- step_rollups: the per-minute totals of each run's steps, maintained by
 -- triggers, so an aggregation over whole minutes reads one row per run and
 -- minute instead of every step. Usage and cost live in a step's body JSON;
--- the insert trigger parses its "metrics" object once (as json, not jsonb:
--- no tree is built). Steps are immutable, so the driver's writes are
+-- the insert trigger parses each body's "metrics" object once (as json, not
+-- jsonb: no tree is built). Steps are immutable, so the driver's writes are
 -- unchanged. The partial minutes at the edges of a range are read from the
 -- steps themselves, through steps_created. Concurrent appends of different
 -- runs touch different rows; the steps of one run are appended one
@@ -21,53 +21,63 @@ CREATE TABLE step_rollups (
     output_tokens BIGINT NOT NULL,
     cost          DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (minute, session_id, run_id)
-);
+) WITH (fillfactor = 50); -- room for HOT updates: a row is updated once per step of its run and minute
 CREATE INDEX step_rollups_session ON step_rollups (session_id);
 
+-- Statement-level triggers with transition tables: one grouped upsert per
+-- INSERT statement (a batch of steps of one run updates its row once), one
+-- grouped update per DELETE; a status change (rare: an answered input
+-- step) is handled per row.
 -- +goose StatementBegin
-CREATE FUNCTION steps_rollup() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    r steps;
-    m json;
-    it BIGINT;
-    ot BIGINT;
-    c DOUBLE PRECISION;
+CREATE FUNCTION steps_rollup_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'UPDATE' THEN
-        UPDATE step_rollups SET errors = errors
-            - (OLD.kind = 'error' OR OLD.status = 'failed')::int + (NEW.kind = 'error' OR NEW.status = 'failed')::int
-        WHERE minute = OLD.created_at - OLD.created_at % 60000000000 AND session_id = OLD.session_id AND run_id = OLD.run_id;
-        RETURN NULL;
-    END IF;
-    IF TG_OP = 'DELETE' THEN
-        r := OLD;
-    ELSE
-        r := NEW;
-    END IF;
-    m := convert_from(r.body, 'UTF8')::json -> 'metrics';
-    it := COALESCE((m ->> 'input_tokens')::bigint, 0);
-    ot := COALESCE((m ->> 'output_tokens')::bigint, 0);
-    c := COALESCE((m ->> 'cost')::double precision, 0);
-    IF TG_OP = 'DELETE' THEN
-        UPDATE step_rollups SET steps = steps - 1, errors = errors - (r.kind = 'error' OR r.status = 'failed')::int,
-            input_tokens = input_tokens - it, output_tokens = output_tokens - ot, cost = cost - c
-        WHERE minute = r.created_at - r.created_at % 60000000000 AND session_id = r.session_id AND run_id = r.run_id;
-    ELSE
-        INSERT INTO step_rollups AS ro VALUES (r.created_at - r.created_at % 60000000000, r.session_id, r.run_id, 1,
-            (r.kind = 'error' OR r.status = 'failed')::int, it, ot, c)
-        ON CONFLICT (minute, session_id, run_id) DO UPDATE SET steps = ro.steps + 1, errors = ro.errors + excluded.errors,
-            input_tokens = ro.input_tokens + excluded.input_tokens, output_tokens = ro.output_tokens + excluded.output_tokens,
-            cost = ro.cost + excluded.cost;
-    END IF;
+    INSERT INTO step_rollups AS ro
+    SELECT created_at - created_at % 60000000000, session_id, run_id, count(*),
+        count(*) FILTER (WHERE kind = 'error' OR status = 'failed'),
+        sum(COALESCE((m ->> 'input_tokens')::bigint, 0)), sum(COALESCE((m ->> 'output_tokens')::bigint, 0)),
+        sum(COALESCE((m ->> 'cost')::double precision, 0))
+    FROM (SELECT created_at, session_id, run_id, kind, status, convert_from(body, 'UTF8')::json -> 'metrics' AS m FROM new_steps) s
+    GROUP BY 1, 2, 3
+    ON CONFLICT (minute, session_id, run_id) DO UPDATE SET steps = ro.steps + excluded.steps, errors = ro.errors + excluded.errors,
+        input_tokens = ro.input_tokens + excluded.input_tokens, output_tokens = ro.output_tokens + excluded.output_tokens,
+        cost = ro.cost + excluded.cost;
     RETURN NULL;
 END
 $$;
 -- +goose StatementEnd
-CREATE TRIGGER steps_rollup_insert AFTER INSERT ON steps FOR EACH ROW EXECUTE FUNCTION steps_rollup();
-CREATE TRIGGER steps_rollup_delete AFTER DELETE ON steps FOR EACH ROW EXECUTE FUNCTION steps_rollup();
+-- +goose StatementBegin
+CREATE FUNCTION steps_rollup_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE step_rollups ro SET steps = ro.steps - d.n, errors = ro.errors - d.e,
+        input_tokens = ro.input_tokens - d.it, output_tokens = ro.output_tokens - d.ot, cost = ro.cost - d.c
+    FROM (SELECT created_at - created_at % 60000000000 AS minute, session_id, run_id, count(*) AS n,
+            count(*) FILTER (WHERE kind = 'error' OR status = 'failed') AS e,
+            sum(COALESCE((m ->> 'input_tokens')::bigint, 0)) AS it, sum(COALESCE((m ->> 'output_tokens')::bigint, 0)) AS ot,
+            sum(COALESCE((m ->> 'cost')::double precision, 0)) AS c
+        FROM (SELECT created_at, session_id, run_id, kind, status, convert_from(body, 'UTF8')::json -> 'metrics' AS m FROM old_steps) o
+        GROUP BY 1, 2, 3) d
+    WHERE ro.minute = d.minute AND ro.session_id = d.session_id AND ro.run_id = d.run_id;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE FUNCTION steps_rollup_status() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE step_rollups SET errors = errors
+        - (OLD.kind = 'error' OR OLD.status = 'failed')::int + (NEW.kind = 'error' OR NEW.status = 'failed')::int
+    WHERE minute = OLD.created_at - OLD.created_at % 60000000000 AND session_id = OLD.session_id AND run_id = OLD.run_id;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER steps_rollup_insert AFTER INSERT ON steps REFERENCING NEW TABLE AS new_steps
+    FOR EACH STATEMENT EXECUTE FUNCTION steps_rollup_insert();
+CREATE TRIGGER steps_rollup_delete AFTER DELETE ON steps REFERENCING OLD TABLE AS old_steps
+    FOR EACH STATEMENT EXECUTE FUNCTION steps_rollup_delete();
 CREATE TRIGGER steps_rollup_status AFTER UPDATE OF status ON steps FOR EACH ROW
     WHEN ((OLD.kind = 'error' OR OLD.status = 'failed') IS DISTINCT FROM (NEW.kind = 'error' OR NEW.status = 'failed'))
-    EXECUTE FUNCTION steps_rollup();
+    EXECUTE FUNCTION steps_rollup_status();
 -- Steps written before this migration.
 INSERT INTO step_rollups
 SELECT created_at - created_at % 60000000000, session_id, run_id, count(*), count(*) FILTER (WHERE kind = 'error' OR status = 'failed'),
@@ -95,6 +105,8 @@ DROP INDEX runs_finished;
 DROP TRIGGER steps_rollup_status ON steps;
 DROP TRIGGER steps_rollup_delete ON steps;
 DROP TRIGGER steps_rollup_insert ON steps;
-DROP FUNCTION steps_rollup();
+DROP FUNCTION steps_rollup_status();
+DROP FUNCTION steps_rollup_delete();
+DROP FUNCTION steps_rollup_insert();
 DROP TABLE step_rollups;
 DROP INDEX steps_created;
