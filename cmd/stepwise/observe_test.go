@@ -61,7 +61,17 @@ func TestEventsInsideStepsThroughServe(t *testing.T) {
 		return p
 	}
 	loud, quiet := agent("loud", ""), agent("quiet", "observe: {events: false}\n")
-	url := launchServe(t, dir, []string{"SEEDS_FAKE_KEY=" + key}, "--db", "sqlite:"+filepath.Join(dir, "e.db"), "--agent", loud, "--agent", quiet)
+	db := "sqlite:" + filepath.Join(dir, "e.db")
+	// stepwise run records events only with --events.
+	localRun := func(args ...string) string {
+		out, errOut, code := stepwise(t, dir, append([]string{"--db", db, "run", "--agent", loud, "--input", "What is 2+3?"}, args...)...)
+		if code != 0 {
+			t.Fatalf("run %v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+		return runLine.FindStringSubmatch(out)[1]
+	}
+	withEvents, without := localRun("--events"), localRun()
+	url := launchServe(t, dir, []string{"SEEDS_FAKE_KEY=" + key}, "--db", db, "--agent", loud, "--agent", quiet)
 
 	steps := func(agentName string) []stepRow {
 		out, errOut, code := stepwise(t, dir, "--server", url, "run", "--agent", agentName, "--input", "What is 2+3?")
@@ -122,6 +132,20 @@ func TestEventsInsideStepsThroughServe(t *testing.T) {
 	}
 	if !strings.Contains(all, "[REDACTED]") || !strings.Contains(all, "chat/completions") || !strings.Contains(all, "2+3") {
 		t.Errorf("recorded events lack the redacted Authorization header, the URL or the tool arguments:\n%.2000s", all)
+	}
+	count := func(session string) (n int) {
+		var list struct {
+			Steps []stepRow `json:"steps"`
+		}
+		getJSON(t, url+"/v1/sessions/"+session+"/steps", &list)
+		for _, s := range list.Steps {
+			evs, _ := events(s.ID)
+			n += len(evs)
+		}
+		return n
+	}
+	if n, m := count(withEvents), count(without); n == 0 || m != 0 {
+		t.Errorf("stepwise run: %d events with --events, %d without; want some, none", n, m)
 	}
 	for _, s := range steps("quiet") {
 		if evs, _ := events(s.ID); len(evs) != 0 {

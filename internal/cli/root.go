@@ -44,7 +44,11 @@ type env struct {
 	db             string
 	server, token  string
 	interactive    bool // stdin and stdout are terminals
-	events         bool // record events inside steps by default (serve, run --events)
+	// events: record events inside steps by default; set by serve (its
+	// --events, default on) and run (--events) before they open the
+	// runtime — each command has its own flag variable, since the flags of
+	// all commands are defined on one env.
+	events bool
 	// agentHint is " --agent FILE" when the command loaded an agent file,
 	// for the commands it suggests (resume, input).
 	agentHint string

@@ -19,7 +19,7 @@ func init() { register(runCmd); register(resumeCmd) }
 func runCmd(e *env) *cobra.Command {
 	var agent, input, session string
 	var meta map[string]string
-	var jsonOut bool
+	var jsonOut, events bool
 	c := &cobra.Command{
 		Use:   "run --agent FILE|NAME --input TEXT [--session ID] [--meta KEY=VALUE…]",
 		Short: "Run an agent turn, streaming its steps",
@@ -33,6 +33,7 @@ command exits with status 3 and prints how to answer.`,
 			if agent == "" {
 				return usagef("--agent is required")
 			}
+			e.events = events
 			b, err := e.backend(cmd.Context(), agent)
 			if err != nil {
 				return err
@@ -62,7 +63,7 @@ command exits with status 3 and prints how to answer.`,
 	c.Flags().StringVar(&agent, "agent", "", "agent file or built-in agent name")
 	c.Flags().StringVar(&input, "input", "", "the user message")
 	c.Flags().StringVar(&session, "session", "", "continue this session")
-	c.Flags().BoolVar(&e.events, "events", false, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
+	c.Flags().BoolVar(&events, "events", false, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	c.Flags().StringToStringVar(&meta, "meta", nil, "metadata of the new session, KEY=VALUE (repeatable); stepwise metrics --split KEY groups by it")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print committed steps as JSON lines")
 	return c

@@ -19,6 +19,7 @@ func serveCmd(e *env) *cobra.Command {
 	var addr, agentsDir, tokensFile string
 	var tokens, agentFiles []string
 	var sp servePrune
+	var events bool
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7700] [--agents DIR]",
 		Short: "Serve the HTTP API, the event streams and the dashboard",
@@ -32,6 +33,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			e.events = events
 			toks, err := collectTokens(tokens, tokensFile)
 			if err != nil {
 				return err
@@ -75,6 +77,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
 	c.Flags().BoolVar(&e.events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
+	c.Flags().BoolVar(&events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	return c
 }
 
