@@ -53,6 +53,9 @@ func TestMCPScreenshotAttached(t *testing.T) {
 		t.Fatalf("tool step: %+v", toolStep)
 	}
 
+	if out, _, _ := stepwise(t, dir, "--db", "sqlite:s.db", "steps", session); !strings.Contains(out, "[1 image attachment(s)]") {
+		t.Errorf("stepwise steps does not flag the screenshot:\n%s", out)
+	}
 	url := launchServe(t, dir, nil, "--db", "sqlite:s.db")
 	var list struct {
 		Attachments []struct {

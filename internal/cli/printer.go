@@ -109,6 +109,11 @@ func stepLine(s *stepwise.Step) string {
 		if s.Error != nil {
 			body = s.ToolName + " ✗ " + clip(s.Content, 90)
 		}
+		if n, ok := s.Metadata["screenshots"].(float64); ok && n > 0 {
+			body += fmt.Sprintf("  [%g image attachment(s)]", n)
+		} else if n, ok := s.Metadata["screenshots"].(int); ok && n > 0 {
+			body += fmt.Sprintf("  [%d image attachment(s)]", n)
+		}
 	case steptype.KindError:
 		body = fmt.Sprintf("%s (%s, attempt %d): %s", s.Error.Code, s.Error.Class, s.Error.Attempt, clip(s.Error.Message, 100))
 	case steptype.KindDecision:
