@@ -13,7 +13,7 @@ var _ store.MetricsStore = (*Store)(nil)
 
 // metricsKey is the split value of a session as JSON text ($6 is the key,
 // "" without a split).
-const metricsKey = `CASE WHEN $6::text = '' THEN '' ELSE COALESCE((convert_from(ses.metadata, 'UTF8')::jsonb -> $6::text)::text, '') END`
+const metricsKey = `CASE WHEN $6::text = '' THEN '' ELSE COALESCE((convert_from(ses.metadata, 'UTF8')::json -> $6::text)::text, '') END`
 
 // metricsStepsSQL aggregates the steps of a range (the partial minutes at
 // the edges of a query; index steps_created, migration 00030), first per
