@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise"
-	"github.com/stepwise-run/stepwise/otlpingest"
 	"github.com/stepwise-run/stepwise/eval"
+	"github.com/stepwise-run/stepwise/otlpingest"
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
