@@ -76,7 +76,6 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringSliceVar(&tokens, "token", nil, "accepted bearer token (repeatable)")
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
-	c.Flags().BoolVar(&e.events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	c.Flags().BoolVar(&events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	return c
 }
