@@ -83,6 +83,7 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 			}
 		}
 		rec.Metrics.StartedAt, rec.Metrics.FinishedAt = start, x.e.now()
+		rec.Metrics.Duration = rec.Metrics.FinishedAt.Sub(rec.Metrics.StartedAt)
 		x.conv.trimmed, x.conv.summary = cut, ""
 		if t.Strategy == "summarize" {
 			x.conv.summary = rec.Content
