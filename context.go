@@ -44,7 +44,13 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 	start := x.e.now()
 	total := x.conv.tokens(len(msgs))
 	cut := x.conv.trimmed
-	if total-x.conv.tokens(cut) > budget {
+	// The summary of earlier messages is part of the context: it counts
+	// against the budget.
+	extra := 0
+	if x.conv.summary != "" {
+		extra = EstimateTokens(summaryMessage(x.conv.summary))
+	}
+	if total-x.conv.tokens(cut)+extra > budget {
 		// Drop whole turns from the front: cut at the first user message
 		// that brings the rest under the budget, keeping the last turn.
 		for i := cut + 1; i < len(msgs); i++ {
@@ -52,7 +58,7 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 				continue
 			}
 			cut = i
-			if total-x.conv.tokens(i) <= budget {
+			if total-x.conv.tokens(i)+extra <= budget {
 				break
 			}
 		}
@@ -68,13 +74,16 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 		rec = &Step{Kind: steptype.KindSystem, Name: "context", Outputs: out,
 			Content: fmt.Sprintf("context over budget (%d tokens): %d oldest messages (sequences %d..%d, ~%d tokens) left out of the model context", budget, cut, t.FromSequence, t.ToSequence, t.Tokens)}
 		if t.Strategy == "summarize" && x.agent.Model != nil {
-			sum, err := x.summarize(ctx, msgs[:cut])
-			if err != nil {
+			// Incremental: the previous summary and the newly trimmed
+			// messages, never everything since the start. The call is
+			// recorded on the context step (tokens, cost, model), so it
+			// counts in the run's and session's totals.
+			if err := x.summarize(ctx, rec, x.conv.summary, msgs[x.conv.trimmed:cut]); err != nil {
 				return nil, nil, fmt.Errorf("summarize trimmed context: %w", err)
 			}
-			rec.Content = sum
 		}
 		rec.Metrics.StartedAt, rec.Metrics.FinishedAt = start, x.e.now()
+		rec.Metrics.Duration = rec.Metrics.FinishedAt.Sub(rec.Metrics.StartedAt)
 		x.conv.trimmed, x.conv.summary = cut, ""
 		if t.Strategy == "summarize" {
 			x.conv.summary = rec.Content
@@ -82,24 +91,48 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 	}
 	out := msgs[x.conv.trimmed:]
 	if x.conv.summary != "" {
-		out = append([]llm.Message{{Role: steptype.RoleUser, Content: "Summary of the earlier conversation:\n" + x.conv.summary}}, out...)
+		out = append([]llm.Message{summaryMessage(x.conv.summary)}, out...)
 	}
 	return out, rec, nil
 }
 
-// summarize asks the agent's model for a summary of trimmed messages.
-func (x *execution) summarize(ctx context.Context, msgs []llm.Message) (string, error) {
+// summaryMessage is the message that stands for the trimmed messages.
+func summaryMessage(summary string) llm.Message {
+	return llm.Message{Role: steptype.RoleUser, Content: "Summary of the earlier conversation:\n" + summary}
+}
+
+// summarize asks the agent's model to fold newly trimmed messages into the
+// previous summary, and records the call on the context step rec: its
+// content is the summary, its metrics the call's usage, cost and duration.
+func (x *execution) summarize(ctx context.Context, rec *Step, previous string, msgs []llm.Message) error {
 	var b strings.Builder
+	if previous != "" {
+		fmt.Fprintf(&b, "Summary so far:\n%s\n\nNew messages:\n", previous)
+	}
 	for _, m := range msgs {
 		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
 	}
-	req := &llm.Request{System: "Summarize the conversation below in a few sentences, keeping facts, decisions and open questions.",
+	req := &llm.Request{System: "Summarize the conversation below in a few sentences, keeping facts, decisions and open questions. When a summary so far is given, return one summary that covers it and the new messages.",
 		Messages: []llm.Message{{Role: steptype.RoleUser, Content: b.String()}}}
-	final, err := llm.Complete(ctx, x.agent.Model, req)
-	if err != nil {
-		return "", err
+	model := x.agent.Model
+	m := &rec.Metrics
+	m.StartedAt, m.Model = x.e.now(), model.Name()
+	if p, ok := model.(llm.Provider); ok {
+		m.Provider = p.Provider()
 	}
-	return final.Content, nil
+	final, err := llm.Complete(ctx, model, req)
+	if err != nil {
+		return err
+	}
+	m.FinishedAt = x.e.now()
+	m.Duration = m.FinishedAt.Sub(m.StartedAt)
+	m.InputTokens, m.OutputTokens = final.Usage.InputTokens, final.Usage.OutputTokens
+	m.CachedTokens, m.ReasoningTokens = final.Usage.CachedTokens, final.Usage.ReasoningTokens
+	if price, ok := x.e.cfg.Prices.Lookup(model.Name()); ok {
+		m.Cost = price.Cost(m.InputTokens, m.OutputTokens, m.CachedTokens)
+	}
+	rec.Content = final.Content
+	return nil
 }
 
 // restoreTrim re-applies the latest context trim recorded in the session.
@@ -199,7 +232,7 @@ func (x *execution) windowPreview() ([]llm.Message, *Step, error) {
 		return nil, nil, err
 	}
 	if saved.summary != "" && x.conv.summary == "" {
-		msgs = append([]llm.Message{{Role: steptype.RoleUser, Content: "Summary of the earlier conversation:\n" + saved.summary}}, msgs...)
+		msgs = append([]llm.Message{summaryMessage(saved.summary)}, msgs...)
 	}
 	return append([]llm.Message(nil), msgs...), nil, nil
 }

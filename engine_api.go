@@ -39,6 +39,10 @@ type StartParams struct {
 	// fork whose last step is an edited message, "run from here").
 	// SessionID is required and Input must be empty.
 	Continue bool
+	// Metadata is the free-form metadata of a new session (ignored when
+	// SessionID continues one); analytics split by its keys (GET
+	// /v1/metrics?split=KEY).
+	Metadata map[string]any
 }
 
 // StartRun creates a queued run (and a session when SessionID is empty) and
@@ -69,7 +73,13 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 	sid := p.SessionID
 	if sid == "" {
 		sid = NewID()
-		if _, err := e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: a.Name, Title: p.Title, Now: now}); err != nil {
+		var meta json.RawMessage
+		if len(p.Metadata) > 0 {
+			if meta, err = json.Marshal(p.Metadata); err != nil {
+				return nil, fmt.Errorf("%w: session metadata: %v", store.ErrInvalid, err)
+			}
+		}
+		if _, err := e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: a.Name, Title: p.Title, Metadata: meta, Now: now}); err != nil {
 			return nil, fmt.Errorf("create session: %w", err)
 		}
 	} else if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sid}); err != nil {

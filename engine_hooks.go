@@ -35,5 +35,6 @@ func (e *Engine) runCommitHooks(steps []*Step) {
 // commit hooks. (Other instances hear of the commit from the store, whose
 // notification committed with it.)
 func (e *Engine) afterCommit(steps []*Step) {
+	e.addAttachments(steps)
 	e.runCommitHooks(steps)
 }

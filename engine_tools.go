@@ -387,6 +387,7 @@ func (x *execution) toolResultStep(call ToolCall, r *tool.Result) *Step {
 	}
 	s.Metrics.StartedAt = x.e.now()
 	s.Metrics.FinishedAt = s.Metrics.StartedAt
+	x.e.stageAttachments(s, r.Attachments)
 	return s
 }
 

@@ -33,6 +33,11 @@ type InitiateOption func(*StartParams)
 // InSession continues an existing session (multi-turn).
 func InSession(id string) InitiateOption { return func(p *StartParams) { p.SessionID = id } }
 
+// WithMetadata sets the metadata of the new session the run starts.
+func WithMetadata(m map[string]any) InitiateOption {
+	return func(p *StartParams) { p.Metadata = m }
+}
+
 // Invocation identifies a run being driven step by step and remembers how far
 // the caller has read.
 type Invocation struct {

@@ -24,9 +24,12 @@ var DefaultTemplates = map[steptype.Kind]string{
 	steptype.KindDecision: "--- Step {{.N}} ---\nDecision Purpose: {{.Purpose}}\nDecision: {{.Choice}}",
 	steptype.KindAgent:    "--- Step {{.N}} ---\nCall Program: {{.Step.ToolName}}\nProgram Purpose: {{.Purpose}}\n--- Step {{.N}} ---\nEnd Program: {{.Step.ToolName}}\nProgram Result: {{.Step.Content}}",
 	steptype.KindInput:    "--- Step {{.N}} ---\nHuman Input Request: {{.Purpose}}\nAnswer: {{if eq .Step.Status \"waiting\"}}(waiting){{else}}{{.Step.Content}}{{end}}",
-	steptype.KindCustom:   "--- Step {{.N}} ---\nStep: {{.Step.Name}}{{if .Step.Content}}\nSummary: {{.Step.Content}}{{end}}{{if .Step.Outputs}}\nOutputs: {{printf \"%s\" .Step.Outputs}}{{end}}",
-	steptype.KindError:    "--- Step {{.N}} ---\nError in {{.Step.Name}}: {{.Step.Error.Message}} ({{.Step.Error.Class}}, attempt {{.Step.Error.Attempt}})",
-	steptype.KindSystem:   "--- Step {{.N}} ---\nNote: {{.Step.Content}}",
+	steptype.KindCustom: "--- Step {{.N}} ---\nStep: {{.Step.Name}}{{if .Step.Annotations.Action}}\nAction: {{.Step.Annotations.Action}}{{end}}" +
+		"{{if .Step.Content}}\nSummary: {{.Step.Content}}{{end}}{{if .Step.Inputs}}\nInputs: {{printf \"%s\" .Step.Inputs}}{{end}}" +
+		"{{if .Step.Outputs}}\nOutputs: {{printf \"%s\" .Step.Outputs}}{{end}}{{if .Step.StatePatch}}\nState Update: {{printf \"%s\" .Step.StatePatch}}{{end}}" +
+		"{{if not (or .Step.Annotations.Action .Step.Content .Step.Inputs .Step.Outputs .Step.StatePatch)}}\n(no output){{end}}",
+	steptype.KindError:  "--- Step {{.N}} ---\nError in {{.Step.Name}}: {{.Step.Error.Message}} ({{.Step.Error.Class}}, attempt {{.Step.Error.Attempt}})",
+	steptype.KindSystem: "--- Step {{.N}} ---\nNote: {{.Step.Content}}",
 }
 
 // RenderData is what a step template sees.

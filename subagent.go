@@ -34,8 +34,16 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 	if err := json.Unmarshal(call.Arguments, &args); err != nil || args.Input == "" {
 		return x.agentResult(call, "", &tool.Result{Content: `error: sub-agent calls need {"input": "..."}`, IsError: true})
 	}
-	if x.run.Hop+1 > x.agent.Limits.MaxDepth {
-		return x.agentResult(call, "", toolError(fmt.Sprintf("sub-agent depth limit %d reached", x.agent.Limits.MaxDepth)))
+	// The tightest max_depth of the call chain applies: the root agent's
+	// bounds every nested sub-agent, whatever their own limits.
+	limit, setBy := x.agent.Limits.MaxDepth, x.agent.Name
+	for p := x.parent; p != nil; p = p.parent {
+		if p.agent.Limits.MaxDepth < limit {
+			limit, setBy = p.agent.Limits.MaxDepth, p.agent.Name
+		}
+	}
+	if x.run.Hop+1 > limit {
+		return x.agentResult(call, "", toolError(fmt.Sprintf("sub-agent depth limit %d (of agent %s) reached", limit, setBy)))
 	}
 	for p := x; p != nil; p = p.parent {
 		if p.agent.Name == sub.Name {

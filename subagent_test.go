@@ -8,6 +8,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 )
 
 // delegator calls the named sub-agents in parallel once, then reports.
@@ -112,7 +113,35 @@ func TestSubAgentCycleAndDepth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(run.Output, "depth limit 1 reached") {
+	if !strings.Contains(run.Output, "depth limit 1 (of agent l2) reached") {
 		t.Fatalf("output %q", run.Output)
+	}
+}
+
+// The root agent's max_depth bounds the whole chain, even when the nested
+// agents allow more.
+func TestRootMaxDepthBoundsNestedSubAgents(t *testing.T) {
+	t.Parallel()
+	c := &stepwise.Agent{Name: "c", Model: answer("leaf")}
+	b := &stepwise.Agent{Name: "b", Model: delegator("c"), SubAgents: []*stepwise.Agent{c}, Limits: stepwise.Limits{MaxDepth: 10}}
+	a := &stepwise.Agent{Name: "a", Model: delegator("b"), SubAgents: []*stepwise.Agent{b}, Limits: stepwise.Limits{MaxDepth: 10}}
+	root := &stepwise.Agent{Name: "root", Model: delegator("a"), SubAgents: []*stepwise.Agent{a}, Limits: stepwise.Limits{MaxDepth: 2}}
+	e, st := newEngine(t, root)
+	ctx := context.Background()
+	run, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "root", Input: "go"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(run.Output, "depth limit 2 (of agent root) reached") {
+		t.Fatalf("output %q", run.Output)
+	}
+	runs, err := st.RunList(ctx, &store.RunListParams{SessionID: run.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Hop > 2 || r.Agent == "c" {
+			t.Errorf("run of %s at hop %d: beyond the root's max_depth 2", r.Agent, r.Hop)
+		}
 	}
 }

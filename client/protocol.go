@@ -20,6 +20,7 @@ type initiateRequest struct {
 	SessionID string          `json:"session_id,omitempty"`
 	State     json.RawMessage `json:"state,omitempty"`
 	Title     string          `json:"title,omitempty"`
+	Metadata  map[string]any  `json:"metadata,omitempty"`
 }
 
 type runCreated struct {
@@ -45,7 +46,7 @@ func (c *Client) StartRun(ctx context.Context, agent, input string, opts ...step
 	if p.Replay != nil {
 		return nil, nil, fmt.Errorf("stepwise client: replay options are not sent by Initiate; use Replay")
 	}
-	req := initiateRequest{Agent: p.Agent, Input: p.Input, SessionID: p.SessionID, Title: p.Title}
+	req := initiateRequest{Agent: p.Agent, Input: p.Input, SessionID: p.SessionID, Title: p.Title, Metadata: p.Metadata}
 	if p.State != nil {
 		b, err := json.Marshal(p.State)
 		if err != nil {

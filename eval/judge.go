@@ -151,6 +151,7 @@ type verdict struct {
 	Weight   float64 `json:"weight"`
 	Required bool    `json:"required,omitempty"`
 	Pass     bool    `json:"pass"`
+	Score    float64 `json:"score"` // 1 passed, 0 failed
 	Reason   string  `json:"reason,omitempty"`
 }
 
@@ -194,6 +195,9 @@ func (j *Judge) Evaluate(ctx context.Context, in *Input) ([]Result, error) {
 		}
 		a := answer.Criteria[k]
 		verdicts[i] = verdict{Name: c.Name, Weight: c.Weight, Required: c.Required, Pass: *a.Pass, Reason: a.Reason}
+		if *a.Pass {
+			verdicts[i].Score = 1
+		}
 		total += c.Weight
 		if *a.Pass {
 			passed += c.Weight

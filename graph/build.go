@@ -147,8 +147,10 @@ func (b *Builder) Graph() *Graph {
 		}
 	}
 	g.Runs, g.Sessions = len(runs), len(sessions)
-	if len(g.Nodes) > 0 {
-		g.RepeatedStepRatio = float64(g.Steps) / float64(len(g.Nodes))
+	if g.Steps > 0 && len(final) > 0 {
+		// Share of steps that revisit a state: every step but the first
+		// visit of each distinct state (counted before folding).
+		g.RepeatedStepRatio = float64(g.Steps-len(final)) / float64(g.Steps)
 	}
 	g.Edges = b.edges(final, nodes)
 	for _, e := range g.Edges {

@@ -24,7 +24,7 @@ func ExampleBuild() {
 	for _, e := range g.Edges {
 		fmt.Printf("%s %s×%d\n", e.Direction, e.Actions[0].Label, e.Count)
 	}
-	fmt.Printf("steps per state %.2f\n", g.RepeatedStepRatio)
+	fmt.Printf("share of steps revisiting a state %.3f\n", g.RepeatedStepRatio)
 	// Output:
 	// user/user visits=1 repeated=false stuck=false
 	// llm/llm visits=4 repeated=true stuck=true
@@ -32,5 +32,5 @@ func ExampleBuild() {
 	// forward → llm×1
 	// forward call search×3
 	// backward → llm×3
-	// steps per state 2.67
+	// share of steps revisiting a state 0.625
 }

@@ -88,8 +88,9 @@ type Graph struct {
 	Sessions int `json:"sessions"`
 	Runs     int `json:"runs"`
 	Steps    int `json:"steps"`
-	// RepeatedStepRatio is the average number of steps per node: 1 when
-	// every step reached a new state, higher when states repeat.
+	// RepeatedStepRatio is the share of steps that revisit a state, in
+	// [0, 1]: (steps − distinct states) / steps; 0 when every step reached
+	// a new state, towards 1 when the run goes round in circles.
 	RepeatedStepRatio float64 `json:"repeated_step_ratio"`
 	// Loops counts backward and self edges; StuckNodes counts nodes flagged
 	// stuck; Merged counts states folded into "other states" nodes.

@@ -123,7 +123,7 @@ func TestReactLoop(t *testing.T) {
 	if edgeBy(t, g, u, l).Direction != graph.Forward || g.Loops != 1 {
 		t.Fatalf("loops = %d", g.Loops)
 	}
-	if g.RepeatedStepRatio != 2 {
+	if g.RepeatedStepRatio != float64(g.Steps-3)/float64(g.Steps) || g.RepeatedStepRatio < 0 || g.RepeatedStepRatio > 1 {
 		t.Fatalf("ratio = %v", g.RepeatedStepRatio)
 	}
 	if s.Stuck || g.StuckNodes != 0 {
@@ -294,7 +294,7 @@ func TestDeterministicAndJSON(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatal("two builds differ")
 	}
-	for _, k := range []string{`"nodes":[`, `"edges":[`, `"direction":"backward"`, `"repeated_step_ratio":2`, `"points":[[`} {
+	for _, k := range []string{`"nodes":[`, `"edges":[`, `"direction":"backward"`, `"repeated_step_ratio":0.5`, `"points":[[`} {
 		if !strings.Contains(string(a), k) {
 			t.Fatalf("JSON lacks %s: %s", k, a)
 		}

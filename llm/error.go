@@ -65,7 +65,8 @@ func ClassifyHTTP(status int) (steptype.ErrorClass, string) {
 
 // Classify returns the class of any error: an explicit class when err (or
 // something it wraps) has an ErrorClass method; transient for timeouts,
-// connection resets, refused connections and unexpected EOF; permanent
+// connection resets, refused connections, unexpected EOF and DNS failures;
+// permanent
 // otherwise. Cancellation of ctx by the caller is permanent (nothing to retry).
 func Classify(err error) steptype.ErrorClass {
 	if err == nil {
@@ -84,6 +85,12 @@ func Classify(err error) steptype.ErrorClass {
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
+		return steptype.ErrorTransient
+	}
+	// A name that does not resolve now may resolve in a moment (a resolver
+	// restarting, a network coming up); retries are bounded anyway.
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
 		return steptype.ErrorTransient
 	}
 	return steptype.ErrorPermanent

@@ -43,6 +43,10 @@ type RecorderConfig struct {
 	MaxPending int
 	// Logger receives write errors. Default slog.Default().
 	Logger *slog.Logger
+	// Agent, when set, says whether the events of an agent's runs are kept;
+	// the events of the others are dropped when their step commits.
+	// Default: every agent's.
+	Agent func(agent string) bool
 }
 
 // Recorder persists the events inside steps — provider requests and
@@ -136,7 +140,7 @@ func eventKey(ev *stepwise.StepEvent) string {
 
 // StepCommitted implements stepwise.Observer: the pending events of s are
 // written under its id.
-func (r *Recorder) StepCommitted(ctx context.Context, _ *stepwise.Run, s *stepwise.Step) {
+func (r *Recorder) StepCommitted(ctx context.Context, run *stepwise.Run, s *stepwise.Step) {
 	r.mu.Lock()
 	re := r.runs[s.RunID]
 	var mine []*stepwise.StepEvent
@@ -160,7 +164,7 @@ func (r *Recorder) StepCommitted(ctx context.Context, _ *stepwise.Run, s *stepwi
 		}
 	}
 	r.mu.Unlock()
-	if len(mine) > 0 {
+	if len(mine) > 0 && (r.cfg.Agent == nil || run == nil || r.cfg.Agent(run.Agent)) {
 		r.write(ctx, s.ID, mine)
 	}
 }

@@ -37,6 +37,15 @@ type SummarizerConfig struct {
 	Timeout time.Duration
 	// Logger receives failures. Default slog.Default().
 	Logger *slog.Logger
+	// Kinds, when set, limits the steps summarized to these kinds.
+	Kinds []steptype.Kind
+	// Agent, when set, limits the steps summarized to the runs of this
+	// agent.
+	Agent string
+	// Derive summarizes steps that carry no state, goal or action too,
+	// deriving them from the step (see Derive); without it only annotated
+	// steps are summarized.
+	Derive bool
 }
 
 // Summarizer writes model summaries of the state, goal and action of steps
@@ -76,11 +85,18 @@ func NewSummarizer(cfg SummarizerConfig) (*Summarizer, error) {
 var _ stepwise.Observer = (*Summarizer)(nil)
 
 // StepCommitted implements stepwise.Observer.
-func (s *Summarizer) StepCommitted(ctx context.Context, _ *stepwise.Run, step *stepwise.Step) {
-	if len(missing(step.Annotations)) == 0 {
+func (s *Summarizer) StepCommitted(ctx context.Context, run *stepwise.Run, step *stepwise.Step) {
+	if !s.wants(run, step) {
 		return
 	}
-	if _, err := s.Summarize(ctx, step.ID, step.Annotations); err != nil {
+	a := step.Annotations
+	if s.cfg.Derive {
+		a = Derive(ctx, s.cfg.Store, run, step)
+	}
+	if len(missing(a)) == 0 {
+		return
+	}
+	if _, err := s.Summarize(ctx, step.ID, a); err != nil {
 		s.cfg.Logger.Warn("stepwise: summarize step annotations", "step", step.ID, "err", err)
 	}
 }

@@ -75,7 +75,7 @@ func (s *Server) WithDashboard(cfg dashboard.Config) http.Handler {
 	ui := dashboard.Handler(cfg)
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", ui)
-	mux.Handle("GET /assets/", ui)
+	mux.Handle("GET /assets/", problemNotFound(ui))
 	mux.Handle("/", s)
 	return s.guardCrossSite(mux)
 }

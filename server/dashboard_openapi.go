@@ -41,7 +41,7 @@ func dashboardSchemas() obj {
 	return obj{
 		"Graph": object(false, []string{"sessions", "runs", "steps", "repeated_step_ratio", "width", "height", "nodes", "edges"}, obj{
 			"sessions": integer(), "runs": integer(), "steps": integer(),
-			"repeated_step_ratio": obj{"type": "number", "description": "average steps per state"},
+			"repeated_step_ratio": obj{"type": "number", "minimum": 0, "maximum": 1, "description": "share of steps that revisit a state: (steps − distinct states) / steps"},
 			"loops":               integer(), "stuck_nodes": integer(), "merged_states": integer(), "width": number(), "height": number(),
 			"nodes": arrayOf(object(false, []string{"id", "name", "kind", "label", "visits", "steps", "x", "y", "w", "h"}, obj{
 				"id": str("stable per name and fingerprint"), "name": str("step name"), "kind": str("step kind"), "hop": integer(),

@@ -159,7 +159,7 @@ func TestAgentGraphAndOverview(t *testing.T) {
 	if !o.Registered || o.Sessions != 3 || o.Steps != 8 || o.RunsTotal != 2 || o.Runs[steptype.RunCompleted] != 2 || o.ErrorRate != 0 {
 		t.Fatalf("overview %+v", o)
 	}
-	if o.RepeatedStepRatio != 8.0/3 || len(o.Latency) != 3 || o.Latency[0].Kind != steptype.KindUser || o.OutputTokens == 0 {
+	if o.RepeatedStepRatio != 5.0/8 || len(o.Latency) != 3 || o.Latency[0].Kind != steptype.KindUser || o.OutputTokens == 0 {
 		t.Fatalf("overview ratio=%v latency=%+v", o.RepeatedStepRatio, o.Latency)
 	}
 	// ?sessions=1 covers the newest session only and says so.

@@ -144,8 +144,9 @@ type agentOverview struct {
 	// share of Steps.
 	ErrorSteps int     `json:"error_steps"`
 	ErrorRate  float64 `json:"error_rate"`
-	// RepeatedStepRatio is the average number of steps per workflow-graph
-	// node; Loops and StuckNodes come from the same graph.
+	// RepeatedStepRatio is the share of steps that revisit a state of the
+	// workflow graph, in [0, 1]; Loops and StuckNodes come from the same
+	// graph.
 	RepeatedStepRatio float64 `json:"repeated_step_ratio"`
 	GraphNodes        int     `json:"graph_nodes"`
 	Loops             int     `json:"loops"`

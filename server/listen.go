@@ -28,6 +28,18 @@ func RequireTokens(addr string, tokens []string) error {
 	return nil
 }
 
+// ValidTokens fails when a bearer token is empty or contains whitespace
+// (a token that no Authorization header can carry).
+func ValidTokens(tokens []string) error {
+	var errs []error
+	for i, t := range tokens {
+		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, " \t\r\n") {
+			errs = append(errs, fmt.Errorf("token %d is empty or contains whitespace", i+1))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // IsLoopback reports whether addr ("host:port" or a bare host) names a
 // loopback interface only.
 func IsLoopback(addr string) bool {

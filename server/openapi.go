@@ -106,6 +106,8 @@ func openAPIDocument() map[string]any {
 	ops = append(ops, observationOps()...)
 	ops = append(ops, searchOps()...)
 	ops = append(ops, otlpOps()...)
+	ops = append(ops, metricsOps()...)
+	ops = append(ops, judgeOps()...)
 	for _, op := range ops {
 		item, _ := paths[op.path].(map[string]any)
 		if item == nil {
@@ -167,7 +169,7 @@ func openAPIDocument() map[string]any {
 		"paths":    paths,
 		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
 		"components": map[string]any{
-			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas()),
+			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas(), metricsSchemas()),
 			"responses":       responses,
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "required when the server has tokens"}},
 		},

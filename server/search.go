@@ -56,7 +56,10 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	emb := recall.Embedder(recall.DefaultEmbedder())
-	if name := q.Get("embedder"); name != "" {
+	if s.cfg.SearchEmbedder != nil {
+		emb = s.cfg.SearchEmbedder
+	}
+	if name := q.Get("embedder"); name != "" && name != emb.Name() {
 		var err error
 		if emb, err = recall.EmbedderByName(name); err != nil {
 			return badParam("embedder: %v", err)

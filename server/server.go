@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/eval"
 	"github.com/stepwise-run/stepwise/otlpingest"
+	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -55,6 +57,12 @@ type Config struct {
 	// Serve: requests in flight, then executing runs reaching a step
 	// boundary. Default 30s.
 	ShutdownTimeout time.Duration
+	// Judges, when set, are the LLM judges of POST /v1/runs/{id}/judge and
+	// /v1/sessions/{id}/judge.
+	Judges *eval.Judges
+	// SearchEmbedder embeds the queries of GET /v1/search: the embedder the
+	// steps were embedded with. Default recall.DefaultEmbedder().
+	SearchEmbedder recall.Embedder
 }
 
 func (c Config) withDefaults() Config {
@@ -93,10 +101,8 @@ func (c Config) validate() error {
 	if c.NextStepTimeout > MaxNextStepTimeout {
 		errs = append(errs, fmt.Errorf("next-step timeout %s is above the maximum %s", c.NextStepTimeout, MaxNextStepTimeout))
 	}
-	for i, t := range c.Tokens {
-		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, " \t\r\n") {
-			errs = append(errs, fmt.Errorf("token %d is empty or contains whitespace", i))
-		}
+	if err := ValidTokens(c.Tokens); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stepwise server: config: %w", err)

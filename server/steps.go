@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -41,6 +42,10 @@ func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) error {
 	if steps == nil {
 		steps = []*stepwise.Step{}
 	}
+	// Summaries and annotations set after the commit show in the steps.
+	if err := observe.OverlayAnnotations(r.Context(), s.eng.Store(), steps); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, &stepList{Steps: steps})
 	return nil
 }
@@ -67,6 +72,9 @@ func (s *Server) getStep(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !ok {
 		return fmt.Errorf("step %d of session %s: %w", seq, sess.ID, store.ErrNotFound)
+	}
+	if err := observe.OverlayAnnotations(r.Context(), s.eng.Store(), []*stepwise.Step{step}); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, step)
 	return nil

@@ -50,6 +50,7 @@ type initiateRequest struct {
 	State     json.RawMessage `json:"state,omitempty"`
 	Title     string          `json:"title,omitempty"`
 	Continue  bool            `json:"continue,omitempty"`
+	Metadata  map[string]any  `json:"metadata,omitempty"`
 }
 
 // runCreated answers the endpoints that start a run.

@@ -49,4 +49,23 @@ type Result struct {
 	// else merged. Parallel calls' updates are applied one after another,
 	// in the order their steps commit.
 	State json.RawMessage
+	// Attachments are files the call produced (screenshots, images,
+	// documents). The engine stores them as attachments of the call's tool
+	// step (when the store keeps observations) and flags the step; the
+	// model does not see them.
+	Attachments []Attachment
+}
+
+// Attachment is a file produced by a tool call.
+type Attachment struct {
+	// Name is the file name shown; default "attachment-N" with an
+	// extension from ContentType.
+	Name string
+	// ContentType is the MIME type; default sniffed from Data.
+	ContentType string
+	// Kind is "screenshot", "image" or "file"; default "image" for images,
+	// "file" otherwise.
+	Kind string
+	// Data is the content; empty attachments are ignored.
+	Data []byte
 }

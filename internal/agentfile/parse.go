@@ -76,7 +76,7 @@ func Parse(filename string, data []byte) (*Spec, error) {
 		case "context":
 			s.Context = d.contextPolicy(v, f)
 		case "embeddings":
-			s.Embeddings = d.embeddings(v, f)
+			s.Embeddings = d.embeddings(v, f, s.Dir)
 		case "prices":
 			s.Prices = d.prices(v, f)
 		case "reducers":
@@ -85,6 +85,8 @@ func Parse(filename string, data []byte) (*Spec, error) {
 			s.OnUpdate = d.onUpdate(v, f)
 		case "step_map":
 			s.StepMap = d.stepMap(v, f)
+		case "observe":
+			s.Observe = d.observe(v, f, s.Dir)
 		case "metadata":
 			if r := d.Resolve(v); r != nil && !yamlnode.IsNull(r) && r.Kind != yaml.MappingNode {
 				d.Errorf(r, f, "must be a mapping")
@@ -121,6 +123,15 @@ var (
 
 func validName(s string) bool { return agentName.MatchString(s) }
 
+// withSlash returns a path that names a file, never a program to look up
+// in PATH: a bare name gets a "./" prefix.
+func withSlash(p string) string {
+	if filepath.IsAbs(p) || strings.ContainsRune(p, filepath.Separator) {
+		return p
+	}
+	return "." + string(filepath.Separator) + p
+}
+
 // resolve joins a relative path to dir.
 func resolve(dir, p string) string {
 	if filepath.IsAbs(p) {
@@ -149,7 +160,7 @@ func (d *decoder) model(n *yaml.Node, field, dir string) Model {
 	return Model{}
 }
 
-func (d *decoder) embeddings(n *yaml.Node, field string) Embeddings {
+func (d *decoder) embeddings(n *yaml.Node, field, dir string) Embeddings {
 	var e Embeddings
 	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
@@ -170,6 +181,23 @@ func (d *decoder) embeddings(n *yaml.Node, field string) Embeddings {
 			})
 		case "embedder":
 			e.Embedder = d.Str(v, f)
+		case "reranker":
+			r := &Reranker{}
+			d.Object(v, f, func(key string, v *yaml.Node, f string) bool {
+				switch key {
+				case "model":
+					r.Model = d.model(v, f, dir)
+				case "drop_unlisted":
+					r.DropUnlisted = d.Boolean(v, f)
+				default:
+					return false
+				}
+				return true
+			})
+			if m := d.Resolve(v); m != nil && m.Kind == yaml.MappingNode && !hasKey(m, "model") {
+				d.Errorf(m, yamlnode.Join(f, "model"), "required: the model that reranks")
+			}
+			e.Reranker = r
 		default:
 			return false
 		}

@@ -144,7 +144,10 @@ func (d *decoder) mcpServers(n *yaml.Node, field, dir string) []MCPServer {
 				if s.Command = d.Str(v, f); s.Command == "" {
 					d.Errorf(v, f, "must not be empty")
 				} else if strings.ContainsAny(s.Command, `/\`) {
-					s.Command = resolve(dir, s.Command)
+					// Keep a separator, so that "./server.py" next to a file
+					// given as "agent.yaml" (Dir ".") is not cleaned to a
+					// bare name looked up in PATH.
+					s.Command = withSlash(resolve(dir, s.Command))
 				}
 			case "args":
 				d.List(v, f, func(_ int, v *yaml.Node, f string) {

@@ -63,6 +63,8 @@ type Spec struct {
 	StepMap map[string]string
 	// Metadata is free-form, JSON-compatible data.
 	Metadata map[string]any
+	// Observe configures events inside steps, summaries and judges.
+	Observe Observe
 }
 
 // Model providers.
@@ -197,6 +199,16 @@ type Embeddings struct {
 	// Embedder names the embedding model, e.g.
 	// "openai:text-embedding-3-small"; "" means the engine's default.
 	Embedder string
+	// Reranker, when set, has a model rerank what past_steps_search finds.
+	Reranker *Reranker
+}
+
+// Reranker configures an LLM reranker of similarity search results.
+type Reranker struct {
+	// Model ranks the candidates. Required.
+	Model Model
+	// DropUnlisted drops the candidates the model does not list.
+	DropUnlisted bool
 }
 
 // Price is what a model costs, in USD per million tokens.

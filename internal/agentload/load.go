@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/stepwise-run/stepwise/llm/anthropic"
 	"github.com/stepwise-run/stepwise/llm/openai"
 	"github.com/stepwise-run/stepwise/llm/scripted"
+	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 	"github.com/stepwise-run/stepwise/tool/builtin"
@@ -30,14 +32,23 @@ type Options struct {
 	// Extra builds tools the loader does not know itself (by name), e.g.
 	// past_steps_search from package recall. Nil entries are refused.
 	Extra map[string]func(spec agentfile.Tool) (tool.Tool, error)
+	// Events is the default of observe.events: whether the events inside
+	// steps are recorded for agents whose file does not say.
+	Events bool
+	// Embedder is the process's embedder (see Embedder), used by
+	// past_steps_search. Default recall.DefaultEmbedder().
+	Embedder recall.Embedder
 }
 
 // Loaded is an agent built from a file, with the resources it holds.
 type Loaded struct {
-	Agent   *stepwise.Agent
-	Spec    *agentfile.Spec
-	Prices  stepwise.PriceTable // prices declared in the file (and its sub-agents)
-	closers []func() error
+	Agent  *stepwise.Agent
+	Spec   *agentfile.Spec
+	Prices stepwise.PriceTable // prices declared in the file (and its sub-agents)
+	// Observed is the observe section of the file and of its sub-agents'
+	// files, by agent name.
+	Observed map[string]*Observed
+	closers  []func() error
 }
 
 // Close releases MCP connections (and their processes).
@@ -51,7 +62,7 @@ func (l *Loaded) Close() error {
 
 // Load reads an agent file and builds its agent.
 func Load(ctx context.Context, path string, o Options) (*Loaded, error) {
-	l := &Loaded{Prices: stepwise.PriceTable{}}
+	l := &Loaded{Prices: stepwise.PriceTable{}, Observed: map[string]*Observed{}}
 	a, err := l.load(ctx, path, o, map[string]bool{})
 	if err != nil {
 		_ = l.Close()
@@ -75,7 +86,12 @@ func (l *Loaded) load(ctx context.Context, path string, o Options, seen map[stri
 	if l.Spec == nil {
 		l.Spec = spec
 	}
-	model, err := buildModel(spec)
+	ob, err := observed(spec, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.File, err)
+	}
+	l.Observed[spec.Name] = ob
+	model, err := buildModel(spec, eventsClient(ob.Events))
 	if err != nil {
 		return nil, fmt.Errorf("%s: model: %w", spec.File, err)
 	}
@@ -106,6 +122,14 @@ func (l *Loaded) load(ctx context.Context, path string, o Options, seen map[stri
 		l.Prices[m] = stepwise.Price{Input: p.Input, Output: p.Output, CachedInput: p.Cached}
 	}
 	for _, t := range spec.Tools {
+		if t.Name == agentfile.ToolPastStepsSearch {
+			pt, err := pastStepsSearch(spec, o)
+			if err != nil {
+				return nil, fmt.Errorf("%s: tool %s: %w", spec.File, t.Name, err)
+			}
+			a.Tools = append(a.Tools, pt)
+			continue
+		}
 		ts, err := buildTool(t, o)
 		if err != nil {
 			return nil, fmt.Errorf("%s: tool %s: %w", spec.File, t.Name, err)
@@ -142,8 +166,9 @@ func envList(m map[string]string) []string {
 	return out
 }
 
-// buildModel creates the model client of a spec.
-func buildModel(spec *agentfile.Spec) (llm.Model, error) {
+// buildModel creates the model client of a spec; hc, when set, sends the
+// provider's HTTP requests.
+func buildModel(spec *agentfile.Spec, hc *http.Client) (llm.Model, error) {
 	mo := spec.ModelOptions
 	key := func(def string) string {
 		if mo.APIKeyEnv != "" {
@@ -155,9 +180,9 @@ func buildModel(spec *agentfile.Spec) (llm.Model, error) {
 	case agentfile.ProviderScripted:
 		return scripted.Load(spec.Model.Name)
 	case agentfile.ProviderOpenAI:
-		return openai.New(openai.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, APIKey: key("OPENAI_API_KEY"), Timeout: mo.Timeout})
+		return openai.New(openai.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, APIKey: key("OPENAI_API_KEY"), Timeout: mo.Timeout, HTTPClient: hc})
 	case agentfile.ProviderAnthropic:
-		return anthropic.New(anthropic.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, APIKey: key("ANTHROPIC_API_KEY"), Timeout: mo.Timeout, MaxTokens: mo.MaxTokens})
+		return anthropic.New(anthropic.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, APIKey: key("ANTHROPIC_API_KEY"), Timeout: mo.Timeout, MaxTokens: mo.MaxTokens, HTTPClient: hc})
 	}
 	return nil, fmt.Errorf("unknown provider %q", spec.Model.Provider)
 }

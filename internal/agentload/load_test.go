@@ -34,9 +34,9 @@ func TestLoadErrors(t *testing.T) {
 	}
 	write("s.yaml", "turns: [hello]\n")
 	cases := map[string]string{
-		write("unknown.yaml", "name: a\nmodel: scripted:s.yaml\ntools: [past_steps_search]\n"): "past_steps_search",
-		write("self.yaml", "name: a\nmodel: scripted:s.yaml\nsub_agents: [self.yaml]\n"):       "cycle",
-		write("nomodel.yaml", "name: a\nmodel: scripted:missing.yaml\n"):                       "missing.yaml",
+		write("rerank.yaml", "name: a\nmodel: scripted:s.yaml\ntools: [past_steps_search]\nembeddings: {reranker: {model: scripted:gone.yaml}}\n"): "gone.yaml",
+		write("self.yaml", "name: a\nmodel: scripted:s.yaml\nsub_agents: [self.yaml]\n"):                                                           "cycle",
+		write("nomodel.yaml", "name: a\nmodel: scripted:missing.yaml\n"):                                                                           "missing.yaml",
 	}
 	for path, want := range cases {
 		_, err := agentload.Load(context.Background(), path, agentload.Options{Store: memory.New()})

@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/client"
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -55,6 +56,9 @@ func (e *env) backend(ctx context.Context, agentArg string) (backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if looksLikeFile(agentArg) {
+		e.agentHint = " --agent " + shellWord(agentArg)
+	}
 	return local{rt}, nil
 }
 
@@ -73,7 +77,11 @@ func (l local) Steps(ctx context.Context, sessionID string, from, to int64) ([]*
 	if _, err := l.st.SessionGet(ctx, &store.SessionGetParams{ID: sessionID}); err != nil {
 		return nil, err
 	}
-	return l.st.StepList(ctx, &store.StepListParams{SessionID: sessionID, StartSeq: from, EndSeq: to})
+	steps, err := l.st.StepList(ctx, &store.StepListParams{SessionID: sessionID, StartSeq: from, EndSeq: to})
+	if err != nil {
+		return nil, err
+	}
+	return steps, observe.OverlayAnnotations(ctx, l.st, steps)
 }
 
 func (l local) Run(ctx context.Context, runID string) (*stepwise.Run, error) {
@@ -154,6 +162,9 @@ func (r remote) StartRun(ctx context.Context, p stepwise.StartParams) (*stepwise
 	var opts []stepwise.InitiateOption
 	if p.SessionID != "" {
 		opts = append(opts, stepwise.InSession(p.SessionID))
+	}
+	if len(p.Metadata) > 0 {
+		opts = append(opts, stepwise.WithMetadata(p.Metadata))
 	}
 	run, _, err := r.c.StartRun(ctx, p.Agent, p.Input, opts...)
 	return run, err

@@ -18,7 +18,7 @@ func evalCmd(e *env) *cobra.Command {
 		Use:   "eval",
 		Short: "Score steps, runs and sessions; import datasets; run and compare experiments",
 	}
-	c.AddCommand(evalScoreCmd(e), evalImportCmd(e), evalRunCmd(e), evalCompareCmd(e), evalListCmd(e))
+	c.AddCommand(evalScoreCmd(e), evalImportCmd(e), evalRunCmd(e), evalCompareCmd(e), evalListCmd(e), evalJudgeCmd(e))
 	return c
 }
 

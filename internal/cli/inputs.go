@@ -64,7 +64,7 @@ func inputCmd(e *env) *cobra.Command {
 			fmt.Fprintf(e.stdout, "answered %s: %s\n", s.ID, clip(s.Content, 80))
 			if !resume {
 				if e.server == "" {
-					fmt.Fprintf(e.stdout, "resume with: stepwise resume %s\n", args[0])
+					fmt.Fprintf(e.stdout, "resume with: stepwise resume %s%s\n", args[0], e.agentHint)
 				}
 				return nil
 			}

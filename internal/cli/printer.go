@@ -109,6 +109,11 @@ func stepLine(s *stepwise.Step) string {
 		if s.Error != nil {
 			body = s.ToolName + " ✗ " + clip(s.Content, 90)
 		}
+		if n, ok := s.Metadata["screenshots"].(float64); ok && n > 0 {
+			body += fmt.Sprintf("  [%g image attachment(s)]", n)
+		} else if n, ok := s.Metadata["screenshots"].(int); ok && n > 0 {
+			body += fmt.Sprintf("  [%d image attachment(s)]", n)
+		}
 	case steptype.KindError:
 		body = fmt.Sprintf("%s (%s, attempt %d): %s", s.Error.Code, s.Error.Class, s.Error.Attempt, clip(s.Error.Message, 100))
 	case steptype.KindDecision:
@@ -125,6 +130,17 @@ func stepLine(s *stepwise.Step) string {
 			body += "  (waiting, request " + s.ID + ")"
 		} else {
 			body += " ⇒ " + quote(s.Content)
+		}
+	case steptype.KindCustom:
+		switch {
+		case s.Content != "":
+			body = clip(s.Content, 100)
+		case len(s.Outputs) > 0:
+			body = "→ " + clip(string(s.Outputs), 100)
+		case len(s.StatePatch) > 0:
+			body = "state " + clip(string(s.StatePatch), 100)
+		default:
+			body = clip(s.Annotations.Action, 100)
 		}
 	default:
 		body = clip(s.Content, 100)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"time"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -45,6 +46,14 @@ type env struct {
 	server, token  string
 	interactive    bool          // stdin and stdout are terminals
 	lease          time.Duration // serve --lease; 0 = the engine's default
+	// events: record events inside steps by default; set by serve (its
+	// --events, default on) and run (--events) before they open the
+	// runtime — each command has its own flag variable, since the flags of
+	// all commands are defined on one env.
+	events bool
+	// agentHint is " --agent FILE" when the command loaded an agent file,
+	// for the commands it suggests (resume, input).
+	agentHint string
 }
 
 // Main runs the command line with args (without the program name) and
@@ -63,12 +72,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	var xe *exitError
 	if errors.As(err, &xe) {
 		if xe.err != nil {
-			fmt.Fprintln(stderr, "stepwise:", xe.err)
+			fmt.Fprintln(stderr, "stepwise:", trimPrefix(xe.err))
 		}
 		return xe.code
 	}
-	fmt.Fprintln(stderr, "stepwise:", err)
-	if isUsage(err) {
+	fmt.Fprintln(stderr, "stepwise:", trimPrefix(err))
+	if isUsage(err) || strings.HasPrefix(err.Error(), "unknown command ") {
 		return ExitUsage
 	}
 	return ExitFailure
@@ -91,13 +100,42 @@ func newRoot(e *env) *cobra.Command {
 	for _, add := range commands {
 		root.AddCommand(add(e))
 	}
+	usageErrors(root)
 	return root
+}
+
+// usageErrors makes cobra's own refusals — a bad flag, a wrong number of
+// arguments, an unknown command — usage errors (exit status 2) in every
+// command, like the commands' own checks.
+func usageErrors(c *cobra.Command) {
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return usageError{err.Error()}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageErrors(sub)
+	}
 }
 
 // commands are registered by the subcommand files.
 var commands []func(*env) *cobra.Command
 
 func register(f func(*env) *cobra.Command) { commands = append(commands, f) }
+
+// trimPrefix returns the message of err without the "stepwise: " that the
+// sentinels start with (wrapped or not), so that it is printed once.
+func trimPrefix(err error) string {
+	msg := strings.ReplaceAll(err.Error(), ": stepwise: ", ": ")
+	for strings.HasPrefix(msg, "stepwise: ") {
+		msg = msg[len("stepwise: "):]
+	}
+	return msg
+}
 
 func isUsage(err error) bool {
 	var u usageError
@@ -110,11 +148,25 @@ func (u usageError) Error() string { return u.msg }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
 
+// isTerminal reports whether v is a terminal: a character device other
+// than the null device (</dev/null is not someone typing).
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	if !ok {
 		return false
 	}
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
+}
+
+// shellWord quotes s for a shell command line when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

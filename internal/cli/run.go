@@ -18,9 +18,10 @@ func init() { register(runCmd); register(resumeCmd) }
 
 func runCmd(e *env) *cobra.Command {
 	var agent, input, session string
-	var jsonOut bool
+	var meta map[string]string
+	var jsonOut, events bool
 	c := &cobra.Command{
-		Use:   "run --agent FILE|NAME --input TEXT [--session ID]",
+		Use:   "run --agent FILE|NAME --input TEXT [--session ID] [--meta KEY=VALUE…]",
 		Short: "Run an agent turn, streaming its steps",
 		Long: `Run one turn of an agent and stream its steps as they commit. --agent is an
 agent file (YAML/JSON) or the name of a built-in agent ("analyst"). With
@@ -32,13 +33,24 @@ command exits with status 3 and prints how to answer.`,
 			if agent == "" {
 				return usagef("--agent is required")
 			}
+			e.events = events
 			b, err := e.backend(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
 			name := b.AgentName(agent)
-			r, err := b.StartRun(cmd.Context(), stepwise.StartParams{Agent: name, Input: input, SessionID: session})
+			sp := stepwise.StartParams{Agent: name, Input: input, SessionID: session}
+			if len(meta) > 0 {
+				if session != "" {
+					return usagef("--meta sets the metadata of a new session; it cannot be used with --session")
+				}
+				sp.Metadata = map[string]any{}
+				for k, v := range meta {
+					sp.Metadata[k] = v
+				}
+			}
+			r, err := b.StartRun(cmd.Context(), sp)
 			if err != nil {
 				return err
 			}
@@ -51,6 +63,8 @@ command exits with status 3 and prints how to answer.`,
 	c.Flags().StringVar(&agent, "agent", "", "agent file or built-in agent name")
 	c.Flags().StringVar(&input, "input", "", "the user message")
 	c.Flags().StringVar(&session, "session", "", "continue this session")
+	c.Flags().BoolVar(&events, "events", false, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
+	c.Flags().StringToStringVar(&meta, "meta", nil, "metadata of the new session, KEY=VALUE (repeatable); stepwise metrics --split KEY groups by it")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print committed steps as JSON lines")
 	return c
 }
@@ -93,8 +107,14 @@ func (e *env) drive(ctx context.Context, b backend, runID string, jsonOut bool) 
 				return err
 			}
 			if !e.interactive {
+				// A hint for a person; with --json stdout holds only JSON
+				// lines, so the hint goes to stderr.
+				hint := e.stdout
+				if jsonOut {
+					hint = e.stderr
+				}
 				for _, pi := range pend {
-					fmt.Fprintf(e.stdout, "pending request %s: %s\n  answer with: stepwise input %s %s 'ANSWER'\n", pi.RequestID, pi.Request.Prompt, runID, pi.RequestID)
+					fmt.Fprintf(hint, "pending request %s: %s\n  answer with: stepwise input %s %s 'ANSWER' --resume%s\n", pi.RequestID, pi.Request.Prompt, runID, pi.RequestID, e.agentHint)
 				}
 				return &exitError{code: ExitWaiting}
 			}

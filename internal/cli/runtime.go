@@ -13,6 +13,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/demo"
 	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/recall"
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/telemetry"
 )
@@ -25,6 +26,10 @@ type runtime struct {
 	loaded []*agentload.Loaded
 	memory *recall.Worker // embeds committed steps in the background
 	stop   []func()       // observers to flush and stop on Close
+	judges *eval.Judges   // the agent files' judges, for judging on demand (observe.go)
+	// embedder embeds the steps and the search queries: the agent files'
+	// embeddings.embedder, else the built-in lexical one.
+	embedder recall.Embedder
 }
 
 // Close stops the engine and releases the agents' and store's resources.
@@ -77,13 +82,21 @@ func (e *env) open(ctx context.Context, agentArg string, moreFiles ...string) (*
 		return nil, err
 	}
 	r.eng = eng
-	if w, err := recall.NewWorker(recall.WorkerConfig{Store: st, Embedder: recall.DefaultEmbedder()}); err == nil {
+	kinds := map[string][]steptype.Kind{}
+	for _, l := range r.loaded {
+		for name, o := range l.Observed {
+			if o.EmbedKinds != nil {
+				kinds[name] = o.EmbedKinds
+			}
+		}
+	}
+	if w, err := recall.NewWorker(recall.WorkerConfig{Store: st, Embedder: r.embedder, AgentKinds: kinds}); err == nil {
 		w.Attach(eng)
 		if w.Start(context.WithoutCancel(ctx)) == nil {
 			r.memory = w
 		}
 	}
-	if err := r.observe(ctx); err != nil {
+	if err := r.observe(ctx, e.events); err != nil {
 		r.Close()
 		return nil, err
 	}
@@ -112,8 +125,13 @@ func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles
 	if looksLikeFile(agentArg) {
 		files = append([]string{agentArg}, files...)
 	}
+	emb, err := agentload.Embedder(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.embedder = emb
 	for _, f := range files {
-		l, err := agentload.Load(ctx, f, agentload.Options{Store: r.st, Extra: extraTools(r.st)})
+		l, err := agentload.Load(ctx, f, agentload.Options{Store: r.st, Events: e.events, Embedder: emb})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -127,12 +145,13 @@ func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles
 }
 
 // observe registers the observers every engine of the command line has:
-// heuristic evaluators when a run ends, OpenTelemetry export when an
+// those of the agent files' observe sections and events inside steps
+// (observeAgents), heuristic evaluators when a run ends, OpenTelemetry export when an
 // OTEL_EXPORTER_OTLP_* endpoint is configured, and masking of e-mails, card
 // numbers and keys before persistence when STEPWISE_MASK=1.
-func (r *runtime) observe(ctx context.Context) error {
-	if runner, err := eval.NewRunner(eval.RunnerConfig{Store: r.st, Engine: r.eng}); err == nil {
-		r.stop = append(r.stop, r.eng.Observe(runner))
+func (r *runtime) observe(ctx context.Context, events bool) error {
+	if err := r.observeAgents(events); err != nil {
+		return err
 	}
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
 		exp, err := telemetry.New(ctx, telemetry.Config{Store: r.st})

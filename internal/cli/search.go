@@ -3,9 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stepwise-run/stepwise/client"
+	"github.com/stepwise-run/stepwise/internal/agentload"
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -15,7 +18,7 @@ func init() { register(searchCmd) }
 func searchCmd(e *env) *cobra.Command {
 	var q recall.Query
 	var kinds []string
-	var embedder string
+	var embedder, rerankModel string
 	var backfill, jsonOut bool
 	c := &cobra.Command{
 		Use:   `search "QUERY" [QUERY…]`,
@@ -29,12 +32,23 @@ lexical, not semantic similarity).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			emb := recall.Embedder(recall.DefaultEmbedder())
-			if embedder != "" {
-				var err error
-				if emb, err = recall.EmbedderByName(embedder); err != nil {
-					return usagef("%v", err)
+			if e.server != "" {
+				if rerankModel != "" {
+					return usagef("--rerank-model reranks locally; with --server the search runs on the server")
 				}
+				return e.searchRemote(cmd, args, q, kinds, embedder, backfill, jsonOut)
+			}
+			emb, err := searchEmbedder(embedder)
+			if err != nil {
+				return err
+			}
+			var rr recall.Reranker
+			if rerankModel != "" {
+				m, err := agentload.Model(rerankModel)
+				if err != nil {
+					return usagef("--rerank-model: %v", err)
+				}
+				rr = &recall.LLMReranker{Model: m}
 			}
 			st, err := openStore(ctx, e.db, !backfill)
 			if err != nil {
@@ -56,20 +70,11 @@ lexical, not semantic similarity).`,
 				q.Kinds = append(q.Kinds, kind)
 			}
 			q.Texts = args
-			res, err := recall.Search(ctx, st, emb, q)
+			res, err := (&recall.Searcher{Store: st, Embedder: emb, Reranker: rr}).Search(ctx, q)
 			if err != nil {
 				return err
 			}
-			if jsonOut {
-				return json.NewEncoder(e.stdout).Encode(res)
-			}
-			for _, h := range res.Steps {
-				fmt.Fprintf(e.stdout, "%.3f  session %s  %s\n", h.Score, h.Step.SessionID, stepLine(h.Step))
-			}
-			if len(res.Steps) == 0 {
-				fmt.Fprintln(e.stdout, "no matching steps")
-			}
-			return nil
+			return printSearch(e, res, jsonOut)
 		},
 	}
 	c.Flags().IntVar(&q.K, "k", 10, "how many steps")
@@ -77,8 +82,67 @@ lexical, not semantic similarity).`,
 	c.Flags().StringVar(&q.Agent, "agent", "", "only steps of this agent's sessions")
 	c.Flags().StringSliceVar(&q.SessionIDs, "session", nil, "only steps of these sessions")
 	c.Flags().StringSliceVar(&kinds, "kind", nil, "only steps of these kinds")
-	c.Flags().StringVar(&embedder, "embedder", "", "embedder name, e.g. lexical-v1:256 (default)")
+	c.Flags().StringVar(&embedder, "embedder", "", "embedder the steps were embedded with: lexical-v1:DIM (default lexical-v1:256) or openai:MODEL (OPENAI_API_KEY, OPENAI_BASE_URL)")
 	c.Flags().BoolVar(&backfill, "backfill", false, "embed steps without embeddings first")
+	c.Flags().StringVar(&rerankModel, "rerank-model", "", "rerank the candidates with this model (provider:name, e.g. openai:gpt-4o-mini or scripted:FILE)")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the QueryWithSteps JSON")
 	return c
+}
+
+// searchRemote searches through the server (GET /v1/search).
+func (e *env) searchRemote(cmd *cobra.Command, args []string, q recall.Query, kinds []string, embedder string, backfill, jsonOut bool) error {
+	if backfill {
+		return usagef("--backfill embeds the local database; the server embeds its steps itself")
+	}
+	for _, k := range kinds {
+		kind, err := steptype.ParseKind(k)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		q.Kinds = append(q.Kinds, kind)
+	}
+	q.Texts = args
+	c, err := client.New(e.server, client.WithToken(e.token))
+	if err != nil {
+		return err
+	}
+	res, err := c.Search(cmd.Context(), q, embedder)
+	if err != nil {
+		return err
+	}
+	return printSearch(e, res, jsonOut)
+}
+
+// printSearch prints the hits, or their JSON.
+func printSearch(e *env, res *recall.QueryWithSteps, jsonOut bool) error {
+	if jsonOut {
+		return json.NewEncoder(e.stdout).Encode(res)
+	}
+	for _, h := range res.Steps {
+		fmt.Fprintf(e.stdout, "%.3f  session %s  %s\n", h.Score, h.Step.SessionID, stepLine(h.Step))
+	}
+	if len(res.Steps) == 0 {
+		fmt.Fprintln(e.stdout, "no matching steps")
+	}
+	return nil
+}
+
+// searchEmbedder returns the embedder of --embedder: a built-in lexical
+// one, or openai:MODEL configured from the environment.
+func searchEmbedder(name string) (recall.Embedder, error) {
+	if name == "" {
+		return recall.DefaultEmbedder(), nil
+	}
+	if model, ok := strings.CutPrefix(name, "openai:"); ok {
+		e, err := recall.NewOpenAI(recall.OpenAIConfig{Model: model})
+		if err != nil {
+			return nil, usagef("--embedder: %v", err)
+		}
+		return e, nil
+	}
+	e, err := recall.EmbedderByName(name)
+	if err != nil {
+		return nil, usagef("--embedder: %v", err)
+	}
+	return e, nil
 }

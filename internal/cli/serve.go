@@ -20,6 +20,7 @@ func serveCmd(e *env) *cobra.Command {
 	var addr, agentsDir, tokensFile string
 	var tokens, agentFiles []string
 	var sp servePrune
+	var events bool
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7700] [--agents DIR]",
 		Short: "Serve the HTTP API, the event streams and the dashboard",
@@ -33,6 +34,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			e.events = events
 			toks, err := collectTokens(tokens, tokensFile)
 			if err != nil {
 				return err
@@ -45,7 +47,10 @@ runs stop at a step boundary and are resumed at the next start.`,
 				return err
 			}
 			if e.lease <= 0 {
-				return fmt.Errorf("--lease must be positive")
+				return usagef("--lease must be positive")
+			}
+			if err := server.ValidTokens(toks); err != nil {
+				return usagef("%v", err)
 			}
 			files := append([]string(nil), agentFiles...)
 			if agentsDir != "" {
@@ -76,6 +81,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
 	c.Flags().DurationVar(&e.lease, "lease", 30*time.Second, "how long a run claimed by this instance stays its own without a heartbeat (heartbeats every lease/3); a crashed instance's runs are taken over after it")
+	c.Flags().BoolVar(&events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	return c
 }
 
@@ -86,7 +92,7 @@ func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []str
 		names = append(names, a.Name)
 	}
 	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s)\n", addr, strings.Join(names, ", "), e.db)
-	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens})
+	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder})
 }
 
 func collectTokens(flagTokens []string, file string) ([]string, error) {

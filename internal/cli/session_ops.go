@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -24,11 +25,19 @@ func init() {
 func contextCmd(e *env) *cobra.Command {
 	var agent string
 	c := &cobra.Command{
-		Use:   "context SESSION",
+		Use:   "context SESSION [--agent FILE|NAME]",
 		Short: "Preview the exact messages the next model call would receive",
-		Args:  cobra.ExactArgs(1),
+		Long: `Preview the exact request (system prompt, messages, tools) the next model call
+of a session would send, after the agent's context policy. The agent is the
+session's by default: a built-in agent, or with --server any agent the server
+loaded. A session of an agent from a file needs that file locally:
+--agent FILE (the database records agent names, not files).`,
+		Args: cobra.ExactArgs(1),
 		RunE: e.runWith(&agent, func(cmd *cobra.Command, b backend, args []string) error {
 			req, err := b.Context(cmd.Context(), args[0], b.AgentName(agent))
+			if errors.Is(err, stepwise.ErrUnknownAgent) && agent == "" && e.server == "" {
+				return usagef("%s: the session's agent is not built in; pass its agent file with --agent FILE", trimPrefix(err))
+			}
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -100,8 +101,27 @@ func printSteps(e *env, steps []*stepwise.Step, jsonOut bool) error {
 			continue
 		}
 		fmt.Fprintln(e.stdout, stepLine(s))
+		if line := summaryLine(s); line != "" {
+			fmt.Fprintln(e.stdout, line)
+		}
 	}
 	return nil
+}
+
+// summaryLine is the model-written summaries of a step's state, goal and
+// action (observe.summaries), indented under its line; "" without any.
+func summaryLine(s *stepwise.Step) string {
+	a := s.Annotations
+	var parts []string
+	for _, f := range [][2]string{{"state", a.StateSummary}, {"goal", a.GoalSummary}, {"action", a.ActionSummary}} {
+		if f[1] != "" {
+			parts = append(parts, f[0]+": "+f[1])
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Repeat("  ", s.Hop) + "      ↳ " + strings.Join(parts, " · ")
 }
 
 // reader opens a backend for read-only commands: the server, or the

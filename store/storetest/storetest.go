@@ -84,6 +84,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		{"Import", testImport},
 		{"Retention", testRetention},
 		{"RunCount", testRunCount},
+		{"Metrics", testMetrics},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

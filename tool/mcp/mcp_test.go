@@ -99,6 +99,9 @@ func TestCall(t *testing.T) {
 	if err != nil || res.Content != "a chart:\n[image image/png, 3 bytes]" {
 		t.Errorf("mixed: %+v, %v", res, err)
 	}
+	if err == nil && (len(res.Attachments) != 1 || res.Attachments[0].ContentType != "image/png" || string(res.Attachments[0].Data) != "\x01\x02\x03") {
+		t.Errorf("mixed: attachments %+v, want the PNG image", res.Attachments)
+	}
 	if calls.Load() != 3 {
 		t.Errorf("server ran %d tool calls, want 3", calls.Load())
 	}

@@ -177,7 +177,8 @@ func serverError(err error) *jsonrpc.Error {
 
 // convertResult renders an MCP result: Content is the text of its content
 // blocks (placeholders for images, audio and links), or its structured
-// content when it has no blocks; Output is the whole result as JSON.
+// content when it has no blocks; Output is the whole result as JSON; each
+// image block is also an attachment (stored beside the tool step).
 func convertResult(res *sdk.CallToolResult) (*tool.Result, error) {
 	if res.NeedsInput() {
 		return &tool.Result{Content: "the server asked for user input, which this client does not support", IsError: true}, nil
@@ -187,8 +188,12 @@ func convertResult(res *sdk.CallToolResult) (*tool.Result, error) {
 		return nil, tool.Permanent(fmt.Errorf("marshal MCP result: %w", err))
 	}
 	parts := make([]string, 0, len(res.Content))
+	var atts []tool.Attachment
 	for _, c := range res.Content {
 		parts = append(parts, contentText(c))
+		if img, ok := c.(*sdk.ImageContent); ok && len(img.Data) > 0 {
+			atts = append(atts, tool.Attachment{ContentType: img.MIMEType, Kind: "image", Data: img.Data})
+		}
 	}
 	text := strings.Join(parts, "\n")
 	if text == "" && res.StructuredContent != nil {
@@ -196,7 +201,7 @@ func convertResult(res *sdk.CallToolResult) (*tool.Result, error) {
 			text = string(b)
 		}
 	}
-	return &tool.Result{Content: text, Output: out, IsError: res.IsError}, nil
+	return &tool.Result{Content: text, Output: out, IsError: res.IsError, Attachments: atts}, nil
 }
 
 func contentText(c sdk.Content) string {

@@ -1,0 +1,163 @@
+package main_test
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// metricsDoc is the part of GET /v1/metrics the tests read.
+type metricsDoc struct {
+	Bucket string `json:"bucket"`
+	Split  string `json:"split"`
+	Series []struct {
+		Key    string `json:"key"`
+		Points []struct {
+			Runs         int64    `json:"runs"`
+			Steps        int64    `json:"steps"`
+			InputTokens  int64    `json:"input_tokens"`
+			LatencyP50Ms float64  `json:"latency_p50_ms"`
+			EvalScoreAvg *float64 `json:"eval_score_avg"`
+		} `json:"points"`
+	} `json:"series"`
+}
+
+// totals sums runs, steps and input tokens per series key.
+func (m *metricsDoc) totals() map[string][3]int64 {
+	out := map[string][3]int64{}
+	for _, s := range m.Series {
+		var t [3]int64
+		for _, p := range s.Points {
+			t[0] += p.Runs
+			t[1] += p.Steps
+			t[2] += p.InputTokens
+		}
+		out[s.Key] = t
+	}
+	return out
+}
+
+// launchServe starts `stepwise serve` on a free loopback port with args
+// (and the extra environment env) and returns its URL once it answers; the
+// server is killed when the test ends.
+func launchServe(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := exec.Command(bin, append(args, "serve", "--addr", addr)...)
+	srv.Dir = dir
+	srv.Env = append(append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER="), env...)
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	url := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if resp, err := http.Get(url + "/v1/agents"); err == nil {
+			resp.Body.Close()
+			return url
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server did not start")
+		}
+		time.Sleep(50 * time.Millisecond) // polling for the port; nothing to wait on
+	}
+}
+
+// TestMetrics runs agents with session metadata through the binary, then
+// reads the time series with `stepwise metrics` (table and --json), with
+// --server against `stepwise serve`, and over HTTP, bad parameters included.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "m.db")
+	for _, tier := range []string{"gold", "gold", "free"} {
+		if out, errOut, code := stepwise(t, dir, "--db", db, "run", "--agent", "analyst", "--meta", "tier="+tier,
+			"--input", "What is the population of Paris and Berlin?"); code != 0 {
+			t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+		}
+	}
+	out, errOut, code := stepwise(t, dir, "--db", db, "metrics", "--split", "tier", "--json")
+	if code != 0 {
+		t.Fatalf("metrics --json: exit %d %s", code, errOut)
+	}
+	var m metricsDoc
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("metrics --json: %v\n%s", err, out)
+	}
+	tot := m.totals()
+	// Each analyst run calls a sub-agent (a second run in the session).
+	if m.Bucket != "hour" || m.Split != "tier" || len(m.Series) != 2 {
+		t.Fatalf("metrics split by tier: bucket %q split %q, %d series", m.Bucket, m.Split, len(m.Series))
+	}
+	if g, f := tot["gold"], tot["free"]; f[0] == 0 || f[1] == 0 || f[2] == 0 || g != [3]int64{2 * f[0], 2 * f[1], 2 * f[2]} {
+		t.Fatalf("runs, steps, input tokens: gold %v, free %v (want gold = 2 × free, non-zero)", g, f)
+	}
+
+	out, _, code = stepwise(t, dir, "--db", db, "metrics", "--bucket", "minute", "--last", "2h")
+	if code != 0 || !strings.Contains(out, "RUNS") || !strings.Contains(out, "all agents") || !strings.Contains(out, "empty buckets not shown") {
+		t.Fatalf("metrics table: exit %d\n%s", code, out)
+	}
+	for _, bad := range [][]string{{"--bucket", "week"}, {"--bucket", "minute", "--last", "48h"}, {"--from", "yesterday"}, {"--split", "a b"}} {
+		if _, errOut, code := stepwise(t, dir, append([]string{"--db", db, "metrics"}, bad...)...); code != 2 || errOut == "" {
+			t.Errorf("metrics %v: exit %d %q, want usage error (2)", bad, code, errOut)
+		}
+	}
+
+	url := launchServe(t, dir, nil, "--db", db)
+	remote := func(args ...string) map[string][3]int64 {
+		out, errOut, code := stepwise(t, dir, append([]string{"--server", url, "metrics", "--split", "tier", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("remote metrics %v: exit %d %s", args, code, errOut)
+		}
+		var rm metricsDoc
+		if err := json.Unmarshal([]byte(out), &rm); err != nil {
+			t.Fatal(err)
+		}
+		return rm.totals()
+	}
+	if got := remote(); got["gold"] != tot["gold"] || got["free"] != tot["free"] {
+		t.Fatalf("remote metrics %v, local %v", got, tot)
+	}
+	if got := remote("--agent", "analyst"); got["gold"][0] != 2 || got["free"][0] != 1 || got["gold"][1] >= tot["gold"][1] {
+		t.Fatalf("remote metrics of agent analyst %v (all agents: %v)", got, tot)
+	}
+	// search --server asks the server (this directory has no local database
+	// at the default path); the server embeds its steps in the background.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, errOut, code := stepwise(t, dir, "--server", url, "search", "population of Paris", "--json")
+		var res struct {
+			Steps []json.RawMessage `json:"steps"`
+		}
+		if code == 0 && json.Unmarshal([]byte(out), &res) == nil && len(res.Steps) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("search --server: exit %d\n%s\n%s", code, out, errOut)
+		}
+		time.Sleep(100 * time.Millisecond) // the server's embedding sweep has no event to wait on
+	}
+	resp, err := http.Get(url + "/v1/metrics?bucket=minute&from=2026-01-01T00:00:00Z&to=2026-01-03T00:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(string(body), "2000") {
+		t.Fatalf("too many buckets: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
