@@ -40,7 +40,7 @@ export function agentView(main, { name }) {
         kpi('tokens', fmtTokens(o.input_tokens + o.output_tokens), `${fmtTokens(o.input_tokens)} in · ${fmtTokens(o.output_tokens)} out`),
         kpi('cost', fmtCost(o.cost)),
         kpi('error rate', fmtPct(o.error_rate), `${fmtInt(o.error_steps)} error steps · ${fmtPct(o.failed_run_rate)} of finished runs failed`),
-        kpi('repeated-step ratio', o.repeated_step_ratio.toFixed(2), `steps per state · ${o.graph_nodes} states · ${o.loops} loops${o.stuck_nodes ? ` · ${o.stuck_nodes} stuck` : ''}`)),
+        kpi('repeated-step ratio', o.repeated_step_ratio.toFixed(2), `share of steps that revisit a state · ${o.graph_nodes} states · ${o.loops} loops${o.stuck_nodes ? ` · ${o.stuck_nodes} stuck` : ''}`)),
       h('section', { class: 'card' }, h('h2', { text: 'Runs by status' }),
         total ? h('div', { class: 'bar', role: 'img', 'aria-label': RUN_ORDER.filter((s) => o.runs[s]).map((s) => `${o.runs[s]} ${s}`).join(', ') },
           RUN_ORDER.filter((s) => o.runs[s]).map((s) => h('span', { class: 'seg status-' + s, style: { flexGrow: String(o.runs[s]) }, title: `${o.runs[s]} ${s}` }))) : null,

@@ -45,7 +45,7 @@ export function graphView(main, { session, agent, query }) {
     if (closed) return;
     g = data;
     clear(stats, `${fmtInt(g.steps)} steps · ${fmtInt(g.nodes.length)} states · ${fmtInt(g.edges.length)} transitions · `,
-      h('span', { title: 'average steps per state' }, `repeated-step ratio ${g.repeated_step_ratio.toFixed(2)}`),
+      h('span', { title: 'share of steps that revisit a state (0–1)' }, `repeated-step ratio ${g.repeated_step_ratio.toFixed(2)}`),
       ` · ${g.loops} loop edges`, g.stuck_nodes ? [' · ', h('strong', { class: 'error', text: `${g.stuck_nodes} stuck state${g.stuck_nodes > 1 ? 's' : ''}` })] : '',
       agent ? ` · ${g.sessions} sessions, ${g.runs} runs` : '', g.merged_states ? ` · ${g.merged_states} rare states merged` : '');
     if (!g.nodes.length) { clear(canvas, h('p', { class: 'empty muted', text: 'No steps yet.' })); return; }
