@@ -251,7 +251,15 @@ func TestAgentUpdateRestartsSecondTurnInFork(t *testing.T) {
 	}
 	e := restarted(t, st, reviewAgent("v2", "review", stepwise.UpdateRestart, nil))
 	waitRun(t, st, second.ID, steptype.RunCancelled)
-	forks, err := e.Forks(ctx, first.SessionID)
+	// The old run is settled first (one conditional update wins), then the
+	// restart is created: wait for the fork.
+	var forks []*stepwise.Session
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		forks, err = e.Forks(ctx, first.SessionID)
+		if err != nil || len(forks) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil || len(forks) != 1 || forks[0].ForkSequence != userSeq-1 {
 		t.Fatalf("forks %v %+v (user step of the turn at %d)", err, forks, userSeq)
 	}
