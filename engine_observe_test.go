@@ -22,10 +22,15 @@ type recorder struct {
 	calls []string
 	refs  []StepRef
 	block chan struct{} // when set, every call waits on it
+	// entered, when set, receives a value as a call starts waiting on block.
+	entered chan struct{}
 }
 
 func (r *recorder) add(s string) {
 	if r.block != nil {
+		if r.entered != nil {
+			r.entered <- struct{}{}
+		}
 		<-r.block
 	}
 	r.mu.Lock()
@@ -92,9 +97,12 @@ func TestObserverOrderAndFlush(t *testing.T) {
 func TestObserverFullQueueNeverBlocks(t *testing.T) {
 	t.Parallel()
 	e := testEngine(t)
-	rec := &recorder{block: make(chan struct{})}
+	rec := &recorder{block: make(chan struct{}), entered: make(chan struct{}, observerQueueSize+11)}
 	stop := e.Observe(rec)
-	for i := 0; i < observerQueueSize+10; i++ {
+	// The first observation is taken by the observer, which then blocks.
+	e.runCommitHooks([]*Step{{ID: "s", RunID: "r"}})
+	<-rec.entered
+	for i := 1; i < observerQueueSize+10; i++ {
 		e.runCommitHooks([]*Step{{ID: "s", RunID: "r"}}) // must return although nothing is consumed
 	}
 	st := e.observation(false)
