@@ -3,7 +3,6 @@ package stepwise
 import (
 	"container/list"
 	"sync"
-	"sync/atomic"
 )
 
 // broker fans events out to live subscribers of a session and assigns each
@@ -11,15 +10,29 @@ import (
 // client reconnecting shortly after a disconnect also gets the deltas and run
 // events it missed; older history is served from the store (committed
 // steps). Topics of idle sessions are kept, with a short ring, up to
-// maxIdle of them, so positions stay continuous across runs of a session.
+// maxIdle of them per shard, so positions stay continuous across runs of a
+// session.
+//
+// The topics are spread over shards by session ID, each with its own mutex:
+// events of different sessions rarely share a lock, while all the state of
+// one session (positions, ring, subscribers) stays under one, which keeps
+// the per-session ordering guarantees of a single lock.
 type broker struct {
-	mu       sync.Mutex
-	topics   map[string]*topic
-	idle     *list.List // idle topics, least recently used first
+	shards   [brokerShards]brokerShard
 	ringSize int
 	idleRing int // events an idle topic keeps
-	maxIdle  int
+	maxIdle  int // idle topics kept per shard
 	bufSize  int
+}
+
+// brokerShards is the number of shards of the broker (a power of two).
+const brokerShards = 64
+
+type brokerShard struct {
+	mu     sync.Mutex
+	topics map[string]*topic
+	idle   *list.List // idle topics, least recently used first
+	_      [64]byte   // keeps shards' mutexes on separate cache lines
 }
 
 type topic struct {
@@ -36,35 +49,39 @@ type topic struct {
 	pokes    uint64
 	subs     map[*subscriber]struct{}
 	active   int           // executions publishing into the topic
-	idleElem *list.Element // position in broker.idle while idle
-}
-
-type subscriber struct {
-	ch      chan *Event
-	runID   string        // only events of this run, if set
-	lag     chan struct{} // closed when the subscriber fell behind
-	lagOnce sync.Once
-	lagged  atomic.Bool
-}
-
-func (s *subscriber) markLagged() {
-	s.lagged.Store(true)
-	s.lagOnce.Do(func() { close(s.lag) })
+	idleElem *list.Element // position in the shard's idle list while idle
 }
 
 func newBroker() *broker {
-	return &broker{topics: map[string]*topic{}, idle: list.New(), ringSize: 512, idleRing: 8, maxIdle: 1024, bufSize: 1024}
+	b := &broker{ringSize: 512, idleRing: 8, maxIdle: 32, bufSize: 1024}
+	for i := range b.shards {
+		b.shards[i].topics = map[string]*topic{}
+		b.shards[i].idle = list.New()
+	}
+	return b
+}
+
+// shard returns the shard of a session, locked.
+func (b *broker) lock(sessionID string) *brokerShard {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(sessionID); i++ {
+		h ^= uint32(sessionID[i])
+		h *= 16777619
+	}
+	sh := &b.shards[h&(brokerShards-1)]
+	sh.mu.Lock()
+	return sh
 }
 
 // topicLocked returns the session's topic, creating it, and marks it busy.
-func (b *broker) topicLocked(sessionID string) *topic {
-	t := b.topics[sessionID]
+func (sh *brokerShard) topicLocked(sessionID string) *topic {
+	t := sh.topics[sessionID]
 	if t == nil {
 		t = &topic{id: sessionID, subs: map[*subscriber]struct{}{}}
-		b.topics[sessionID] = t
+		sh.topics[sessionID] = t
 	}
 	if t.idleElem != nil {
-		b.idle.Remove(t.idleElem)
+		sh.idle.Remove(t.idleElem)
 		t.idleElem = nil
 	}
 	return t
@@ -72,27 +89,34 @@ func (b *broker) topicLocked(sessionID string) *topic {
 
 // settleLocked parks a topic nobody uses any more on the idle list with a
 // short ring, evicting the least recently used idle topics beyond maxIdle.
-func (b *broker) settleLocked(t *topic) {
+func (b *broker) settleLocked(sh *brokerShard, t *topic) {
 	if t.active > 0 || len(t.subs) > 0 || t.idleElem != nil {
 		return
 	}
-	b.trimLocked(t, b.idleRing)
-	t.idleElem = b.idle.PushBack(t)
-	for b.idle.Len() > b.maxIdle {
-		old := b.idle.Remove(b.idle.Front()).(*topic)
+	t.trimLocked(b.idleRing)
+	t.idleElem = sh.idle.PushBack(t)
+	for sh.idle.Len() > b.maxIdle {
+		old := sh.idle.Remove(sh.idle.Front()).(*topic)
 		old.idleElem = nil
-		delete(b.topics, old.id)
+		delete(sh.topics, old.id)
 	}
 }
 
-// trimLocked keeps the last n events of the ring.
-func (b *broker) trimLocked(t *topic, n int) {
+// trimLocked keeps the last n events of the ring, in place unless the ring
+// is much larger than needed (an idle topic gives its memory back).
+func (t *topic) trimLocked(n int) {
 	if len(t.ring) <= n {
 		return
 	}
 	drop := len(t.ring) - n
 	if t.startKnown {
 		t.start = t.ring[drop-1].Position
+	}
+	if n >= cap(t.ring)/4 {
+		copy(t.ring, t.ring[drop:])
+		clear(t.ring[n:])
+		t.ring = t.ring[:n]
+		return
 	}
 	kept := make([]*Event, n, max(n, 16))
 	copy(kept, t.ring[drop:])
@@ -102,16 +126,16 @@ func (b *broker) trimLocked(t *topic, n int) {
 // acquire marks an execution publishing into a session whose last committed
 // sequence is lastSeq.
 func (b *broker) acquire(sessionID string, lastSeq int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.topicLocked(sessionID)
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	t := sh.topicLocked(sessionID)
 	t.active++
-	b.advanceLocked(t, lastSeq)
+	t.advanceLocked(lastSeq)
 }
 
 // advanceLocked records that the store holds steps up to seq; when the
 // topic had no ring yet, the ring starts here.
-func (b *broker) advanceLocked(t *topic, seq int64) {
+func (t *topic) advanceLocked(seq int64) {
 	if seq > t.seq {
 		t.seq, t.idx = seq, 0
 	}
@@ -122,20 +146,20 @@ func (b *broker) advanceLocked(t *topic, seq int64) {
 
 // release ends an acquire.
 func (b *broker) release(sessionID string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t := b.topics[sessionID]; t != nil {
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	if t := sh.topics[sessionID]; t != nil {
 		t.active--
-		b.settleLocked(t)
+		b.settleLocked(sh, t)
 	}
 }
 
 // publish assigns ev its position and delivers it. A subscriber whose buffer
 // is full is marked lagged and stops receiving; it catches up from the store.
 func (b *broker) publish(ev *Event) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.topicLocked(ev.SessionID)
+	sh := b.lock(ev.SessionID)
+	defer sh.mu.Unlock()
+	t := sh.topicLocked(ev.SessionID)
 	if ev.Type == EventStepCompleted && ev.Step != nil && ev.Step.Sequence > t.seq {
 		t.seq, t.idx = ev.Step.Sequence, 0
 	} else {
@@ -143,23 +167,16 @@ func (b *broker) publish(ev *Event) {
 	}
 	ev.Position = Position{Seq: t.seq, Idx: t.idx}
 	if len(t.ring) >= b.ringSize {
-		b.trimLocked(t, b.ringSize/2)
+		t.trimLocked(b.ringSize / 2)
 	}
 	t.ring = append(t.ring, ev)
 	for s := range t.subs {
 		if s.runID != "" && s.runID != ev.RunID {
 			continue
 		}
-		if s.lagged.Load() {
-			continue
-		}
-		select {
-		case s.ch <- ev:
-		default:
-			s.markLagged()
-		}
+		s.offer(ev)
 	}
-	b.settleLocked(t)
+	b.settleLocked(sh, t)
 }
 
 // subscribe registers a live subscriber and returns the buffered events
@@ -167,10 +184,10 @@ func (b *broker) publish(ev *Event) {
 // storeTo is the last sequence to read from the store (0: nothing, -1: to
 // the end).
 func (b *broker) subscribe(sessionID, runID string, pos Position) (s *subscriber, buffered []*Event, storeTo int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.topicLocked(sessionID)
-	s = &subscriber{ch: make(chan *Event, b.bufSize), runID: runID, lag: make(chan struct{})}
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	t := sh.topicLocked(sessionID)
+	s = newSubscriber(runID, b.bufSize)
 	t.subs[s] = struct{}{}
 	switch {
 	case !t.startKnown:
@@ -187,36 +204,42 @@ func (b *broker) subscribe(sessionID, runID string, pos Position) (s *subscriber
 }
 
 func (b *broker) unsubscribe(sessionID string, s *subscriber) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t := b.topics[sessionID]; t != nil {
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	if t := sh.topics[sessionID]; t != nil {
 		delete(t.subs, s)
-		b.settleLocked(t)
+		b.settleLocked(sh, t)
 	}
 }
 
 // poke makes every live subscriber of a session catch up from the store:
 // another instance committed steps this broker has not seen.
 func (b *broker) poke(sessionID string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t := b.topics[sessionID]; t != nil {
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	if t := sh.topics[sessionID]; t != nil {
 		// Steps committed elsewhere are not in the ring: from now on the
 		// ring covers nothing on its own and subscribers read the store.
-		t.startKnown = false
-		t.pokes++
-		for s := range t.subs {
-			s.markLagged()
-		}
+		t.pokeLocked()
+	}
+}
+
+// pokeLocked marks the ring incomplete and switches the topic's
+// subscribers to catch-up.
+func (t *topic) pokeLocked() {
+	t.startKnown = false
+	t.pokes++
+	for s := range t.subs {
+		s.markLagged()
 	}
 }
 
 // pokesOf returns the session's poke count, taken before a store read
 // whose result is then passed to observe.
 func (b *broker) pokesOf(sessionID string) uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t := b.topics[sessionID]; t != nil {
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	if t := sh.topics[sessionID]; t != nil {
 		return t.pokes
 	}
 	return 0
@@ -229,13 +252,13 @@ func (b *broker) pokesOf(sessionID string) uint64 {
 // committed elsewhere after the read and the ring does not cover them, so
 // it is not marked complete.
 func (b *broker) observe(sessionID string, seq int64, pokes uint64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.topics[sessionID]
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	t := sh.topics[sessionID]
 	switch {
 	case t == nil:
 	case t.pokes == pokes:
-		b.advanceLocked(t, seq)
+		t.advanceLocked(seq)
 	case seq > t.seq:
 		t.seq, t.idx = seq, 0
 	}
@@ -244,10 +267,10 @@ func (b *broker) observe(sessionID string, seq int64, pokes uint64) {
 // pokeBehind pokes a session's subscribers unless this broker has already
 // published or observed its steps up to seq (a commit of this process).
 func (b *broker) pokeBehind(sessionID string, seq int64) {
-	b.mu.Lock()
-	t := b.topics[sessionID]
+	sh := b.lock(sessionID)
+	t := sh.topics[sessionID]
 	behind := t != nil && t.seq < seq
-	b.mu.Unlock()
+	sh.mu.Unlock()
 	if behind {
 		b.poke(sessionID)
 	}
@@ -256,24 +279,38 @@ func (b *broker) pokeBehind(sessionID string, seq int64) {
 // pokeAll makes every live subscriber catch up from the store: changes may
 // have been committed that no notification reported.
 func (b *broker) pokeAll() {
-	b.mu.Lock()
-	ids := make([]string, 0, len(b.topics))
-	for id := range b.topics {
-		ids = append(ids, id)
-	}
-	b.mu.Unlock()
-	for _, id := range ids {
-		b.poke(id)
+	for i := range b.shards {
+		sh := &b.shards[i]
+		sh.mu.Lock()
+		for _, t := range sh.topics {
+			t.pokeLocked()
+		}
+		sh.mu.Unlock()
 	}
 }
 
 // watch registers a subscriber of a run's live events used as a wake-up
 // only (the client protocol re-reads the store when it fires).
 func (b *broker) watch(sessionID, runID string) *subscriber {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t := b.topicLocked(sessionID)
-	s := &subscriber{ch: make(chan *Event, 64), runID: runID, lag: make(chan struct{})}
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	t := sh.topicLocked(sessionID)
+	s := newSubscriber(runID, 64)
 	t.subs[s] = struct{}{}
 	return s
+}
+
+// subscriberCount is the number of live subscribers (for tests and
+// benchmarks).
+func (b *broker) subscriberCount() int {
+	n := 0
+	for i := range b.shards {
+		sh := &b.shards[i]
+		sh.mu.Lock()
+		for _, t := range sh.topics {
+			n += len(t.subs)
+		}
+		sh.mu.Unlock()
+	}
+	return n
 }

@@ -224,10 +224,12 @@ func waitRunChange(ctx context.Context, sub *subscriber) error {
 			return ctx.Err()
 		case <-sub.lag:
 			return nil
-		case ev := <-sub.ch:
-			switch ev.Type {
-			case EventStepCompleted, EventRunWaiting, EventRunFinished:
-				return nil
+		case <-sub.ready:
+			for _, ev := range sub.take(nil) {
+				switch ev.Type {
+				case EventStepCompleted, EventRunWaiting, EventRunFinished:
+					return nil
+				}
 			}
 		}
 	}

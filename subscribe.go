@@ -116,29 +116,29 @@ func (e *Engine) streamSession(ctx context.Context, p SubscribeParams) (string, 
 // follow delivers live events until the subscriber lags (false, nil), the
 // run finishes (true, nil), or ctx ends.
 func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit func(*Event) bool) (bool, error) {
+	var batch []*Event
 	for {
 		select {
 		case <-ctx.Done():
 			return true, ctx.Err()
-		case ev := <-sub.ch:
-			if !emit(ev) {
-				return true, errStopped
-			}
-			if runID != "" && ev.Type == EventRunFinished && ev.RunID == runID {
-				return true, nil
-			}
-		case <-sub.lag:
-			// Deliver what is buffered, then catch up.
-			for {
-				select {
-				case ev := <-sub.ch:
-					if !emit(ev) {
-						return true, errStopped
-					}
-				default:
-					return false, nil
+		case <-sub.ready:
+			batch = sub.take(batch)
+			for _, ev := range batch {
+				if !emit(ev) {
+					return true, errStopped
+				}
+				if runID != "" && ev.Type == EventRunFinished && ev.RunID == runID {
+					return true, nil
 				}
 			}
+		case <-sub.lag:
+			// Deliver what is queued, then catch up.
+			for _, ev := range sub.take(batch) {
+				if !emit(ev) {
+					return true, errStopped
+				}
+			}
+			return false, nil
 		}
 	}
 }

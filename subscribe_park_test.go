@@ -128,11 +128,11 @@ func TestRunStreamParkBeforePublish(t *testing.T) {
 				Runs: []*store.RunUpdateParams{{ID: rid, Status: &waiting}}}); err != nil {
 				t.Fatal(err)
 			}
-			e.broker.mu.Lock()
-			for s := range e.broker.topics[sid].subs {
+			sh := e.broker.lock(sid)
+			for s := range sh.topics[sid].subs {
 				s.markLagged()
 			}
-			e.broker.mu.Unlock()
+			sh.mu.Unlock()
 		}
 	}
 	want := []string{"step_completed@1:0", "step_completed@2:0", "run_waiting@2:1"}
