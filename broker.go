@@ -61,7 +61,7 @@ func newBroker() *broker {
 	return b
 }
 
-// shard returns the shard of a session, locked.
+// lock returns the shard of a session, locked.
 func (b *broker) lock(sessionID string) *brokerShard {
 	h := uint32(2166136261) // FNV-1a
 	for i := 0; i < len(sessionID); i++ {
