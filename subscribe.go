@@ -157,11 +157,29 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 	// step of a finished run) are then in the step list. Read after the
 	// steps, a park committed in between would be reported past a step
 	// the stream never delivered.
+	for retried := false; ; retried = true {
+		from := *pos
+		done, stale, err := e.catchUpOnce(ctx, sid, runID, pos, storeTo, buffered, emit, seen)
+		if err != nil || done || !stale || (retried && *pos == from) {
+			// A re-read that delivered nothing new cannot loop: the
+			// run's later commits come with their notification.
+			return done, err
+		}
+		// The run moved on between the reads: read the store again.
+		storeTo, buffered = -1, nil
+	}
+}
+
+// catchUpOnce is one pass of catchUp. stale reports that a run stream found
+// its run waiting but the run's last step past what the stream has
+// delivered: the park was answered and the run committed more steps after
+// the store read. The park is then not reported: run_waiting positioned
+// after that last step would make the stream skip the steps in between.
+func (e *Engine) catchUpOnce(ctx context.Context, sid, runID string, pos *Position, storeTo int64, buffered []*Event, emit func(*Event) bool, seen steptype.RunStatus) (done, stale bool, err error) {
 	var r *steptype.Run
 	if runID != "" {
-		var err error
 		if r, err = e.store.RunGet(ctx, &store.RunGetParams{ID: runID}); err != nil {
-			return true, fmt.Errorf("run %q: %w", runID, err)
+			return true, false, fmt.Errorf("run %q: %w", runID, err)
 		}
 	}
 	if r != nil && (r.Status.Terminal() || r.Status == steptype.RunWaiting) {
@@ -176,7 +194,7 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 		pokes := e.broker.pokesOf(sid)
 		steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sid, StartSeq: pos.Seq + 1, EndSeq: end})
 		if err != nil {
-			return true, fmt.Errorf("replay steps: %w", err)
+			return true, false, fmt.Errorf("replay steps: %w", err)
 		}
 		for _, s := range steps {
 			if runID != "" && s.RunID != runID {
@@ -198,21 +216,21 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 			ev, buffered = buffered[0], buffered[1:]
 		}
 		if !emit(ev) {
-			return true, errStopped
+			return true, false, errStopped
 		}
 		if runID != "" && ev.Type == EventRunFinished && ev.RunID == runID {
-			return true, nil
+			return true, false, nil
 		}
 	}
 	if runID == "" {
-		return false, nil
+		return false, false, nil
 	}
 	if r.Status.Terminal() {
 		ev := &Event{Type: EventRunFinished, SessionID: sid, RunID: r.ID, Run: r, Time: r.UpdatedAt, Position: Position{Seq: pos.Seq, Idx: pos.Idx + 1}}
 		if !emit(ev) {
-			return true, errStopped
+			return true, false, errStopped
 		}
-		return true, nil
+		return true, false, nil
 	}
 	if r.Status == steptype.RunWaiting && seen != steptype.RunWaiting {
 		// The park committed the run's last step (an input request) with
@@ -220,15 +238,19 @@ func (e *Engine) catchUp(ctx context.Context, sid, runID string, pos *Position, 
 		// already past it is not told again.
 		last, err := e.store.StepList(ctx, &store.StepListParams{RunID: r.ID, Desc: true, Limit: 1})
 		if err != nil {
-			return true, fmt.Errorf("run %q: %w", runID, err)
+			return true, false, fmt.Errorf("run %q: %w", runID, err)
 		}
 		if len(last) == 0 {
-			return false, nil
+			return false, false, nil
+		}
+		if last[0].Sequence > pos.Seq {
+			// Committed after the steps were read: the park is over.
+			return false, true, nil
 		}
 		ev := &Event{Type: EventRunWaiting, SessionID: sid, RunID: r.ID, Run: r, Time: r.UpdatedAt, Position: Position{Seq: last[0].Sequence, Idx: 1}}
 		if !emit(ev) {
-			return true, errStopped
+			return true, false, errStopped
 		}
 	}
-	return false, nil
+	return false, false, nil
 }

@@ -1,0 +1,92 @@
+package stepwise
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/memory"
+)
+
+// A park answered (on another instance) and followed by a commit of the
+// run (on a third) between a run stream's reading of the steps and of the
+// run's last step used to be reported as run_waiting positioned after that
+// new step, which the stream then skipped for good (found by the chaos
+// test: the guarded tool result after an approval answered elsewhere was
+// never delivered, although the stream ended with run_finished).
+func TestRunStreamParkAnsweredBetweenReads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := memory.New()
+	st := &parkDuringList{Store: mem}
+	e, err := New(Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, rid := uuid.NewString(), uuid.NewString()
+	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: rid, SessionID: sid, Agent: "a", Status: steptype.RunRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	step := func(kind steptype.Kind, status steptype.StepStatus) *steptype.Step {
+		return &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Kind: kind, Name: "llm", Status: status, Role: steptype.RoleUser, Content: "x", CreatedAt: time.Now()}
+	}
+	request := step(steptype.KindInput, steptype.StepWaiting)
+	waiting, running, completed := steptype.RunWaiting, steptype.RunRunning, steptype.RunCompleted
+	if _, err := mem.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{step(steptype.KindUser, steptype.StepCompleted), request},
+		Runs: []*store.RunUpdateParams{{ID: rid, Status: &waiting}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Right after the stream read the steps (1 and 2, the request): the
+	// request is answered elsewhere, and the run resumes elsewhere and
+	// commits its tool result (3). Both notifications arrive.
+	st.park = func() {
+		if _, err := mem.StepResolve(ctx, &store.StepResolveParams{ID: request.ID, RunID: rid, Status: steptype.StepCompleted,
+			Content: "yes", Outputs: json.RawMessage(`true`), Now: time.Now(), QueueRun: true}); err != nil {
+			t.Error(err)
+		}
+		e.onChange(store.ChangeRun(sid, rid, string(steptype.RunQueued)))
+		if _, err := mem.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{step(steptype.KindTool, steptype.StepCompleted)},
+			Runs: []*store.RunUpdateParams{{ID: rid, Status: &running}}}); err != nil {
+			t.Error(err)
+		}
+		e.onChange(store.ChangeStep(sid, 3))
+	}
+	var got []string
+	steps := map[int64]int{}
+	finishing := false
+	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: rid}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(ev.Type)+"@"+ev.Position.String())
+		if ev.Type == EventStepCompleted {
+			steps[ev.Step.Sequence]++
+		}
+		if !finishing && (ev.Type == EventRunWaiting || (ev.Type == EventStepCompleted && ev.Step.Sequence == 3)) {
+			// The run finishes elsewhere.
+			finishing = true
+			if _, err := mem.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{step(steptype.KindLLM, steptype.StepCompleted)},
+				Runs: []*store.RunUpdateParams{{ID: rid, Status: &completed}}}); err != nil {
+				t.Fatal(err)
+			}
+			e.onChange(store.ChangeRun(sid, rid, string(completed)))
+		}
+	}
+	if len(got) == 0 || !strings.HasPrefix(got[len(got)-1], string(EventRunFinished)+"@") {
+		t.Fatalf("events %v: want run_finished last", got)
+	}
+	for seq := int64(1); seq <= 4; seq++ {
+		if steps[seq] == 0 {
+			t.Errorf("step %d never delivered; events %v", seq, got)
+		}
+	}
+}
