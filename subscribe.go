@@ -48,9 +48,17 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 				return true
 			}
 			if s := ev.Step; ev.Type == EventStepCompleted && s != nil {
-				if s.Sequence > lastSeq {
+				switch {
+				case s.Sequence > lastSeq:
 					lastSeq = s.Sequence
 					clear(lastSteps)
+				case s.Sequence < lastSeq && (s.Kind != steptype.KindInput || s.Status == steptype.StepWaiting):
+					// Only an answer updates a step older than one
+					// delivered. Anything else is a late publication
+					// (an engine publishes after its commit; the run,
+					// parked meanwhile, was answered and went on
+					// elsewhere) of a step delivered already.
+					return true
 				}
 				if st, ok := lastSteps[s.ID]; ok && st == s.Status {
 					return true

@@ -3,6 +3,7 @@ package stepwise
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,56 @@ func TestRunStreamParkAnsweredBetweenReads(t *testing.T) {
 		if steps[seq] == 0 {
 			t.Errorf("step %d never delivered; events %v", seq, got)
 		}
+	}
+}
+
+// An engine publishes its steps after their commit: a park's publication
+// delayed past the answer and the next commit (made elsewhere) came after
+// that step, and the stream delivered the parked request twice (found by
+// the chaos test). An answer of an older request is still delivered.
+func TestRunStreamLatePublication(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := memory.New()
+	e, err := New(Config{Store: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, rid := uuid.NewString(), uuid.NewString()
+	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: rid, SessionID: sid, Agent: "a", Status: steptype.RunRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(seq int64, kind steptype.Kind, status steptype.StepStatus) *steptype.Step {
+		return &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Sequence: seq, Kind: kind, Name: "x", Status: status, Role: steptype.RoleUser, Content: "x", CreatedAt: time.Now()}
+	}
+	e.broker.acquire(sid, 0)
+	defer e.broker.release(sid)
+	tool, request, next := mk(1, steptype.KindTool, steptype.StepCompleted), mk(2, steptype.KindInput, steptype.StepWaiting), mk(3, steptype.KindTool, steptype.StepCompleted)
+	answered := *request
+	answered.Status = steptype.StepCompleted
+	for _, s := range []*steptype.Step{next, tool, request, &answered} {
+		if s == next {
+			// The steps before it were delivered.
+			e.broker.publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: tool})
+			e.broker.publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: request})
+		}
+		e.broker.publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: s})
+	}
+	e.broker.publish(&Event{Type: EventRunFinished, SessionID: sid, RunID: rid, Run: &steptype.Run{ID: rid, Status: steptype.RunCompleted}})
+	var got []string
+	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: rid}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Step != nil {
+			got = append(got, fmt.Sprintf("%d/%s", ev.Step.Sequence, ev.Step.Status))
+		}
+	}
+	want := "[1/completed 2/waiting 3/completed 2/completed]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("steps %v, want %s", got, want)
 	}
 }

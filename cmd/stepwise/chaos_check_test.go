@@ -263,7 +263,7 @@ func checkChaos(t *testing.T, ctx context.Context, dsn string, fl *fleet, rec *r
 			t.Errorf("run %s: approval answered through its executing server", r.id)
 		}
 		for _, d := range s.Dups {
-			t.Errorf("run %s: step %s delivered twice", r.id, d)
+			t.Errorf("run %s: step %s delivered twice; stream:\n%s", r.id, d, s.trace())
 		}
 		for _, d := range s.Disorder {
 			t.Errorf("run %s: %s", r.id, d)
@@ -279,7 +279,7 @@ func checkChaos(t *testing.T, ctx context.Context, dsn string, fl *fleet, rec *r
 				fig.answersNotStreamed++
 				continue
 			}
-			t.Errorf("run %s: step %d (%s %s) never delivered on its stream", r.id, step.Sequence, step.Kind, step.Status)
+			t.Errorf("run %s: step %d (%s %s) never delivered on its stream; stream:\n%s", r.id, step.Sequence, step.Kind, step.Status, s.trace())
 		}
 	}
 	return fig
