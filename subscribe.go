@@ -42,6 +42,12 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 		// step read from the store already answered is not repeated by the
 		// ring's event of the answer.
 		var lastSeq int64
+		// The client has the step at the position it resumes from: (N, 0)
+		// is only ever step N.
+		var have int64
+		if p.After.Idx == 0 {
+			have = p.After.Seq
+		}
 		lastSteps := map[string]steptype.StepStatus{}
 		emit := func(ev *Event) bool {
 			if !pos.Less(ev.Position) {
@@ -52,12 +58,14 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 				case s.Sequence > lastSeq:
 					lastSeq = s.Sequence
 					clear(lastSteps)
-				case s.Sequence < lastSeq && (s.Kind != steptype.KindInput || s.Status == steptype.StepWaiting):
-					// Only an answer updates a step older than one
-					// delivered. Anything else is a late publication
-					// (an engine publishes after its commit; the run,
-					// parked meanwhile, was answered and went on
-					// elsewhere) of a step delivered already.
+				case (s.Sequence < lastSeq || s.Sequence <= have) && (s.Kind != steptype.KindInput || s.Status == steptype.StepWaiting):
+					// Only an answer updates a step the client has.
+					// Anything else is a late publication of a step
+					// delivered already: an engine publishes after its
+					// commit, and the run, parked meanwhile, was answered
+					// and went on elsewhere; or a ring that positioned
+					// the step after an event (see broker.observe) serves
+					// a reconnection from the step's own position.
 					return true
 				}
 				if st, ok := lastSteps[s.ID]; ok && st == s.Status {

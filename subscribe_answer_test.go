@@ -142,3 +142,40 @@ func TestRunStreamLatePublication(t *testing.T) {
 		t.Fatalf("steps %v, want %s", got, want)
 	}
 }
+
+// A ring that positioned a step after an event (its topic had observed the
+// step in the store before the executing engine published it) served it
+// again to a client resuming from the step's own position, (N, 0) (found by
+// the chaos test: a stream reconnected to another server got it twice).
+func TestRunStreamResumeAtStep(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := memory.New()
+	e, err := New(Config{Store: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, rid := uuid.NewString(), uuid.NewString()
+	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: rid, SessionID: sid, Agent: "a", Status: steptype.RunRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	e.broker.acquire(sid, 1)
+	defer e.broker.release(sid)
+	step := &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Sequence: 1, Kind: steptype.KindTool, Status: steptype.StepCompleted}
+	e.broker.publish(&Event{Type: EventStepStarted, SessionID: sid, RunID: rid})
+	e.broker.publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: step})
+	e.broker.publish(&Event{Type: EventRunFinished, SessionID: sid, RunID: rid, Run: &steptype.Run{ID: rid, Status: steptype.RunCompleted}})
+	var got []string
+	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: rid, After: Position{Seq: 1}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(ev.Type)+"@"+ev.Position.String())
+	}
+	if want := "[step_started@1:1 run_finished@1:3]"; fmt.Sprint(got) != want {
+		t.Fatalf("events %v, want %s", got, want)
+	}
+}
