@@ -55,9 +55,6 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 			}
 			if s := ev.Step; ev.Type == EventStepCompleted && s != nil {
 				switch {
-				case s.Sequence > lastSeq:
-					lastSeq = s.Sequence
-					clear(lastSteps)
 				case (s.Sequence < lastSeq || s.Sequence <= have) && (s.Kind != steptype.KindInput || s.Status == steptype.StepWaiting):
 					// Only an answer updates a step the client has.
 					// Anything else is a late publication of a step
@@ -67,6 +64,9 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 					// the step after an event (see broker.observe) serves
 					// a reconnection from the step's own position.
 					return true
+				case s.Sequence > lastSeq:
+					lastSeq = s.Sequence
+					clear(lastSteps)
 				}
 				if st, ok := lastSteps[s.ID]; ok && st == s.Status {
 					return true
