@@ -76,7 +76,12 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.reconcileWaiting(ctx)
 		t := time.NewTicker(e.cfg.PollInterval)
 		defer t.Stop()
+		var swept time.Time
 		for {
+			if time.Since(swept) >= orphanSweepEvery {
+				e.wakeOrphans(ctx)
+				swept = time.Now()
+			}
 			e.expireInputs(ctx)
 			e.dispatch(ctx, sem)
 			select {
