@@ -55,12 +55,18 @@ export function composer(ctx) {
     const registered = names.has(s.agent);
     const active = ctx.run && ACTIVE.has(ctx.run.status);
     // Does the session end with a message the model has not answered?
+    // Updates overlap (each awaits the API): only the one that asked about
+    // the latest step may set the answer, never an older one resolving late.
     if (s.last_sequence !== lastChecked && s.last_sequence > 0) {
-      lastChecked = s.last_sequence;
+      const seq = s.last_sequence;
+      lastChecked = seq;
+      let ends = false;
       try {
-        const last = await api(`/v1/sessions/${enc(ctx.sessionID)}/steps/${s.last_sequence}`);
-        endsWithMessage = last.kind === 'user' || !!last.metadata?.edited_from;
-      } catch { endsWithMessage = false; }
+        const last = await api(`/v1/sessions/${enc(ctx.sessionID)}/steps/${seq}`);
+        ends = last.kind === 'user' || !!last.metadata?.edited_from;
+      } catch { ends = false; }
+      if (lastChecked !== seq) return;
+      endsWithMessage = ends;
     }
     const blocked = !registered || active || busy;
     text.disabled = send.disabled = fromHere.disabled = blocked;
