@@ -1,8 +1,9 @@
 package store
 
 // Driver is every capability the product uses from a store: the step log
-// (Store), the observation data (ObservationStore) and step vectors
-// (VectorStore). The engine needs only Store; the server, evals, the
+// (Store), the observation data (ObservationStore), step vectors
+// (VectorStore), time-series analytics (MetricsStore) and verbatim import
+// and export for `stepwise copy` (Importer, Exporter). The engine needs only Store; the server, evals, the
 // recorder and step memory find the others with type assertions. Every
 // driver shipped with Stepwise (memory, SQLite, PostgreSQL) implements
 // Driver, asserted at compile time in each driver, and the conformance
@@ -11,4 +12,7 @@ type Driver interface {
 	Store
 	ObservationStore
 	VectorStore
+	MetricsStore
+	Importer
+	Exporter
 }

@@ -11,12 +11,12 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-// testMetrics runs the store.MetricsStore contract, when the driver
-// implements it.
+// testMetrics runs the store.MetricsStore contract; every driver must
+// implement it (the metrics API, `stepwise metrics` and the dashboard use it).
 func testMetrics(t *testing.T, h *harness) {
 	probe := h.open(t)
 	if _, ok := probe.(store.MetricsStore); !ok {
-		t.Skipf("%T does not implement store.MetricsStore", probe)
+		t.Fatalf("%T does not implement store.MetricsStore, which every driver must", probe)
 	}
 	h.sub(t, "Aggregates", func(t *testing.T, st store.Store) {
 		seedMetrics(t, st)
