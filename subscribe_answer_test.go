@@ -26,17 +26,7 @@ func TestRunStreamParkAnsweredBetweenReads(t *testing.T) {
 	defer cancel()
 	mem := memory.New()
 	st := &parkDuringList{Store: mem}
-	e, err := New(Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid, rid := uuid.NewString(), uuid.NewString()
-	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mem.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: rid, SessionID: sid, Agent: "a", Status: steptype.RunRunning}}); err != nil {
-		t.Fatal(err)
-	}
+	e, sid, rid := streamFixture(ctx, t, mem, st)
 	step := func(kind steptype.Kind, status steptype.StepStatus) *steptype.Step {
 		return &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Kind: kind, Name: "llm", Status: status, Role: steptype.RoleUser, Content: "x", CreatedAt: time.Now()}
 	}
@@ -100,17 +90,7 @@ func TestRunStreamLatePublication(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	mem := memory.New()
-	e, err := New(Config{Store: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid, rid := uuid.NewString(), uuid.NewString()
-	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mem.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: rid, SessionID: sid, Agent: "a", Status: steptype.RunRunning}}); err != nil {
-		t.Fatal(err)
-	}
+	e, sid, rid := streamFixture(ctx, t, mem, mem)
 	mk := func(seq int64, kind steptype.Kind, status steptype.StepStatus) *steptype.Step {
 		return &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Sequence: seq, Kind: kind, Name: "x", Status: status, Role: steptype.RoleUser, Content: "x", CreatedAt: time.Now()}
 	}
@@ -151,17 +131,7 @@ func TestRunStreamResumeAtStep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	mem := memory.New()
-	e, err := New(Config{Store: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid, rid := uuid.NewString(), uuid.NewString()
-	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mem.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: rid, SessionID: sid, Agent: "a", Status: steptype.RunRunning}}); err != nil {
-		t.Fatal(err)
-	}
+	e, sid, rid := streamFixture(ctx, t, mem, mem)
 	e.broker.acquire(sid, 1)
 	defer e.broker.release(sid)
 	step := &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Sequence: 1, Kind: steptype.KindTool, Status: steptype.StepCompleted}

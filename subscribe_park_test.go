@@ -38,17 +38,7 @@ func TestRunStreamParkBetweenReads(t *testing.T) {
 	defer cancel()
 	mem := memory.New()
 	st := &parkDuringList{Store: mem}
-	e, err := New(Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid, rid := uuid.NewString(), uuid.NewString()
-	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mem.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: rid, SessionID: sid, Agent: "a", Status: steptype.RunRunning}}); err != nil {
-		t.Fatal(err)
-	}
+	e, sid, rid := streamFixture(ctx, t, mem, st)
 	step := func(kind steptype.Kind, status steptype.StepStatus) *steptype.Step {
 		return &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Kind: kind, Name: "llm", Status: status, Role: steptype.RoleUser, Content: "x", CreatedAt: time.Now()}
 	}
@@ -89,17 +79,7 @@ func TestRunStreamParkBeforePublish(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	mem := memory.New()
-	e, err := New(Config{Store: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid, rid := uuid.NewString(), uuid.NewString()
-	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mem.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: rid, SessionID: sid, Agent: "a", Status: steptype.RunRunning}}); err != nil {
-		t.Fatal(err)
-	}
+	e, sid, rid := streamFixture(ctx, t, mem, mem)
 	step := func(kind steptype.Kind, status steptype.StepStatus) *steptype.Step {
 		return &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Kind: kind, Name: "llm", Status: status, Role: steptype.RoleUser, Content: "x", CreatedAt: time.Now()}
 	}
@@ -139,4 +119,22 @@ func TestRunStreamParkBeforePublish(t *testing.T) {
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Fatalf("events %v, want %v", got, want)
 	}
+}
+
+// streamFixture returns an engine on st (mem, or a store wrapping it) and a
+// running run of a new session created in mem.
+func streamFixture(ctx context.Context, t *testing.T, mem *memory.Store, st store.Store) (e *Engine, sid, rid string) {
+	t.Helper()
+	e, err := New(Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, rid = uuid.NewString(), uuid.NewString()
+	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: rid, SessionID: sid, Agent: "a", Status: steptype.RunRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	return e, sid, rid
 }
