@@ -1,10 +1,7 @@
 package main_test
 
 import (
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,30 +16,7 @@ import (
 func TestServeOTLP(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	srv := exec.Command(bin, "--db", "sqlite:"+filepath.Join(dir, "o.db"), "serve", "--addr", addr)
-	srv.Dir = dir
-	srv.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	url := "http://" + addr
-	for i := 0; ; i++ {
-		if resp, err := http.Get(url + "/v1/agents"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if i > 100 {
-			t.Fatal("server did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	url := startServe(t, dir, filepath.Join(dir, "o.db"), "").url
 	const trace = "5b8efff798038103d269b633813fc60c"
 	now := time.Now().UnixNano()
 	body := `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"json-agent"}}]},

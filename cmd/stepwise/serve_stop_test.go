@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -51,15 +50,16 @@ type serveProc struct {
 	url string
 }
 
+// startServe starts `stepwise serve` on a SQLite file db (with the agent
+// file agent, when set) and waits until it answers.
 func startServe(t *testing.T, dir, db, agent string) *serveProc {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addr := freeAddr(t)
+	args := []string{"--db", "sqlite:" + db, "serve", "--addr", addr}
+	if agent != "" {
+		args = append(args, "--agent", agent)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "--db", "sqlite:"+db, "serve", "--addr", addr, "--agent", agent)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=")
 	cmd.Stderr = os.Stderr
