@@ -83,7 +83,7 @@ func (p *proxy) close() {
 func TestCopyResumesAfterDestinationGoesAway(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	pg := copyPostgresDSN(t)
+	pg := postgresSchemaDSN(t)
 	genDB(t, filepath.Join(dir, "big.db"), 200, 100)
 	u, _ := url.Parse(pg)
 	target := u.Host

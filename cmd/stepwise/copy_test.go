@@ -2,19 +2,13 @@ package main_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -162,7 +156,7 @@ func TestCopySQLiteToSQLite(t *testing.T) {
 func TestCopySQLiteToPostgres(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	pg := copyPostgresDSN(t)
+	pg := postgresSchemaDSN(t)
 	run, req := demoDB(t, dir, "sqlite:src.db")
 	copyAndCheck(t, dir, "sqlite:src.db", pg)
 	copyAndCheck(t, dir, pg, "sqlite:back.db")
@@ -170,38 +164,6 @@ func TestCopySQLiteToPostgres(t *testing.T) {
 		t.Fatalf("SQLite → PostgreSQL → SQLite differs:\n got %s\nwant %s", got, want)
 	}
 	answerOn(t, dir, pg, run, req)
-}
-
-// copyPostgresDSN returns a DSN of the test server whose search_path is a
-// fresh schema, dropped when the test ends.
-func copyPostgresDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("STEPWISE_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("STEPWISE_REQUIRE_POSTGRES=1 but STEPWISE_TEST_POSTGRES is unset")
-		}
-		t.Skip("set STEPWISE_TEST_POSTGRES to a PostgreSQL DSN (./scripts/test starts one)")
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "swcopy_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, dsn); err == nil {
-			_, _ = c.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
-			c.Close(ctx)
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // genDB writes a database of n sessions of k steps each, every session
