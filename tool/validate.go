@@ -43,6 +43,9 @@ func (e *ArgumentError) ErrorClass() steptype.ErrorClass { return steptype.Error
 type Validator struct {
 	schema   json.RawMessage
 	resolved *jsonschema.Resolved
+	// fast is the schema compiled for the allocation-free check of valid
+	// arguments; nil when the schema uses keywords outside its subset.
+	fast *fastNode
 }
 
 // NewValidator resolves schema. An empty schema means any object. It fails
@@ -64,7 +67,7 @@ func newValidator(s *jsonschema.Schema, raw json.RawMessage) (*Validator, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
-	return &Validator{schema: raw, resolved: r}, nil
+	return &Validator{schema: raw, resolved: r, fast: compileFast(s, 0)}, nil
 }
 
 // Schema returns the schema the validator was built from.
@@ -75,6 +78,12 @@ func (v *Validator) Schema() json.RawMessage { return v.schema }
 // them for tools without parameters. The error, if any, is an
 // [*ArgumentError] naming the first offending field.
 func (v *Validator) Validate(args json.RawMessage) error {
+	if v.fast != nil && v.fast.fastValid(NormalizeArgs(args)) {
+		// Certainly valid: no decode, no allocation. Anything else (bad
+		// arguments, or a case the fast check leaves open) goes through
+		// the full validator, which decides and explains.
+		return nil
+	}
 	var inst any
 	if err := json.Unmarshal(NormalizeArgs(args), &inst); err != nil {
 		return &ArgumentError{Problem: "arguments are not valid JSON: " + err.Error()}
