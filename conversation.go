@@ -1,6 +1,7 @@
 package stepwise
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/json"
@@ -39,6 +40,11 @@ type conversation struct {
 	// block its results so far, with their call positions.
 	blockAt int
 	block   []blockResult
+	// hashBuf, hashEnc and hashMsg are reused by chainHash, so that
+	// hashing a message allocates nothing.
+	hashBuf bytes.Buffer
+	hashEnc *json.Encoder
+	hashMsg llm.Message
 }
 
 // blockResult is a tool result of the open block and its call's position.
@@ -170,18 +176,20 @@ func (c *conversation) lastAssistantText() string {
 	return ""
 }
 
-// chainHash extends the message hash chain with m.
-func chainHash(chain [][sha256.Size]byte, m llm.Message) [sha256.Size]byte {
-	m.ToolCalls = canonicalCalls(m.ToolCalls)
-	b, _ := json.Marshal(m)
-	h := sha256.New()
-	if n := len(chain); n > 0 {
-		h.Write(chain[n-1][:])
+// chainHash extends the message hash chain ending in prev (nil: empty)
+// with m: sha256(prev ‖ JSON of m with canonical tool-call arguments).
+func (c *conversation) chainHash(prev []byte, m llm.Message) [sha256.Size]byte {
+	if c.hashEnc == nil {
+		c.hashEnc = json.NewEncoder(&c.hashBuf) // writes what json.Marshal does, plus "\n"
 	}
-	h.Write(b)
-	var out [sha256.Size]byte
-	h.Sum(out[:0])
-	return out
+	c.hashMsg = m
+	c.hashMsg.ToolCalls = canonicalCalls(m.ToolCalls)
+	c.hashBuf.Reset()
+	c.hashBuf.Write(prev)
+	_ = c.hashEnc.Encode(&c.hashMsg)
+	c.hashMsg = llm.Message{}
+	b := c.hashBuf.Bytes()
+	return sha256.Sum256(b[:len(b)-1])
 }
 
 // nextHash is the chain hash after appending m: a tool result that
@@ -198,15 +206,13 @@ func (c *conversation) nextHash(m llm.Message) [sha256.Size]byte {
 	}
 	if pos < 0 {
 		c.blockAt = -1 // anything else closes the block
-		return chainHash(c.chain, m)
+		return c.chainHash(c.head(), m)
 	}
 	c.block = append(c.block, blockResult{pos: pos, msg: m})
 	slices.SortStableFunc(c.block, func(a, b blockResult) int { return cmp.Compare(a.pos, b.pos) })
-	h := c.chain[:c.blockAt+1]
-	var out [sha256.Size]byte
+	out := c.chain[c.blockAt]
 	for _, r := range c.block {
-		out = chainHash(h, r.msg)
-		h = [][sha256.Size]byte{out}
+		out = c.chainHash(out[:], r.msg)
 	}
 	return out
 }

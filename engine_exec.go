@@ -73,6 +73,7 @@ type execution struct {
 
 	done      chan struct{} // closed by release
 	toolsHash []byte        // fingerprint of the agent's tool definitions
+	fp        fingerprinter // requestFingerprint's reused state
 	defs      []llm.ToolDef // the agent's tool definitions, built once
 
 	progress *Progress    // the run's last progress report (Scope.Progress)

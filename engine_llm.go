@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -138,22 +139,61 @@ func (x *execution) requestFingerprint(model string, req *llm.Request) string {
 		}
 		x.toolsHash = th.Sum(nil)
 	}
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	_ = enc.Encode(model)
-	_ = enc.Encode(req.System)
-	h.Write(x.toolsHash)
-	_ = enc.Encode(req.Temperature)
-	_ = enc.Encode(req.MaxTokens)
-	h.Write(x.conv.head())
-	_ = enc.Encode(x.conv.trimmed)
-	_ = enc.Encode(x.conv.summary)
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	// The hashed bytes are, in order: each of model, system prompt (then
+	// the tools' hash), temperature, max tokens, (then the conversation's
+	// head), trim point and summary as encoding/json writes it with a
+	// trailing newline. The part before the head is the same for every
+	// request of the execution: it is built once.
+	fp := &x.fp
+	if fp.prefix == nil || fp.model != model || fp.system != req.System || fp.maxTokens != req.MaxTokens ||
+		(fp.temperature == nil) != (req.Temperature == nil) || fp.temperature != nil && *fp.temperature != *req.Temperature {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		_ = enc.Encode(model)
+		_ = enc.Encode(req.System)
+		b.Write(x.toolsHash)
+		_ = enc.Encode(req.Temperature)
+		_ = enc.Encode(req.MaxTokens)
+		fp.prefix, fp.model, fp.system, fp.maxTokens = b.Bytes(), model, req.System, req.MaxTokens
+		fp.temperature = nil
+		if req.Temperature != nil {
+			t := *req.Temperature
+			fp.temperature = &t
+		}
+	}
+	buf := append(fp.buf[:0], fp.prefix...)
+	buf = append(buf, x.conv.head()...)
+	buf = strconv.AppendInt(buf, int64(x.conv.trimmed), 10)
+	buf = append(buf, '\n')
+	if x.conv.summary == "" {
+		buf = append(buf, `""`+"\n"...)
+	} else {
+		s, _ := json.Marshal(x.conv.summary)
+		buf = append(append(buf, s...), '\n')
+	}
+	fp.buf = buf
+	sum := sha256.Sum256(buf)
+	var out [32]byte
+	hex.Encode(out[:], sum[:16])
+	return string(out[:])
+}
+
+// fingerprinter is what requestFingerprint keeps between requests.
+type fingerprinter struct {
+	prefix      []byte // the encoded model, system, tools hash, temperature, max tokens
+	model       string
+	system      string
+	temperature *float64
+	maxTokens   int
+	buf         []byte
 }
 
 func canonicalCalls(calls []ToolCall) []ToolCall {
 	if len(calls) == 0 {
 		return nil
+	}
+	if !slices.ContainsFunc(calls, func(c ToolCall) bool { return !isCanonical(c.Arguments) }) {
+		return calls // nothing to re-encode: no copy
 	}
 	out := make([]ToolCall, len(calls))
 	for i, c := range calls {
@@ -165,7 +205,7 @@ func canonicalCalls(calls []ToolCall) []ToolCall {
 // canonicalJSON re-encodes JSON with sorted keys and no insignificant
 // whitespace; invalid JSON is returned unchanged.
 func canonicalJSON(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
+	if len(b) == 0 || isCanonical(b) {
 		return b
 	}
 	var v any
