@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -101,6 +102,18 @@ func refChainHash(prev []byte, m llm.Message) [sha256.Size]byte {
 	return out
 }
 
+// refToolFingerprint is toolFingerprint before it skipped compacting.
+func refToolFingerprint(name string, args json.RawMessage) string {
+	var b bytes.Buffer
+	b.WriteString(name)
+	b.WriteByte(0)
+	if json.Compact(&b, args) != nil {
+		b.Write(args)
+	}
+	h := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(h[:16])
+}
+
 // refRequestFingerprint is requestFingerprint before it kept its prefix.
 func refRequestFingerprint(toolsHash []byte, c *conversation, model string, req *llm.Request) string {
 	h := sha256.New()
@@ -137,6 +150,15 @@ func TestFingerprintsUnchanged(t *testing.T) {
 				m.ToolCalls[j].Arguments = json.RawMessage(`{"b":1, "a":2}`)
 			}
 		}
+		for _, tc := range m.ToolCalls {
+			args := tc.Arguments
+			if r.IntN(2) == 0 {
+				args = json.RawMessage(randomCanonJSON(r, 0)) // possibly invalid
+			}
+			if got, want := toolFingerprint(tc.Name, args), refToolFingerprint(tc.Name, args); got != want {
+				t.Fatalf("tool fingerprint of %s: %s, want %s", args, got, want)
+			}
+		}
 		if got, want := c.chainHash(c.head(), m), refChainHash(c.head(), m); got != want {
 			t.Fatalf("message %d %+v: chain hash %x, want %x", i, m, got, want)
 		}
@@ -161,5 +183,28 @@ func TestChainHashAllocatesNothing(t *testing.T) {
 	c.chainHash(prev, m)
 	if n := testing.AllocsPerRun(100, func() { c.chainHash(prev, m) }); n != 0 {
 		t.Errorf("chainHash allocates %.0f times, want 0", n)
+	}
+}
+
+// NewID returns version-7 UUIDs in strictly increasing order, one
+// allocation each.
+func TestNewIDSortableV7(t *testing.T) {
+	prev := ""
+	for range 10000 {
+		id := NewID()
+		u, err := uuid.Parse(id)
+		if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("%s: %v version %d variant %v", id, err, u.Version(), u.Variant())
+		}
+		if id <= prev {
+			t.Fatalf("%s after %s", id, prev)
+		}
+		if sec, _ := u.Time().UnixTime(); time.Since(time.Unix(sec, 0)).Abs() > time.Minute {
+			t.Fatalf("%s: time %d is not now", id, sec)
+		}
+		prev = id
+	}
+	if n := testing.AllocsPerRun(100, func() { NewID() }); n != 1 {
+		t.Errorf("NewID allocates %.0f times, want 1", n)
 	}
 }

@@ -151,13 +151,12 @@ func (c *conversation) closeCalls() {
 
 func (c *conversation) messages() []llm.Message { return c.msgs }
 
-// pendingToolCalls returns the calls of the last assistant message that have
-// no result yet, in the model's order.
-func (c *conversation) pendingToolCalls() []ToolCall {
+// pendingToolCalls appends to out the calls of the last assistant message
+// that have no result yet, in the model's order.
+func (c *conversation) pendingToolCalls(out []ToolCall) []ToolCall {
 	if c.lastAssistant == nil || !c.open {
-		return nil
+		return out
 	}
-	var out []ToolCall
 	for _, tc := range c.lastAssistant.ToolCalls {
 		if !c.answered[tc.ID] {
 			out = append(out, tc)

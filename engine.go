@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -182,33 +181,35 @@ func (e *Engine) Agents() []*Agent {
 // lockSession serializes commits (and their event publication) per session,
 // so event positions follow sequence order.
 func (e *Engine) lockSession(id string) func() {
+	l := e.refSession(id)
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		e.unrefSession(id, l)
+	}
+}
+
+// refSession returns the commit lock of a session, kept in the engine until
+// the matching unrefSession.
+func (e *Engine) refSession(id string) *sessionLock {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	l := e.sessLock[id]
 	if l == nil {
 		l = &sessionLock{}
 		e.sessLock[id] = l
 	}
 	l.refs++
-	e.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		e.mu.Lock()
-		l.refs--
-		if l.refs == 0 {
-			delete(e.sessLock, id)
-		}
-		e.mu.Unlock()
-	}
+	return l
 }
 
-// NewID returns a new sortable id (UUIDv7).
-func NewID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString()
+func (e *Engine) unrefSession(id string, l *sessionLock) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l.refs--
+	if l.refs == 0 {
+		delete(e.sessLock, id)
 	}
-	return id.String()
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }

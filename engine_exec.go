@@ -82,6 +82,16 @@ type execution struct {
 	mu sync.Mutex // guards run fields read by the heartbeat, and progress
 
 	before int64 // load only steps before this sequence (a preview); 0: all
+
+	// Kept for the commits of loop, so that a step allocates less:
+	// sessLock is the session's commit lock (referenced while loop runs),
+	// storeCtx the context of store writes, appendRuns StepAppend's Runs,
+	// llmH and toolsH the built-in handlers.
+	sessLock     *sessionLock
+	storeCtx     context.Context
+	appendRuns   [1]*store.RunUpdateParams
+	llmH, toolsH Handler
+	callsBuf     []ToolCall // toolsStep's calls
 }
 
 // load builds the in-memory context of the run from the store, once.
@@ -167,6 +177,9 @@ type runUpdate struct {
 	finish    bool
 }
 
+// expectRunning fences the writes of an execution (read only).
+var expectRunning = []steptype.RunStatus{steptype.RunRunning}
+
 // commit writes steps and the run change in one transaction, then updates
 // the in-memory run and context and publishes the steps.
 func (x *execution) commit(steps []*Step, u runUpdate) error {
@@ -206,7 +219,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		return err
 	}
 	p := &store.RunUpdateParams{
-		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning},
+		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: expectRunning,
 		Cursor: u.cursor, Status: u.status, Output: u.output, Error: u.err, StepDelta: int64(len(steps)), Now: now,
 	}
 	if len(u.patch) > 0 {
@@ -215,14 +228,23 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	if u.finish || (u.status != nil && *u.status == steptype.RunWaiting) {
 		p.ClearLease = true
 	}
-	unlock := x.e.lockSession(x.run.SessionID)
-	defer unlock()
+	if l := x.sessLock; l != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+	} else {
+		defer x.e.lockSession(x.run.SessionID)()
+	}
+	if x.storeCtx == nil {
+		x.storeCtx = context.WithoutCancel(x.ctx)
+	}
 	var stored []*Step
 	var err error
 	if len(steps) > 0 {
-		stored, err = x.e.store.StepAppend(context.WithoutCancel(x.ctx), &store.StepAppendParams{Steps: steps, Runs: []*store.RunUpdateParams{p}})
+		x.appendRuns[0] = p
+		stored, err = x.e.store.StepAppend(x.storeCtx, &store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:]})
+		x.appendRuns[0] = nil
 	} else {
-		_, err = x.e.store.RunUpdate(context.WithoutCancel(x.ctx), p)
+		_, err = x.e.store.RunUpdate(x.storeCtx, p)
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -298,6 +320,11 @@ func (x *execution) conflict(err error) error {
 
 // loop executes steps until the run finishes, parks or is stopped.
 func (x *execution) loop() error {
+	x.sessLock = x.e.refSession(x.run.SessionID)
+	defer func() {
+		x.e.unrefSession(x.run.SessionID, x.sessLock)
+		x.sessLock = nil
+	}()
 	x.publish(&Event{Type: EventRunStarted, Run: x.runSnapshot()})
 	if ended, err := x.upgrade(); ended || err != nil {
 		if err != nil {
@@ -367,9 +394,15 @@ func (x *execution) handler(name string) Handler {
 	}
 	switch name {
 	case StepLLM:
-		return StepFunc(x.llmStep)
+		if x.llmH == nil {
+			x.llmH = StepFunc(x.llmStep)
+		}
+		return x.llmH
 	case StepTools:
-		return StepFunc(x.toolsStep)
+		if x.toolsH == nil {
+			x.toolsH = StepFunc(x.toolsStep)
+		}
+		return x.toolsH
 	}
 	return nil
 }

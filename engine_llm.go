@@ -172,10 +172,7 @@ func (x *execution) requestFingerprint(model string, req *llm.Request) string {
 		buf = append(append(buf, s...), '\n')
 	}
 	fp.buf = buf
-	sum := sha256.Sum256(buf)
-	var out [32]byte
-	hex.Encode(out[:], sum[:16])
-	return string(out[:])
+	return hex16(sha256.Sum256(buf))
 }
 
 // fingerprinter is what requestFingerprint keeps between requests.
@@ -225,13 +222,24 @@ func canonicalJSON(b json.RawMessage) json.RawMessage {
 // bytes of the recorded model response, so key order already matches, and
 // compacting is an order of magnitude cheaper than decoding.
 func toolFingerprint(name string, args json.RawMessage) string {
-	var b bytes.Buffer
-	b.Grow(len(name) + 1 + len(args))
-	b.WriteString(name)
-	b.WriteByte(0)
-	if json.Compact(&b, args) != nil {
-		b.Write(args)
+	var arr [256]byte
+	b := append(append(arr[:0], name...), 0)
+	if isCanonical(args) {
+		b = append(b, args...) // compact already
+	} else {
+		buf := bytes.NewBuffer(b)
+		if json.Compact(buf, args) != nil {
+			buf.Write(args)
+		}
+		b = buf.Bytes()
 	}
-	h := sha256.Sum256(b.Bytes())
-	return hex.EncodeToString(h[:16])
+	return hex16(sha256.Sum256(b))
+}
+
+// hex16 is the hex text of the first 16 bytes of a hash, the form of every
+// fingerprint; it allocates only the string.
+func hex16(sum [sha256.Size]byte) string {
+	var out [32]byte
+	hex.Encode(out[:], sum[:16])
+	return string(out[:])
 }

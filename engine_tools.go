@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,13 +55,16 @@ type outcome struct {
 // call of the last model response, in parallel (bounded), each committed as
 // its own step as it finishes; the last commit moves the cursor to "llm".
 func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
-	pending := x.conv.pendingToolCalls()
+	// The calls live in a buffer of the execution, reused by every tools
+	// step (nothing keeps them once the step returns).
+	pending := x.conv.pendingToolCalls(x.callsBuf[:0])
+	defer func() { x.callsBuf = pending[:0] }()
 	if len(pending) == 0 {
 		llmStep := StepLLM
 		return &Next{committed: true}, x.commit(nil, runUpdate{cursor: &llmStep})
 	}
-	var run []ToolCall
-	var approvals []*Step
+	r := toolsRound{x: x}
+	run := pending[:0] // filtered in place
 	for _, call := range pending {
 		if x.waiting[call.ID] {
 			continue // already asked, still waiting
@@ -87,74 +89,41 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 			if err != nil {
 				return nil, err
 			}
-			approvals = append(approvals, in)
+			r.approvals = append(r.approvals, in)
 			continue
 		}
 		run = append(run, call)
 	}
 	// The cursor moves with the last result unless a call may park (a
 	// sub-agent or ask_human); then it moves by itself at the end.
-	deferCursor := false
 	for _, c := range run {
 		if c.Name == AskHumanTool || x.subAgent(c.Name) != nil || x.isClientTool(c.Name) {
-			deferCursor = true
+			r.deferCursor = true
 		}
 	}
-	remaining, moved := len(run), false
+	r.remaining = len(run)
 	idemBase := ""
 	if x.conv.lastAssistant != nil {
 		idemBase = x.run.ID + ":" + strconv.FormatInt(x.conv.lastAssistant.Sequence, 10)
 	}
-	parked := false
-	var children []string // child runs this run parks on
-	var firstErr error
-	// handle commits what a call produced; it runs on this goroutine only.
-	handle := func(o *outcome) bool {
-		if firstErr != nil {
-			return false // drain
-		}
-		var err error
-		switch {
-		case o.child != "":
-			remaining--
-			parked = true
-			children = append(children, o.child)
-		case o.park:
-			// Committed at the end with the status change, in one
-			// transaction, so an answer can never arrive before the run
-			// is waiting.
-			remaining--
-			approvals = append(approvals, o.step)
-			x.waiting[o.step.ToolCallID] = true
-		case o.final:
-			remaining--
-			last := remaining == 0 && !deferCursor && len(approvals) == 0 && !x.anyWaiting()
-			err = x.commitToolStep(o.step, last)
-			moved = moved || last
-		default:
-			err = x.commit([]*Step{o.step}, runUpdate{})
-		}
-		if err != nil {
-			firstErr = err
-		}
-		return firstErr == nil
-	}
 	// Recorded results a replay reuses commit first, in their recorded
 	// order, so that a replay is the same story every time.
-	var live []ToolCall
-	for _, o := range x.reuseTools(run) {
-		if o.step == nil {
-			live = append(live, o.call)
-		} else if !handle(&o.outcome) {
-			break
+	if x.replay != nil {
+		var live []ToolCall
+		for _, o := range x.reuseTools(run) {
+			if o.step == nil {
+				live = append(live, o.call)
+			} else if !r.handle(&o.outcome) {
+				break
+			}
 		}
+		run = live
 	}
-	run = live
 	switch {
-	case firstErr != nil || len(run) == 0:
+	case r.firstErr != nil || len(run) == 0:
 	case len(run) == 1:
 		// One call: execute it on this goroutine, no hand-off.
-		x.execCall(ctx, run[0], idemBase, handle)
+		x.execCall(ctx, run[0], idemBase, r.handle)
 	default:
 		// A failed commit cancels the sibling calls: their results could
 		// not be committed anyway (the step re-runs them).
@@ -186,36 +155,81 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 		go func() { wg.Wait(); close(results) }()
 		for o := range results {
-			if !handle(o) {
+			if !r.handle(o) {
 				cancelCalls(errSiblingFailed)
 			}
 		}
 	}
-	if firstErr != nil {
-		return nil, firstErr
+	if r.firstErr != nil {
+		return nil, r.firstErr
 	}
-	if remaining > 0 {
+	if r.remaining > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("stepwise: %d tool calls did not complete", remaining)
+		return nil, fmt.Errorf("stepwise: %d tool calls did not complete", r.remaining)
 	}
-	if len(approvals) > 0 || parked || x.anyWaiting() {
+	if len(r.approvals) > 0 || r.parked || x.anyWaiting() {
 		waiting := steptype.RunWaiting
-		if err := x.commit(approvals, runUpdate{status: &waiting}); err != nil {
+		if err := x.commit(r.approvals, runUpdate{status: &waiting}); err != nil {
 			return nil, err
 		}
 		x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
-		x.recheckChildren(children)
+		x.recheckChildren(r.children)
 		return &Next{committed: true}, nil
 	}
-	if !moved {
+	if !r.moved {
 		llmStep := StepLLM
 		if err := x.commit(nil, runUpdate{cursor: &llmStep}); err != nil {
 			return nil, err
 		}
 	}
 	return &Next{committed: true}, nil
+}
+
+// toolsRound is the bookkeeping of one tools step's calls.
+type toolsRound struct {
+	x           *execution
+	remaining   int  // calls without a final outcome yet
+	moved       bool // a commit moved the cursor on
+	parked      bool
+	deferCursor bool     // a call may park: the cursor moves at the end
+	children    []string // child runs this run parks on
+	approvals   []*Step  // input steps committed with the park
+	firstErr    error
+}
+
+// handle commits what a call produced; it runs on the step's goroutine only.
+func (r *toolsRound) handle(o *outcome) bool {
+	if r.firstErr != nil {
+		return false // drain
+	}
+	x := r.x
+	var err error
+	switch {
+	case o.child != "":
+		r.remaining--
+		r.parked = true
+		r.children = append(r.children, o.child)
+	case o.park:
+		// Committed at the end with the status change, in one
+		// transaction, so an answer can never arrive before the run
+		// is waiting.
+		r.remaining--
+		r.approvals = append(r.approvals, o.step)
+		x.waiting[o.step.ToolCallID] = true
+	case o.final:
+		r.remaining--
+		last := r.remaining == 0 && !r.deferCursor && len(r.approvals) == 0 && !x.anyWaiting()
+		err = x.commitToolStep(o.step, last)
+		r.moved = r.moved || last
+	default:
+		err = x.commit([]*Step{o.step}, runUpdate{})
+	}
+	if err != nil {
+		r.firstErr = err
+	}
+	return r.firstErr == nil
 }
 
 // recheckChildren wakes this run if a child it parked on finished before
@@ -318,12 +332,14 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string
 		send(&outcome{step: x.toolResultStep(call, &tool.Result{Content: fmt.Sprintf("error: unknown tool %q", call.Name), IsError: true}), final: true})
 		return
 	}
-	idem := sha256.Sum256([]byte(idemBase + ":" + call.ID))
+	var kb [128]byte
+	idem := sha256.Sum256(append(append(append(kb[:0], idemBase...), ':'), call.ID...))
+	idemKey := hex16(idem)
 	pol := x.agent.Retry
 	for attempt := 1; ; attempt++ {
 		start := x.e.now()
 		res, err := callTool(ctx, x.observeTool(t), &tool.Call{
-			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: hex.EncodeToString(idem[:16]),
+			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: idemKey,
 			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt,
 		})
 		if x.interrupted() {
