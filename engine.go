@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/stepwise-run/stepwise/store"
 )
 
