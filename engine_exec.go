@@ -92,6 +92,14 @@ type execution struct {
 	appendRuns   [1]*store.RunUpdateParams
 	llmH, toolsH Handler
 	callsBuf     []ToolCall // toolsStep's calls
+	boxes        [2]struct {
+		v   string
+		box any
+	} // see boxed
+	// commit's store parameters, reused: a store does not keep them.
+	runParams    store.RunUpdateParams
+	appendParams store.StepAppendParams
+	oneBuf       [1]*Step // see one
 }
 
 // load builds the in-memory context of the run from the store, once.
@@ -180,6 +188,16 @@ type runUpdate struct {
 // expectRunning fences the writes of an execution (read only).
 var expectRunning = []steptype.RunStatus{steptype.RunRunning}
 
+// cursorLLM is the cursor of the built-in llm step (read only).
+var cursorLLM = StepLLM
+
+// one returns a slice holding just s, in a buffer of the execution that
+// the next call reuses (commit keeps none of its steps slice).
+func (x *execution) one(s *Step) []*Step {
+	x.oneBuf[0] = s
+	return x.oneBuf[:]
+}
+
 // commit writes steps and the run change in one transaction, then updates
 // the in-memory run and context and publishes the steps.
 func (x *execution) commit(steps []*Step, u runUpdate) error {
@@ -218,10 +236,12 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	if err := x.e.maskSteps(steps); err != nil {
 		return err
 	}
-	p := &store.RunUpdateParams{
+	x.runParams = store.RunUpdateParams{
 		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: expectRunning,
 		Cursor: u.cursor, Status: u.status, Output: u.output, Error: u.err, StepDelta: int64(len(steps)), Now: now,
 	}
+	p := &x.runParams
+	defer func() { x.runParams = store.RunUpdateParams{} }()
 	if len(u.patch) > 0 {
 		p.State = state
 	}
@@ -241,8 +261,9 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	var err error
 	if len(steps) > 0 {
 		x.appendRuns[0] = p
-		stored, err = x.e.store.StepAppend(x.storeCtx, &store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:]})
-		x.appendRuns[0] = nil
+		x.appendParams = store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:]}
+		stored, err = x.e.store.StepAppend(x.storeCtx, &x.appendParams)
+		x.appendRuns[0], x.appendParams = nil, store.StepAppendParams{}
 	} else {
 		_, err = x.e.store.RunUpdate(x.storeCtx, p)
 	}
@@ -550,7 +571,7 @@ func (x *execution) record(name string, next *Next) (bool, error) {
 		s.Metrics.FinishedAt = x.e.now()
 		s.Metrics.Duration = s.Metrics.FinishedAt.Sub(s.Metrics.StartedAt)
 	}
-	steps := []*Step{s}
+	steps := x.one(s) // an input step is appended to a copy (cap 1)
 	if next.Input != nil {
 		in, err := x.inputStep(name, next.Input, nil)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -64,26 +65,14 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	if x.replay != nil {
 		step.Replay = "live"
 	}
-	var final *llm.Response
-	start := x.e.now()
-	for resp, err := range x.observeModel(model, step).Generate(ctx, req) {
-		if err != nil {
-			return nil, err
-		}
-		if resp.Partial {
-			if step.Metrics.FirstTokenLatency == 0 {
-				step.Metrics.FirstTokenLatency = x.e.now().Sub(start)
-			}
-			if resp.Content != "" || resp.Reasoning != "" {
-				x.emitDelta(s.name, &Delta{Content: resp.Content, Reasoning: resp.Reasoning})
-			}
-			for i := range resp.ToolCallDeltas {
-				x.emitDelta(s.name, &Delta{ToolCall: &resp.ToolCallDeltas[i]})
-			}
-			continue
-		}
-		final = resp
+	// The stream's callback is a method of one struct: a range-over-func
+	// body would move each variable it shares to the heap on its own.
+	ms := &modelStream{x: x, name: s.name, step: step, start: x.e.now()}
+	x.observeModel(model, step).Generate(ctx, req)(ms.yield)
+	if ms.err != nil {
+		return nil, ms.err
 	}
+	final, start := ms.final, ms.start
 	if final == nil {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -109,12 +98,58 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	m.InputTokens, m.OutputTokens = final.Usage.InputTokens, final.Usage.OutputTokens
 	m.CachedTokens, m.ReasoningTokens = final.Usage.CachedTokens, final.Usage.ReasoningTokens
 	if final.Model != "" {
-		step.Metadata = map[string]any{"response_model": final.Model, "finish_reason": final.FinishReason}
+		step.Metadata = map[string]any{"response_model": x.boxed(0, final.Model), "finish_reason": x.boxed(1, final.FinishReason)}
 	}
 	if price, ok := x.e.cfg.Prices.Lookup(model.Name()); ok {
 		m.Cost = price.Cost(m.InputTokens, m.OutputTokens, m.CachedTokens)
 	}
 	return &Next{Step: x.afterLLM(step), record: step}, nil
+}
+
+// boxed returns v as an interface value, the one of the previous call
+// with the same slot when v is unchanged: a string in an interface is
+// immutable, so steps can share it, and a model that answers with the same
+// model name and finish reason every time costs no allocation for them.
+func (x *execution) boxed(slot int, v string) any {
+	b := &x.boxes[slot]
+	if b.v != v || b.box == nil {
+		b.v, b.box = v, v
+	}
+	return b.box
+}
+
+// modelStream receives the responses of one model call of llmStep.
+type modelStream struct {
+	x     *execution
+	name  string
+	step  *Step
+	start time.Time
+	final *llm.Response
+	err   error
+}
+
+func (m *modelStream) yield(resp *llm.Response, err error) bool {
+	if m.err != nil {
+		return false
+	}
+	if err != nil {
+		m.err = err
+		return false
+	}
+	if !resp.Partial {
+		m.final = resp
+		return true
+	}
+	if m.step.Metrics.FirstTokenLatency == 0 {
+		m.step.Metrics.FirstTokenLatency = m.x.e.now().Sub(m.start)
+	}
+	if resp.Content != "" || resp.Reasoning != "" {
+		m.x.emitDelta(m.name, &Delta{Content: resp.Content, Reasoning: resp.Reasoning})
+	}
+	for i := range resp.ToolCallDeltas {
+		m.x.emitDelta(m.name, &Delta{ToolCall: &resp.ToolCallDeltas[i]})
+	}
+	return true
 }
 
 func (x *execution) afterLLM(s *Step) string {

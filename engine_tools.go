@@ -81,9 +81,10 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 				continue
 			}
 		} else if x.needsApproval(call) {
+			approval := call // its own copy: only this branch keeps a pointer
 			in, err := x.inputStep(StepTools, &InputRequest{
 				Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
-				Approval: &call,
+				Approval: &approval,
 				Schema:   approvalSchema,
 			}, nil)
 			if err != nil {
@@ -102,9 +103,9 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 	}
 	r.remaining = len(run)
-	idemBase := ""
+	idemBase := idemSeed{}
 	if x.conv.lastAssistant != nil {
-		idemBase = x.run.ID + ":" + strconv.FormatInt(x.conv.lastAssistant.Sequence, 10)
+		idemBase = idemSeed{runID: x.run.ID, seq: x.conv.lastAssistant.Sequence, set: true}
 	}
 	// Recorded results a replay reuses commit first, in their recorded
 	// order, so that a replay is the same story every time.
@@ -232,6 +233,27 @@ func (r *toolsRound) handle(o *outcome) bool {
 	return r.firstErr == nil
 }
 
+// idemSeed is what a tools step's idempotency keys derive from: the run and
+// the sequence of the assistant message whose calls it executes.
+type idemSeed struct {
+	runID string
+	seq   int64
+	set   bool
+}
+
+// key is the idempotency key of call id: the hex of the first 16 bytes of
+// sha256("<run id>:<sequence>:<call id>"), or of sha256(":<call id>")
+// without an assistant message.
+func (b idemSeed) key(callID string) string {
+	var kb [128]byte
+	k := kb[:0]
+	if b.set {
+		k = strconv.AppendInt(append(append(k, b.runID...), ':'), b.seq, 10)
+	}
+	k = append(append(k, ':'), callID...)
+	return hex16(sha256.Sum256(k))
+}
+
 // recheckChildren wakes this run if a child it parked on finished before
 // the park was committed (the child's own wake-up found it still running).
 func (x *execution) recheckChildren(ids []string) {
@@ -294,10 +316,9 @@ func (x *execution) commitToolStep(s *Step, last bool) error {
 		}
 	}
 	if last {
-		llmStep := StepLLM
-		u.cursor = &llmStep
+		u.cursor = &cursorLLM
 	}
-	return x.commit([]*Step{s}, u)
+	return x.commit(x.one(s), u)
 }
 
 func (x *execution) anyWaiting() bool {
@@ -311,7 +332,7 @@ func (x *execution) anyWaiting() bool {
 
 // execCall runs one call with retries, sending error steps for failed
 // attempts and finally the result step.
-func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string, send func(*outcome) bool) {
+func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSeed, send func(*outcome) bool) {
 	if sub := x.subAgent(call.Name); sub != nil {
 		if o := x.callSubAgent(ctx, sub, call); o != nil {
 			send(o)
@@ -332,9 +353,7 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase string
 		send(&outcome{step: x.toolResultStep(call, &tool.Result{Content: fmt.Sprintf("error: unknown tool %q", call.Name), IsError: true}), final: true})
 		return
 	}
-	var kb [128]byte
-	idem := sha256.Sum256(append(append(append(kb[:0], idemBase...), ':'), call.ID...))
-	idemKey := hex16(idem)
+	idemKey := idemBase.key(call.ID)
 	pol := x.agent.Retry
 	for attempt := 1; ; attempt++ {
 		start := x.e.now()
