@@ -51,9 +51,22 @@ func (c *rowCache) run(id string) *steptype.Run {
 	return nil
 }
 
-func (c *rowCache) putRun(r *steptype.Run) {
-	c.runs[r.ID] = rules.CloneRun(r)
+func (c *rowCache) putRun(r *steptype.Run) { c.keepRun(rules.CloneRun(r)) }
+
+// peekRun returns the cached row itself, to be read only.
+func (c *rowCache) peekRun(id string) *steptype.Run { return c.runs[id] }
+
+// keepRun caches r itself: the caller hands it over and changes it no more.
+func (c *rowCache) keepRun(r *steptype.Run) {
+	c.runs[r.ID] = r
 	c.req = append(c.req, cacheKey{run: true, id: r.ID})
+}
+
+// keepSession caches s itself: the caller hands it over and changes it no
+// more.
+func (c *rowCache) keepSession(s *steptype.Session) {
+	c.sessions[s.ID] = s
+	c.req = append(c.req, cacheKey{id: s.ID})
 }
 
 // dropSession evicts a session and its runs.

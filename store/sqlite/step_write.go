@@ -112,7 +112,7 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, no
 		}
 	}
 	for _, u := range p.Runs {
-		if _, err := tx.updateRun(rules.Counted(u, p.Steps, func(i int) bool { return inserted[i] })); err != nil {
+		if err := tx.advanceRun(rules.Counted(u, p.Steps, func(i int) bool { return inserted[i] })); err != nil {
 			return nil, err
 		}
 	}
