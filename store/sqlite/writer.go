@@ -43,6 +43,8 @@ type writer struct {
 	// tx is held by whoever runs a transaction on conn: the writer
 	// goroutine for a batch, or a caller running its lone request inline.
 	tx sync.Mutex
+	// one is the transaction handle of inline writes (under tx).
+	one wtx
 	// queued counts requests sent to reqs and not yet answered; a caller
 	// only runs inline when it is zero, so it never overtakes a queued one.
 	queued atomic.Int64
@@ -59,6 +61,7 @@ func startWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 		return nil, err
 	}
 	w := &writer{conn: conn, st: st, cache: newRowCache(), reqs: make(chan *writeReq, maxBatch), done: make(chan struct{})}
+	w.one = wtx{st: st, c: conn, cache: w.cache}
 	go w.loop()
 	return w, nil
 }
@@ -74,17 +77,7 @@ func (w *writer) submit(ctx context.Context, fn func(*wtx) (any, error)) (any, e
 		w.mu.RUnlock()
 		return nil, ErrClosed
 	}
-	// Uncontended: run the request on the caller's goroutine, a batch of
-	// one, with the same transaction, commit and failure semantics, and
-	// no hand-off to the writer goroutine and back. Under contention the
-	// request queues and is group-committed as before.
-	if w.queued.Load() == 0 && w.tx.TryLock() {
-		w.run([]*writeReq{req})
-		w.tx.Unlock()
-		w.mu.RUnlock()
-		res := <-req.done
-		return res.v, res.err
-	}
+	// (An uncontended request never gets here: write runs it inline.)
 	w.queued.Add(1)
 	select {
 	case w.reqs <- req:
@@ -228,9 +221,64 @@ func write[T any](s *Store, ctx context.Context, fn func(*wtx) (T, error)) (T, e
 	if s.w == nil {
 		return zero, ErrReadOnly
 	}
+	if v, err, ran := inline(s.w, ctx, fn); ran {
+		if err != nil {
+			return zero, mapErr(err)
+		}
+		return v, nil
+	}
 	v, err := s.w.submit(ctx, func(tx *wtx) (any, error) { return fn(tx) })
 	if err != nil {
 		return zero, mapErr(err)
 	}
 	return v.(T), nil
+}
+
+// inline runs fn as a transaction of its own on the caller's goroutine when
+// no request is queued and no batch is running (ran true), exactly as the
+// writer would run a batch of one — BEGIN IMMEDIATE, fn, COMMIT, a rollback
+// on failure, the cancellation check before it starts — without the request,
+// its reply channel or the boxing of the result. Otherwise (ran false) the
+// caller submits fn to the writer, to be group-committed with the others.
+func inline[T any](w *writer, ctx context.Context, fn func(*wtx) (T, error)) (v T, err error, ran bool) {
+	var zero T
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return zero, ErrClosed, true
+	}
+	if w.queued.Load() != 0 || !w.tx.TryLock() {
+		return zero, nil, false
+	}
+	defer w.tx.Unlock()
+	if err := ctx.Err(); err != nil {
+		return zero, err, true
+	}
+	fail := func(err error) (T, error, bool) {
+		_, _ = w.st.rollback.ExecContext(bg)
+		w.cache.aborted()
+		return zero, err, true
+	}
+	if _, err := w.st.begin.ExecContext(bg); err != nil {
+		return fail(err)
+	}
+	if v, err = callTyped(fn, &w.one); err != nil {
+		return fail(err)
+	}
+	w.cache.released()
+	if _, err := w.st.commit.ExecContext(bg); err != nil {
+		return fail(fmt.Errorf("commit: %w", err))
+	}
+	w.cache.committed()
+	return v, nil, true
+}
+
+// callTyped is call for a typed fn.
+func callTyped[T any](fn func(*wtx) (T, error), tx *wtx) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("stepwise: sqlite write panicked: %v", p)
+		}
+	}()
+	return fn(tx)
 }

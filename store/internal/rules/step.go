@@ -151,7 +151,8 @@ func (p *PreEncoded) Body(seq int64) ([]byte, error) {
 		c.Sequence = seq
 		return EncodeStep(&c)
 	}
-	num := strconv.AppendInt(nil, seq, 10)
+	var nb [20]byte
+	num := strconv.AppendInt(nb[:0], seq, 10)
 	out := make([]byte, 0, len(p.body)+len(num))
 	out = append(out, p.body[:p.at+len(`,"sequence":`)]...)
 	out = append(out, num...)
