@@ -181,6 +181,10 @@ func TestChainHashAllocatesNothing(t *testing.T) {
 	m := llm.Message{Role: steptype.RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"n":1}`)}}}
 	prev := make([]byte, 32)
 	c.chainHash(prev, m)
+	if raceEnabled {
+		t.Log("allocations not counted under the race detector")
+		return
+	}
 	if n := testing.AllocsPerRun(100, func() { c.chainHash(prev, m) }); n != 0 {
 		t.Errorf("chainHash allocates %.0f times, want 0", n)
 	}
@@ -204,7 +208,7 @@ func TestNewIDSortableV7(t *testing.T) {
 		}
 		prev = id
 	}
-	if n := testing.AllocsPerRun(100, func() { NewID() }); n != 1 {
+	if n := testing.AllocsPerRun(100, func() { NewID() }); n != 1 && !raceEnabled {
 		t.Errorf("NewID allocates %.0f times, want 1", n)
 	}
 }
