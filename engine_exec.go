@@ -100,6 +100,8 @@ type execution struct {
 	runParams    store.RunUpdateParams
 	appendParams store.StepAppendParams
 	oneBuf       [1]*Step // see one
+	leanStep     Step     // see runStep
+	leanScope    Scope
 }
 
 // load builds the in-memory context of the run from the store, once.
@@ -433,8 +435,19 @@ func (x *execution) handler(name string) Handler {
 // error steps), or an engine error (cancelled, store failure).
 func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	pol := x.agent.Retry
+	// The built-in tools step commits a step per call and never a record of
+	// its own: when no hook and no observer can read its scope either, the
+	// scope and its record are reused, without an id.
+	lean := name == StepTools && x.agent.Steps[StepTools] == nil && !x.hooks(name) && x.e.eventsState() == nil
 	for attempt := 1; ; attempt++ {
-		scope := &Scope{exec: x, name: name, step: &Step{ID: NewID(), Name: name}}
+		var scope *Scope
+		if lean {
+			x.leanStep = Step{Name: name}
+			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
+			scope = &x.leanScope
+		} else {
+			scope = &Scope{exec: x, name: name, step: &Step{ID: NewID(), Name: name}}
+		}
 		scope.step.Metrics.Attempt = attempt
 		scope.step.Metrics.StartedAt = x.e.now()
 		x.publish(&Event{Type: EventStepStarted, StepName: name})

@@ -44,6 +44,16 @@ func (h *StepHook) applies(name string) bool {
 
 // hooked wraps the handler of step name with the agent's hooks: Before in
 // declaration order, After in reverse order (the first hook is outermost).
+// hooks reports whether a hook of the agent applies to step name.
+func (x *execution) hooks(name string) bool {
+	for i := range x.agent.Hooks {
+		if x.agent.Hooks[i].applies(name) {
+			return true
+		}
+	}
+	return false
+}
+
 func (x *execution) hooked(name string, h Handler) Handler {
 	var hooks []*StepHook
 	for i := range x.agent.Hooks {
