@@ -25,7 +25,7 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	pre := make([]*rules.PreEncoded, len(p.Steps))
 	for i, st := range p.Steps {
 		var err error
-		if pre[i], err = rules.PreEncode(st, now); err != nil {
+		if pre[i], err = rules.PreEncodeClone(st, now); err != nil {
 			return nil, err
 		}
 	}
@@ -34,9 +34,9 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 		return nil, err
 	}
 	// Off the writer goroutine: a new row is returned as the placed copy it
-	// was encoded from (deep-copied and normalized as the wire format
-	// would, without decoding the JSON just encoded); a stored one (an
-	// idempotent re-append) is decoded from its body.
+	// was encoded from (a deep copy made before encoding, normalized as the
+	// wire format would, without decoding the JSON just encoded); a stored
+	// one (an idempotent re-append) is decoded from its body.
 	out := make([]*steptype.Step, len(placed))
 	for i, a := range placed {
 		if a.pre == nil || !rules.WireStable(a.pre.Step) {
@@ -45,7 +45,7 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 			}
 			continue
 		}
-		c := rules.CloneStep(a.pre.Step)
+		c := a.pre.Step // a deep copy already (PreEncodeClone), used by nothing else now
 		c.Sequence = a.seq
 		out[i] = rules.NormalizeStep(c)
 	}

@@ -127,7 +127,23 @@ type PreEncoded struct {
 
 // PreEncode places s at sequence 0 and encodes it.
 func PreEncode(s *steptype.Step, now time.Time) (*PreEncoded, error) {
-	c := place(s, 0, now)
+	return preEncode(s, place(s, 0, now))
+}
+
+// PreEncodeClone is PreEncode with Step a deep copy of s (CloneStep), so
+// that a driver can return it, its sequence set, without copying it again.
+func PreEncodeClone(s *steptype.Step, now time.Time) (*PreEncoded, error) {
+	c := CloneStep(s)
+	c.Sequence = 0
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	c.CreatedAt = c.CreatedAt.UTC().Round(0)
+	return preEncode(s, c)
+}
+
+// preEncode encodes c, the placed copy of s.
+func preEncode(s, c *steptype.Step) (*PreEncoded, error) {
 	body, err := EncodeStep(c)
 	if err != nil {
 		return nil, err
