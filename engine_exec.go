@@ -187,19 +187,6 @@ type runUpdate struct {
 	finish    bool
 }
 
-// expectRunning fences the writes of an execution (read only).
-var expectRunning = []steptype.RunStatus{steptype.RunRunning}
-
-// cursorLLM is the cursor of the built-in llm step (read only).
-var cursorLLM = StepLLM
-
-// one returns a slice holding just s, in a buffer of the execution that
-// the next call reuses (commit keeps none of its steps slice).
-func (x *execution) one(s *Step) []*Step {
-	x.oneBuf[0] = s
-	return x.oneBuf[:]
-}
-
 // commit writes steps and the run change in one transaction, then updates
 // the in-memory run and context and publishes the steps.
 func (x *execution) commit(steps []*Step, u runUpdate) error {

@@ -106,18 +106,6 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	return &Next{Step: x.afterLLM(step), record: step}, nil
 }
 
-// boxed returns v as an interface value, the one of the previous call
-// with the same slot when v is unchanged: a string in an interface is
-// immutable, so steps can share it, and a model that answers with the same
-// model name and finish reason every time costs no allocation for them.
-func (x *execution) boxed(slot int, v string) any {
-	b := &x.boxes[slot]
-	if b.v != v || b.box == nil {
-		b.v, b.box = v, v
-	}
-	return b.box
-}
-
 // modelStream receives the responses of one model call of llmStep.
 type modelStream struct {
 	x     *execution
