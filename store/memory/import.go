@@ -37,7 +37,7 @@ func (m *Store) SessionImport(_ context.Context, p *store.SessionImportParams) e
 			return err
 		}
 	}
-	m.sessions[s.ID] = &sessionRow{s: s}
+	m.sessions[s.ID] = newSessionRow(s)
 	return nil
 }
 
@@ -53,7 +53,7 @@ func (m *Store) RunImport(_ context.Context, p *store.RunImportParams) error {
 	defer m.mu.Unlock()
 	var add []*steptype.Run
 	for _, r := range runs {
-		if old, ok := m.runs[r.ID]; ok {
+		if old := m.runs.get(r.ID); old != nil {
 			if !rules.SameRun(old, r) {
 				return rules.ImportConflict("run", r.ID)
 			}
@@ -65,7 +65,7 @@ func (m *Store) RunImport(_ context.Context, p *store.RunImportParams) error {
 		add = append(add, r)
 	}
 	for _, r := range add {
-		m.runs[r.ID] = r
+		m.setRun(r)
 	}
 	return nil
 }
@@ -121,7 +121,7 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 		if i != n[k] {
 			return rules.Conflict("memory store: step %q at sequence %d of %q is not the next one", in.ID, in.Sequence, in.SessionID)
 		}
-		if _, taken := m.steps[in.ID]; taken {
+		if m.steps.get(in.ID) != nil {
 			return rules.ImportConflict("step", in.ID)
 		}
 		n[k]++
@@ -136,7 +136,8 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 			continue
 		}
 		a.sr.steps = append(a.sr.steps, a.row)
-		m.steps[a.row.id] = a.row
+		m.steps.put(a.row.id, a.row)
+		m.waits.track(a.row)
 	}
 	return nil
 }
@@ -159,11 +160,13 @@ func (m *Store) SessionDetach(_ context.Context, p *store.SessionDetachParams) e
 	}
 	s := rules.CloneSession(sr.s)
 	rules.Detach(s, p)
-	sr.s = s
+	sr.s, sr.parent = s, ""
 	sr.steps = append(sr.pre, sr.steps...)
 	sr.pre = nil
 	for _, row := range sr.steps {
-		m.steps[row.id] = row
+		m.steps.put(row.id, row)
+		m.waits.untrack(row)
+		m.waits.track(row)
 	}
 	return nil
 }

@@ -15,13 +15,25 @@ import (
 var ErrClosed = rules.ErrClosed
 
 // Store is an in-memory store.Store. The zero value is not usable; call New.
+//
+// Locking: mu is held exclusively by whatever reads or writes across
+// sessions (lists, claims, imports, forks, deletes, observations); the
+// per-step paths (append, run update, reads of one session or one id) hold
+// it shared and lock only the sessions they touch (sessionRow.mu, taken in
+// id order), so runs of different sessions do not serialise on one mutex.
+// The id indexes (steps, runs) are sharded maps with their own locks; an
+// entry's session never changes, so a reader finds the session by id and
+// then reads the entry again under that session's lock. Everything a
+// session owns (its record, its steps and their status, its runs) is
+// written only under its lock or under the exclusive lock.
 type Store struct {
-	mu       sync.Mutex
-	closed   bool
-	sessions map[string]*sessionRow
-	steps    map[string]*stepRow // by step id
-	runs     map[string]*steptype.Run
-	vec      map[string]*space // vector spaces by embedder, guarded by mu (vector.go)
+	mu       sync.RWMutex
+	closed   bool                   // written under the exclusive lock
+	sessions map[string]*sessionRow // written under the exclusive lock
+	steps    *index[*stepRow]       // by step id
+	runs     *index[*steptype.Run]  // by run id
+	waits    waitIndex              // waiting steps by run (exclusive.go)
+	vec      map[string]*space      // vector spaces by embedder, guarded by mu (vector.go)
 	obsOnce  sync.Once
 	obsd     *obsData // observation rows (observe.go)
 }
@@ -29,12 +41,24 @@ type Store struct {
 // sessionRow is a session and its own steps: steps[i] has sequence
 // ForkSequence+1+i.
 type sessionRow struct {
-	s     *steptype.Session
+	id     string
+	parent string     // s.ParentSessionID, readable without mu
+	mu     sync.Mutex // see Store
+	s  *steptype.Session
+	// steps are the session's own rows. A row's step is replaced, never
+	// changed in place, so a snapshot of it can be cloned after unlocking.
 	steps []*stepRow
+	// open are the session's runs that are not terminal: the busy and
+	// truncate checks look only here.
+	open map[string]*steptype.Run
 	// pre are a fork's own copies of its inherited steps 1..len(pre),
 	// imported to materialise it and read only once SessionDetach cut its
 	// lineage (import.go).
 	pre []*stepRow
+}
+
+func newSessionRow(s *steptype.Session) *sessionRow {
+	return &sessionRow{id: s.ID, parent: s.ParentSessionID, s: s, open: map[string]*steptype.Run{}}
 }
 
 // stepRow is a stored step: its wire JSON plus the fields reads filter on.
@@ -55,12 +79,23 @@ var _ store.Driver = (*Store)(nil)
 func New() *Store {
 	return &Store{
 		sessions: make(map[string]*sessionRow),
-		steps:    make(map[string]*stepRow),
-		runs:     make(map[string]*steptype.Run),
+		steps:    newIndex[*stepRow](),
+		runs:     newIndex[*steptype.Run](),
+		waits:    waitIndex{m: map[string]map[*stepRow]struct{}{}},
 	}
 }
 
-// lock takes the mutex, or fails when the store is closed.
+// rlock takes the shared lock, or fails when the store is closed.
+func (m *Store) rlock() error {
+	m.mu.RLock()
+	if m.closed {
+		m.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// lock takes the exclusive lock, or fails when the store is closed.
 func (m *Store) lock() error {
 	m.mu.Lock()
 	if m.closed {
@@ -88,6 +123,20 @@ func (m *Store) session(id string) (*sessionRow, error) {
 		return nil, rules.NotFound("session", id)
 	}
 	return sr, nil
+}
+
+// lineage returns the rows of sr's lineage, sr first: what reads that
+// follow forks lock. The caller holds the shared lock.
+func (m *Store) lineage(sr *sessionRow) []*sessionRow {
+	rows := []*sessionRow{sr}
+	for sr.parent != "" {
+		sr = m.sessions[sr.parent]
+		if sr == nil {
+			break
+		}
+		rows = append(rows, sr)
+	}
+	return rows
 }
 
 // chain returns the lineage of sr, from sr up to its root.
@@ -152,21 +201,25 @@ func (m *Store) SessionCreate(_ context.Context, p *store.SessionCreateParams) (
 	if _, ok := m.sessions[s.ID]; ok {
 		return nil, rules.Conflict("session %q already exists", s.ID)
 	}
-	m.sessions[s.ID] = &sessionRow{s: s}
+	m.sessions[s.ID] = newSessionRow(s)
 	return rules.CloneSession(s), nil
 }
 
 // SessionGet implements store.Store.
 func (m *Store) SessionGet(_ context.Context, p *store.SessionGetParams) (*steptype.Session, error) {
-	if err := m.lock(); err != nil {
+	if err := m.rlock(); err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
 	sr, err := m.session(p.ID)
 	if err != nil {
+		m.mu.RUnlock()
 		return nil, err
 	}
-	return rules.CloneSession(sr.s), nil
+	sr.mu.Lock()
+	s := sr.s
+	sr.mu.Unlock()
+	m.mu.RUnlock()
+	return rules.CloneSession(s), nil
 }
 
 // SessionList implements store.Store.
@@ -226,7 +279,7 @@ func (m *Store) SessionFork(_ context.Context, p *store.SessionForkParams) (*ste
 	if err != nil {
 		return nil, err
 	}
-	m.sessions[f.ID] = &sessionRow{s: f}
+	m.sessions[f.ID] = newSessionRow(f)
 	return rules.CloneSession(f), nil
 }
 
@@ -244,12 +297,18 @@ func (m *Store) SessionDelete(_ context.Context, p *store.SessionDeleteParams) e
 		return rules.Conflict("session %q has %d fork(s)", p.ID, len(forks))
 	}
 	for _, r := range sr.steps {
-		delete(m.steps, r.id)
+		m.steps.del(r.id, r)
+		m.waits.untrack(r)
 	}
-	for id, r := range m.runs {
+	var runs []string
+	m.runs.each(func(id string, r *steptype.Run) bool {
 		if r.SessionID == p.ID {
-			delete(m.runs, id)
+			runs = append(runs, id)
 		}
+		return true
+	})
+	for _, id := range runs {
+		m.runs.del(id, m.runs.get(id))
 	}
 	delete(m.sessions, p.ID)
 	return nil

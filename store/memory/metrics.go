@@ -27,7 +27,7 @@ func (m *Store) Metrics(_ context.Context, p *store.MetricsParams) (*store.Metri
 		return ""
 	}
 	agentOf := func(runID, sessionID string) string {
-		if r := m.runs[runID]; r != nil {
+		if r := m.runs.get(runID); r != nil {
 			return r.Agent
 		}
 		if row := m.sessions[sessionID]; row != nil {
@@ -35,7 +35,7 @@ func (m *Store) Metrics(_ context.Context, p *store.MetricsParams) (*store.Metri
 		}
 		return ""
 	}
-	for _, r := range m.runs {
+	for _, r := range m.runs.all() {
 		if r.FinishedAt.IsZero() || (p.Agent != "" && r.Agent != p.Agent) {
 			continue
 		}
@@ -51,7 +51,7 @@ func (m *Store) Metrics(_ context.Context, p *store.MetricsParams) (*store.Metri
 		b.AddRuns(i, k, 1, failed)
 		b.AddLatency(i, k, float64(r.FinishedAt.Sub(r.CreatedAt))/1e6)
 	}
-	for _, row := range m.steps {
+	for _, row := range m.steps.all() {
 		s := row.step
 		i, ok := b.Index(s.CreatedAt)
 		if !ok || (p.Agent != "" && agentOf(row.runID, row.sessionID) != p.Agent) {

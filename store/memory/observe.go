@@ -35,7 +35,7 @@ type owner struct {
 
 func (m *Store) alive(o owner) bool {
 	if o.row != nil {
-		return m.steps[o.stepID] == o.row
+		return m.steps.get(o.stepID) == o.row
 	}
 	return m.sessions[o.sessID] == o.sess
 }
@@ -85,7 +85,7 @@ func (m *Store) stepOwner(id string) (owner, *stepRow, error) {
 	if id == "" {
 		return owner{}, nil, rules.Invalid("step id is required")
 	}
-	row := m.steps[id]
+	row := m.steps.get(id)
 	if row == nil {
 		return owner{}, nil, rules.NotFound("step", id)
 	}
@@ -112,8 +112,8 @@ func (m *Store) EvalPut(_ context.Context, p *store.EvalPutParams) (*store.Eval,
 		}
 		own, e.SessionID, e.RunID = o, row.sessionID, row.runID
 	case store.TargetRun:
-		r, ok := m.runs[e.TargetID]
-		if !ok {
+		r := m.runs.get(e.TargetID)
+		if r == nil {
 			return nil, rules.NotFound("run", e.TargetID)
 		}
 		own, e.SessionID, e.RunID = owner{sessID: r.SessionID, sess: m.sessions[r.SessionID]}, r.SessionID, r.ID

@@ -18,14 +18,17 @@ func (m *Store) RunCreate(_ context.Context, p *store.RunCreateParams) (*steptyp
 	if err != nil {
 		return nil, err
 	}
-	if err := m.lock(); err != nil {
+	if err := m.rlock(); err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
-	if _, err := m.session(r.SessionID); err != nil {
+	defer m.mu.RUnlock()
+	sr, err := m.session(r.SessionID)
+	if err != nil {
 		return nil, err
 	}
-	if _, ok := m.runs[r.ID]; ok {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if m.runs.get(r.ID) != nil {
 		return nil, rules.Conflict("run %q already exists", r.ID)
 	}
 	if err := m.busy(r); err != nil {
@@ -34,7 +37,10 @@ func (m *Store) RunCreate(_ context.Context, p *store.RunCreateParams) (*steptyp
 	if r.LeaseOwner != "" && p.LeaseFor > 0 {
 		r.LeaseExpires = rules.Now(time.Time{}).Add(p.LeaseFor)
 	}
-	m.runs[r.ID] = r
+	if !m.runs.add(r.ID, r) {
+		return nil, rules.Conflict("run %q already exists", r.ID)
+	}
+	m.setRun(r)
 	return rules.CloneRun(r), nil
 }
 
@@ -43,14 +49,19 @@ func (m *Store) RunGet(_ context.Context, p *store.RunGetParams) (*steptype.Run,
 	if p == nil || p.ID == "" {
 		return nil, rules.Invalid("run id is required")
 	}
-	if err := m.lock(); err != nil {
+	if err := m.rlock(); err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
-	r, ok := m.runs[p.ID]
-	if !ok {
+	r := m.runs.get(p.ID)
+	if r == nil {
+		m.mu.RUnlock()
 		return nil, rules.NotFound("run", p.ID)
 	}
+	sr := m.sessions[r.SessionID]
+	sr.mu.Lock()
+	r = m.runs.get(p.ID)
+	sr.mu.Unlock()
+	m.mu.RUnlock()
 	return rules.CloneRun(r), nil
 }
 
@@ -72,13 +83,14 @@ func (m *Store) RunList(_ context.Context, p *store.RunListParams) ([]*steptype.
 	}
 	defer m.mu.Unlock()
 	out := []*steptype.Run{}
-	for _, r := range m.runs {
+	m.runs.each(func(_ string, r *steptype.Run) bool {
 		if (p.SessionID != "" && r.SessionID != p.SessionID) || (p.ParentRunID != "" && r.ParentRunID != p.ParentRunID) ||
 			(p.Agent != "" && r.Agent != p.Agent) || (len(p.Statuses) > 0 && !slices.Contains(p.Statuses, r.Status)) {
-			continue
+			return true
 		}
 		out = append(out, r)
-	}
+		return true
+	})
 	slices.SortFunc(out, newestFirst)
 	if p.Limit > 0 && len(out) > p.Limit {
 		out = out[:p.Limit]
@@ -101,15 +113,16 @@ func (m *Store) RunClaim(_ context.Context, p *store.RunClaimParams) ([]*steptyp
 	defer m.mu.Unlock()
 	var cands []*steptype.Run
 	if p.ID != "" {
-		r, ok := m.runs[p.ID]
-		if !ok {
+		r := m.runs.get(p.ID)
+		if r == nil {
 			return nil, rules.NotFound("run", p.ID)
 		}
 		cands = append(cands, r)
 	} else {
-		for _, r := range m.runs {
+		m.runs.each(func(_ string, r *steptype.Run) bool {
 			cands = append(cands, r)
-		}
+			return true
+		})
 		slices.SortFunc(cands, func(a, b *steptype.Run) int {
 			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 		})
@@ -124,7 +137,7 @@ func (m *Store) RunClaim(_ context.Context, p *store.RunClaimParams) ([]*steptyp
 		}
 		c := rules.CloneRun(r)
 		rules.Claim(c, p, now)
-		m.runs[c.ID] = c
+		m.setRun(c)
 		out = append(out, rules.CloneRun(c))
 	}
 	return out, nil
@@ -135,12 +148,40 @@ func (m *Store) RunUpdate(_ context.Context, p *store.RunUpdateParams) (*steptyp
 	if err := rules.CheckRunUpdate(p); err != nil {
 		return nil, err
 	}
-	if err := m.lock(); err != nil {
+	r, err := m.runUpdate(p, true)
+	if err == errEscalate {
+		r, err = m.runUpdate(p, false)
+	}
+	if err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
-	cur, ok := m.runs[p.ID]
-	if !ok {
+	return rules.CloneRun(r), nil
+}
+
+// runUpdate applies p under the shared lock and the run's session lock
+// (shared) or under the exclusive lock.
+func (m *Store) runUpdate(p *store.RunUpdateParams, shared bool) (*steptype.Run, error) {
+	var locked []*sessionRow
+	if shared {
+		if err := m.rlock(); err != nil {
+			return nil, err
+		}
+		defer m.mu.RUnlock()
+		cur := m.runs.get(p.ID)
+		if cur == nil {
+			return nil, rules.NotFound("run", p.ID)
+		}
+		locked = []*sessionRow{m.sessions[cur.SessionID]}
+		locked[0].mu.Lock()
+		defer locked[0].mu.Unlock()
+	} else {
+		if err := m.lock(); err != nil {
+			return nil, err
+		}
+		defer m.mu.Unlock()
+	}
+	cur := m.runs.get(p.ID)
+	if cur == nil {
 		return nil, rules.NotFound("run", p.ID)
 	}
 	r := rules.CloneRun(cur)
@@ -150,6 +191,10 @@ func (m *Store) RunUpdate(_ context.Context, p *store.RunUpdateParams) (*steptyp
 	if err := m.busy(r); err != nil {
 		return nil, err
 	}
-	m.putRun(r)
-	return rules.CloneRun(r), nil
+	closed, err := m.closing(cur, r, locked)
+	if err != nil {
+		return nil, err
+	}
+	m.putRun(r, closed)
+	return r, nil
 }

@@ -13,94 +13,256 @@ import (
 )
 
 // StepAppend implements store.Store. Everything is staged first and applied
-// only when every step and run update succeeded.
+// only when every step and run update succeeded. The copies are made
+// outside the locks: the input's before, the caller's of the placed steps
+// after (a stored step is replaced, never changed in place).
 func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*steptype.Step, error) {
 	if err := rules.CheckAppend(p); err != nil {
 		return nil, err
 	}
-	if err := m.lock(); err != nil {
+	clones := make([]*steptype.Step, len(p.Steps))
+	for i, in := range p.Steps {
+		clones[i] = rules.NormalizeStep(rules.CloneStep(in))
+	}
+	placed, err := m.stepAppend(p, clones, true)
+	if err == errEscalate {
+		placed, err = m.stepAppend(p, clones, false)
+	}
+	if err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
+	for i, s := range placed {
+		placed[i] = rules.CloneStep(s)
+	}
+	return placed, nil
+}
+
+// appendLocks locks, under the shared lock, the sessions an append
+// touches: those of its steps (and of steps already stored under their
+// ids) and those of its runs. An unknown session or run escalates: the
+// exclusive path reports it.
+func (m *Store) appendLocks(p *store.StepAppendParams) ([]*sessionRow, error) {
+	rows := make([]*sessionRow, 0, 2)
+	for _, in := range p.Steps {
+		sr := m.sessions[in.SessionID]
+		if sr == nil {
+			return nil, errEscalate
+		}
+		rows = append(rows, sr)
+		if old := m.steps.get(in.ID); old != nil && old.sessionID != in.SessionID {
+			rows = append(rows, m.sessions[old.sessionID])
+		}
+	}
+	for _, u := range p.Runs {
+		r := m.runs.get(u.ID)
+		if r == nil {
+			return nil, errEscalate
+		}
+		rows = append(rows, m.sessions[r.SessionID])
+	}
+	return lockSessions(rows), nil
+}
+
+// holds reports whether a session is locked (locked nil: the exclusive
+// lock is held).
+func holds(locked []*sessionRow, sessionID string) bool {
+	if locked == nil {
+		return true
+	}
+	for _, sr := range locked {
+		if sr.id == sessionID {
+			return true
+		}
+	}
+	return false
+}
+
+// stagedSession is a session's record as an append leaves it.
+type stagedSession struct {
+	sr *sessionRow
+	s  *steptype.Session
+}
+
+// stagedRun is a run as an append leaves it.
+type stagedRun struct {
+	cur, r *steptype.Run
+	closed []*stepRow
+}
+
+// stepAppend applies an append under the shared lock and the locks of the
+// sessions it touches (shared) or under the exclusive lock. It returns the
+// stored steps, not copies.
+func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, shared bool) ([]*steptype.Step, error) {
+	var locked []*sessionRow
+	if shared {
+		if err := m.rlock(); err != nil {
+			return nil, err
+		}
+		defer m.mu.RUnlock()
+		var err error
+		if locked, err = m.appendLocks(p); err != nil {
+			return nil, err
+		}
+		defer unlockSessions(locked)
+	} else {
+		if err := m.lock(); err != nil {
+			return nil, err
+		}
+		defer m.mu.Unlock()
+	}
 	now := rules.Now(time.Time{})
 
-	staged := make(map[string]*stepRow)            // new rows by id
-	sessions := make(map[string]*steptype.Session) // staged session copies
+	var sessions []stagedSession
 	var newRows []*stepRow
 	out := make([]*steptype.Step, 0, len(p.Steps))
 	inserted := make([]bool, len(p.Steps))
 	for i, in := range p.Steps {
-		row := m.steps[in.ID]
+		row := m.steps.get(in.ID)
 		if row == nil {
-			row = staged[in.ID]
+			for _, n := range newRows {
+				if n.id == in.ID {
+					row = n
+					break
+				}
+			}
+		} else if !holds(locked, row.sessionID) {
+			return nil, errEscalate // stored meanwhile by another session's append
 		}
 		if row == nil {
 			inserted[i] = true
-			sess := sessions[in.SessionID]
-			if sess == nil {
+			k := slices.IndexFunc(sessions, func(st stagedSession) bool { return st.sr.id == in.SessionID })
+			if k < 0 {
 				sr, err := m.session(in.SessionID)
 				if err != nil {
 					return nil, err
 				}
-				sess = rules.CloneSession(sr.s)
-				sessions[sess.ID] = sess
+				sessions = append(sessions, stagedSession{sr, rules.CloneSession(sr.s)})
+				k = len(sessions) - 1
 			}
-			s, err := rules.PlaceClone(in, sess.LastSequence+1, now)
-			if err != nil {
+			sess := sessions[k].s
+			if err := rules.CheckSequence(in, sess.LastSequence+1); err != nil {
 				return nil, err
 			}
+			s := clones[i]
+			s.Sequence = sess.LastSequence + 1
+			if s.CreatedAt.IsZero() {
+				s.CreatedAt = now
+			}
 			row = &stepRow{id: s.ID, sessionID: s.SessionID, runID: s.RunID, seq: s.Sequence,
-				kind: s.Kind, status: s.Status, step: rules.NormalizeStep(s)}
+				kind: s.Kind, status: s.Status, step: s}
 			sess.LastSequence = s.Sequence
 			sess.UpdatedAt = now
 			rules.AddTotals(sess, s, 1)
-			staged[row.id] = row
 			newRows = append(newRows, row)
 		}
-		out = append(out, rules.CloneStep(row.step))
+		out = append(out, row.step)
 	}
-	runs := make(map[string]*steptype.Run)
+	var runs []stagedRun
 	for _, u := range p.Runs {
-		r := runs[u.ID]
-		if r == nil {
-			cur, ok := m.runs[u.ID]
-			if !ok {
+		k := slices.IndexFunc(runs, func(st stagedRun) bool { return st.r.ID == u.ID })
+		if k < 0 {
+			cur := m.runs.get(u.ID)
+			if cur == nil {
 				return nil, rules.NotFound("run", u.ID)
 			}
-			r = rules.CloneRun(cur)
+			runs = append(runs, stagedRun{cur: cur, r: rules.CloneRun(cur)})
+			k = len(runs) - 1
 		}
-		if err := rules.UpdateRun(r, rules.Counted(u, p.Steps, func(i int) bool { return inserted[i] }), now); err != nil {
+		if err := rules.UpdateRun(runs[k].r, rules.Counted(u, p.Steps, func(i int) bool { return inserted[i] }), now); err != nil {
 			return nil, err
 		}
-		runs[r.ID] = r
 	}
-	for _, r := range runs {
-		if err := m.busy(r); err != nil {
+	for i := range runs {
+		st := &runs[i]
+		if err := m.busy(st.r); err != nil {
 			return nil, err
 		}
+		closed, err := m.closing(st.cur, st.r, locked)
+		if err != nil {
+			return nil, err
+		}
+		if closed != nil || rules.Finishing(st.cur, st.r) {
+			for _, row := range newRows {
+				if row.runID == st.r.ID && row.status == steptype.StepWaiting {
+					closed = append(closed, row)
+				}
+			}
+		}
+		st.closed = closed
 	}
 
-	// Commit.
+	// Commit: the ids first, the only step that can still fail (another
+	// session's append took one of them meanwhile).
+	for i, row := range newRows {
+		if !m.steps.add(row.id, row) {
+			for _, r := range newRows[:i] {
+				m.steps.del(r.id, r)
+			}
+			return nil, errEscalate
+		}
+	}
 	for _, row := range newRows {
-		m.steps[row.id] = row
 		sr := m.sessions[row.sessionID]
 		sr.steps = append(sr.steps, row)
+		m.waits.track(row)
 	}
-	for id, s := range sessions {
-		m.sessions[id].s = s
+	for _, st := range sessions {
+		st.sr.s = st.s
 	}
-	for _, r := range runs {
-		m.putRun(r)
+	for _, st := range runs {
+		m.putRun(st.r, st.closed)
 	}
 	return out, nil
 }
 
-// StepList implements store.Store.
+// StepList implements store.Store. A read along a session's lineage holds
+// the shared lock and the lineage's session locks; a read by run or status
+// scans every step under the exclusive lock.
 func (m *Store) StepList(_ context.Context, p *store.StepListParams) ([]*steptype.Step, error) {
 	lineage, err := rules.CheckList(p)
 	if err != nil {
 		return nil, err
 	}
+	var steps []*steptype.Step
+	if lineage {
+		steps, err = m.listLineage(p)
+	} else {
+		steps, err = m.listScan(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range steps {
+		steps[i] = rules.CloneStep(s)
+	}
+	return steps, nil
+}
+
+// listLineage reads the steps visible in a session (not copies).
+func (m *Store) listLineage(p *store.StepListParams) ([]*steptype.Step, error) {
+	if err := m.rlock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.RUnlock()
+	sr, err := m.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
+		return []*steptype.Step{}, nil
+	}
+	defer unlockSessions(lockSessions(m.lineage(sr)))
+	var rows []*stepRow
+	for _, r := range m.visible(sr, p.StartSeq, p.EndSeq) {
+		if rules.MatchKinds(p.Kinds, r.kind) {
+			rows = append(rows, r)
+		}
+	}
+	return snapshot(rows, p), nil
+}
+
+// listScan reads steps by run or status (not copies).
+func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
@@ -114,35 +276,37 @@ func (m *Store) StepList(_ context.Context, p *store.StepListParams) ([]*steptyp
 		return []*steptype.Step{}, nil
 	}
 	var rows []*stepRow
-	if lineage {
-		for _, r := range m.visible(m.sessions[p.SessionID], p.StartSeq, p.EndSeq) {
-			if rules.MatchKinds(p.Kinds, r.kind) {
-				rows = append(rows, r)
-			}
+	m.steps.each(func(_ string, r *stepRow) bool {
+		if (p.SessionID != "" && r.sessionID != p.SessionID) || (p.RunID != "" && r.runID != p.RunID) ||
+			(p.Status != "" && r.status != p.Status) || !rules.MatchKinds(p.Kinds, r.kind) ||
+			r.seq < p.StartSeq || (p.EndSeq > 0 && r.seq > p.EndSeq) {
+			return true
 		}
-	} else {
-		for _, r := range m.steps {
-			if (p.SessionID != "" && r.sessionID != p.SessionID) || (p.RunID != "" && r.runID != p.RunID) ||
-				(p.Status != "" && r.status != p.Status) || !rules.MatchKinds(p.Kinds, r.kind) ||
-				r.seq < p.StartSeq || (p.EndSeq > 0 && r.seq > p.EndSeq) {
-				continue
-			}
-			rows = append(rows, r)
+		rows = append(rows, r)
+		return true
+	})
+	slices.SortFunc(rows, func(a, b *stepRow) int {
+		if c := cmp.Compare(a.seq, b.seq); c != 0 {
+			return c
 		}
-		slices.SortFunc(rows, func(a, b *stepRow) int {
-			if c := cmp.Compare(a.seq, b.seq); c != 0 {
-				return c
-			}
-			return strings.Compare(a.id, b.id)
-		})
-	}
+		return strings.Compare(a.id, b.id)
+	})
+	return snapshot(rows, p), nil
+}
+
+// snapshot orders and limits rows and returns their steps.
+func snapshot(rows []*stepRow, p *store.StepListParams) []*steptype.Step {
 	if p.Desc {
 		slices.Reverse(rows)
 	}
 	if p.Limit > 0 && len(rows) > p.Limit {
 		rows = rows[:p.Limit]
 	}
-	return decodeRows(rows)
+	out := make([]*steptype.Step, len(rows))
+	for i, r := range rows {
+		out[i] = r.step
+	}
+	return out
 }
 
 // StepGet implements store.Store.
@@ -150,63 +314,80 @@ func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.St
 	if p == nil || (p.ID == "" && p.SessionID == "") {
 		return nil, rules.Invalid("step get needs an id, or a session id and a sequence")
 	}
-	if err := m.lock(); err != nil {
+	if err := m.rlock(); err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
+	var s *steptype.Step
 	if p.ID != "" {
-		row, ok := m.steps[p.ID]
-		if !ok {
+		row := m.steps.get(p.ID)
+		if row == nil {
+			m.mu.RUnlock()
 			return nil, rules.NotFound("step", p.ID)
 		}
-		return rules.CloneStep(row.step), nil
+		sr := m.sessions[row.sessionID]
+		sr.mu.Lock()
+		s = row.step
+		sr.mu.Unlock()
+	} else {
+		var err error
+		if s, err = m.stepAt(p.SessionID, p.Sequence, false); err != nil {
+			m.mu.RUnlock()
+			return nil, err
+		}
 	}
-	return m.stepAt(p.SessionID, p.Sequence)
+	m.mu.RUnlock()
+	return rules.CloneStep(s), nil
 }
 
-// stepAt returns the step visible at seq in a session.
-func (m *Store) stepAt(sessionID string, seq int64) (*steptype.Step, error) {
+// stepAt returns the step visible at seq in a session (not a copy), or
+// the last one. The caller holds the shared lock.
+func (m *Store) stepAt(sessionID string, seq int64, last bool) (*steptype.Step, error) {
 	sr, err := m.session(sessionID)
 	if err != nil {
 		return nil, err
 	}
-	if seq < 1 {
+	if !last && seq < 1 {
 		return nil, rules.Invalid("sequence %d < 1", seq)
+	}
+	defer unlockSessions(lockSessions(m.lineage(sr)))
+	if last {
+		if seq = sr.s.LastSequence; seq == 0 {
+			return nil, rules.NotFound("last step of session", sessionID)
+		}
 	}
 	rows := m.visible(sr, seq, seq)
 	if len(rows) == 0 {
 		return nil, rules.NotFound("step at sequence of session", sessionID)
 	}
-	return rules.CloneStep(rows[0].step), nil
+	return rows[0].step, nil
 }
 
 // StepLast implements store.Store.
 func (m *Store) StepLast(_ context.Context, p *store.StepLastParams) (*steptype.Step, error) {
-	if err := m.lock(); err != nil {
+	if err := m.rlock(); err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
-	sr, err := m.session(p.SessionID)
+	s, err := m.stepAt(p.SessionID, 0, true)
+	m.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
-	if sr.s.LastSequence == 0 {
-		return nil, rules.NotFound("last step of session", p.SessionID)
-	}
-	return m.stepAt(p.SessionID, sr.s.LastSequence)
+	return rules.CloneStep(s), nil
 }
 
 // StepCount implements store.Store. Sequences are gap-free, so the count is
 // the last visible sequence.
 func (m *Store) StepCount(_ context.Context, p *store.StepCountParams) (int64, error) {
-	if err := m.lock(); err != nil {
+	if err := m.rlock(); err != nil {
 		return 0, err
 	}
-	defer m.mu.Unlock()
+	defer m.mu.RUnlock()
 	sr, err := m.session(p.SessionID)
 	if err != nil {
 		return 0, err
 	}
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
 	return sr.s.LastSequence, nil
 }
 
@@ -223,7 +404,7 @@ func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (in
 	if err := rules.CheckTruncate(p, sr.s, m.forksOf(p.SessionID)); err != nil {
 		return 0, err
 	}
-	if err := m.truncatable(p.SessionID); err != nil {
+	if err := m.truncatable(sr); err != nil {
 		return 0, err
 	}
 	if p.StartSeq > sr.s.LastSequence {
@@ -235,7 +416,8 @@ func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (in
 		rules.AddTotals(sess, row.step, -1)
 	}
 	for _, row := range cut {
-		delete(m.steps, row.id)
+		m.steps.del(row.id, row)
+		m.waits.untrack(row)
 	}
 	sess.LastSequence = p.StartSeq - 1
 	if !p.KeepActivity {
@@ -251,42 +433,84 @@ func (m *Store) StepResolve(_ context.Context, p *store.StepResolveParams) (*ste
 	if err := rules.CheckResolve(p); err != nil {
 		return nil, err
 	}
-	if err := m.lock(); err != nil {
+	s, err := m.stepResolve(p, true)
+	if err == errEscalate {
+		s, err = m.stepResolve(p, false)
+	}
+	if err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
-	row, ok := m.steps[p.ID]
-	if !ok {
+	return rules.CloneStep(s), nil
+}
+
+// stepResolve applies a resolve under the shared lock and the locks of the
+// step's and its run's sessions (shared) or under the exclusive lock.
+func (m *Store) stepResolve(p *store.StepResolveParams, shared bool) (*steptype.Step, error) {
+	var locked []*sessionRow
+	if shared {
+		if err := m.rlock(); err != nil {
+			return nil, err
+		}
+		defer m.mu.RUnlock()
+		row := m.steps.get(p.ID)
+		if row == nil {
+			return nil, rules.NotFound("step", p.ID)
+		}
+		locked = append(locked, m.sessions[row.sessionID])
+		if run := m.runs.get(row.runID); run != nil {
+			locked = append(locked, m.sessions[run.SessionID])
+		}
+		locked = lockSessions(locked)
+		defer unlockSessions(locked)
+	} else {
+		if err := m.lock(); err != nil {
+			return nil, err
+		}
+		defer m.mu.Unlock()
+	}
+	row := m.steps.get(p.ID)
+	if row == nil {
 		return nil, rules.NotFound("step", p.ID)
 	}
 	s := rules.CloneStep(row.step)
 	if err := rules.Resolve(s, p); err != nil {
 		return nil, err
 	}
-	run, hasRun := m.runs[row.runID]
-	if hasRun && run.Status.Terminal() {
+	run := m.runs.get(row.runID)
+	if run != nil && run.Status.Terminal() {
 		return nil, rules.Conflict("run %q of step %q is %s", run.ID, s.ID, run.Status)
 	}
-	row.step, row.status = s, s.Status
+	// The run's other waiting steps, and this one if it still waits.
+	var waiting []*stepRow
+	for _, w := range m.waits.of(row.runID) {
+		if w != row {
+			if !holds(locked, w.sessionID) {
+				return nil, errEscalate
+			}
+			waiting = append(waiting, w)
+		}
+	}
+	if s.Status == steptype.StepWaiting {
+		waiting = append(waiting, row)
+	}
+	var put *steptype.Run
 	switch {
-	case hasRun && p.FailRun != nil:
+	case run != nil && p.FailRun != nil:
 		if r := rules.CloneRun(run); rules.FailWaiting(r, p.FailRun, rules.Now(p.Now)) {
-			m.putRun(r)
+			put = r
 		}
-	case hasRun && p.QueueRun && !m.waiting(row.runID):
+	case run != nil && p.QueueRun && len(waiting) == 0:
 		if r := rules.CloneRun(run); rules.Requeue(r, rules.Now(p.Now)) {
-			m.runs[r.ID] = r
+			put = r
 		}
 	}
-	return rules.CloneStep(s), nil
-}
-
-// waiting reports whether a step of run is waiting.
-func (m *Store) waiting(runID string) bool {
-	for _, r := range m.steps {
-		if r.runID == runID && r.status == steptype.StepWaiting {
-			return true
+	m.setStep(row, s)
+	if put != nil {
+		var closed []*stepRow
+		if rules.Finishing(run, put) {
+			closed = waiting
 		}
+		m.putRun(put, closed)
 	}
-	return false
+	return s, nil
 }

@@ -35,7 +35,7 @@ func (m *Store) vectors() map[string]*space {
 	for _, s := range sp {
 		var gone []string
 		for id, row := range s.rows {
-			if m.steps[id] != row {
+			if m.steps.get(id) != row {
 				gone = append(gone, id)
 			}
 		}
@@ -72,7 +72,7 @@ func (m *Store) VectorUpsert(_ context.Context, p *store.VectorUpsertParams) (in
 	}
 	var puts []put
 	for _, v := range p.Vectors {
-		row := m.steps[v.StepID]
+		row := m.steps.get(v.StepID)
 		if row == nil {
 			if p.SkipMissing {
 				continue
@@ -132,7 +132,7 @@ func (m *Store) VectorSearch(_ context.Context, p *store.VectorSearchParams) ([]
 	res := s.ix.Search(p.Vector, p.K, p.MaxDistance, f)
 	out := make([]*store.VectorHit, 0, len(res))
 	for _, r := range res {
-		st, err := rules.CloneStep(m.steps[r.StepID].step), error(nil)
+		st, err := rules.CloneStep(m.steps.get(r.StepID).step), error(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +153,7 @@ func (m *Store) VectorMissing(_ context.Context, p *store.VectorMissingParams) (
 	defer m.mu.Unlock()
 	s := m.vectors()[p.Embedder]
 	var ids []string
-	for id, row := range m.steps {
+	for id, row := range m.steps.all() {
 		if id <= p.AfterID || row.status == steptype.StepWaiting || !rules.MatchKinds(p.Kinds, row.kind) {
 			continue
 		}
@@ -168,7 +168,7 @@ func (m *Store) VectorMissing(_ context.Context, p *store.VectorMissingParams) (
 	}
 	out := make([]*steptype.Step, 0, len(ids))
 	for _, id := range ids {
-		st, err := rules.CloneStep(m.steps[id].step), error(nil)
+		st, err := rules.CloneStep(m.steps.get(id).step), error(nil)
 		if err != nil {
 			return nil, err
 		}
