@@ -178,29 +178,31 @@ func (m *Store) RunLeaseRenew(_ context.Context, p *store.RunLeaseRenewParams) (
 	return out, nil
 }
 
-// StepExpiring implements store.Store.
+// StepExpiring implements store.Store, from the waiting index.
 func (m *Store) StepExpiring(_ context.Context, p *store.StepExpiringParams) ([]*steptype.Step, error) {
 	if err := rules.CheckExpiring(p); err != nil {
 		return nil, err
 	}
-	if err := m.lock(); err != nil {
+	if err := m.rlock(); err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
+	defer m.mu.RUnlock()
 	type due struct {
 		at int64
 		s  *steptype.Step
 	}
 	var out []due
-	m.steps.each(func(_ string, row *stepRow) bool {
-		if row.status != steptype.StepWaiting {
-			return true
+	// A row in the waiting index is not being written: setStep takes it
+	// out first and puts it back after.
+	m.waits.mu.Lock()
+	for _, set := range m.waits.m {
+		for row := range set {
+			if at := rules.ExpiryNanos(row.step); at > 0 && at <= p.Before.UnixNano() {
+				out = append(out, due{at, row.step})
+			}
 		}
-		if at := rules.ExpiryNanos(row.step); at > 0 && at <= p.Before.UnixNano() {
-			out = append(out, due{at, row.step})
-		}
-		return true
-	})
+	}
+	m.waits.mu.Unlock()
 	slices.SortFunc(out, func(a, b due) int { return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.s.ID, b.s.ID)) })
 	if p.Limit > 0 && len(out) > p.Limit {
 		out = out[:p.Limit]

@@ -101,16 +101,19 @@ func (m *Store) RunList(_ context.Context, p *store.RunListParams) ([]*steptype.
 	return out, nil
 }
 
-// RunClaim implements store.Store: the oldest claimable runs first.
+// RunClaim implements store.Store: the oldest claimable runs first. It
+// holds the shared lock: candidates are read from the index shard by
+// shard, then each is claimed under its session's lock after checking it
+// again, so a run is claimed once and writers elsewhere do not wait.
 func (m *Store) RunClaim(_ context.Context, p *store.RunClaimParams) ([]*steptype.Run, error) {
 	limit, now, err := rules.CheckClaim(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.lock(); err != nil {
+	if err := m.rlock(); err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
+	defer m.mu.RUnlock()
 	var cands []*steptype.Run
 	if p.ID != "" {
 		r := m.runs.get(p.ID)
@@ -119,10 +122,16 @@ func (m *Store) RunClaim(_ context.Context, p *store.RunClaimParams) ([]*steptyp
 		}
 		cands = append(cands, r)
 	} else {
-		m.runs.each(func(_ string, r *steptype.Run) bool {
-			cands = append(cands, r)
-			return true
-		})
+		for i := range m.runs.shards {
+			sh := &m.runs.shards[i]
+			sh.mu.Lock()
+			for _, r := range sh.m {
+				if rules.Claimable(r, p, now) {
+					cands = append(cands, r)
+				}
+			}
+			sh.mu.Unlock()
+		}
 		slices.SortFunc(cands, func(a, b *steptype.Run) int {
 			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 		})
@@ -132,13 +141,19 @@ func (m *Store) RunClaim(_ context.Context, p *store.RunClaimParams) ([]*steptyp
 		if len(out) == limit {
 			break
 		}
-		if !rules.Claimable(r, p, now) {
-			continue
+		sr := m.sessions[r.SessionID]
+		sr.mu.Lock()
+		cur := m.runs.get(r.ID)
+		var c *steptype.Run
+		if rules.Claimable(cur, p, now) {
+			c = rules.CloneRun(cur)
+			rules.Claim(c, p, now)
+			m.setRun(c)
 		}
-		c := rules.CloneRun(r)
-		rules.Claim(c, p, now)
-		m.setRun(c)
-		out = append(out, rules.CloneRun(c))
+		sr.mu.Unlock()
+		if c != nil {
+			out = append(out, rules.CloneRun(c))
+		}
 	}
 	return out, nil
 }
@@ -184,7 +199,8 @@ func (m *Store) runUpdate(p *store.RunUpdateParams, shared bool) (*steptype.Run,
 	if cur == nil {
 		return nil, rules.NotFound("run", p.ID)
 	}
-	r := rules.CloneRun(cur)
+	c := *cur // shallow: a stored run is replaced, never changed in place
+	r := &c
 	if err := rules.UpdateRun(r, p, rules.Now(time.Time{})); err != nil {
 		return nil, err
 	}

@@ -41,8 +41,7 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 // touches: those of its steps (and of steps already stored under their
 // ids) and those of its runs. An unknown session or run escalates: the
 // exclusive path reports it.
-func (m *Store) appendLocks(p *store.StepAppendParams) ([]*sessionRow, error) {
-	rows := make([]*sessionRow, 0, 2)
+func (m *Store) appendLocks(p *store.StepAppendParams, rows []*sessionRow) ([]*sessionRow, error) {
 	for _, in := range p.Steps {
 		sr := m.sessions[in.SessionID]
 		if sr == nil {
@@ -89,18 +88,39 @@ type stagedRun struct {
 	closed []*stepRow
 }
 
+// counted is rules.Counted without a closure: a step of the run that was
+// stored already (inserted[i] false) does not count.
+func counted(u *store.RunUpdateParams, steps []*steptype.Step, inserted []bool) *store.RunUpdateParams {
+	if u.StepDelta <= 0 {
+		return u
+	}
+	dups := int64(0)
+	for i, s := range steps {
+		if s.RunID == u.ID && !inserted[i] {
+			dups++
+		}
+	}
+	if dups == 0 {
+		return u
+	}
+	c := *u
+	c.StepDelta = max(u.StepDelta-dups, 0)
+	return &c
+}
+
 // stepAppend applies an append under the shared lock and the locks of the
 // sessions it touches (shared) or under the exclusive lock. It returns the
 // stored steps, not copies.
 func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, shared bool) ([]*steptype.Step, error) {
 	var locked []*sessionRow
+	var lockBuf [2]*sessionRow
 	if shared {
 		if err := m.rlock(); err != nil {
 			return nil, err
 		}
 		defer m.mu.RUnlock()
 		var err error
-		if locked, err = m.appendLocks(p); err != nil {
+		if locked, err = m.appendLocks(p, lockBuf[:0]); err != nil {
 			return nil, err
 		}
 		defer unlockSessions(locked)
@@ -112,10 +132,13 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 	}
 	now := rules.Now(time.Time{})
 
-	var sessions []stagedSession
-	var newRows []*stepRow
-	out := make([]*steptype.Step, 0, len(p.Steps))
-	inserted := make([]bool, len(p.Steps))
+	// Staging: small appends (one session, one run) stay on the stack.
+	var sessBuf [1]stagedSession
+	var rowBuf [2]*stepRow
+	var runBuf [1]stagedRun
+	var insBuf [4]bool
+	sessions, newRows, runs, inserted := sessBuf[:0], rowBuf[:0], runBuf[:0], insBuf[:0]
+	out := clones // the stored steps, in place of the clones
 	for i, in := range p.Steps {
 		row := m.steps.get(in.ID)
 		if row == nil {
@@ -128,15 +151,19 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 		} else if !holds(locked, row.sessionID) {
 			return nil, errEscalate // stored meanwhile by another session's append
 		}
+		inserted = append(inserted, row == nil)
 		if row == nil {
-			inserted[i] = true
 			k := slices.IndexFunc(sessions, func(st stagedSession) bool { return st.sr.id == in.SessionID })
 			if k < 0 {
 				sr, err := m.session(in.SessionID)
 				if err != nil {
 					return nil, err
 				}
-				sessions = append(sessions, stagedSession{sr, rules.CloneSession(sr.s)})
+				// A shallow copy: stored records are replaced, never
+				// changed in place, so the new one may share the old one's
+				// metadata.
+				c := *sr.s
+				sessions = append(sessions, stagedSession{sr, &c})
 				k = len(sessions) - 1
 			}
 			sess := sessions[k].s
@@ -155,9 +182,8 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 			rules.AddTotals(sess, s, 1)
 			newRows = append(newRows, row)
 		}
-		out = append(out, row.step)
+		out[i] = row.step
 	}
-	var runs []stagedRun
 	for _, u := range p.Runs {
 		k := slices.IndexFunc(runs, func(st stagedRun) bool { return st.r.ID == u.ID })
 		if k < 0 {
@@ -165,10 +191,11 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 			if cur == nil {
 				return nil, rules.NotFound("run", u.ID)
 			}
-			runs = append(runs, stagedRun{cur: cur, r: rules.CloneRun(cur)})
+			c := *cur // shallow, as the session above
+			runs = append(runs, stagedRun{cur: cur, r: &c})
 			k = len(runs) - 1
 		}
-		if err := rules.UpdateRun(runs[k].r, rules.Counted(u, p.Steps, func(i int) bool { return inserted[i] }), now); err != nil {
+		if err := rules.UpdateRun(runs[k].r, counted(u, p.Steps, inserted), now); err != nil {
 			return nil, err
 		}
 	}
