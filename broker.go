@@ -63,12 +63,7 @@ func newBroker() *broker {
 
 // lock returns the shard of a session, locked.
 func (b *broker) lock(sessionID string) *brokerShard {
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(sessionID); i++ {
-		h ^= uint32(sessionID[i])
-		h *= 16777619
-	}
-	sh := &b.shards[h&(brokerShards-1)]
+	sh := &b.shards[shardIndex(sessionID)]
 	sh.mu.Lock()
 	return sh
 }

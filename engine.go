@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepwise-run/stepwise/store"
@@ -74,11 +75,11 @@ type Engine struct {
 	store  store.Store
 	broker *broker
 
-	mu       sync.Mutex
-	agents   map[string]*Agent
-	active   map[string]*execution // run id → execution in this process
-	sessLock map[string]*sessionLock
-	closed   bool
+	mu        sync.Mutex
+	agents    map[string]*Agent
+	active    map[string]*execution // run id → execution in this process
+	sessLocks sessionLocks          // per-session commit locks (session_locks.go)
+	closed    bool
 
 	bg     bgState
 	leases leaseClock // when each lease held here was last set (engine_lease.go)
@@ -87,7 +88,7 @@ type Engine struct {
 	hooks   []func(*Step) // OnCommit callbacks (engine_hooks.go)
 
 	obsOnce sync.Once
-	obs     *observeState // observers and masks (engine_observe.go)
+	obs     atomic.Pointer[observeState] // observers and masks (engine_observe.go); read on every step without e.mu
 
 }
 
@@ -105,7 +106,7 @@ func New(cfg Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
 	e := &Engine{
 		cfg: cfg, store: cfg.Store, broker: newBroker(),
-		agents: map[string]*Agent{}, active: map[string]*execution{}, sessLock: map[string]*sessionLock{},
+		agents: map[string]*Agent{}, active: map[string]*execution{},
 	}
 	for _, a := range cfg.Agents {
 		if err := e.Register(a); err != nil {
@@ -189,26 +190,14 @@ func (e *Engine) lockSession(id string) func() {
 }
 
 // refSession returns the commit lock of a session, kept in the engine until
-// the matching unrefSession.
+// the matching unrefSession. The locks live in a sharded table, so taking
+// one does not take the engine's mutex.
 func (e *Engine) refSession(id string) *sessionLock {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	l := e.sessLock[id]
-	if l == nil {
-		l = &sessionLock{}
-		e.sessLock[id] = l
-	}
-	l.refs++
-	return l
+	return e.sessLocks.acquire(id)
 }
 
 func (e *Engine) unrefSession(id string, l *sessionLock) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	l.refs--
-	if l.refs == 0 {
-		delete(e.sessLock, id)
-	}
+	e.sessLocks.release(id, l)
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }

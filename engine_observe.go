@@ -108,14 +108,10 @@ func (e *Engine) observation(create bool) *observeState {
 			st := &observeState{logger: e.cfg.Logger}
 			// Committed steps come through the commit hook.
 			e.OnCommit(func(s *Step) { e.observeStep(st, s) })
-			e.mu.Lock()
-			e.obs = st
-			e.mu.Unlock()
+			e.obs.Store(st)
 		})
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.obs
+	return e.obs.Load()
 }
 
 // observing returns e's state when something is registered.

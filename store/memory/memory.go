@@ -44,7 +44,7 @@ type sessionRow struct {
 	id     string
 	parent string     // s.ParentSessionID, readable without mu
 	mu     sync.Mutex // see Store
-	s  *steptype.Session
+	s      *steptype.Session
 	// steps are the session's own rows. A row's step is replaced, never
 	// changed in place, so a snapshot of it can be cloned after unlocking.
 	steps []*stepRow
