@@ -152,6 +152,19 @@ func (b *broker) release(sessionID string) {
 // publish assigns ev its position and delivers it. A subscriber whose buffer
 // is full is marked lagged and stops receiving; it catches up from the store.
 func (b *broker) publish(ev *Event) {
+	// Consumers are woken after the shard is unlocked: waking a goroutine
+	// is a scheduler call, and every other session of the shard would wait
+	// on it.
+	var wakeBuf [4]*subscriber
+	wake := b.publishLocked(ev, wakeBuf[:0])
+	for _, s := range wake {
+		s.wake()
+	}
+}
+
+// publishLocked is publish under the shard lock; it returns the
+// subscribers to wake, appended to wake.
+func (b *broker) publishLocked(ev *Event, wake []*subscriber) []*subscriber {
 	sh := b.lock(ev.SessionID)
 	defer sh.mu.Unlock()
 	t := sh.topicLocked(ev.SessionID)
@@ -169,9 +182,12 @@ func (b *broker) publish(ev *Event) {
 		if s.runID != "" && s.runID != ev.RunID {
 			continue
 		}
-		s.offer(ev)
+		if s.offer(ev) {
+			wake = append(wake, s)
+		}
 	}
 	b.settleLocked(sh, t)
+	return wake
 }
 
 // subscribe registers a live subscriber and returns the buffered events

@@ -25,25 +25,29 @@ func newSubscriber(runID string, limit int) *subscriber {
 	return &subscriber{runID: runID, ready: make(chan struct{}, 1), lag: make(chan struct{}), limit: limit}
 }
 
-// offer queues ev unless the subscriber lags (or starts lagging now).
-func (s *subscriber) offer(ev *Event) {
+// offer queues ev unless the subscriber lags (or starts lagging now). It
+// reports whether the queue was empty: the caller must then call wake.
+func (s *subscriber) offer(ev *Event) bool {
 	if s.lagged.Load() {
-		return
+		return false
 	}
 	s.mu.Lock()
 	if len(s.queue) >= s.limit {
 		s.mu.Unlock()
 		s.markLagged()
-		return
+		return false
 	}
 	s.queue = append(s.queue, ev)
 	wake := len(s.queue) == 1
 	s.mu.Unlock()
-	if wake {
-		select {
-		case s.ready <- struct{}{}:
-		default:
-		}
+	return wake
+}
+
+// wake signals the consumer that the queue is not empty.
+func (s *subscriber) wake() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
 	}
 }
 
