@@ -48,6 +48,10 @@ type LoadConfig struct {
 	Store store.Store
 	// Logger receives server and engine errors. Default: discarded.
 	Logger *slog.Logger
+	// GCPercent is the collector's target during the run (TuneGC): 0 is
+	// DefaultGCPercent, what `stepwise serve` runs with; GOGC in the
+	// environment overrides it.
+	GCPercent int
 }
 
 // LoadResult is what RunLoad measured.
@@ -104,6 +108,9 @@ func (c LoadConfig) withDefaults() LoadConfig {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.GCPercent == 0 {
+		c.GCPercent = DefaultGCPercent
+	}
 	return c
 }
 
@@ -116,6 +123,7 @@ func (c LoadConfig) withDefaults() LoadConfig {
 // It backs BenchmarkHTTPStreaming and `stepwise bench --http`.
 func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	cfg = cfg.withDefaults()
+	defer TuneGC(cfg.GCPercent)()
 	st := cfg.Store
 	if st == nil {
 		st = memory.New()
