@@ -147,13 +147,6 @@ func (w *waitIndex) of(runID string) []*stepRow {
 	return rows
 }
 
-// any reports whether a run has a waiting step.
-func (w *waitIndex) any(runID string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.m[runID]) > 0
-}
-
 // RunLeaseRenew implements store.Store.
 func (m *Store) RunLeaseRenew(_ context.Context, p *store.RunLeaseRenewParams) ([]string, error) {
 	if err := rules.CheckRenew(p); err != nil {

@@ -169,14 +169,6 @@ func (m *Store) visible(sr *sessionRow, start, end int64) []*stepRow {
 	return rows
 }
 
-func decodeRows(rows []*stepRow) ([]*steptype.Step, error) {
-	out := make([]*steptype.Step, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, rules.CloneStep(r.step))
-	}
-	return out, nil
-}
-
 // hasForks reports the fork sequences of the direct forks of id.
 func (m *Store) forksOf(id string) []int64 {
 	var seqs []int64
