@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -88,13 +89,20 @@ runs stop at a step boundary and are resumed at the next start.`,
 	return c
 }
 
+// gcPercent returns the collector's target (GOGC) in effect.
+func gcPercent() int {
+	pct := debug.SetGCPercent(100)
+	debug.SetGCPercent(pct)
+	return pct
+}
+
 // listen serves the runtime's engine until ctx is done.
 func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []string) error {
 	names := []string{}
 	for _, a := range rt.eng.Agents() {
 		names = append(names, a.Name)
 	}
-	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s)\n", addr, strings.Join(names, ", "), e.db)
+	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s; GC percent %d)\n", addr, strings.Join(names, ", "), e.db, gcPercent())
 	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder})
 }
 
