@@ -75,11 +75,11 @@ type Engine struct {
 	store  store.Store
 	broker *broker
 
-	mu        sync.Mutex
-	agents    map[string]*Agent
-	active    map[string]*execution // run id → execution in this process
-	sessLocks sessionLocks          // per-session commit locks (session_locks.go)
-	closed    bool
+	mu       sync.Mutex
+	agents   map[string]*Agent
+	active   map[string]*execution // run id → execution in this process
+	sessLock sessionLocks          // per-session commit locks (session_locks.go)
+	closed   bool
 
 	bg     bgState
 	leases leaseClock // when each lease held here was last set (engine_lease.go)
@@ -193,11 +193,11 @@ func (e *Engine) lockSession(id string) func() {
 // the matching unrefSession. The locks live in a sharded table, so taking
 // one does not take the engine's mutex.
 func (e *Engine) refSession(id string) *sessionLock {
-	return e.sessLocks.acquire(id)
+	return e.sessLock.acquire(id)
 }
 
 func (e *Engine) unrefSession(id string, l *sessionLock) {
-	e.sessLocks.release(id, l)
+	e.sessLock.release(id, l)
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
