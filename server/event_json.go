@@ -63,11 +63,10 @@ func appendEvent(b []byte, ev *stepwise.Event) ([]byte, error) {
 		b = append(b, '}')
 	}
 	if ev.Step != nil {
-		step, err := ev.Step.MarshalJSON()
-		if err != nil {
+		var err error
+		if b, err = ev.Step.AppendJSON(append(b, `,"step":`...)); err != nil {
 			return b, err
 		}
-		b = append(append(b, `,"step":`...), step...)
 	}
 	if ev.Run != nil {
 		run, err := json.Marshal(ev.Run)

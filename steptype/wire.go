@@ -1,6 +1,7 @@
 package steptype
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -114,6 +115,22 @@ func (w *metricsWire) metrics() Metrics {
 
 // MarshalJSON writes the version-1 wire format.
 func (s Step) MarshalJSON() ([]byte, error) {
+	return json.Marshal(s.toWire())
+}
+
+// AppendJSON appends what MarshalJSON returns to b, without the copy of
+// the encoding MarshalJSON allocates (for encoders that write many steps
+// into one reused buffer, such as the server's event streams).
+func (s *Step) AppendJSON(b []byte) ([]byte, error) {
+	buf := bytes.NewBuffer(b)
+	if err := json.NewEncoder(buf).Encode(s.toWire()); err != nil {
+		return b, err
+	}
+	out := buf.Bytes()
+	return out[:len(out)-1], nil // Encode ends with a newline
+}
+
+func (s *Step) toWire() stepWire {
 	w := stepWire{
 		V: WireVersion, ID: s.ID, SessionID: s.SessionID, RunID: s.RunID, Sequence: s.Sequence,
 		ParentID: s.ParentID, Hop: s.Hop, Kind: s.Kind, Name: s.Name, Status: s.Status,
@@ -127,7 +144,7 @@ func (s Step) MarshalJSON() ([]byte, error) {
 		a := s.Annotations
 		w.Annotations = &a
 	}
-	return json.Marshal(w)
+	return w
 }
 
 // UnmarshalJSON reads the wire format. A missing "v" is read as version 1; a

@@ -107,3 +107,20 @@ func FuzzStepUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// AppendJSON writes exactly what MarshalJSON returns, after what b holds.
+func TestAppendJSON(t *testing.T) {
+	for _, s := range []Step{fullStep(), {ID: "x", Content: "<a & b>\u2028"}} {
+		want, err := s.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.AppendJSON([]byte(`{"step":`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != `{"step":`+string(want) {
+			t.Fatalf("AppendJSON:\n%s\nwant the prefix and\n%s", got, want)
+		}
+	}
+}
