@@ -107,9 +107,13 @@ func TestChaosMultiInstance(t *testing.T) {
 	}()
 
 	// The workload: runs/2 sessions, each with two runs one after the
-	// other, paced over the expected length of the kill schedule.
+	// other, paced over the kill schedule: session i starts after its share
+	// of the kills (and at least the mean pace after the previous one), and
+	// the last session's second run only after the last kill, so every kill
+	// lands while runs are in flight however fast the runs go.
 	sessions := runs / 2
 	pace := time.Duration(int64(meanKill) * int64(kills) / int64(max(sessions, 1)))
+	kc := newKillCounter()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var started []*startedRun
@@ -129,6 +133,9 @@ func TestChaosMultiInstance(t *testing.T) {
 					return
 				}
 				for j := range 2 {
+					if i == sessions-1 && j == 1 && !kc.await(ctx, kills) {
+						return
+					}
 					r, err := startRun(ctx, p, sid, "chaos "+strconv.Itoa(i)+"/"+strconv.Itoa(j))
 					if err != nil {
 						mu.Lock()
@@ -146,6 +153,9 @@ func TestChaosMultiInstance(t *testing.T) {
 			select {
 			case <-time.After(pace): // pacing of the workload, not synchronisation
 			case <-ctx.Done():
+			}
+			if !kc.await(ctx, (i+1)*kills/sessions) {
+				return
 			}
 		}
 		wg.Wait()
@@ -177,6 +187,7 @@ func TestChaosMultiInstance(t *testing.T) {
 		}
 		f.kill(victim)
 		done++
+		kc.add()
 		f.start(victim)
 	}
 	chaosEnd := time.Since(start)
@@ -215,4 +226,39 @@ func TestChaosMultiInstance(t *testing.T) {
 	}
 	out, _ := json.MarshalIndent(fig.report(), "", "  ")
 	t.Logf("chaos figures:\n%s", out)
+}
+
+// killCounter lets the workload wait for the kill driver: add counts a kill
+// and wakes every waiter.
+type killCounter struct {
+	mu   sync.Mutex
+	n    int
+	tick chan struct{}
+}
+
+func newKillCounter() *killCounter { return &killCounter{tick: make(chan struct{})} }
+
+func (k *killCounter) add() {
+	k.mu.Lock()
+	k.n++
+	close(k.tick)
+	k.tick = make(chan struct{})
+	k.mu.Unlock()
+}
+
+// await reports whether n kills happened before ctx ended.
+func (k *killCounter) await(ctx context.Context, n int) bool {
+	for {
+		k.mu.Lock()
+		got, tick := k.n, k.tick
+		k.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
