@@ -170,6 +170,7 @@ func (x *OTLPExporter) post(ctx context.Context, body []byte) (retry bool, after
 	if err != nil {
 		return false, 0, fmt.Errorf("%w: %v", ErrOTLPExport, err)
 	}
+	req.Header.Set("User-Agent", "stepwise-otlp-exporter")
 	for k, v := range x.cfg.Headers {
 		req.Header.Set(k, v)
 	}

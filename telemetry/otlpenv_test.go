@@ -47,7 +47,7 @@ func TestOTLPHeadersFromEnv(t *testing.T) {
 	}
 	h := <-got
 	if h.Get("Authorization") != "Bearer abc=" || h.Get("X-Tenant") != "acme" || h.Get("X-Generic") != "" ||
-		h.Get("Content-Type") != "application/x-protobuf" {
+		h.Get("Content-Type") != "application/x-protobuf" || h.Get("User-Agent") != "stepwise-otlp-exporter" {
 		t.Errorf("headers = %v", h)
 	}
 }
