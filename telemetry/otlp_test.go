@@ -134,9 +134,15 @@ func TestOTLPExporterWire(t *testing.T) {
 	arr := func(vs ...*commonpb.AnyValue) *commonpb.AnyValue {
 		return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vs}}}
 	}
-	i64 := func(n int64) *commonpb.AnyValue { return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: n}} }
-	bl := func(b bool) *commonpb.AnyValue { return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: b}} }
-	dbl := func(f float64) *commonpb.AnyValue { return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: f}} }
+	i64 := func(n int64) *commonpb.AnyValue {
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: n}}
+	}
+	bl := func(b bool) *commonpb.AnyValue {
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: b}}
+	}
+	dbl := func(f float64) *commonpb.AnyValue {
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: f}}
+	}
 	kv := func(k string, v *commonpb.AnyValue) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Value: v} }
 	scopePB := &commonpb.InstrumentationScope{Name: "scope", Version: "1.0", Attributes: []*commonpb.KeyValue{kv("x", bl(true))}}
 	start, end := uint64(t0.UnixNano()), uint64(t0.Add(time.Second).UnixNano())
