@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -66,6 +68,22 @@ func TestExportEnvelope(t *testing.T) {
 	resp.Reset()
 	if err := proto.Unmarshal(body, &resp); code != 200 || err != nil || resp.GetPartialSuccess().GetRejectedSpans() != 1 {
 		t.Fatalf("proto partial success: %d %v %v", code, &resp, err)
+	}
+
+	// Logs: both encodings of the envelope, read with the collector's types.
+	lr := &logspb.ResourceLogs{ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{EventName: "other.event"}}}}}
+	lb, _ := proto.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{lr}})
+	if code, body := e.post("/v1/logs", pb, lb); code != 200 || len(body) != 0 {
+		t.Errorf("proto logs: %d %q", code, body)
+	}
+	lj, _ := protojson.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{lr}})
+	code, body = e.post("/v1/logs", "application/json", lj)
+	var lresp collogspb.ExportLogsServiceResponse
+	if err := protojson.Unmarshal(body, &lresp); code != 200 || err != nil {
+		t.Errorf("JSON logs: %d %s %v", code, body, err)
+	}
+	if code, body := e.post("/v1/logs", "application/json", []byte(`{"resourceLogs":[{"scopeLogs":7}]}`)); code != 400 || !strings.Contains(string(body), "malformed OTLP JSON") {
+		t.Errorf("malformed JSON logs: %d %s", code, body)
 	}
 
 	// Malformed envelopes: a truncated length, a broken ResourceSpans, a
