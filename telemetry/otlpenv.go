@@ -39,18 +39,19 @@ func configErr(format string, args ...any) error {
 // fromEnv fills the zero fields of cfg from the environment and the
 // defaults, and checks them.
 func (cfg *OTLPConfig) fromEnv() error {
+	from := "OTLPConfig.Endpoint"
 	if cfg.Endpoint == "" {
 		if v := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")); v != "" {
-			cfg.Endpoint = v // the signal's endpoint is used as is
+			cfg.Endpoint, from = v, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" // the signal's endpoint is used as is
 		} else if v := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")); v != "" {
-			cfg.Endpoint = strings.TrimSuffix(v, "/") + "/v1/traces"
+			cfg.Endpoint, from = strings.TrimSuffix(v, "/")+"/v1/traces", "OTEL_EXPORTER_OTLP_ENDPOINT"
 		} else {
 			cfg.Endpoint = DefaultOTLPEndpoint
 		}
 	}
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return configErr("endpoint %q: want an http:// or https:// URL", cfg.Endpoint)
+		return configErr("%s: %q is not an http:// or https:// URL", from, cfg.Endpoint)
 	}
 	if v, k := env("PROTOCOL"); v != "" && v != "http/protobuf" {
 		return configErr("%s=%s: only http/protobuf is supported", k, v)
@@ -71,15 +72,16 @@ func (cfg *OTLPConfig) fromEnv() error {
 			cfg.Timeout = time.Duration(ms) * time.Millisecond
 		}
 	}
+	from = "OTLPConfig.Compression"
 	if cfg.Compression == "" {
-		cfg.Compression, _ = env("COMPRESSION")
+		cfg.Compression, from = env("COMPRESSION")
 	}
 	switch cfg.Compression {
 	case "", "none":
 		cfg.Compression = "none"
 	case "gzip":
 	default:
-		return configErr("compression %q: want gzip or none", cfg.Compression)
+		return configErr("%s=%q: want gzip or none", from, cfg.Compression)
 	}
 	if cfg.RetryInterval == 0 {
 		cfg.RetryInterval = 5 * time.Second

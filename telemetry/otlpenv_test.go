@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/telemetry"
@@ -69,8 +70,8 @@ func TestOTLPConfigErrors(t *testing.T) {
 		t.Run(tc.key+"="+tc.val, func(t *testing.T) {
 			t.Setenv(tc.key, tc.val)
 			_, err := telemetry.NewOTLPExporter(telemetry.OTLPConfig{})
-			if !errors.Is(err, telemetry.ErrOTLPConfig) {
-				t.Errorf("err = %v, want ErrOTLPConfig", err)
+			if !errors.Is(err, telemetry.ErrOTLPConfig) || !strings.Contains(err.Error(), tc.key) {
+				t.Errorf("err = %v, want ErrOTLPConfig naming %s", err, tc.key)
 			}
 		})
 	}

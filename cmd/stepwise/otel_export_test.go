@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -111,5 +112,26 @@ func TestDemoExportsOTLP(t *testing.T) {
 	}
 	if roots != 1 || agents != 2 {
 		t.Errorf("%d root spans, %d invoke_agent spans; want 1 and 2 (the run and its sub-agent)", roots, agents)
+	}
+}
+
+// TestDemoBadOTLPConfig: an invalid OTEL_EXPORTER_OTLP_* value stops the
+// command at start with an error naming the variable.
+func TestDemoBadOTLPConfig(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "demo", "--no-serve", "--fast")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=", "OTEL_EXPORTER_OTLP_ENDPOINT=collector:4318",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "OTEL_EXPORTER_OTLP_ENDPOINT") ||
+		!strings.Contains(string(out), "not an http:// or https:// URL") {
+		t.Fatalf("exit %v:\n%s", err, out)
+	}
+	if strings.Contains(string(out), "#1") {
+		t.Errorf("the demo ran despite the invalid configuration:\n%s", out)
 	}
 }
