@@ -5,8 +5,7 @@ import (
 	"strings"
 	"time"
 
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
@@ -16,15 +15,16 @@ type logRecord struct {
 	ev              event
 }
 
-// Traces records the spans of one OTLP trace export. Spans without a valid
+// Traces records the spans of one OTLP trace export (the resource_spans of
+// an ExportTraceServiceRequest). Spans without a valid
 // trace or span id are rejected (counted in the result); spans no
 // convention recognises are accepted and ignored. An error means nothing
 // of the export may have been recorded and it should be retried
 // (ErrUnavailable).
-func (in *Ingester) Traces(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*Result, error) {
+func (in *Ingester) Traces(ctx context.Context, rss []*tracepb.ResourceSpans) (*Result, error) {
 	res := &Result{}
 	var spans []*span
-	for _, rs := range req.GetResourceSpans() {
+	for _, rs := range rss {
 		resAttrs := toAttrs(rs.GetResource().GetAttributes())
 		for _, ss := range rs.GetScopeSpans() {
 			for _, sp := range ss.GetSpans() {
@@ -44,13 +44,14 @@ func (in *Ingester) Traces(ctx context.Context, req *coltracepb.ExportTraceServi
 	return res, in.ingestSpans(ctx, spans)
 }
 
-// Logs records the GenAI log records of one OTLP logs export: records whose
+// Logs records the GenAI log records of one OTLP logs export (the
+// resource_logs of an ExportLogsServiceRequest): records whose
 // event name starts with "gen_ai." and that carry a trace and span id are
 // attached to their span; other records are accepted and ignored.
-func (in *Ingester) Logs(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (*Result, error) {
+func (in *Ingester) Logs(ctx context.Context, rls []*logspb.ResourceLogs) (*Result, error) {
 	res := &Result{}
 	var recs []*logRecord
-	for _, rl := range req.GetResourceLogs() {
+	for _, rl := range rls {
 		for _, sl := range rl.GetScopeLogs() {
 			for _, lr := range sl.GetLogRecords() {
 				a := toAttrs(lr.GetAttributes())

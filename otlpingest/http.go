@@ -13,11 +13,9 @@ import (
 	"net/http"
 	"strconv"
 
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // DefaultMaxBodyBytes is the default limit of an export body, after gzip
@@ -43,37 +41,44 @@ func (e *httpError) Error() string { return e.msg }
 // ServeTraces handles POST /v1/traces (OTLP/HTTP, protobuf or JSON, gzip
 // or not). maxBytes bounds the body after decompression (<= 0: default).
 func (in *Ingester) ServeTraces(w http.ResponseWriter, r *http.Request, maxBytes int64) {
-	req := &coltracepb.ExportTraceServiceRequest{}
-	in.serve(w, r, maxBytes, req, func() (proto.Message, error) {
-		res, err := in.Traces(r.Context(), req)
+	in.serve(w, r, maxBytes, "rejectedSpans", func(body []byte, isJSON bool) (*Result, error) {
+		var rss []*tracepb.ResourceSpans
+		var err error
+		newRS := func() *tracepb.ResourceSpans { return &tracepb.ResourceSpans{} }
+		if isJSON {
+			rss, err = decodeJSONEnvelope(body, "resourceSpans", "resource_spans", newRS)
+		} else {
+			rss, err = decodeEnvelope(body, newRS)
+		}
 		if err != nil {
-			return nil, err
+			return nil, malformed(isJSON, err)
 		}
-		out := &coltracepb.ExportTraceServiceResponse{}
-		if res.Rejected > 0 {
-			out.PartialSuccess = &coltracepb.ExportTracePartialSuccess{RejectedSpans: res.Rejected, ErrorMessage: res.Message}
-		}
-		return out, nil
+		return in.Traces(r.Context(), rss)
 	})
 }
 
 // ServeLogs handles POST /v1/logs like ServeTraces.
 func (in *Ingester) ServeLogs(w http.ResponseWriter, r *http.Request, maxBytes int64) {
-	req := &collogspb.ExportLogsServiceRequest{}
-	in.serve(w, r, maxBytes, req, func() (proto.Message, error) {
-		res, err := in.Logs(r.Context(), req)
+	in.serve(w, r, maxBytes, "rejectedLogRecords", func(body []byte, isJSON bool) (*Result, error) {
+		var rls []*logspb.ResourceLogs
+		var err error
+		newRL := func() *logspb.ResourceLogs { return &logspb.ResourceLogs{} }
+		if isJSON {
+			rls, err = decodeJSONEnvelope(body, "resourceLogs", "resource_logs", newRL)
+		} else {
+			rls, err = decodeEnvelope(body, newRL)
+		}
 		if err != nil {
-			return nil, err
+			return nil, malformed(isJSON, err)
 		}
-		out := &collogspb.ExportLogsServiceResponse{}
-		if res.Rejected > 0 {
-			out.PartialSuccess = &collogspb.ExportLogsPartialSuccess{RejectedLogRecords: res.Rejected, ErrorMessage: res.Message}
-		}
-		return out, nil
+		return in.Logs(r.Context(), rls)
 	})
 }
 
-func (in *Ingester) serve(w http.ResponseWriter, r *http.Request, maxBytes int64, req proto.Message, run func() (proto.Message, error)) {
+// serve reads the body and hands it to ingest, which returns an *httpError
+// for a malformed export and any other error for a failure to record it.
+func (in *Ingester) serve(w http.ResponseWriter, r *http.Request, maxBytes int64, countField string,
+	ingest func(body []byte, isJSON bool) (*Result, error)) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBodyBytes
 	}
@@ -83,13 +88,16 @@ func (in *Ingester) serve(w http.ResponseWriter, r *http.Request, maxBytes int64
 		return
 	}
 	body, err := readBody(w, r, maxBytes)
-	if err == nil {
-		err = unmarshal(body, isJSON, req)
+	if err == nil && isJSON {
+		if body, err = hexIDsToBase64(body); err != nil {
+			err = malformed(true, err)
+		}
 	}
-	var resp proto.Message
+	var res *Result
 	if err == nil {
-		resp, err = run()
-		if err != nil {
+		res, err = ingest(body, isJSON)
+		var he *httpError
+		if err != nil && !errors.As(err, &he) {
 			in.cfg.Logger.Error("stepwise: otlp ingest", "path", r.URL.Path, "err", err)
 			err = &httpError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: "the export could not be recorded; retry"}
 			w.Header().Set("Retry-After", "1")
@@ -99,16 +107,13 @@ func (in *Ingester) serve(w http.ResponseWriter, r *http.Request, maxBytes int64
 		writeStatus(w, isJSON, err)
 		return
 	}
-	var b []byte
 	if isJSON {
-		b, _ = protojson.Marshal(resp)
 		w.Header().Set("Content-Type", "application/json")
 	} else {
-		b, _ = proto.Marshal(resp)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	_, _ = w.Write(encodeResponse(res, isJSON, countField))
 }
 
 func contentType(r *http.Request) (bool, error) {
@@ -166,21 +171,12 @@ func readErr(err error, limit int64, msg string) error {
 	return &httpError{http.StatusBadRequest, codeInvalidArgument, msg + ": " + err.Error()}
 }
 
-func unmarshal(b []byte, isJSON bool, m proto.Message) error {
-	if !isJSON {
-		if err := proto.Unmarshal(b, m); err != nil {
-			return &httpError{http.StatusBadRequest, codeInvalidArgument, "malformed protobuf: " + err.Error()}
-		}
-		return nil
-	}
-	b, err := hexIDsToBase64(b)
-	if err == nil {
-		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, m)
-	}
-	if err != nil {
+// malformed is the 400 answer to an export that cannot be decoded.
+func malformed(isJSON bool, err error) error {
+	if isJSON {
 		return &httpError{http.StatusBadRequest, codeInvalidArgument, "malformed OTLP JSON: " + err.Error()}
 	}
-	return nil
+	return &httpError{http.StatusBadRequest, codeInvalidArgument, "malformed protobuf: " + err.Error()}
 }
 
 // hexIDsToBase64 rewrites the trace and span ids of an OTLP/JSON body,

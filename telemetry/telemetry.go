@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sync"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -23,11 +22,13 @@ const InstrumentationName = "github.com/stepwise-run/stepwise/telemetry"
 
 // Config configures an Exporter.
 type Config struct {
-	// Exporter receives the spans. Default: OTLP over HTTP/protobuf
-	// (otlptracehttp), configured by the standard environment variables
+	// Exporter receives the spans. Default: an OTLPExporter (OTLP over
+	// HTTP/protobuf) configured by the standard environment variables
 	// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
 	// OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT,
-	// OTEL_EXPORTER_OTLP_COMPRESSION and their _TRACES_ variants.
+	// OTEL_EXPORTER_OTLP_COMPRESSION, the TLS files
+	// OTEL_EXPORTER_OTLP_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE,
+	// OTEL_EXPORTER_OTLP_CLIENT_KEY, and their _TRACES_ variants.
 	Exporter sdktrace.SpanExporter
 	// Store resolves the root run of nested sub-agent runs, whose spans go
 	// into the trace of the top-level run. Without it a run at depth 2 or
@@ -77,9 +78,9 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Exporter == nil {
-		exp, err := otlptracehttp.New(ctx)
+		exp, err := NewOTLPExporter(OTLPConfig{Logger: cfg.Logger})
 		if err != nil {
-			return nil, fmt.Errorf("telemetry: otlp exporter: %w", err)
+			return nil, err
 		}
 		cfg.Exporter = exp
 	}

@@ -1,0 +1,43 @@
+package main_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestBinaryDependencies: modules the binary must not link (see "First run
+// and binary size" in docs/PERFORMANCE.md). gRPC, grpc-gateway and genproto
+// came with the OTLP exporter and the collector's service packages; the
+// provider SDKs with the model adapters. Test-only imports do not count:
+// `go list -deps` follows the binary's imports only.
+func TestBinaryDependencies(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{with .Module}}{{.Path}}{{end}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	denied := []string{
+		"google.golang.org/grpc",
+		"github.com/grpc-ecosystem/grpc-gateway/v2",
+		"google.golang.org/genproto/googleapis/api",
+		"google.golang.org/genproto/googleapis/rpc",
+		"go.opentelemetry.io/otel/exporters/otlp/otlptrace",
+		"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",
+		"github.com/openai/openai-go",
+		"github.com/anthropics/anthropic-sdk-go",
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 100 {
+		t.Fatalf("go list -deps listed %d packages; expected the whole binary:\n%s", len(lines), out)
+	}
+	for _, line := range lines {
+		pkg, mod, _ := strings.Cut(line, " ")
+		for _, d := range denied {
+			if mod == d || strings.HasPrefix(mod, d+"/") || strings.HasPrefix(pkg, "go.opentelemetry.io/proto/otlp/collector/") {
+				t.Errorf("the binary links %s (module %s)", pkg, mod)
+				break
+			}
+		}
+	}
+}
