@@ -70,6 +70,16 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	g := &groupState{sessions: map[string]*steptype.Session{}, stored: map[string][]byte{}, runs: map[string]*steptype.Run{},
 		runErr: map[string][]byte{}, seen: map[string]bool{}, sessTouch: map[string]bool{}}
 	b := &pgx.Batch{}
+	if len(reqs) > 1 {
+		// A group's statements are planned for its parameters, not with
+		// the cached generic plans: a generic plan chosen while a table
+		// was nearly empty (a fresh schema, until autovacuum analyzes it)
+		// scans the whole table for = ANY($1) and the multi-row writes,
+		// and stays until the next ANALYZE. Planning costs a few µs per
+		// append in a group; a lone append keeps the cached plans, as
+		// planning would double its server time.
+		b.Queue(`SET LOCAL plan_cache_mode = force_custom_plan`)
+	}
 	if len(sessionIDs) > 0 {
 		b.Queue(`SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
 			slices.Compact(sessionIDs)).Query(func(rows pgx.Rows) error {
