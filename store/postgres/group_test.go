@@ -398,3 +398,62 @@ func TestGroupCommitConcurrent(t *testing.T) {
 		t.Errorf("%d commits for %d appends (%d succeeded): want the successes, in fewer commits", commits, appends, okAppends)
 	}
 }
+
+// TestGroupCommitWithLeaseRenewal: a group holds the locks of many runs
+// while the heartbeat renews all their leases in one statement. Both take
+// the run rows in id order, so neither deadlocks the other (the runs are
+// created in descending id order, so a renewal that locked them in the
+// order it finds them would).
+func TestGroupCommitWithLeaseRenewal(t *testing.T) {
+	t.Parallel()
+	f := newGroupFixture(t)
+	ctx := t.Context()
+	const runs, per = 32, 30
+	var ids []string
+	for i := runs - 1; i >= 0; i-- {
+		f.session(fmt.Sprintf("s%02d", i))
+		f.run(fmt.Sprintf("r%02d", i), fmt.Sprintf("s%02d", i), steptype.RunRunning)
+		ids = append(ids, fmt.Sprintf("r%02d", i))
+	}
+	done := make(chan struct{})
+	var renewals int
+	var renewErr error
+	var rw sync.WaitGroup
+	rw.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			got, err := f.st.RunLeaseRenew(ctx, &store.RunLeaseRenewParams{IDs: ids, Owner: "me", Lease: time.Hour})
+			if err != nil || len(got) != runs {
+				renewErr = fmt.Errorf("renewal %d: %v, %d runs renewed", renewals, err, len(got))
+				return
+			}
+			renewals++
+		}
+	})
+	var wg sync.WaitGroup
+	for i := range runs {
+		sid, rid := fmt.Sprintf("s%02d", i), fmt.Sprintf("r%02d", i)
+		wg.Go(func() {
+			for k := range per {
+				_, err := f.st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{stepOf(rid, userStep(sid, fmt.Sprintf("%s-%d", sid, k)))},
+					Runs: []*store.RunUpdateParams{{ID: rid, Owner: "me", ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, StepDelta: 1}}})
+				if err != nil {
+					t.Errorf("append %s-%d: %v", sid, k, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	rw.Wait()
+	if renewErr != nil {
+		t.Fatal(renewErr)
+	}
+	commits, appends := f.st.GroupCommitStats()
+	t.Logf("%d renewals during %d appends in %d commits", renewals, appends, commits)
+}
