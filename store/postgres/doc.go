@@ -78,9 +78,9 @@
 // flush — acknowledges them all. If the server refuses the group's writes
 // (a constraint the checks cannot see, such as the one-unfinished-run
 // index), nothing was written, and each half runs again, down to the
-// culprit alone. At most one group per Store is in flight; an append that
-// finds none in flight commits at once on its own goroutine, so a lone run
-// pays nothing for the grouping. Under 100 concurrent runs a transaction
+// culprit alone. At most two groups per Store are in flight; an append
+// that finds a free slot commits at once on its own goroutine, so a lone
+// run pays nothing for the grouping. Under 100 concurrent runs a transaction
 // carries tens of appends: the commit count, and with it the fsyncs and
 // the per-statement cost, drops by as much (GroupCommitStats).
 //

@@ -56,9 +56,12 @@ func (s *Store) GroupQueued() int {
 	return len(s.group.queue)
 }
 
-// GroupInFlight reports whether a group commit is in flight.
-func (s *Store) GroupInFlight() bool {
+// GroupInFlight reports how many group commits are in flight.
+func (s *Store) GroupInFlight() int {
 	s.group.mu.Lock()
 	defer s.group.mu.Unlock()
-	return s.group.leading
+	return s.group.inFlight
 }
+
+// MaxInFlight is how many group commits a Store has in flight at most.
+const MaxInFlight = maxInFlight

@@ -14,6 +14,13 @@ import (
 // maxGroup bounds how many appends one group commit carries.
 const maxGroup = 256
 
+// maxInFlight bounds the group transactions of a Store in flight at once.
+// Two, so that the server works on one group while the other waits for
+// its commit's WAL flush or a round trip: with one, the server's share of
+// every step ran on one backend at a time, and 100 concurrent runs made
+// 30–60 % fewer steps per second (groups of ~50 instead of ~28).
+const maxInFlight = 2
+
 // appendReq is one StepAppend call, alone or in a group.
 type appendReq struct {
 	ctx context.Context
@@ -29,15 +36,18 @@ type appendReq struct {
 	wake chan []*appendReq
 }
 
-// committer groups the appends of a Store. At most one group transaction
-// is in flight; appends that arrive meanwhile queue, and when it ends the
-// whole queue becomes the next group, led by its first caller on its own
-// goroutine. An append that finds nothing in flight leads a group of one
-// at once: no hand-off and no extra goroutine when nothing contends.
+// committer groups the appends of a Store. At most maxInFlight group
+// transactions are in flight; appends that arrive meanwhile queue, and
+// when one ends the whole queue becomes the next group, led by its first
+// caller on its own goroutine. An append that finds a free slot leads a
+// group of one at once: no hand-off and no extra goroutine when nothing
+// contends. Groups in flight together lock their rows in the same order
+// (sessions, then runs, each in id order), so they queue on a shared row
+// instead of deadlocking.
 type committer struct {
-	mu      sync.Mutex
-	leading bool
-	queue   []*appendReq
+	mu       sync.Mutex
+	inFlight int
+	queue    []*appendReq
 
 	commits atomic.Int64 // group transactions that committed appends
 	appends atomic.Int64 // appends they committed
@@ -55,8 +65,8 @@ func (s *Store) GroupCommitStats() (commits, appends int64) {
 func (s *Store) appendGrouped(req *appendReq) {
 	c := &s.group
 	c.mu.Lock()
-	if !c.leading {
-		c.leading = true
+	if c.inFlight < maxInFlight {
+		c.inFlight++
 		c.mu.Unlock()
 		s.lead([]*appendReq{req})
 		return
@@ -83,7 +93,7 @@ func (s *Store) lead(group []*appendReq) {
 		next = append(make([]*appendReq, 0, n), c.queue[:n]...)
 		c.queue = append(c.queue[:0], c.queue[n:]...)
 	} else {
-		c.leading = false
+		c.inFlight--
 	}
 	c.mu.Unlock()
 	if next != nil {

@@ -89,24 +89,41 @@ type groupCase struct {
 	err     error
 }
 
-// runGroup appends first (to the held session "block") and, while it is
-// in flight, every case, so the cases commit together in the next group.
+// blockSessions are the sessions runGroup holds, one per group that can
+// be in flight.
+func blockSessions() []string {
+	var ids []string
+	for i := range postgres.MaxInFlight {
+		ids = append(ids, fmt.Sprintf("block%d", i))
+	}
+	return ids
+}
+
+// runGroup appends to each held block session, so that every group the
+// store may have in flight is taken and stays in flight, then appends
+// every case: they all queue, and commit together in the next group when
+// the block sessions are released.
 func (f *groupFixture) runGroup(cases []*groupCase) {
 	f.t.Helper()
 	ctx := f.t.Context()
-	release := f.hold("block")
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if _, err := f.st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{userStep("block", "b-1")}}); err != nil {
-			f.t.Error(err)
-		}
-	})
-	await(f.t, "the first append in flight", f.st.GroupInFlight)
+	var releases []func()
+	for i, id := range blockSessions() {
+		releases = append(releases, f.hold(id))
+		wg.Go(func() {
+			if _, err := f.st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{userStep(id, id+"-1")}}); err != nil {
+				f.t.Error(err)
+			}
+		})
+		await(f.t, "the block appends in flight", func() bool { return f.st.GroupInFlight() == i+1 })
+	}
 	for _, c := range cases {
 		wg.Go(func() { c.out, c.err = f.st.StepAppend(ctx, c.p) })
 	}
 	await(f.t, "every case queued", func() bool { return f.st.GroupQueued() == len(cases) })
-	release()
+	for _, release := range releases {
+		release()
+	}
 	wg.Wait()
 	for _, c := range cases {
 		switch {
@@ -153,7 +170,7 @@ func TestGroupCommitChecksEachAppend(t *testing.T) {
 	t.Parallel()
 	f := newGroupFixture(t)
 	ctx := t.Context()
-	for _, id := range []string{"block", "a", "b", "c"} {
+	for _, id := range append(blockSessions(), "a", "b", "c") {
 		f.session(id)
 	}
 	f.run("ra", "a", steptype.RunRunning)
@@ -187,9 +204,9 @@ func TestGroupCommitChecksEachAppend(t *testing.T) {
 	commits0, appends0 := f.st.GroupCommitStats()
 	f.runGroup(cases)
 	commits, appends := f.st.GroupCommitStats()
-	if commits-commits0 != 2 || appends-appends0 != 6 {
-		t.Errorf("%d commits for %d appends, want 2 for 6 (the held append, then one group of the 5 that passed)",
-			commits-commits0, appends-appends0)
+	if held := int64(postgres.MaxInFlight); commits-commits0 != held+1 || appends-appends0 != held+5 {
+		t.Errorf("%d commits for %d appends, want %d for %d (the held appends, then one group of the 5 that passed)",
+			commits-commits0, appends-appends0, held+1, held+5)
 	}
 	for _, id := range []string{"b-bad-owner", "c-ok-2", "c-bad-seq", "n-1", "a-bad-run"} {
 		if s := f.stored(id); s != nil {
@@ -221,7 +238,10 @@ func TestGroupCommitChecksEachAppend(t *testing.T) {
 		t.Errorf("run rb: %d steps, cursor %q; want 1, y1", r.StepCount, r.Cursor)
 	}
 	want := map[string]bool{store.ChangeStep("a", 1): true, store.ChangeStep("a", 2): true, store.ChangeStep("b", 1): true,
-		store.ChangeStep("c", 2): true, store.ChangeStep("block", 1): true}
+		store.ChangeStep("c", 2): true}
+	for _, id := range blockSessions() {
+		want[store.ChangeStep(id, 1)] = true
+	}
 	timeout := time.After(time.Minute)
 	for len(want) > 0 {
 		select {
@@ -240,7 +260,7 @@ func TestGroupCommitChecksEachAppend(t *testing.T) {
 func TestGroupCommitRefusedAppendFailsAlone(t *testing.T) {
 	t.Parallel()
 	f := newGroupFixture(t)
-	for _, id := range []string{"block", "busy", "a", "b"} {
+	for _, id := range append(blockSessions(), "busy", "a", "b") {
 		f.session(id)
 	}
 	f.run("live", "busy", steptype.RunRunning)
