@@ -48,7 +48,7 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	pre := make([]*rules.PreEncoded, len(p.Steps))
 	for i, st := range p.Steps {
 		var err error
-		if pre[i], err = rules.PreEncode(st, now); err != nil {
+		if pre[i], err = rules.PreEncodeClone(st, now); err != nil {
 			return nil, err
 		}
 	}
@@ -61,9 +61,9 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 }
 
 // placedSteps returns the steps of an append: a new row as the placed copy
-// it was encoded from (deep-copied and normalized as the wire format
-// would, without decoding the JSON just encoded), a stored one (an
-// idempotent re-append) decoded from its body.
+// it was encoded from (a deep copy made before encoding, normalized as the
+// wire format would, without decoding the JSON just encoded), a stored one
+// (an idempotent re-append) decoded from its body.
 func placedSteps(placed []appended) ([]*steptype.Step, error) {
 	out := make([]*steptype.Step, len(placed))
 	for i, a := range placed {
@@ -74,7 +74,7 @@ func placedSteps(placed []appended) ([]*steptype.Step, error) {
 			}
 			continue
 		}
-		c := rules.CloneStep(a.pre.Step)
+		c := a.pre.Step // a deep copy already (PreEncodeClone), used by nothing else now
 		c.Sequence = a.seq
 		out[i] = rules.NormalizeStep(c)
 	}
