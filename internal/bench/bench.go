@@ -24,7 +24,7 @@ import (
 
 // Config selects a benchmark.
 type Config struct {
-	Store       string // "memory" or "sqlite"
+	Store       string // "memory", "sqlite" or "postgres"
 	Steps       int    // steps per run (default 10,000)
 	Runs        int    // concurrent runs (default 1)
 	Dir         string // directory for the SQLite file (default a temp dir)
@@ -64,6 +64,17 @@ type Result struct {
 	CPUPerStepUS float64 `json:"cpu_per_step_us"`
 	FloorCPUUS   float64 `json:"floor_cpu_us,omitempty"`
 	CPURatio     float64 `json:"cpu_ratio,omitempty"`
+	// Commits and Appends, for a store that groups appends into shared
+	// transactions (PostgreSQL): the transactions that committed
+	// StepAppend calls during the run, and the calls they committed.
+	Commits int64 `json:"commits,omitempty"`
+	Appends int64 `json:"appends,omitempty"`
+}
+
+// GroupCommitter is a store that reports its group commits (see
+// postgres.Store.GroupCommitStats).
+type GroupCommitter interface {
+	GroupCommitStats() (commits, appends int64)
 }
 
 type echoArgs struct {
@@ -128,6 +139,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	var wg sync.WaitGroup
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	gc, _ := st.(GroupCommitter)
+	var commits0, appends0 int64
+	if gc != nil {
+		commits0, appends0 = gc.GroupCommitStats()
+	}
 	cpu0 := cpuTime()
 	start := time.Now()
 	for i, r := range runs {
@@ -178,6 +194,10 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	res.AllocsPerStep = float64(m1.Mallocs-m0.Mallocs) / float64(total)
 	res.BytesPerStep = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(total)
 	res.PeakRSSMB = peakRSSMB()
+	if gc != nil {
+		commits, appends := gc.GroupCommitStats()
+		res.Commits, res.Appends = commits-commits0, appends-appends0
+	}
 	if c.Floor != nil && c.Store == "sqlite" {
 		// The floor runs on the same file, so its tables and indexes hold
 		// the same rows; the engine and the store must be closed first.

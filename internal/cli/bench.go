@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -25,7 +27,7 @@ func benchCmd(e *env) *cobra.Command {
 	var stores []string
 	var steps, runs int
 	var jsonOut bool
-	var sync, dir, provider string
+	var sync, dir, provider, cpuProfile string
 	var httpMode, floor bool
 	var latency time.Duration
 	c := &cobra.Command{
@@ -54,6 +56,17 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 			}
 			if floor && !slices.Contains(stores, "sqlite") {
 				return usagef("--floor measures the SQLite floor: it needs --store sqlite")
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
 			}
 			var results []*bench.Result
 			for _, s := range stores {
@@ -105,6 +118,10 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 			for _, r := range results {
 				fmt.Fprintf(e.stdout, "%-7s runs=%d steps=%d  per-step %.1f µs  first-decile %.1f µs  last-decile %.1f µs  %.0f steps/s  %.0f allocs/step  %.1f KB/step  peak RSS %.1f MB\n",
 					r.Store, r.Runs, r.Steps, r.PerStepUS, r.FirstDecileUS, r.LastDecileUS, r.StepsPerS, r.AllocsPerStep, r.BytesPerStep/1024, r.PeakRSSMB)
+				if r.Commits > 0 {
+					fmt.Fprintf(e.stdout, "%-7s group commit: %d appends in %d transactions (%.1f per commit)  CPU per step %.1f µs (this process)\n",
+						r.Store, r.Appends, r.Commits, float64(r.Appends)/float64(r.Commits), r.CPUPerStepUS)
+				}
 				if r.FloorUS > 0 {
 					fmt.Fprintf(e.stdout, "%-7s floor (raw transaction: 1 INSERT + run and session UPDATEs, same file and synchronous=%s) %.1f µs  engine/floor %.2f×  CPU per step %.1f µs vs floor %.1f µs: %.2f×\n",
 						r.Store, r.Synchronous, r.FloorUS, r.Ratio, r.CPUPerStepUS, r.FloorCPUUS, r.CPURatio)
@@ -122,6 +139,7 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 	c.Flags().BoolVar(&httpMode, "http", false, "measure streaming over the HTTP API instead: --runs concurrent runs, each with an SSE subscriber")
 	c.Flags().DurationVar(&latency, "latency", 2*time.Millisecond, "with --http: model latency before each delta")
 	c.Flags().BoolVar(&floor, "floor", false, "with --store sqlite: also measure the raw cost of one step's transaction on the same file and print the engine's ratio to it")
+	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark to this file")
 	c.Flags().StringVar(&provider, "provider", "scripted", "model: scripted (zero latency), or openai (the OpenAI provider against a local fake server)")
 	c.AddCommand(benchFillCmd(e), benchQueriesCmd(e))
 	return c

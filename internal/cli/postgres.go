@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stepwise-run/stepwise/internal/bench"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
 )
@@ -44,6 +45,14 @@ func openBenchPostgres(ctx context.Context, dsn string) (store.Store, error) {
 type tempSchema struct {
 	store.Store
 	dsn, schema string
+}
+
+// GroupCommitStats reports the store's group commits (bench.GroupCommitter).
+func (t *tempSchema) GroupCommitStats() (commits, appends int64) {
+	if g, ok := t.Store.(bench.GroupCommitter); ok {
+		return g.GroupCommitStats()
+	}
+	return 0, 0
 }
 
 func (t *tempSchema) Close() error {

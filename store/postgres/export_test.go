@@ -47,3 +47,21 @@ func (s *Store) VectorRowsLoaded(embedder string) int64 {
 
 // PoolMaxConns reports the size limit of the store's pool.
 func (s *Store) PoolMaxConns() int32 { return s.pool.Config().MaxConns }
+
+// GroupQueued reports how many appends wait for the group commit in
+// flight.
+func (s *Store) GroupQueued() int {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return len(s.group.queue)
+}
+
+// GroupInFlight reports how many group commits are in flight.
+func (s *Store) GroupInFlight() int {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return s.group.inFlight
+}
+
+// MaxInFlight is how many group commits a Store has in flight at most.
+const MaxInFlight = maxInFlight

@@ -109,7 +109,10 @@ func closeWaiting(b *pgx.Batch, waiting []waitingStep, r *steptype.Run) error {
 }
 
 // RunLeaseRenew implements store.Store in one statement, on the database
-// clock.
+// clock. The rows are locked in id order before they are updated, the
+// order every other writer of several runs (a group of appends) takes
+// them in: an UPDATE alone would lock them in the order it finds them and
+// could deadlock with a group holding some of them.
 func (s *Store) RunLeaseRenew(ctx context.Context, p *store.RunLeaseRenewParams) ([]string, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
@@ -120,8 +123,10 @@ func (s *Store) RunLeaseRenew(ctx context.Context, p *store.RunLeaseRenewParams)
 	if len(p.IDs) == 0 {
 		return []string{}, nil
 	}
-	rows, err := s.pool.Query(ctx, `UPDATE runs SET lease_expires = `+dbNowSQL+` + $1
-		WHERE id = ANY($2) AND lease_owner = $3 AND status = 'running' RETURNING id`, int64(p.Lease), p.IDs, p.Owner)
+	rows, err := s.pool.Query(ctx, `WITH locked AS (
+			SELECT id FROM runs WHERE id = ANY($2) AND lease_owner = $3 AND status = 'running' ORDER BY id FOR NO KEY UPDATE)
+		UPDATE runs SET lease_expires = `+dbNowSQL+` + $1 FROM locked WHERE runs.id = locked.id RETURNING runs.id`,
+		int64(p.Lease), p.IDs, p.Owner)
 	if err != nil {
 		return nil, mapErr(err)
 	}

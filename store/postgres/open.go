@@ -24,6 +24,8 @@ type Store struct {
 
 	vecOnce sync.Once
 	vec     *vecState // in-process vector indexes (vector_index.go)
+
+	group committer // StepAppend's group commit (group.go)
 }
 
 // Every capability the product uses: store.Driver.

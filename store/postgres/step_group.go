@@ -1,0 +1,299 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rules"
+)
+
+// errNothingToCommit ends a group transaction, rolling it back, when every
+// request in it failed its checks.
+var errNothingToCommit = errors.New("stepwise: postgres: no append of the group passed its checks")
+
+// appended is one result of StepAppend: a new row (pre at seq, with its
+// body) or the body of the row that already held the id.
+type appended struct {
+	pre  *rules.PreEncoded
+	seq  int64
+	body []byte
+}
+
+// groupState is what a group transaction has locked and read, as the
+// requests applied so far have changed it, and what it will write.
+type groupState struct {
+	sessions map[string]*steptype.Session // locked rows, as updated
+	stored   map[string][]byte            // bodies of the step ids stored
+	runs     map[string]*steptype.Run     // locked rows, as updated
+	dbNow    int64                        // the database clock
+	waiting  []waitingStep                // the waiting steps of the runs
+
+	cols      stepColumns       // the steps to insert
+	sessOrder []string          // sessions to write, first-touch order
+	runOrder  []string          // runs to write, first-update order
+	runErr    map[string][]byte // each run's error column
+	closes    []closing         // waiting steps to close
+	payloads  []string          // notifications, in order
+	seen      map[string]bool   // payloads queued
+	busy      string            // a session of the runs written
+	sessTouch map[string]bool
+}
+
+// closing is the new row of a waiting step closed with its run.
+type closing struct {
+	id, status string
+	body       []byte
+}
+
+// lockGroup locks the sessions and runs the requests write and reads the
+// step ids they would insert, in one round trip (BEGIN in front): rows in
+// id order, FOR NO KEY UPDATE, so concurrent groups and single writers,
+// in any process, queue on them without deadlocking.
+func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, error) {
+	var sessionIDs, stepIDs, runIDs []string
+	for _, r := range reqs {
+		for _, st := range r.p.Steps {
+			sessionIDs, stepIDs = append(sessionIDs, st.SessionID), append(stepIDs, st.ID)
+		}
+		for _, u := range r.p.Runs {
+			runIDs = append(runIDs, u.ID)
+		}
+	}
+	slices.Sort(sessionIDs)
+	slices.Sort(runIDs)
+	runIDs = slices.Compact(runIDs)
+	g := &groupState{sessions: map[string]*steptype.Session{}, stored: map[string][]byte{}, runs: map[string]*steptype.Run{},
+		runErr: map[string][]byte{}, seen: map[string]bool{}, sessTouch: map[string]bool{}}
+	b := &pgx.Batch{}
+	if len(reqs) > 1 {
+		// A group's reads are planned for their parameters, not with the
+		// cached generic plans: a generic plan chosen while a table was
+		// nearly empty (a fresh schema, until autovacuum analyzes it)
+		// scans the whole steps table for = ANY($1), and keeps doing so
+		// until the next ANALYZE. The writes keep the cached plans: forced
+		// custom plans would also re-plan the foreign-key check of every
+		// inserted row (~15 % more server CPU per step), and a lone append
+		// keeps them all, as planning would double its server time.
+		b.Queue(`SET LOCAL plan_cache_mode = force_custom_plan`)
+	}
+	if len(sessionIDs) > 0 {
+		b.Queue(`SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
+			slices.Compact(sessionIDs)).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				sess, err := scanSession(rows)
+				if err != nil {
+					return err
+				}
+				g.sessions[sess.ID] = sess
+			}
+			return rows.Err()
+		})
+		// After the lock: sees every step committed by the previous holder.
+		b.Queue(`SELECT id, body FROM steps WHERE id = ANY($1)`, stepIDs).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				var body []byte
+				if err := rows.Scan(&id, &body); err != nil {
+					return err
+				}
+				g.stored[id] = body
+			}
+			return rows.Err()
+		})
+	}
+	if len(runIDs) > 0 {
+		b.Queue(`SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, runIDs).Query(func(rows pgx.Rows) error {
+			runs, err := scanRuns(rows)
+			for _, r := range runs {
+				g.runs[r.ID] = r
+			}
+			return err
+		})
+		queueDBNow(b, &g.dbNow)
+		queueWaiting(b, runIDs, &g.waiting)
+	}
+	if b.Len() == 0 {
+		return g, nil
+	}
+	if len(reqs) > 1 {
+		b.Queue(`SET LOCAL plan_cache_mode TO DEFAULT`)
+	}
+	return g, tx.send(ctx, b, false)
+}
+
+// apply runs the checks of one request on the rows as the requests before
+// it left them and, when they pass, adds its writes to the group. A
+// request that fails changes nothing: it works on copies of the rows.
+func (g *groupState) apply(r *appendReq) ([]appended, error) {
+	var sessions []*steptype.Session // this request's copies, first-touch order
+	var stored map[string][]byte     // ids this request inserts
+	out := make([]appended, 0, len(r.pre))
+	inserted := make([]bool, len(r.pre))
+	for i, pe := range r.pre {
+		in := pe.Step
+		// A stored id (before this call, or earlier in it) is returned as
+		// stored, whatever the new step asks for.
+		if body, ok := stored[in.ID]; ok {
+			out = append(out, appended{body: body})
+			continue
+		}
+		if body, ok := g.stored[in.ID]; ok {
+			out = append(out, appended{body: body})
+			continue
+		}
+		var sess *steptype.Session
+		for _, s := range sessions {
+			if s.ID == in.SessionID {
+				sess = s
+			}
+		}
+		if sess == nil {
+			base := g.sessions[in.SessionID]
+			if base == nil {
+				return nil, rules.NotFound("session", in.SessionID)
+			}
+			c := *base
+			sess = &c
+			sessions = append(sessions, sess)
+		}
+		seq := sess.LastSequence + 1
+		if err := rules.CheckSequence(pe.In, seq); err != nil {
+			return nil, err
+		}
+		body, err := pe.Body(seq)
+		if err != nil {
+			return nil, err
+		}
+		if stored == nil {
+			stored = map[string][]byte{}
+		}
+		stored[in.ID] = body
+		inserted[i] = true
+		sess.LastSequence, sess.UpdatedAt = seq, r.now
+		rules.AddTotals(sess, in, 1)
+		out = append(out, appended{pre: pe, seq: seq, body: body})
+	}
+	var runs, before []*steptype.Run // this request's copies, and the rows they were made from
+	for _, u := range r.p.Runs {
+		var run *steptype.Run
+		for _, x := range runs {
+			if x.ID == u.ID {
+				run = x
+			}
+		}
+		if run == nil {
+			base := g.runs[u.ID]
+			if base == nil {
+				return nil, rules.NotFound("run", u.ID)
+			}
+			run = rules.CloneRun(base)
+			runs, before = append(runs, run), append(before, base)
+		}
+		if err := rules.UpdateRun(run, rules.Counted(u, r.p.Steps, func(i int) bool { return inserted[i] }), fromNanos(g.dbNow)); err != nil {
+			return nil, err
+		}
+	}
+	errs := make([][]byte, len(runs))
+	var closes []closing
+	var finished []string
+	for k, run := range runs {
+		var err error
+		if errs[k], err = runErrorJSON(run.Error); err != nil {
+			return nil, err
+		}
+		if rules.Finishing(before[k], run) {
+			if closes, err = g.closing(closes, run); err != nil {
+				return nil, err
+			}
+			finished = append(finished, run.ID)
+		}
+	}
+	g.merge(out, sessions, runs, before, errs)
+	g.closed(closes, finished)
+	return out, nil
+}
+
+// closing adds to closes the closing of run's waiting steps, as stored
+// before this request.
+func (g *groupState) closing(closes []closing, run *steptype.Run) ([]closing, error) {
+	for _, w := range g.waiting {
+		if w.runID != run.ID {
+			continue
+		}
+		st, err := rules.DecodeStep(w.body)
+		if err != nil {
+			return nil, err
+		}
+		rules.CloseWaiting(st, run)
+		body, err := rules.EncodeStep(st)
+		if err != nil {
+			return nil, err
+		}
+		closes = append(closes, closing{id: st.ID, status: string(st.Status), body: body})
+	}
+	return closes, nil
+}
+
+// merge makes the changes of a request that passed its checks the group's.
+func (g *groupState) merge(out []appended, sessions []*steptype.Session, runs, before []*steptype.Run, errs [][]byte) {
+	for _, a := range out {
+		if a.pre == nil {
+			continue
+		}
+		st := a.pre.Step
+		g.cols.add(st, a.seq, a.body)
+		g.stored[st.ID] = a.body
+		if st.Status == steptype.StepWaiting && g.runs[st.RunID] != nil {
+			// A later request that finishes the run closes it.
+			g.waiting = append(g.waiting, waitingStep{runID: st.RunID, body: a.body})
+		}
+	}
+	for _, s := range sessions {
+		if !g.sessTouch[s.ID] {
+			g.sessTouch[s.ID] = true
+			g.sessOrder = append(g.sessOrder, s.ID)
+		}
+		g.sessions[s.ID] = s
+		g.notify(store.ChangeStep(s.ID, s.LastSequence))
+	}
+	for k, run := range runs {
+		if _, ok := g.runErr[run.ID]; !ok {
+			g.runOrder = append(g.runOrder, run.ID)
+		}
+		g.runs[run.ID], g.runErr[run.ID] = run, errs[k]
+		var c changes
+		if c.run(before[k].Status, run); len(c.payloads) > 0 {
+			g.notify(c.payloads[0])
+		}
+		if g.busy == "" {
+			g.busy = run.SessionID
+		}
+	}
+}
+
+// closed records the waiting steps a request closed, with their runs.
+func (g *groupState) closed(closes []closing, finished []string) {
+	if len(finished) == 0 {
+		return
+	}
+	g.closes = append(g.closes, closes...)
+	g.waiting = slices.DeleteFunc(g.waiting, func(w waitingStep) bool { return slices.Contains(finished, w.runID) })
+	for _, c := range closes {
+		if _, ok := g.stored[c.id]; ok {
+			g.stored[c.id] = c.body
+		}
+	}
+}
+
+// notify queues a notification once.
+func (g *groupState) notify(payload string) {
+	if !g.seen[payload] {
+		g.seen[payload] = true
+		g.payloads = append(g.payloads, payload)
+	}
+}

@@ -1,0 +1,131 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stepwise-run/stepwise/store/internal/rules"
+)
+
+// Multi-row forms of the writes of a group: one statement per table,
+// whatever the number of appends; a group of one uses the single-row
+// statements.
+const (
+	sessionTotalsManySQL = `UPDATE sessions AS s SET last_seq = u.last_seq, input_tokens = u.input_tokens,
+		output_tokens = u.output_tokens, cost = u.cost, updated_at = u.updated_at
+	FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::float8[], $6::bigint[])
+		AS u(id, last_seq, input_tokens, output_tokens, cost, updated_at)
+	WHERE s.id = u.id`
+	runUpdateManySQL = `UPDATE runs AS r SET status = u.status, cursor = u.cursor, state = u.state, output = u.output,
+		error = u.error, step_count = u.step_count, options = u.options, lease_owner = u.lease_owner,
+		lease_expires = u.lease_expires, updated_at = u.updated_at, finished_at = u.finished_at
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::bytea[], $7::bigint[], $8::bytea[],
+		$9::text[], $10::bigint[], $11::bigint[], $12::bigint[])
+		AS u(id, status, cursor, state, output, error, step_count, options, lease_owner, lease_expires, updated_at, finished_at)
+	WHERE r.id = u.id`
+	notifyManySQL   = `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`
+	closeWaitingSQL = `UPDATE steps SET status = $1, body = $2 WHERE id = $3 AND status = 'waiting'`
+)
+
+// appendGroupTx runs the appends of reqs in tx, in two round trips: the
+// first locks and reads what they touch; then each request's checks run,
+// in order, on the rows as the requests before it left them (one that
+// fails is left out, with its error); the second writes what the others
+// did, with their notifications, and commits. Each request's result is
+// set; the returned error is the transaction's.
+func appendGroupTx(ctx context.Context, tx *wtx, reqs []*appendReq, channel string) error {
+	for _, r := range reqs {
+		r.out, r.err = nil, nil
+	}
+	g, err := lockGroup(ctx, tx, reqs)
+	if err != nil {
+		return err
+	}
+	passed := 0
+	for _, r := range reqs {
+		if r.out, r.err = g.apply(r); r.err == nil {
+			passed++
+		}
+	}
+	if passed == 0 {
+		return errNothingToCommit
+	}
+	b := g.writes(channel)
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.send(ctx, b, true); err != nil {
+		if pe := pgError(err); pe != nil && pe.Code == codeUniqueViolation && pe.ConstraintName == "steps_pkey" {
+			// An id was inserted, in another session, after our read: a
+			// new attempt returns it as stored.
+			return errRaced
+		}
+		if len(reqs) == 1 && isBusy(err) {
+			return rules.SessionBusy(g.busy)
+		}
+		return err
+	}
+	return nil
+}
+
+// writes returns the statements that write the group: the steps, the
+// sessions' last_seq and totals, the runs, the waiting steps closed with
+// their runs, and the notifications, which commit with them.
+func (g *groupState) writes(channel string) *pgx.Batch {
+	b := &pgx.Batch{}
+	c := &g.cols
+	if len(c.ids) > 0 {
+		b.Queue(stepInsertSQL, c.ids, c.sessions, c.seqs, c.runs, c.kinds, c.statuses, c.hops, c.created, c.bodies, c.expires)
+	}
+	switch len(g.sessOrder) {
+	case 0:
+	case 1:
+		s := g.sessions[g.sessOrder[0]]
+		b.Queue(sessionTotalsSQL, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID)
+	default:
+		n := len(g.sessOrder)
+		ids, seqs, in, out, upd := make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		cost := make([]float64, n)
+		for i, id := range g.sessOrder {
+			s := g.sessions[id]
+			ids[i], seqs[i], in[i], out[i], cost[i], upd[i] = s.ID, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt)
+		}
+		b.Queue(sessionTotalsManySQL, ids, seqs, in, out, cost, upd)
+	}
+	switch len(g.runOrder) {
+	case 0:
+	case 1:
+		r := g.runs[g.runOrder[0]]
+		b.Queue(runUpdateSQL, string(r.Status), r.Cursor, blob(r.State), r.Output, g.runErr[r.ID], r.StepCount, blob(r.Options),
+			r.LeaseOwner, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt), r.ID)
+	default:
+		g.queueRuns(b)
+	}
+	for _, cl := range g.closes {
+		b.Queue(closeWaitingSQL, cl.status, cl.body, cl.id)
+	}
+	switch {
+	case channel == "" || len(g.payloads) == 0:
+	case len(g.payloads) == 1:
+		b.Queue(`SELECT pg_notify($1, $2)`, channel, g.payloads[0])
+	default:
+		b.Queue(notifyManySQL, channel, g.payloads)
+	}
+	return b
+}
+
+// queueRuns queues the update of the group's runs in one statement.
+func (g *groupState) queueRuns(b *pgx.Batch) {
+	n := len(g.runOrder)
+	ids, statuses, cursors, outputs, owners := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	states, errs, options := make([][]byte, n), make([][]byte, n), make([][]byte, n)
+	counts, expires, updated, finished := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, id := range g.runOrder {
+		r := g.runs[id]
+		ids[i], statuses[i], cursors[i], outputs[i], owners[i] = r.ID, string(r.Status), r.Cursor, r.Output, r.LeaseOwner
+		states[i], errs[i], options[i] = blob(r.State), g.runErr[id], blob(r.Options)
+		counts[i], expires[i], updated[i], finished[i] = r.StepCount, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt)
+	}
+	b.Queue(runUpdateManySQL, ids, statuses, cursors, states, outputs, errs, counts, options, owners, expires, updated, finished)
+}
