@@ -104,12 +104,18 @@ func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepw
 			return false, err
 		}
 	}
+	// The graph and the statistics need no message content: a store that
+	// reads outlines skips decoding it (the bulk of every step).
+	list := s.eng.Store().StepList
+	if o, ok := s.eng.Store().(store.StepOutliner); ok {
+		list = o.StepOutline
+	}
 	// Oldest first, so a fork comes after the parent it shares steps with.
 	for _, sess := range slices.Backward(page.Sessions) {
 		if err := r.Context().Err(); err != nil {
 			return false, err
 		}
-		steps, err := s.eng.Store().StepList(r.Context(), &store.StepListParams{SessionID: sess.ID})
+		steps, err := list(r.Context(), &store.StepListParams{SessionID: sess.ID})
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				continue // deleted meanwhile

@@ -96,7 +96,14 @@ func DecodeOutline(b []byte) (*steptype.Step, error) {
 	}
 	kind := steptype.Kind("")
 	if v, ok := members.get("kind"); ok {
-		_ = json.Unmarshal(v, &kind)
+		if k, plain := plainString(v); plain {
+			kind = steptype.Kind(k)
+		} else {
+			_ = json.Unmarshal(v, &kind)
+		}
+	}
+	if s, ok := fastOutline(members, kind); ok {
+		return s, nil
 	}
 	out := make([]byte, 0, 512)
 	out = append(out, '{')

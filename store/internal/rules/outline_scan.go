@@ -139,8 +139,22 @@ func skipValue(b []byte, i int) (int, error) {
 	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
 		j++
 	}
-	if j == i {
+	if lit := string(b[i:j]); lit != "true" && lit != "false" && lit != "null" && !numberLiteral(b[i:j]) {
 		return 0, fmt.Errorf("offset %d: want a value", i)
 	}
 	return j, nil
+}
+
+// numberLiteral reports whether v is made of a JSON number's characters,
+// starting as one does.
+func numberLiteral(v []byte) bool {
+	if !jsonNumber(v) {
+		return false
+	}
+	for _, c := range v {
+		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
+			return false
+		}
+	}
+	return true
 }
