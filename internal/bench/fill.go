@@ -55,7 +55,7 @@ type FillResult struct {
 	Elapsed  time.Duration `json:"elapsed_ns"`
 	// LongSessionID is the id of the long session, when one was made.
 	LongSessionID string `json:"long_session_id,omitempty"`
-	Seed     int64         `json:"seed"`
+	Seed          int64  `json:"seed"`
 }
 
 // ErrNoImporter: the store cannot take rows verbatim.
