@@ -84,7 +84,7 @@ func TestLongSessionPageReadsWindows(t *testing.T) {
 		case strings.HasPrefix(u.Path, "/v1/steps/"): // the selected step's evals, attachments, events
 			kind = "/v1/steps/ID"
 		case u.Path == base+"/events": // from the last step on (its position is a header)
-				default:
+		default:
 			t.Errorf("unexpected read %s", u)
 		}
 		seen[kind] = true
