@@ -90,7 +90,7 @@ type queryTiming struct {
 // benchQueriesCmd: stepwise bench queries, the read paths of the API and
 // dashboard timed on a (big) database.
 func benchQueriesCmd(e *env) *cobra.Command {
-	var calls int
+	var calls, longCalls int
 	var jsonOut bool
 	var agent, only, cpuProfile, long string
 	cmd := &cobra.Command{
@@ -142,7 +142,11 @@ middle page of steps and its last step.`,
 				if only != "" && !strings.Contains(p[0], only) {
 					continue
 				}
-				t, err := timeQuery(srv, p[0], p[1], calls)
+				n := calls
+				if longCalls > 0 && strings.HasPrefix(p[0], "long") {
+					n = longCalls
+				}
+				t, err := timeQuery(srv, p[0], p[1], n)
 				if err != nil {
 					return err
 				}
@@ -158,6 +162,7 @@ middle page of steps and its last step.`,
 		},
 	}
 	cmd.Flags().IntVar(&calls, "calls", 20, "timed calls per query")
+	cmd.Flags().IntVar(&longCalls, "long-calls", 0, "timed calls of the long session's reads (default --calls)")
 	cmd.Flags().StringVar(&agent, "agent", bench.AgentName(0), "agent the per-agent queries use")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
 	cmd.Flags().StringVar(&only, "only", "", "time only the queries whose name contains this")
