@@ -38,6 +38,8 @@ func TestMigrateRunInvariants(t *testing.T) {
 	// the defect's data.
 	db := mustRawDB(t, path)
 	for _, q := range []string{
+		`DROP TRIGGER runs_agent_stats_delete`, `DROP TRIGGER runs_agent_stats_change`, `DROP TRIGGER runs_agent_stats_insert`,
+		`DROP TABLE agent_run_stats`, `DELETE FROM stepwise_schema WHERE version_id = 66`,
 		`DROP INDEX runs_waiting`, `DROP TRIGGER runs_stats_delete`, `DROP TRIGGER runs_stats_status`, `DROP TRIGGER runs_stats_insert`,
 		`DROP TRIGGER steps_stats_delete`, `DROP TRIGGER steps_stats_insert`, `DROP TABLE session_run_stats`,
 		`DROP TABLE session_step_stats`, `DELETE FROM stepwise_schema WHERE version_id = 65`,

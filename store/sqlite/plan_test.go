@@ -21,6 +21,7 @@ func TestBigReadPlans(t *testing.T) {
 		"run latest":    strings.Replace(runLatestSQL, "%s", "'a', 'b'", 1),
 		"session stats": `SELECT kind, role, steps, input_tokens, output_tokens, cached_tokens, cost FROM session_step_stats WHERE session_id = 'a' AND steps > 0`,
 		"run stats":     `SELECT status, runs FROM session_run_stats WHERE session_id = 'a' AND runs > 0`,
+		"agent runs":    `SELECT status, runs FROM agent_run_stats WHERE agent = 'a' AND runs > 0`,
 	} {
 		rows, err := st.rdb.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q)
 		if err != nil {
@@ -46,4 +47,4 @@ func TestBigReadPlans(t *testing.T) {
 }
 
 // tables are the tables a read must not scan.
-var tables = map[string]bool{"runs": true, "steps": true, "sessions": true, "session_step_stats": true, "session_run_stats": true}
+var tables = map[string]bool{"runs": true, "steps": true, "sessions": true, "session_step_stats": true, "session_run_stats": true, "agent_run_stats": true}
