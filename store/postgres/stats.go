@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -22,45 +19,42 @@ func (s *Store) SessionStats(ctx context.Context, p *store.SessionStatsParams) (
 	if p == nil || p.ID == "" {
 		return nil, rules.Invalid("session stats need a session id")
 	}
-	var one int
-	if err := s.pool.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1`, p.ID).Scan(&one); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, rules.NotFound("session", p.ID)
-		}
-		return nil, mapErr(err)
-	}
-	out := &store.SessionStats{Steps: []store.StepStat{}, Runs: map[steptype.RunStatus]int{}}
-	rows, err := s.pool.Query(ctx, `SELECT kind, role, steps, input_tokens, output_tokens, cached_tokens, cost
-		FROM session_step_stats WHERE session_id = $1 AND steps > 0`, p.ID)
+	rows, err := s.pool.Query(ctx, sessionStatsSQL, p.ID)
 	if err != nil {
 		return nil, mapErr(err)
 	}
+	defer rows.Close()
+	out := &store.SessionStats{Steps: []store.StepStat{}, Runs: map[steptype.RunStatus]int{}}
+	found := false
 	for rows.Next() {
+		var what, kind, role string
 		var st store.StepStat
-		var kind, role string
-		if err := rows.Scan(&kind, &role, &st.Steps, &st.InputTokens, &st.OutputTokens, &st.CachedTokens, &st.Cost); err != nil {
-			rows.Close()
+		if err := rows.Scan(&what, &kind, &role, &st.Steps, &st.InputTokens, &st.OutputTokens, &st.CachedTokens, &st.Cost); err != nil {
 			return nil, mapErr(err)
 		}
-		st.Kind, st.Role = steptype.Kind(kind), steptype.Role(role)
-		out.Steps = append(out.Steps, st)
+		switch what {
+		case "session":
+			found = true
+		case "steps":
+			st.Kind, st.Role = steptype.Kind(kind), steptype.Role(role)
+			out.Steps = append(out.Steps, st)
+		case "runs":
+			out.Runs[steptype.RunStatus(kind)] = int(st.Steps)
+		}
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err)
 	}
-	runs, err := s.pool.Query(ctx, `SELECT status, runs FROM session_run_stats WHERE session_id = $1 AND runs > 0`, p.ID)
-	if err != nil {
-		return nil, mapErr(err)
+	if !found {
+		return nil, rules.NotFound("session", p.ID)
 	}
-	defer runs.Close()
-	for runs.Next() {
-		var status string
-		var n int
-		if err := runs.Scan(&status, &n); err != nil {
-			return nil, mapErr(err)
-		}
-		out.Runs[steptype.RunStatus(status)] = n
-	}
-	return out, mapErr(runs.Err())
+	return out, nil
 }
+
+// sessionStatsSQL reads a session's totals in one round trip: its row (to
+// tell an unknown session), its step totals and its run counts.
+const sessionStatsSQL = `SELECT 'session', '', '', 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::float8 FROM sessions WHERE id = $1
+UNION ALL
+SELECT 'steps', kind, role, steps, input_tokens, output_tokens, cached_tokens, cost FROM session_step_stats WHERE session_id = $1 AND steps > 0
+UNION ALL
+SELECT 'runs', status, '', runs, 0, 0, 0, 0 FROM session_run_stats WHERE session_id = $1 AND runs > 0`
