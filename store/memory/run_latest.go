@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
@@ -23,16 +24,17 @@ func (m *Store) RunLatest(_ context.Context, p *store.RunLatestParams) (map[stri
 		want[id] = true
 	}
 	out := map[string]store.LatestRun{}
-	for _, r := range m.runs {
+	m.runs.each(func(_ string, r *steptype.Run) bool {
 		if r.Hop != 0 || !want[r.SessionID] {
-			continue
+			return true
 		}
 		l, ok := out[r.SessionID]
 		l.Runs++
-		if !ok || newestFirst(r, m.runs[l.RunID]) < 0 {
+		if !ok || newestFirst(r, m.runs.get(l.RunID)) < 0 {
 			l.RunID, l.Status = r.ID, r.Status
 		}
 		out[r.SessionID] = l
-	}
+		return true
+	})
 	return out, nil
 }

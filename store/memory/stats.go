@@ -49,10 +49,11 @@ func (m *Store) SessionStats(_ context.Context, p *store.SessionStatsParams) (*s
 	for _, st := range by {
 		out.Steps = append(out.Steps, *st)
 	}
-	for _, r := range m.runs {
+	m.runs.each(func(_ string, r *steptype.Run) bool {
 		if r.SessionID == p.ID {
 			out.Runs[r.Status]++
 		}
-	}
+		return true
+	})
 	return out, nil
 }
