@@ -247,41 +247,10 @@ func (e *Engine) Summarize(ctx context.Context, sessionID string) (*Summary, err
 	if err != nil {
 		return nil, fmt.Errorf("session %q: %w", sessionID, err)
 	}
-	steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sessionID})
-	if err != nil {
-		return nil, err
-	}
 	sum := &Summary{SessionID: s.ID, ByKind: map[steptype.Kind]int{}, ByRole: map[steptype.Role]int{}, Runs: map[steptype.RunStatus]int{},
 		ParentID: s.ParentSessionID, ForkSequence: s.ForkSequence}
-	for _, st := range steps {
-		sum.TotalSteps++
-		sum.ByKind[st.Kind]++
-		if st.Role != "" {
-			sum.ByRole[st.Role]++
-		}
-		if st.Kind == steptype.KindError {
-			sum.Errors++
-		}
-		m := st.Metrics
-		sum.InputTokens += m.InputTokens
-		sum.OutputTokens += m.OutputTokens
-		sum.CachedTokens += m.CachedTokens
-		sum.Cost += m.Cost
-	}
-	if len(steps) > 0 {
-		sum.SequenceRange = [2]int64{steps[0].Sequence, steps[len(steps)-1].Sequence}
-		first, last := steps[0].CreatedAt, steps[len(steps)-1].CreatedAt
-		if !steps[0].Metrics.StartedAt.IsZero() {
-			first = steps[0].Metrics.StartedAt
-		}
-		sum.DurationMS = last.Sub(first).Milliseconds()
-	}
-	runs, err := e.store.RunList(ctx, &store.RunListParams{SessionID: sessionID})
-	if err != nil {
+	if err := e.summaryTotals(ctx, s, sum); err != nil {
 		return nil, err
-	}
-	for _, r := range runs {
-		sum.Runs[r.Status]++
 	}
 	forks, err := e.Forks(ctx, sessionID)
 	if err != nil {

@@ -16,7 +16,7 @@ func dashboardOps() []apiOp {
 			params: []apiParam{pName, pSessions, pRepeat, pMaxNodes}, status: 200, resp: "Graph", errors: []int{400, 401, 404}},
 		{method: "GET", path: "/v1/agents/{name}/overview", id: "agentOverview", summary: "Runs by status, tokens, cost, latency percentiles per step kind, error rate, repeated-step ratio",
 			params: []apiParam{pName, pSessions}, status: 200, resp: "AgentOverview", errors: []int{400, 401, 404}},
-		{method: "GET", path: "/v1/sessions/{id}/runs", id: "sessionRuns", summary: "Runs of a session, newest first", params: []apiParam{pID}, status: 200, resp: "RunList", errors: read},
+		{method: "GET", path: "/v1/sessions/{id}/runs", id: "sessionRuns", summary: "Runs of a session, newest first", params: []apiParam{pID, queryParam("limit", "integer", "only the newest this many runs (at most 10000; default all)")}, status: 200, resp: "RunList", errors: read},
 		{method: "GET", path: "/v1/dashboard/sessions", id: "dashboardSessions", summary: "Sessions with their latest run's status, for the dashboard's list",
 			params: []apiParam{queryParam("agent", "string", "only this agent"), queryParam("q", "string", "substring of id, title or agent"),
 				queryParam("status", "string", "comma-separated: queued, running, waiting, completed, failed, cancelled, idle"),

@@ -77,11 +77,11 @@ func (s *Server) sessionRows(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		for _, sess := range page.Sessions {
-			row, err := s.rowOf(r.Context(), sess)
-			if err != nil {
-				return err
-			}
+		rows, err := s.rowsOf(r.Context(), page.Sessions)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
 			if len(want) == 0 || want[row.Status] {
 				out.Sessions = append(out.Sessions, row)
 			}
@@ -97,6 +97,41 @@ func (s *Server) sessionRows(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// rowsOf makes the rows of a page of sessions: one query for every
+// session's latest top-level run where the store is a
+// store.LatestRunReader, else one RunList per session.
+func (s *Server) rowsOf(ctx context.Context, sessions []*stepwise.Session) ([]*sessionRow, error) {
+	out := make([]*sessionRow, 0, len(sessions))
+	lr, ok := s.eng.Store().(store.LatestRunReader)
+	if !ok {
+		for _, sess := range sessions {
+			row, err := s.rowOf(ctx, sess)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, row)
+		}
+		return out, nil
+	}
+	ids := make([]string, len(sessions))
+	for i, sess := range sessions {
+		ids[i] = sess.ID
+	}
+	latest, err := lr.RunLatest(ctx, &store.RunLatestParams{SessionIDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	for _, sess := range sessions {
+		row := &sessionRow{Session: sess, Status: StatusIdle, DurationMS: sess.UpdatedAt.Sub(sess.CreatedAt).Milliseconds()}
+		if l, ok := latest[sess.ID]; ok {
+			row.Status, row.RunID, row.Runs = string(l.Status), l.RunID, l.Runs
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// rowOf makes one row from the session's runs.
 func (s *Server) rowOf(ctx context.Context, sess *stepwise.Session) (*sessionRow, error) {
 	runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{SessionID: sess.ID})
 	if err != nil {
@@ -115,14 +150,20 @@ func (s *Server) rowOf(ctx context.Context, sess *stepwise.Session) (*sessionRow
 	return row, nil
 }
 
-// sessionRuns: GET /v1/sessions/{id}/runs, the session's runs, newest
-// first (sub-agent runs included, with their hop and parent run).
+// sessionRuns: GET /v1/sessions/{id}/runs?limit=, the session's runs,
+// newest first (sub-agent runs included, with their hop and parent run);
+// limit keeps the newest (the dashboard's session page reads 100, so a
+// session of 200,000 turns opens as fast as one of 10).
 func (s *Server) sessionRuns(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", 10000)
+	if err != nil {
+		return err
+	}
 	sess, err := s.session(r)
 	if err != nil {
 		return err
 	}
-	runs, err := s.eng.Store().RunList(r.Context(), &store.RunListParams{SessionID: sess.ID})
+	runs, err := s.eng.Store().RunList(r.Context(), &store.RunListParams{SessionID: sess.ID, Limit: int(limit)})
 	if err != nil {
 		return err
 	}

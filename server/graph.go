@@ -22,6 +22,9 @@ import (
 const (
 	defaultGraphSessions = 50
 	maxGraphSessions     = 500
+	// maxAgentSteps bounds the steps an agent's graph and overview read
+	// (about four times what 50 sessions of typical length hold).
+	maxAgentSteps = 20000
 )
 
 // graphOptions reads ?repeat= and ?max_nodes=.
@@ -81,7 +84,8 @@ func (s *Server) agentGraph(w http.ResponseWriter, r *http.Request) error {
 }
 
 // agentSteps calls fn with the steps of each of the agent's newest sessions
-// (?sessions=N) and reports whether older sessions were left out. An agent
+// (?sessions=N), at most maxAgentSteps in all, and reports whether older
+// sessions or older steps were left out. An agent
 // that is neither registered nor named by any session is unknown (404).
 func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepwise.Step)) (truncated bool, err error) {
 	name := r.PathValue("name")
@@ -104,21 +108,47 @@ func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepw
 			return false, err
 		}
 	}
-	// Oldest first, so a fork comes after the parent it shares steps with.
-	for _, sess := range slices.Backward(page.Sessions) {
+	// The graph and the statistics need no message content: a store that
+	// reads outlines skips decoding it (the bulk of every step).
+	list := s.eng.Store().StepList
+	if o, ok := s.eng.Store().(store.StepOutliner); ok {
+		list = o.StepOutline
+	}
+	// Newest first, within a budget of steps (a session of a million steps
+	// contributes its newest ones); then handed over oldest first, so a
+	// fork comes after the parent it shares steps with.
+	type sessionSteps struct {
+		sess  *stepwise.Session
+		steps []*stepwise.Step
+	}
+	var read []sessionSteps
+	budget := int64(maxAgentSteps)
+	for _, sess := range page.Sessions {
 		if err := r.Context().Err(); err != nil {
 			return false, err
 		}
-		steps, err := s.eng.Store().StepList(r.Context(), &store.StepListParams{SessionID: sess.ID})
+		if budget <= 0 {
+			truncated = true
+			break
+		}
+		p := &store.StepListParams{SessionID: sess.ID}
+		if sess.LastSequence > budget {
+			p.StartSeq, truncated = sess.LastSequence-budget+1, true
+		}
+		steps, err := list(r.Context(), p)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				continue // deleted meanwhile
 			}
 			return false, err
 		}
-		fn(sess, steps)
+		budget -= int64(len(steps))
+		read = append(read, sessionSteps{sess, steps})
 	}
-	return page.Next != "", nil
+	for _, ss := range slices.Backward(read) {
+		fn(ss.sess, ss.steps)
+	}
+	return truncated || page.Next != "", nil
 }
 
 // agentOverview is the body of GET /v1/agents/{name}/overview.
@@ -126,7 +156,8 @@ type agentOverview struct {
 	Agent      string `json:"agent"`
 	Registered bool   `json:"registered"`
 	// Sessions counts the sessions the step statistics cover; Truncated
-	// says older sessions were left out (raise ?sessions=).
+	// says older sessions were left out (raise ?sessions=), or older steps
+	// (the newest 20,000 steps are read at most).
 	Sessions  int  `json:"sessions"`
 	Truncated bool `json:"truncated,omitempty"`
 	// Runs counts every run of the agent by status (not only the sessions

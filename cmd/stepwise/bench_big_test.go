@@ -14,30 +14,33 @@ import (
 
 type fillOut struct {
 	Sessions, Forks, Runs, Steps, Evals, Vectors int
-	Failed                                       int `json:"failed_runs"`
+	Failed                                       int    `json:"failed_runs"`
+	LongSessionID                                string `json:"long_session_id"`
 }
 
 // benchFillAndQueries fills db through the binary with a small history and
 // times the read paths on it; it returns what fill reported.
 func benchFillAndQueries(t *testing.T, db string) fillOut {
 	t.Helper()
-	out, errOut, code := stepwise(t, t.TempDir(), "--db", db, "bench", "fill", "--steps", "3000", "--sessions", "60", "--agents", "3", "--json")
+	out, errOut, code := stepwise(t, t.TempDir(), "--db", db, "bench", "fill", "--steps", "3000", "--sessions", "60", "--agents", "3", "--long-session", "500", "--json")
 	var f fillOut
 	if code != 0 || json.Unmarshal([]byte(out), &f) != nil {
 		t.Fatalf("bench fill: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if f.Sessions != 60 || f.Steps < 3000 || f.Steps > 3100 || f.Forks == 0 || f.Failed == 0 || f.Evals == 0 || f.Vectors == 0 || f.Runs < f.Sessions {
+	if f.Sessions != 61 || f.Steps < 3500 || f.Steps > 3620 || f.Forks == 0 || f.Failed == 0 || f.Evals == 0 || f.Vectors == 0 || f.Runs < f.Sessions || f.LongSessionID == "" {
 		t.Fatalf("bench fill stored %+v", f)
 	}
 	out, errOut, code = stepwise(t, t.TempDir(), "--db", db, "bench", "queries", "--calls", "2", "--agent", "agent-1", "--json")
 	var q struct {
 		Queries []struct {
 			Name  string  `json:"name"`
+			Path  string  `json:"path"`
 			P95   float64 `json:"p95_ms"`
 			Bytes int     `json:"bytes"`
 		} `json:"queries"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &q) != nil || len(q.Queries) != 6 {
+	// The dashboard's reads, then those of opening the long session.
+	if code != 0 || json.Unmarshal([]byte(out), &q) != nil || len(q.Queries) != 16 || !strings.Contains(q.Queries[15].Path, f.LongSessionID) {
 		t.Fatalf("bench queries: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, r := range q.Queries {

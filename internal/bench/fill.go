@@ -19,17 +19,28 @@ import (
 // FillConfig sizes a synthetic database for `stepwise bench fill`.
 type FillConfig struct {
 	Steps    int   // total steps stored (default 1,000,000)
-	Sessions int   // sessions (default 10,000); about 5% are forks
+	Sessions int   // sessions (default 10,000; none when 0 with LongSession); about 5% are forks
 	Agents   int   // agents the sessions are spread over (default 5)
 	Seed     int64 // random seed (default 1)
 	// Days is how far back the history reaches (default 60).
 	Days int
 	// Now is the end of the history (default time.Now()).
 	Now time.Time
-	// Progress, when set, is called after each session with the steps
-	// stored so far.
+	// LongSession, when positive, adds one more session of this many
+	// steps (agent-0, titled LongSessionTitle, starting at the beginning
+	// of the history), written in chunks: the single-session case of
+	// `bench queries`.
+	LongSession int
+	// Progress, when set, is called after each session (and each chunk
+	// of the long session) with the steps stored so far.
 	Progress func(steps int)
 }
+
+// LongSessionTitle is the title of the long session of a filled database.
+const LongSessionTitle = "long session (bench fill)"
+
+// longChunk is how many steps of the long session one import writes.
+const longChunk = 5000
 
 // FillResult describes what Fill stored.
 type FillResult struct {
@@ -42,7 +53,9 @@ type FillResult struct {
 	Vectors  int           `json:"vectors"`
 	Agents   []string      `json:"agents"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
-	Seed     int64         `json:"seed"`
+	// LongSessionID is the id of the long session, when one was made.
+	LongSessionID string `json:"long_session_id,omitempty"`
+	Seed          int64  `json:"seed"`
 }
 
 // ErrNoImporter: the store cannot take rows verbatim.
@@ -61,7 +74,10 @@ func Fill(ctx context.Context, st store.Store, c FillConfig) (*FillResult, error
 	if c.Steps <= 0 {
 		c.Steps = 1000000
 	}
-	if c.Sessions <= 0 {
+	switch {
+	case c.Sessions == 0 && c.LongSession > 0:
+		c.Steps = 0 // only the long session
+	case c.Sessions <= 0:
 		c.Sessions = 10000
 	}
 	if c.Agents <= 0 {
@@ -82,7 +98,8 @@ func Fill(ctx context.Context, st store.Store, c FillConfig) (*FillResult, error
 	}
 	obs, _ := st.(store.ObservationStore)
 	vs, _ := st.(store.VectorStore)
-	f := &filler{c: c, imp: imp, obs: obs, vs: vs, rng: rand.New(rand.NewPCG(uint64(c.Seed), 0x5eed)), emb: recall.DefaultEmbedder()}
+	src := rand.NewPCG(uint64(c.Seed), 0x5eed)
+	f := &filler{c: c, imp: imp, obs: obs, vs: vs, src: src, rng: rand.New(src), emb: recall.DefaultEmbedder()}
 	f.res.Seed = c.Seed
 	for i := range c.Agents {
 		f.res.Agents = append(f.res.Agents, AgentName(i))
@@ -110,6 +127,11 @@ func Fill(ctx context.Context, st store.Store, c FillConfig) (*FillResult, error
 	if err := f.flushVectors(ctx); err != nil {
 		return nil, err
 	}
+	if c.LongSession > 0 {
+		if err := f.longSession(ctx, c.LongSession, c.Now.Add(-span)); err != nil {
+			return nil, err
+		}
+	}
 	f.res.Elapsed = time.Since(start)
 	return &f.res, nil
 }
@@ -119,6 +141,7 @@ type filler struct {
 	imp  store.Importer
 	obs  store.ObservationStore
 	vs   store.VectorStore
+	src  *rand.PCG // rng's source, to replay a stretch of it
 	rng  *rand.Rand
 	emb  *recall.Lexical
 	res  FillResult
@@ -182,57 +205,21 @@ func (f *filler) session(ctx context.Context, i, n int, at time.Time) error {
 	meta, _ := json.Marshal(map[string]any{"user": fmt.Sprintf("user-%d", f.rng.IntN(2000)), "env": []string{"prod", "staging"}[f.rng.IntN(2)], "channel": []string{"web", "api", "slack"}[f.rng.IntN(3)]})
 	sess.Metadata = meta
 	sess.Title = f.words(30)
-	seq := sess.ForkSequence
-	t := at
+	ts := &turnState{seq: sess.ForkSequence, t: at}
 	var steps []*steptype.Step
 	var runs []*steptype.Run
-	prevID := ""
 	if len(lineage) > 0 {
-		prevID = lineage[len(lineage)-1].ID
+		ts.prevID = lineage[len(lineage)-1].ID
 	}
 	for len(steps) < n {
-		run := &steptype.Run{ID: f.id(t), SessionID: sess.ID, Agent: sess.Agent, Status: steptype.RunCompleted, Cursor: "", CreatedAt: t}
-		failed, first := f.rng.IntN(33) == 0, len(steps)
-		add := func(s *steptype.Step) {
-			seq++
-			t = t.Add(time.Duration(50+f.rng.IntN(2000)) * time.Millisecond)
-			s.ID, s.SessionID, s.RunID, s.Sequence, s.ParentID, s.CreatedAt = f.id(t), sess.ID, run.ID, seq, prevID, t
-			if s.Status == "" {
-				s.Status = steptype.StepCompleted
-			}
-			d := s.Metrics.Duration
-			s.Metrics.FinishedAt, s.Metrics.StartedAt = t, t.Add(-d)
-			prevID = s.ID
-			steps = append(steps, s)
-		}
-		q := f.words(60 + f.rng.IntN(300))
-		run.Input = q
-		add(&steptype.Step{Kind: steptype.KindUser, Name: "user", Role: steptype.RoleUser, Content: q})
-		f.vec = append(f.vec, store.StepVector{StepID: prevID})
-		f.text = append(f.text, q)
-		for range f.rng.IntN(4) {
-			tool := tools[f.rng.IntN(len(tools))]
-			args, _ := json.Marshal(map[string]any{"query": f.words(40 + f.rng.IntN(100))})
-			callID := "call_" + f.id(t)[24:]
-			add(f.llm(f.words(f.rng.IntN(200)), []steptype.ToolCall{{ID: callID, Name: tool, Arguments: args}}))
-			out, _ := json.Marshal(map[string]any{"result": f.words(300 + f.rng.IntN(1500))})
-			add(&steptype.Step{Kind: steptype.KindTool, Name: "tools", Role: steptype.RoleTool, ToolName: tool, ToolCallID: callID, Inputs: args, Outputs: out,
-				Metrics: steptype.Metrics{Duration: time.Duration(5+f.rng.IntN(800)) * time.Millisecond}})
-		}
-		if failed {
-			add(&steptype.Step{Kind: steptype.KindError, Name: "llm", Status: steptype.StepFailed,
-				Error:   &steptype.StepError{Message: "provider returned 503", Class: "transient", Code: "http_503", Attempt: 3},
-				Metrics: steptype.Metrics{Duration: time.Duration(30000) * time.Millisecond}})
-			run.Status, run.Error = steptype.RunFailed, &steptype.StepError{Message: "provider returned 503", Code: "http_503"}
+		run, rs := f.turn(sess, ts, true)
+		runs, steps = append(runs, run), append(steps, rs...)
+	}
+	seq, t := ts.seq, ts.t
+	for _, r := range runs {
+		if r.Status == steptype.RunFailed {
 			f.res.Failed++
-		} else {
-			answer := f.words(200 + f.rng.IntN(1200))
-			add(f.llm(answer, nil))
-			run.Output = answer
 		}
-		run.StepCount = int64(len(steps) - first)
-		run.UpdatedAt, run.FinishedAt = t, t
-		runs = append(runs, run)
 	}
 	for _, s := range steps {
 		sess.InputTokens += s.Metrics.InputTokens
@@ -265,6 +252,63 @@ func (f *filler) session(ctx context.Context, i, n int, at time.Time) error {
 		f.prev = f.prev[1:]
 	}
 	return nil
+}
+
+// turnState is where the next turn of a session starts.
+type turnState struct {
+	seq    int64
+	t      time.Time
+	prevID string
+}
+
+// turn makes one turn of a session: its run and steps (a user step, 0–3
+// model calls with a tool each, a final answer or, in ~3% of runs, an error
+// step). With vectors, the user step is queued for embedding.
+func (f *filler) turn(sess *steptype.Session, ts *turnState, vectors bool) (*steptype.Run, []*steptype.Step) {
+	var steps []*steptype.Step
+	run := &steptype.Run{ID: f.id(ts.t), SessionID: sess.ID, Agent: sess.Agent, Status: steptype.RunCompleted, Cursor: "", CreatedAt: ts.t}
+	add := func(s *steptype.Step) {
+		ts.seq++
+		ts.t = ts.t.Add(time.Duration(50+f.rng.IntN(2000)) * time.Millisecond)
+		s.ID, s.SessionID, s.RunID, s.Sequence, s.ParentID, s.CreatedAt = f.id(ts.t), sess.ID, run.ID, ts.seq, ts.prevID, ts.t
+		if s.Status == "" {
+			s.Status = steptype.StepCompleted
+		}
+		d := s.Metrics.Duration
+		s.Metrics.FinishedAt, s.Metrics.StartedAt = ts.t, ts.t.Add(-d)
+		ts.prevID = s.ID
+		steps = append(steps, s)
+	}
+	failed := f.rng.IntN(33) == 0
+	q := f.words(60 + f.rng.IntN(300))
+	run.Input = q
+	add(&steptype.Step{Kind: steptype.KindUser, Name: "user", Role: steptype.RoleUser, Content: q})
+	if vectors {
+		f.vec = append(f.vec, store.StepVector{StepID: ts.prevID})
+		f.text = append(f.text, q)
+	}
+	for range f.rng.IntN(4) {
+		tool := tools[f.rng.IntN(len(tools))]
+		args, _ := json.Marshal(map[string]any{"query": f.words(40 + f.rng.IntN(100))})
+		callID := "call_" + f.id(ts.t)[24:]
+		add(f.llm(f.words(f.rng.IntN(200)), []steptype.ToolCall{{ID: callID, Name: tool, Arguments: args}}))
+		out, _ := json.Marshal(map[string]any{"result": f.words(300 + f.rng.IntN(1500))})
+		add(&steptype.Step{Kind: steptype.KindTool, Name: "tools", Role: steptype.RoleTool, ToolName: tool, ToolCallID: callID, Inputs: args, Outputs: out,
+			Metrics: steptype.Metrics{Duration: time.Duration(5+f.rng.IntN(800)) * time.Millisecond}})
+	}
+	if failed {
+		add(&steptype.Step{Kind: steptype.KindError, Name: "llm", Status: steptype.StepFailed,
+			Error:   &steptype.StepError{Message: "provider returned 503", Class: "transient", Code: "http_503", Attempt: 3},
+			Metrics: steptype.Metrics{Duration: time.Duration(30000) * time.Millisecond}})
+		run.Status, run.Error = steptype.RunFailed, &steptype.StepError{Message: "provider returned 503", Code: "http_503"}
+	} else {
+		answer := f.words(200 + f.rng.IntN(1200))
+		add(f.llm(answer, nil))
+		run.Output = answer
+	}
+	run.StepCount = int64(len(steps))
+	run.UpdatedAt, run.FinishedAt = ts.t, ts.t
+	return run, steps
 }
 
 // llm builds a model step with realistic metrics.

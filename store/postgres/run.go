@@ -236,11 +236,18 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*steptyp
 		where = append(where, "agent = "+arg(p.Agent))
 	}
 	if len(p.Statuses) > 0 {
-		sts := make([]string, len(p.Statuses))
+		// Inlined (CheckRunList allows known statuses only) so the partial
+		// index on waiting runs applies: the engine's orphan sweep lists
+		// them every 30 s.
+		lits := make([]string, len(p.Statuses))
 		for i, st := range p.Statuses {
-			sts[i] = string(st)
+			lits[i] = "'" + string(st) + "'"
 		}
-		where = append(where, "status = ANY("+arg(sts)+")")
+		if len(lits) == 1 {
+			where = append(where, "status = "+lits[0]) // what a partial index's WHERE matches
+		} else {
+			where = append(where, "status IN ("+strings.Join(lits, ", ")+")")
+		}
 	}
 	q := `SELECT ` + runCols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
 	if p.Limit > 0 {

@@ -56,6 +56,15 @@ func kindFilter(kinds []steptype.Kind) []string {
 // The chain's last sequence bounds the read, so it returns the log as it
 // was when the chain was read, less any steps truncated since.
 func (s *Store) StepList(ctx context.Context, p *store.StepListParams) ([]*steptype.Step, error) {
+	bodies, err := s.stepBodies(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return decodeBodies(bodies)
+}
+
+// stepBodies reads the stored bodies StepList decodes.
+func (s *Store) stepBodies(ctx context.Context, p *store.StepListParams) ([][]byte, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
@@ -70,7 +79,7 @@ func (s *Store) StepList(ctx context.Context, p *store.StepListParams) ([]*stept
 		}
 	}
 	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
-		return []*steptype.Step{}, nil
+		return nil, nil
 	}
 	var bodies [][]byte
 	if follow {
@@ -81,7 +90,7 @@ func (s *Store) StepList(ctx context.Context, p *store.StepListParams) ([]*stept
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return decodeBodies(bodies)
+	return bodies, nil
 }
 
 // listLineage reads the segments of a session's lineage in order.

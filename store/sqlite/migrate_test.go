@@ -38,6 +38,11 @@ func TestMigrateRunInvariants(t *testing.T) {
 	// the defect's data.
 	db := mustRawDB(t, path)
 	for _, q := range []string{
+		`DROP TRIGGER runs_agent_stats_delete`, `DROP TRIGGER runs_agent_stats_change`, `DROP TRIGGER runs_agent_stats_insert`,
+		`DROP TABLE agent_run_stats`, `DELETE FROM stepwise_schema WHERE version_id = 66`,
+		`DROP INDEX runs_waiting`, `DROP TRIGGER runs_stats_delete`, `DROP TRIGGER runs_stats_status`, `DROP TRIGGER runs_stats_insert`,
+		`DROP TRIGGER steps_stats_delete`, `DROP TRIGGER steps_stats_insert`, `DROP TABLE session_run_stats`,
+		`DROP TABLE session_step_stats`, `DELETE FROM stepwise_schema WHERE version_id = 65`,
 		`DROP INDEX runs_agent_status`, `DELETE FROM stepwise_schema WHERE version_id = 55`,
 		`DROP INDEX steps_expiry`, `ALTER TABLE steps DROP COLUMN expires_at`, `DROP INDEX runs_one_unfinished`,
 		`DELETE FROM stepwise_schema WHERE version_id = 40`,
@@ -55,6 +60,11 @@ func TestMigrateRunInvariants(t *testing.T) {
 	second, _ := st.RunGet(ctx, &store.RunGetParams{ID: "second"})
 	if first.Status != steptype.RunWaiting || second.Status != steptype.RunCancelled || second.Error == nil || second.Error.Code != "duplicate_run" {
 		t.Fatalf("after the upgrade: first %s, second %s %+v; want waiting, cancelled duplicate_run", first.Status, second.Status, second.Error)
+	}
+	// Migration 65 counted the rows written before it.
+	stats, err := st.SessionStats(ctx, &store.SessionStatsParams{ID: "s"})
+	if err != nil || fmt.Sprint(stats.Runs) != "map[cancelled:1 waiting:1]" || len(stats.Steps) != 1 || stats.Steps[0].Kind != steptype.KindInput || stats.Steps[0].Steps != 1 {
+		t.Fatalf("session stats after the upgrade = %+v, %v", stats, err)
 	}
 	due, err := st.StepExpiring(ctx, &store.StepExpiringParams{Before: t0.Add(time.Hour)})
 	if err != nil || len(due) != 1 || due[0].ID != "ask" {

@@ -142,9 +142,17 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*steptyp
 		where, args = append(where, "agent = ?"), append(args, p.Agent)
 	}
 	if len(p.Statuses) > 0 {
-		where = append(where, "status IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(p.Statuses)), ", ")+")")
-		for _, st := range p.Statuses {
-			args = append(args, string(st))
+		// Inlined (CheckRunList allows known statuses only) so the partial
+		// index on waiting runs applies: the engine's orphan sweep lists
+		// them every 30 s, which was a scan of every run.
+		lits := make([]string, len(p.Statuses))
+		for i, st := range p.Statuses {
+			lits[i] = "'" + string(st) + "'"
+		}
+		if len(lits) == 1 {
+			where = append(where, "status = "+lits[0]) // what a partial index's WHERE matches
+		} else {
+			where = append(where, "status IN ("+strings.Join(lits, ", ")+")")
 		}
 	}
 	q := `SELECT ` + runCols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`

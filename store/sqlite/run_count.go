@@ -10,8 +10,8 @@ import (
 
 var _ store.RunCounter = (*Store)(nil)
 
-// RunCount implements store.RunCounter with one aggregate over the
-// runs_agent_status index.
+// RunCount implements store.RunCounter from the counters the triggers of
+// migration 00066 keep (agent_run_stats).
 func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) (map[steptype.RunStatus]int, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
@@ -19,7 +19,7 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) (map[step
 	if p.Agent == "" {
 		return nil, fmt.Errorf("%w: run count: agent is required", store.ErrInvalid)
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT status, count(*) FROM runs WHERE agent = ? GROUP BY status`, p.Agent)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT status, runs FROM agent_run_stats WHERE agent = ? AND runs > 0`, p.Agent)
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -84,6 +84,15 @@ func kindFilter(kinds []steptype.Kind, args []any) (string, []any) {
 
 // StepList implements store.Store.
 func (s *Store) StepList(ctx context.Context, p *store.StepListParams) ([]*steptype.Step, error) {
+	bodies, err := s.stepBodies(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return decodeBodies(bodies)
+}
+
+// stepBodies reads the stored bodies StepList decodes.
+func (s *Store) stepBodies(ctx context.Context, p *store.StepListParams) ([][]byte, error) {
 	follow, err := rules.CheckList(p)
 	if err != nil {
 		return nil, err
@@ -106,10 +115,7 @@ func (s *Store) StepList(ctx context.Context, p *store.StepListParams) ([]*stept
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return decodeBodies(bodies)
+	return bodies, err
 }
 
 // listLineage reads the segments of a session's lineage in order.

@@ -41,6 +41,17 @@ func testRunCount(t *testing.T, h *harness) {
 		if err != nil || !maps.Equal(got, want) {
 			t.Fatalf("RunCount = %v, %v; want %v", got, err, want)
 		}
+		// A status change moves the run from one count to the other.
+		waiting, cancelled := steptype.RunWaiting, steptype.RunCancelled
+		if _, err := st.RunUpdate(ctx, &store.RunUpdateParams{ID: "r4", ExpectStatus: []steptype.RunStatus{waiting}, Status: &cancelled}); err != nil {
+			t.Fatal(err)
+		}
+		want[waiting]--
+		want[cancelled]++
+		delete(want, waiting)
+		if got, err := rc.RunCount(ctx, &store.RunCountParams{Agent: "counted"}); err != nil || !maps.Equal(got, want) {
+			t.Fatalf("RunCount after a status change = %v, %v; want %v", got, err, want)
+		}
 		if got, err := rc.RunCount(ctx, &store.RunCountParams{Agent: "nobody"}); err != nil || len(got) != 0 {
 			t.Fatalf("RunCount(nobody) = %v, %v; want empty", got, err)
 		}

@@ -85,6 +85,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		{"Retention", testRetention},
 		{"RunCount", testRunCount},
 		{"Metrics", testMetrics},
+		{"Outline", testOutline},
+		{"RunLatest", testRunLatest},
+		{"SessionStats", testSessionStats},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

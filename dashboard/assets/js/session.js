@@ -13,6 +13,13 @@ import { cancelRun, inputCard, inputsChanged, replay } from './actions.js';
 import { forkTree } from './tree.js';
 
 const enc = encodeURIComponent;
+// The newest runs the page reads: the header shows the latest turn and the
+// input cards need the runs still active, which are the newest (a session
+// has one unfinished top-level run at a time, its sub-agent runs come
+// after it). A run older than these counts as active (runActive), so no
+// card is hidden by the bound; a long session opens without reading its
+// every turn.
+const RUNS_SHOWN = 100;
 const ACTIVE = new Set(['queued', 'running', 'waiting']);
 
 // originOf is the session a fork, retry, replay or edited copy came from.
@@ -128,7 +135,7 @@ export function sessionView(main, { id, seq, tab }) {
 
   const refresh = async () => {
     try {
-      const [s, r] = await Promise.all([api(`/v1/sessions/${enc(id)}`), api(`/v1/sessions/${enc(id)}/runs`).catch(() => ({ runs: [] }))]);
+      const [s, r] = await Promise.all([api(`/v1/sessions/${enc(id)}`), api(`/v1/sessions/${enc(id)}/runs?limit=${RUNS_SHOWN}`).catch(() => ({ runs: [] }))]);
       sess = s; runs = r.runs;
       renderHead();
     } catch { /* keep what is shown */ }

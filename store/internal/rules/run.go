@@ -219,3 +219,14 @@ func Counted(u *store.RunUpdateParams, steps []*steptype.Step, inserted func(i i
 	c.StepDelta = max(u.StepDelta-dups, 0)
 	return &c
 }
+
+// CheckRunLatest validates the parameters of LatestRunReader.RunLatest.
+func CheckRunLatest(p *store.RunLatestParams) error {
+	if p == nil {
+		return Invalid("nil run latest params")
+	}
+	if len(p.SessionIDs) > store.MaxRunLatest {
+		return Invalid("run latest: %d sessions, at most %d", len(p.SessionIDs), store.MaxRunLatest)
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+package store
+
+import (
+	"context"
+
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// StepOutliner is the optional interface of stores that read the outline
+// of steps: what statistics and workflow graphs use (identity, kind, name,
+// status, tool name and calls, error, metrics, annotations, fingerprint,
+// times) without decoding the bulky members. In an outline, Content,
+// Reasoning, the tool calls' Arguments and, except for input and decision
+// steps, Inputs and Outputs hold a short digest of the value instead
+// ("#" and hex; equal values have equal digests within one process, so
+// "the same thing again" stays recognisable), and StatePatch, Vector,
+// Embedder and Metadata are empty. Every driver shipped with Stepwise
+// implements it.
+//
+// Check for it with a type assertion:
+//
+//	o, ok := st.(store.StepOutliner)
+type StepOutliner interface {
+	// StepOutline is StepList returning outlines.
+	StepOutline(ctx context.Context, p *StepListParams) ([]*steptype.Step, error)
+}

@@ -1,0 +1,122 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// testSessionStats: a store.SessionStatsReader's totals equal what the
+// session's own steps and runs add up to, after appends, run status
+// changes, a truncation and a fork (random shapes, seed logged).
+func testSessionStats(t *testing.T, h *harness) {
+	h.sub(t, "TotalsFollowWrites", func(t *testing.T, st store.Store) {
+		sr, ok := st.(store.SessionStatsReader)
+		if !ok {
+			t.Fatalf("%T is not a store.SessionStatsReader", st)
+		}
+		ctx := t.Context()
+		seed := time.Now().UnixNano()
+		t.Logf("seed %d", seed)
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		kinds := []steptype.Kind{steptype.KindUser, steptype.KindLLM, steptype.KindTool, steptype.KindError, steptype.KindCustom}
+		roles := []steptype.Role{steptype.RoleNone, steptype.RoleUser, steptype.RoleAssistant, steptype.RoleTool}
+		mustSession(t, st, "p")
+		mustSession(t, st, "other")
+		statuses := []steptype.RunStatus{steptype.RunQueued, steptype.RunRunning, steptype.RunCompleted, steptype.RunFailed}
+		for i := range 6 {
+			r := &steptype.Run{ID: fmt.Sprintf("r%d", i), SessionID: "p", Agent: "agent", Status: statuses[rng.IntN(2)]}
+			if i > 0 { // sub-agent runs: one unfinished top-level run at a time
+				r.Hop, r.ParentRunID = 1, "r0"
+			}
+			mustRun(t, st, r)
+		}
+		mustRun(t, st, &steptype.Run{ID: "o", SessionID: "other", Agent: "agent"})
+		for i := 5; i >= 0; i-- { // children first; every run ends (a truncation waits for that)
+			s := statuses[2+rng.IntN(2)]
+			if _, err := st.RunUpdate(ctx, &store.RunUpdateParams{ID: fmt.Sprintf("r%d", i), Status: &s}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add := func(sid string, n int) {
+			for i := range n {
+				s := &steptype.Step{ID: fmt.Sprintf("%s-%d-%d", sid, i, rng.Uint32()), SessionID: sid, Kind: kinds[rng.IntN(len(kinds))], Role: roles[rng.IntN(len(roles))],
+					Status: steptype.StepCompleted, Content: "x",
+					Metrics: steptype.Metrics{InputTokens: rng.Int64N(1000), OutputTokens: rng.Int64N(100), CachedTokens: rng.Int64N(50), Cost: float64(rng.IntN(1000)) / 1e4}}
+				mustAppend(t, st, s)
+			}
+		}
+		add("p", 30)
+		add("other", 3)
+		if _, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: "p", StartSeq: int64(20 + rng.IntN(10))}); err != nil {
+			t.Fatal(err)
+		}
+		mustFork(t, st, "f", "p", 10)
+		add("f", 5)
+		for _, sid := range []string{"p", "f", "other"} {
+			wantStats(t, st, sr, sid)
+		}
+		if _, err := sr.SessionStats(ctx, &store.SessionStatsParams{ID: "nope"}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("SessionStats(unknown) = %v, want ErrNotFound", err)
+		}
+		if _, err := sr.SessionStats(ctx, &store.SessionStatsParams{}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("SessionStats(no id) = %v, want ErrInvalid", err)
+		}
+	})
+}
+
+// wantStats compares SessionStats with the sums of the session's own steps
+// and its runs as listed.
+func wantStats(t *testing.T, st store.Store, sr store.SessionStatsReader, sid string) {
+	t.Helper()
+	ctx := t.Context()
+	got, err := sr.SessionStats(ctx, &store.SessionStatsParams{ID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := list(t, st, &store.StepListParams{SessionID: sid})
+	type key struct {
+		k steptype.Kind
+		r steptype.Role
+	}
+	want := map[key]store.StepStat{}
+	for _, s := range steps {
+		if s.SessionID != sid {
+			continue // inherited
+		}
+		w := want[key{s.Kind, s.Role}]
+		w.Kind, w.Role = s.Kind, s.Role
+		w.Steps++
+		w.InputTokens += s.Metrics.InputTokens
+		w.OutputTokens += s.Metrics.OutputTokens
+		w.CachedTokens += s.Metrics.CachedTokens
+		w.Cost += s.Metrics.Cost
+		want[key{s.Kind, s.Role}] = w
+	}
+	if len(got.Steps) != len(want) {
+		t.Errorf("%s: %d step stats %+v, want %d %+v", sid, len(got.Steps), got.Steps, len(want), want)
+	}
+	for _, g := range got.Steps {
+		w, ok := want[key{g.Kind, g.Role}]
+		if !ok || g.Steps != w.Steps || g.InputTokens != w.InputTokens || g.OutputTokens != w.OutputTokens || g.CachedTokens != w.CachedTokens || math.Abs(g.Cost-w.Cost) > 1e-9 {
+			t.Errorf("%s %s/%s: got %+v, want %+v", sid, g.Kind, g.Role, g, w)
+		}
+	}
+	runs, err := st.RunList(ctx, &store.RunListParams{SessionID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRuns := map[steptype.RunStatus]int{}
+	for _, r := range runs {
+		wantRuns[r.Status]++
+	}
+	if fmt.Sprint(got.Runs) != fmt.Sprint(wantRuns) {
+		t.Errorf("%s runs: got %v, want %v", sid, got.Runs, wantRuns)
+	}
+}
