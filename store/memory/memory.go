@@ -36,6 +36,11 @@ type Store struct {
 	vec      map[string]*space      // vector spaces by embedder, guarded by mu (vector.go)
 	obsOnce  sync.Once
 	obsd     *obsData // observation rows (observe.go)
+	// cps are the context checkpoints by session and sequence
+	// (checkpoint.go), guarded by cpsMu under the shared lock, or by the
+	// exclusive lock; nil until the first is saved.
+	cpsMu sync.Mutex
+	cps   map[string]map[int64]*store.ContextCheckpoint
 }
 
 // sessionRow is a session and its own steps: steps[i] has sequence
@@ -303,5 +308,6 @@ func (m *Store) SessionDelete(_ context.Context, p *store.SessionDeleteParams) e
 		m.runs.del(id, m.runs.get(id))
 	}
 	delete(m.sessions, p.ID)
+	delete(m.cps, p.ID)
 	return nil
 }
