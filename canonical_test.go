@@ -123,7 +123,7 @@ func refRequestFingerprint(toolsHash []byte, c *conversation, model string, req 
 	h.Write(toolsHash)
 	_ = enc.Encode(req.Temperature)
 	_ = enc.Encode(req.MaxTokens)
-	h.Write(c.head())
+	h.Write(c.headBytes())
 	_ = enc.Encode(c.trimmed)
 	_ = enc.Encode(c.summary)
 	return hex.EncodeToString(h.Sum(nil)[:16])
@@ -159,7 +159,7 @@ func TestFingerprintsUnchanged(t *testing.T) {
 				t.Fatalf("tool fingerprint of %s: %s, want %s", args, got, want)
 			}
 		}
-		if got, want := c.chainHash(c.head(), m), refChainHash(c.head(), m); got != want {
+		if got, want := c.chainHash(c.headBytes(), m), refChainHash(c.headBytes(), m); got != want {
 			t.Fatalf("message %d %+v: chain hash %x, want %x", i, m, got, want)
 		}
 		c.push(m, int64(i))

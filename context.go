@@ -36,37 +36,41 @@ type contextTrim struct {
 // window returns the messages of the next request under the agent's token
 // budget, and, when the trim point moved, the system step that records it.
 func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
-	msgs := x.conv.messages()
+	c := x.conv
+	msgs := c.messages()
 	budget := x.agent.Context.TokenBudget
-	if budget <= 0 || len(msgs) == 0 {
+	if budget <= 0 || c.count() == 0 {
 		return msgs, nil, nil
 	}
 	start := x.e.now()
-	total := x.conv.tokens(len(msgs))
-	cut := x.conv.trimmed
+	n := c.count()
+	total := c.tokens(n)
+	cut := c.trimmed
 	// The summary of earlier messages is part of the context: it counts
 	// against the budget.
 	extra := 0
-	if x.conv.summary != "" {
-		extra = EstimateTokens(summaryMessage(x.conv.summary))
+	if c.summary != "" {
+		extra = EstimateTokens(summaryMessage(c.summary))
 	}
-	if total-x.conv.tokens(cut)+extra > budget {
+	// A trim point before the loaded messages is over the budget (see
+	// conversation.sufficient).
+	if cut < c.base || total-c.tokens(cut)+extra > budget {
 		// Drop whole turns from the front: cut at the first user message
 		// that brings the rest under the budget, keeping the last turn.
-		for i := cut + 1; i < len(msgs); i++ {
-			if msgs[i].Role != steptype.RoleUser {
+		for i := max(cut+1, c.base); i < n; i++ {
+			if msgs[i-c.base].Role != steptype.RoleUser {
 				continue
 			}
 			cut = i
-			if total-x.conv.tokens(i)+extra <= budget {
+			if total-c.tokens(i)+extra <= budget {
 				break
 			}
 		}
 	}
 	var rec *Step
-	if cut > x.conv.trimmed {
-		t := contextTrim{Strategy: x.agent.Context.Strategy, Messages: cut, FromSequence: x.conv.seqs[0],
-			ToSequence: x.conv.seqs[cut-1], Tokens: x.conv.tokens(cut), Budget: budget}
+	if cut > c.trimmed {
+		t := contextTrim{Strategy: x.agent.Context.Strategy, Messages: cut, FromSequence: c.firstSeq,
+			ToSequence: c.seqAt(cut - 1), Tokens: c.tokens(cut), Budget: budget}
 		if t.Strategy == "" {
 			t.Strategy = "trim"
 		}
@@ -77,21 +81,22 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 			// Incremental: the previous summary and the newly trimmed
 			// messages, never everything since the start. The call is
 			// recorded on the context step (tokens, cost, model), so it
-			// counts in the run's and session's totals.
-			if err := x.summarize(ctx, rec, x.conv.summary, msgs[x.conv.trimmed:cut]); err != nil {
+			// counts in the run's and session's totals. (A conversation
+			// of an agent that summarizes is loaded from its trim point.)
+			if err := x.summarize(ctx, rec, c.summary, msgs[c.trimmed-c.base:cut-c.base]); err != nil {
 				return nil, nil, fmt.Errorf("summarize trimmed context: %w", err)
 			}
 		}
 		rec.Metrics.StartedAt, rec.Metrics.FinishedAt = start, x.e.now()
 		rec.Metrics.Duration = rec.Metrics.FinishedAt.Sub(rec.Metrics.StartedAt)
-		x.conv.trimmed, x.conv.summary = cut, ""
+		c.trimmed, c.trimSeq, c.summary = cut, t.ToSequence, ""
 		if t.Strategy == "summarize" {
-			x.conv.summary = rec.Content
+			c.summary = rec.Content
 		}
 	}
-	out := msgs[x.conv.trimmed:]
-	if x.conv.summary != "" {
-		out = append([]llm.Message{summaryMessage(x.conv.summary)}, out...)
+	out := msgs[c.trimmed-c.base:]
+	if c.summary != "" {
+		out = append([]llm.Message{summaryMessage(c.summary)}, out...)
 	}
 	return out, rec, nil
 }
@@ -141,9 +146,12 @@ func (c *conversation) restoreTrim(s *Step) {
 	if json.Unmarshal(s.Outputs, &t) != nil {
 		return
 	}
-	// The trim point is the first message after ToSequence.
-	i := sort.Search(len(c.seqs), func(i int) bool { return c.seqs[i] > t.ToSequence })
-	c.trimmed, c.summary = i, ""
+	// The trim point is the first message after ToSequence; before the
+	// loaded messages its index is not known (-1, see trimmed).
+	c.trimmed, c.trimSeq, c.summary = -1, t.ToSequence, ""
+	if c.base == 0 || t.ToSequence >= c.baseSeq {
+		c.trimmed = c.base + sort.Search(len(c.seqs), func(i int) bool { return c.seqs[i] > t.ToSequence })
+	}
 	if t.Strategy == "summarize" {
 		c.summary = s.Content
 	}

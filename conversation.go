@@ -15,8 +15,18 @@ import (
 // message-bearing steps of the run's thread, appended as steps commit, so
 // building a request never re-reads the session.
 type conversation struct {
+	// msgs are the messages from index base on: a conversation restored
+	// from a context checkpoint under a token budget holds only the
+	// messages the model can still see (see loadThread); base is 0 after a
+	// full build.
 	msgs []llm.Message
 	seqs []int64 // the sequence of the step behind each message
+	base int
+	// baseTokens are the estimated tokens of the first base messages,
+	// baseSeq the sequence of message base-1 and firstSeq that of message 0.
+	baseTokens int
+	baseSeq    int64
+	firstSeq   int64
 	// lastAssistant is the latest assistant step with tool calls, and
 	// answered the tool-call ids that already have a result after it.
 	lastAssistant *Step
@@ -24,22 +34,30 @@ type conversation struct {
 	// open is true while results of lastAssistant's calls may still come:
 	// until a message of another role follows it (see closeCalls).
 	open bool
-	// prefix[i] is the estimated tokens of msgs[:i].
+	// prefix[i] is the estimated tokens of messages [0, base+i].
 	prefix []int
 	// trimmed messages at the front are left out under a token budget;
-	// summary replaces them when the strategy is "summarize".
+	// summary replaces them when the strategy is "summarize". trimmed < base
+	// (-1 when the exact index is not known) only in a conversation whose
+	// next window moves the trim point into the loaded messages.
 	trimmed int
+	trimSeq int64 // the ToSequence of the trim point (0: none)
 	summary string
-	// chain[i] hashes messages[:i+1] (canonical JSON, chained), so a
-	// request fingerprint costs O(1) per call instead of O(history).
-	chain [][sha256.Size]byte
+	// head hashes all messages (canonical JSON, chained: the hash of
+	// messages[:i+1] is that of messages[:i] and message i), so a request
+	// fingerprint costs O(1) per call instead of O(history). hashing is
+	// false while a build replays messages a checkpoint already hashed.
+	head    [sha256.Size]byte
+	hashing bool
 	// The results that directly follow an assistant tool-call message are
 	// hashed in the order of its calls, not in the order they committed
 	// (parallel calls finish in any order; the model does not care):
-	// blockAt is the index of that assistant message (-1: none open) and
-	// block its results so far, with their call positions.
-	blockAt int
-	block   []blockResult
+	// blockAt is the index of that assistant message (-1: none open),
+	// blockHash the chain hash up to it, and block its results so far,
+	// with their call positions.
+	blockAt   int
+	blockHash [sha256.Size]byte
+	block     []blockResult
 	// hashBuf, hashEnc and hashMsg are reused by chainHash, so that
 	// hashing a message allocates nothing.
 	hashBuf bytes.Buffer
@@ -53,15 +71,32 @@ type blockResult struct {
 	msg llm.Message
 }
 
-// tokens returns the estimated tokens of the first n messages.
+// tokens returns the estimated tokens of the first n messages (n >= base,
+// or n <= 0).
 func (c *conversation) tokens(n int) int {
-	if n <= 0 {
+	switch {
+	case n <= 0:
 		return 0
+	case n == c.base:
+		return c.baseTokens
 	}
-	return c.prefix[n-1]
+	return c.prefix[n-c.base-1]
 }
 
-func newConversation() *conversation { return &conversation{answered: map[string]bool{}, blockAt: -1} }
+// count is the number of messages, loaded or not.
+func (c *conversation) count() int { return c.base + len(c.msgs) }
+
+// seqAt is the sequence of message i (i >= base-1).
+func (c *conversation) seqAt(i int) int64 {
+	if i < c.base {
+		return c.baseSeq
+	}
+	return c.seqs[i-c.base]
+}
+
+func newConversation() *conversation {
+	return &conversation{answered: map[string]bool{}, blockAt: -1, hashing: true}
+}
 
 // inThread reports whether a step belongs to the model context of a run at
 // hop `hop` (root runs see every hop-0 message of the session; child runs
@@ -94,7 +129,7 @@ func (c *conversation) add(s *Step) {
 	if s.HasToolCalls() {
 		c.lastAssistant, c.open = s, true
 		clear(c.answered)
-		c.blockAt, c.block = len(c.msgs)-1, c.block[:0]
+		c.blockAt, c.blockHash, c.block = c.count()-1, c.head, nil
 	}
 	if m.Role == steptype.RoleTool {
 		c.answered[m.ToolCallID] = true
@@ -103,9 +138,15 @@ func (c *conversation) add(s *Step) {
 
 // push appends a message with its token and hash bookkeeping.
 func (c *conversation) push(m llm.Message, seq int64) {
+	n := c.count()
+	if n == 0 {
+		c.firstSeq = seq
+	}
 	c.msgs = append(c.msgs, m)
-	c.prefix = append(c.prefix, c.tokens(len(c.prefix))+EstimateTokens(m))
-	c.chain = append(c.chain, c.nextHash(m))
+	c.prefix = append(c.prefix, c.tokens(n)+EstimateTokens(m))
+	if c.hashing {
+		c.head = c.nextHash(m, n)
+	}
 	c.seqs = append(c.seqs, seq)
 }
 
@@ -139,7 +180,7 @@ func (c *conversation) closeCalls() {
 		return
 	}
 	c.open = false
-	seq := c.seqs[len(c.seqs)-1]
+	seq := c.seqAt(c.count() - 1)
 	for _, tc := range c.lastAssistant.ToolCalls {
 		if c.answered[tc.ID] {
 			continue
@@ -165,14 +206,16 @@ func (c *conversation) pendingToolCalls(out []ToolCall) []ToolCall {
 	return out
 }
 
-// lastAssistantText returns the content of the latest assistant message.
-func (c *conversation) lastAssistantText() string {
+// lastAssistantText returns the content of the latest assistant message;
+// ok is false when no loaded message is one and messages before base are
+// not loaded.
+func (c *conversation) lastAssistantText() (text string, ok bool) {
 	for i := len(c.msgs) - 1; i >= 0; i-- {
 		if c.msgs[i].Role == steptype.RoleAssistant {
-			return c.msgs[i].Content
+			return c.msgs[i].Content, true
 		}
 	}
-	return ""
+	return "", c.base == 0
 }
 
 // chainHash extends the message hash chain ending in prev (nil: empty)
@@ -191,12 +234,12 @@ func (c *conversation) chainHash(prev []byte, m llm.Message) [sha256.Size]byte {
 	return sha256.Sum256(b[:len(b)-1])
 }
 
-// nextHash is the chain hash after appending m: a tool result that
-// continues the results of the last tool-call message re-hashes that block
-// in call order.
-func (c *conversation) nextHash(m llm.Message) [sha256.Size]byte {
+// nextHash is the chain hash after appending m as message n: a tool result
+// that continues the results of the last tool-call message re-hashes that
+// block in call order.
+func (c *conversation) nextHash(m llm.Message, n int) [sha256.Size]byte {
 	pos := -1
-	if m.Role == steptype.RoleTool && c.blockAt >= 0 && len(c.chain) == c.blockAt+1+len(c.block) {
+	if m.Role == steptype.RoleTool && c.blockAt >= 0 && n == c.blockAt+1+len(c.block) {
 		for i, tc := range c.lastAssistant.ToolCalls {
 			if tc.ID == m.ToolCallID {
 				pos = i
@@ -205,21 +248,25 @@ func (c *conversation) nextHash(m llm.Message) [sha256.Size]byte {
 	}
 	if pos < 0 {
 		c.blockAt = -1 // anything else closes the block
-		return c.chainHash(c.head(), m)
+		if n == 0 {
+			return c.chainHash(nil, m)
+		}
+		return c.chainHash(c.head[:], m)
 	}
 	c.block = append(c.block, blockResult{pos: pos, msg: m})
 	slices.SortStableFunc(c.block, func(a, b blockResult) int { return cmp.Compare(a.pos, b.pos) })
-	out := c.chain[c.blockAt]
+	out := c.blockHash
 	for _, r := range c.block {
 		out = c.chainHash(out[:], r.msg)
 	}
 	return out
 }
 
-// head is the hash of the whole conversation.
-func (c *conversation) head() []byte {
-	if len(c.chain) == 0 {
+// headBytes is the hash of the whole conversation (nil when empty).
+func (c *conversation) headBytes() []byte {
+	if c.count() == 0 {
 		return nil
 	}
-	return c.chain[len(c.chain)-1][:]
+	h := c.head
+	return h[:]
 }

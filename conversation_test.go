@@ -24,7 +24,7 @@ func TestFingerprintIgnoresResultOrder(t *testing.T) {
 		for _, id := range order {
 			c.add(result(id))
 		}
-		return c.head()
+		return c.headBytes()
 	}
 	want := head("a", "b", "c")
 	for _, order := range [][]string{{"c", "b", "a"}, {"b", "a", "c"}, {"a", "c", "b"}} {
@@ -48,7 +48,7 @@ func TestFingerprintIgnoresResultOrder(t *testing.T) {
 	d.add(result("b"))
 	d.add(&Step{Kind: steptype.KindUser, Role: steptype.RoleUser, Content: "more", Status: steptype.StepCompleted})
 	d.add(result("c"))
-	if !bytes.Equal(c.head(), d.head()) {
+	if !bytes.Equal(c.headBytes(), d.headBytes()) {
 		t.Fatal("a closed block is not hashed in call order")
 	}
 }

@@ -104,42 +104,53 @@ type execution struct {
 	leanScope    Scope
 }
 
-// load builds the in-memory context of the run from the store, once.
+// load builds the in-memory context of the run from the store, once. A
+// child run's context is its own steps; a top-level run's is the session's
+// hop-0 thread, restored from a context checkpoint (see loadThread).
 func (x *execution) load(ctx context.Context) error {
-	x.conv = newConversation()
-	var steps []*Step
-	var err error
-	if x.run.Hop == 0 {
-		steps, err = x.e.store.StepList(ctx, &store.StepListParams{SessionID: x.run.SessionID})
-	} else {
-		steps, err = x.e.store.StepList(ctx, &store.StepListParams{RunID: x.run.ID})
-	}
-	if err != nil {
-		return fmt.Errorf("load context: %w", err)
-	}
-	x.loadInputs(steps)
 	sess, err := x.e.store.SessionGet(ctx, &store.SessionGetParams{ID: x.run.SessionID})
 	if err != nil {
 		return fmt.Errorf("load session: %w", err)
 	}
 	x.lastSeq = sess.LastSequence
-	for _, s := range steps {
+	// The run's own steps: its approvals, pending requests, progress, last
+	// answer and previous step (bounded by the run, not the session).
+	var own []*Step
+	if x.run.ID != "" {
+		if own, err = x.e.store.StepList(ctx, &store.StepListParams{RunID: x.run.ID}); err != nil {
+			return fmt.Errorf("load context: %w", err)
+		}
+	}
+	x.approvals, x.waiting = map[string]ApprovalAnswer{}, map[string]bool{}
+	for _, s := range own {
+		x.noteRunInput(s)
 		if x.run.Hop == 0 && s.Hop != 0 || x.before > 0 && s.Sequence >= x.before {
 			continue
 		}
-		x.conv.add(s)
-		if s.Kind == steptype.KindSystem && s.Name == "context" && (x.run.Hop == 0 || s.RunID == x.run.ID) {
-			x.conv.restoreTrim(s)
+		x.prevStepID = s.ID
+		if s.Progress != nil {
+			x.progress = s.Progress
 		}
-		if s.RunID == x.run.ID {
-			x.prevStepID = s.ID
-			if s.Progress != nil {
-				x.progress = s.Progress
+		if s.Kind == steptype.KindInput && s.Status == steptype.StepCompleted {
+			x.lastAnswer = s
+		}
+	}
+	if x.run.Hop > 0 {
+		x.conv, x.allowed = newConversation(), map[string]bool{}
+		for _, s := range own {
+			if name, ok := allowedBy(s); ok {
+				x.allowed[name] = true
 			}
-			if s.Kind == steptype.KindInput && s.Status == steptype.StepCompleted {
-				x.lastAnswer = s
+			if x.before > 0 && s.Sequence >= x.before {
+				continue
+			}
+			x.conv.add(s)
+			if s.Kind == steptype.KindSystem && s.Name == "context" {
+				x.conv.restoreTrim(s)
 			}
 		}
+	} else if err := x.loadThread(ctx, sess); err != nil {
+		return fmt.Errorf("load context: %w", err)
 	}
 	if x.prevStepID == "" && x.run.ParentStepID != "" {
 		x.prevStepID = x.run.ParentStepID
@@ -593,7 +604,7 @@ func (x *execution) record(name string, next *Next) (bool, error) {
 
 // finish ends the run.
 func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
-	out := x.conv.lastAssistantText()
+	out := x.lastAssistantText()
 	if err := x.commit(nil, runUpdate{status: &status, output: &out, err: serr, finish: true}); err != nil {
 		return x.stopped(err)
 	}

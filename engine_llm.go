@@ -185,7 +185,7 @@ func (x *execution) requestFingerprint(model string, req *llm.Request) string {
 		}
 	}
 	buf := append(fp.buf[:0], fp.prefix...)
-	buf = append(buf, x.conv.head()...)
+	buf = append(buf, x.conv.headBytes()...)
 	buf = strconv.AppendInt(buf, int64(x.conv.trimmed), 10)
 	buf = append(buf, '\n')
 	if x.conv.summary == "" {

@@ -120,7 +120,7 @@ func (s *Scope) DecodeState(v any) error {
 
 // Messages returns the model context of the run: the session's
 // message-bearing steps in order. The slice must not be modified.
-func (s *Scope) Messages() []llm.Message { return s.exec.conv.messages() }
+func (s *Scope) Messages() []llm.Message { return s.exec.allMessages() }
 
 // LastAnswer returns the most recent answered input step of the run, or nil.
 func (s *Scope) LastAnswer() *Step { return s.exec.lastAnswer }

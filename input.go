@@ -78,31 +78,52 @@ func (x *execution) needsApproval(call ToolCall) bool {
 	return !x.allowed[call.Name]
 }
 
-// loadInputs restores the approval decisions and pending requests of the run.
+// loadInputs restores the approval decisions and pending requests of the
+// run, and the tools allowed for the session, from steps.
 func (x *execution) loadInputs(steps []*Step) {
 	x.approvals, x.waiting, x.allowed = map[string]ApprovalAnswer{}, map[string]bool{}, map[string]bool{}
 	for _, s := range steps {
-		if s.Kind != steptype.KindInput {
-			continue
+		if name, ok := allowedBy(s); ok {
+			x.allowed[name] = true
 		}
-		var req InputRequest
-		_ = json.Unmarshal(s.Inputs, &req)
-		if req.Approval != nil && s.Status == steptype.StepCompleted {
-			var a ApprovalAnswer
-			_ = json.Unmarshal(s.Outputs, &a)
-			if a.Always && a.Approved {
-				x.allowed[req.Approval.Name] = true // remembered for the session
-			}
-			if s.RunID == x.run.ID {
-				x.approvals[req.Approval.ID] = a
-			}
-		}
-		if s.RunID == x.run.ID && s.Status == steptype.StepWaiting {
-			if req.Approval != nil {
-				x.waiting[req.Approval.ID] = true
-			} else if s.ToolCallID != "" {
-				x.waiting[s.ToolCallID] = true
-			}
+		x.noteRunInput(s)
+	}
+}
+
+// allowedBy returns the tool an answered approval step allowed "always"
+// for the session.
+func allowedBy(s *Step) (string, bool) {
+	if s.Kind != steptype.KindInput || s.Status != steptype.StepCompleted {
+		return "", false
+	}
+	var req InputRequest
+	_ = json.Unmarshal(s.Inputs, &req)
+	if req.Approval == nil {
+		return "", false
+	}
+	var a ApprovalAnswer
+	_ = json.Unmarshal(s.Outputs, &a)
+	return req.Approval.Name, a.Always && a.Approved
+}
+
+// noteRunInput records an input step of the run: an approval decision, or
+// a request still waiting.
+func (x *execution) noteRunInput(s *Step) {
+	if s.Kind != steptype.KindInput || s.RunID != x.run.ID {
+		return
+	}
+	var req InputRequest
+	_ = json.Unmarshal(s.Inputs, &req)
+	if req.Approval != nil && s.Status == steptype.StepCompleted {
+		var a ApprovalAnswer
+		_ = json.Unmarshal(s.Outputs, &a)
+		x.approvals[req.Approval.ID] = a
+	}
+	if s.Status == steptype.StepWaiting {
+		if req.Approval != nil {
+			x.waiting[req.Approval.ID] = true
+		} else if s.ToolCallID != "" {
+			x.waiting[s.ToolCallID] = true
 		}
 	}
 }
