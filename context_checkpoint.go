@@ -16,7 +16,7 @@ import (
 // checkpointEvery is how many steps a context build reads between two
 // context checkpoints it saves: a later build reads at most about this many
 // steps after the newest checkpoint (plus what the model can see).
-const checkpointEvery = 512
+var checkpointEvery = 512
 
 // convState is the state of a conversation after a step, saved as a
 // store.ContextCheckpoint: everything that decides how later steps extend

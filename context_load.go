@@ -237,6 +237,9 @@ func (x *execution) fullConversation() *conversation {
 	}
 	cps, _ := x.checkpoints(x.ctx, sess, end)
 	b, err := x.fullBuild(x.ctx, cps, end)
+	if err == nil && b.conv.open && !x.conv.open {
+		b.conv.closeCalls() // as the model call did on x.conv
+	}
 	if err != nil || b.conv.headBytes() == nil || string(b.conv.headBytes()) != string(x.conv.headBytes()) {
 		return x.conv // the tail is all there is
 	}
