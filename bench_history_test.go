@@ -35,20 +35,30 @@ func (m *firstRequestModel) Generate(ctx context.Context, req *llm.Request) iter
 // BenchmarkHistoryFirstStep measures, on a SQLite store with a
 // 100,000-step session, the time from starting a run to its first model
 // request: a new turn on the session, and a run on a fork at step 50,000
-// (ms-to-first-request; ns/op is the whole run, which commits two steps).
+// (ms-to-first-request; ns/op is the whole run, which commits two steps),
+// for an agent without a token budget (the model sees every message) and
+// one with a budget (it sees the last few hundred). The first context
+// build of the session derives its context checkpoints (ms-first-build,
+// measured once before the runs); every later one starts from them.
 func BenchmarkHistoryFirstStep(b *testing.B) {
-	const n = 100000
+	const n, budget = 100000, 4000
 	model := &firstRequestModel{}
-	agent := &stepwise.Agent{Name: "bench", Model: model}
+	agents := []*stepwise.Agent{{Name: "bench", Model: model},
+		{Name: "bench-budget", Model: model, Context: stepwise.ContextPolicy{TokenBudget: budget}}}
 	st := openSQLite(b)
-	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{agent}})
+	e, err := stepwise.New(stepwise.Config{Store: st, Agents: agents})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer e.Close()
 	sid := fillSession(b, e, n)
 	ctx := context.Background()
-	run := func(b *testing.B, session func() string, want int64) {
+	start := time.Now()
+	if _, err := e.ContextPreview(ctx, sid, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	firstBuild := time.Since(start)
+	run := func(b *testing.B, agent string, session func() string, want int64) {
 		var toFirst time.Duration
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
@@ -56,7 +66,7 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 			model.first.Store(0)
 			b.StartTimer()
 			start := time.Now()
-			r, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "bench", SessionID: id, Input: "next"}))
+			r, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: agent, SessionID: id, Input: "next"}))
 			b.StopTimer()
 			if err != nil || r.Status != steptype.RunCompleted {
 				b.Fatal(err, r)
@@ -65,7 +75,7 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 			if first == 0 {
 				b.Fatal("no model request")
 			}
-			if got := model.msgs.Load(); got < want {
+			if got := model.msgs.Load(); got < want || agent == "bench-budget" && got > budget/4 {
 				b.Fatalf("first request has %d messages, want at least %d", got, want)
 			}
 			toFirst += time.Duration(first - start.UnixNano())
@@ -73,41 +83,53 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 		}
 		// The time to the first request, not the whole run (ns/op).
 		b.ReportMetric(float64(toFirst.Microseconds())/1000/float64(b.N), "ms-to-first-request")
+		b.ReportMetric(float64(firstBuild.Microseconds())/1000, "ms-first-build")
 	}
-	b.Run(fmt.Sprintf("turn-%d", n), func(b *testing.B) {
-		// Each op adds one turn (user + assistant): the session grows by
-		// 2·b.N steps, negligible against n.
-		run(b, func() string { return sid }, n+1)
-	})
-	b.Run(fmt.Sprintf("fork-%d-at-%d", n, n/2), func(b *testing.B) {
-		run(b, func() string {
-			f, err := e.Fork(ctx, stepwise.ForkParams{SessionID: sid, At: n / 2})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return f.ID
-		}, n/2+1)
-	})
+	fork := func() string {
+		f, err := e.Fork(ctx, stepwise.ForkParams{SessionID: sid, At: n / 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return f.ID
+	}
+	for _, agent := range []string{"bench", "bench-budget"} {
+		suffix, want := "", int64(n+1)
+		if agent == "bench-budget" {
+			suffix, want = "-budget", 2
+		}
+		b.Run(fmt.Sprintf("turn-%d%s", n, suffix), func(b *testing.B) {
+			// Each op adds one turn (user + assistant): the session grows by
+			// 2·b.N steps, negligible against n.
+			run(b, agent, func() string { return sid }, want)
+		})
+		if agent == "bench-budget" {
+			want = 2
+		} else {
+			want = n/2 + 1
+		}
+		b.Run(fmt.Sprintf("fork-%d-at-%d%s", n, n/2, suffix), func(b *testing.B) {
+			run(b, agent, fork, want)
+		})
+	}
 	// Where the time goes: reading and decoding the steps alone, and the
-	// context rebuild (read + conversation with its hash chain) alone.
-	fork, err := e.Fork(ctx, stepwise.ForkParams{SessionID: sid, At: n / 2})
-	if err != nil {
-		b.Fatal(err)
-	}
+	// context build (read + conversation) alone.
+	f := fork()
 	b.Run(fmt.Sprintf("fork-read-%d", n/2), func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			steps, err := st.StepList(ctx, &store.StepListParams{SessionID: fork.ID})
+			steps, err := st.StepList(ctx, &store.StepListParams{SessionID: f})
 			if err != nil || len(steps) != n/2 {
 				b.Fatal(err, len(steps))
 			}
 		}
 	})
-	b.Run(fmt.Sprintf("fork-context-%d", n/2), func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			req, err := e.ContextPreview(ctx, fork.ID, "bench")
-			if err != nil || len(req.Messages) != n/2 {
-				b.Fatal(err)
+	for _, agent := range []string{"bench", "bench-budget"} {
+		b.Run(fmt.Sprintf("fork-context-%d-%s", n/2, agent), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				req, err := e.ContextPreview(ctx, f, agent)
+				if err != nil || agent == "bench" && len(req.Messages) != n/2 {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
