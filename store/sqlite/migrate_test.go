@@ -38,6 +38,7 @@ func TestMigrateRunInvariants(t *testing.T) {
 	// the defect's data.
 	db := mustRawDB(t, path)
 	for _, q := range []string{
+		`DROP TABLE context_checkpoints`, `DELETE FROM stepwise_schema WHERE version_id = 70`,
 		`DROP TRIGGER runs_agent_stats_delete`, `DROP TRIGGER runs_agent_stats_change`, `DROP TRIGGER runs_agent_stats_insert`,
 		`DROP TABLE agent_run_stats`, `DELETE FROM stepwise_schema WHERE version_id = 66`,
 		`DROP INDEX runs_waiting`, `DROP TRIGGER runs_stats_delete`, `DROP TRIGGER runs_stats_status`, `DROP TRIGGER runs_stats_insert`,
