@@ -78,18 +78,6 @@ func (x *execution) needsApproval(call ToolCall) bool {
 	return !x.allowed[call.Name]
 }
 
-// loadInputs restores the approval decisions and pending requests of the
-// run, and the tools allowed for the session, from steps.
-func (x *execution) loadInputs(steps []*Step) {
-	x.approvals, x.waiting, x.allowed = map[string]ApprovalAnswer{}, map[string]bool{}, map[string]bool{}
-	for _, s := range steps {
-		if name, ok := allowedBy(s); ok {
-			x.allowed[name] = true
-		}
-		x.noteRunInput(s)
-	}
-}
-
 // allowedBy returns the tool an answered approval step allowed "always"
 // for the session.
 func allowedBy(s *Step) (string, bool) {
