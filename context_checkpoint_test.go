@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
+	"github.com/stepwise-run/stepwise/store/sqlite"
 )
 
 // plainStore hides a store's ContextCheckpointStore: an engine on it
@@ -215,9 +217,22 @@ func build(t *testing.T, e *Engine, a Agent, sessionID string, before int64) bui
 func TestContextCheckpointExact(t *testing.T) {
 	defer func(k int) { checkpointEvery = k }(checkpointEvery)
 	checkpointEvery = 3
+	t.Run("memory", func(t *testing.T) { testCheckpointExact(t, memory.New(), 120) })
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "exact.db")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testCheckpointExact(t, st, 50)
+	})
+}
+
+// testCheckpointExact runs TestContextCheckpointExact on st with a root
+// session of about n steps (forks grow by fractions of n).
+func testCheckpointExact(t *testing.T, st store.Driver, n int) {
+	defer st.Close()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
-	st := memory.New()
 	ctx := t.Context()
 	g := &logGen{t: t, st: st, rng: rand.New(rand.NewPCG(uint64(seed), 17))}
 	withCP, err := New(Config{Store: st})
@@ -249,19 +264,19 @@ func TestContextCheckpointExact(t *testing.T) {
 		return s.LastSequence
 	}
 	mk("root")
-	g.grow("root", 120)
+	g.grow("root", n)
 	fork("f1", "root", last("root")/2)
-	g.grow("f1", 60)
-	fork("f2", "f1", last("f1")-10) // a fork of a fork, in f1's own steps
+	g.grow("f1", n/2)
+	fork("f2", "f1", last("f1")-5) // a fork of a fork, in f1's own steps
 	g.wait = true
-	g.grow("f2", 40)
+	g.grow("f2", n/3)
 	if g.wait {
 		g.waiting = append(g.waiting, g.append("f2", &Step{Kind: steptype.KindInput, Role: steptype.RoleUser, Status: steptype.StepWaiting,
 			Inputs: json.RawMessage(`{"prompt":"name?"}`)}))
 		g.grow("f2", 5)
 	}
 	fork("f3", "f1", last("root")/3) // in f1's inherited steps
-	g.grow("f3", 40)
+	g.grow("f3", n/3)
 
 	// Budgets first: a build without one replaces wrong checkpoints it
 	// meets (see fullBuild), which would hide them from the others.
@@ -309,7 +324,7 @@ func TestContextCheckpointExact(t *testing.T) {
 		}
 		saved += len(cps)
 	}
-	if saved < 20 {
+	if saved < n/6 {
 		t.Fatalf("only %d checkpoints saved: the comparison did not exercise them", saved)
 	}
 	// Answering a waiting step changes the context after it: checkpoints
@@ -322,9 +337,9 @@ func TestContextCheckpointExact(t *testing.T) {
 	compare("second pass, waiting steps answered", true)
 	// A truncation removes the checkpoints after the cut; new steps there
 	// are built from the ones before.
-	if _, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: "f2", StartSeq: last("f2") - 15}); err != nil {
+	if _, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: "f2", StartSeq: last("f2") - 10}); err != nil {
 		t.Fatal(err)
 	}
-	g.grow("f2", 30)
+	g.grow("f2", n/4)
 	compare("after truncating f2", true)
 }
