@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -13,10 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
+	"github.com/stepwise-run/stepwise/store/postgres"
 	"github.com/stepwise-run/stepwise/store/sqlite"
 )
 
@@ -217,6 +221,8 @@ func build(t *testing.T, e *Engine, a Agent, sessionID string, before int64) bui
 func TestContextCheckpointExact(t *testing.T) {
 	defer func(k int) { checkpointEvery = k }(checkpointEvery)
 	checkpointEvery = 3
+	// Memory, SQLite and PostgreSQL, each with its own size (a build
+	// costs a few queries per cut point on PostgreSQL).
 	t.Run("memory", func(t *testing.T) { testCheckpointExact(t, memory.New(), 120) })
 	t.Run("sqlite", func(t *testing.T) {
 		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "exact.db")})
@@ -224,6 +230,27 @@ func TestContextCheckpointExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		testCheckpointExact(t, st, 50)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := os.Getenv("STEPWISE_TEST_POSTGRES")
+		if dsn == "" {
+			if os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
+				t.Fatal("STEPWISE_TEST_POSTGRES is not set")
+			}
+			t.Skip("set STEPWISE_TEST_POSTGRES to a PostgreSQL DSN (./scripts/test starts one)")
+		}
+		schema := fmt.Sprintf("stepwise_exact_%d", time.Now().UnixNano())
+		st, err := postgres.Open(t.Context(), postgres.Config{DSN: dsn, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if c, err := pgx.Connect(context.Background(), dsn); err == nil {
+				_, _ = c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+				c.Close(context.Background())
+			}
+		})
+		testCheckpointExact(t, st, 30)
 	})
 }
 
