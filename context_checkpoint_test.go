@@ -185,7 +185,7 @@ func build(t *testing.T, e *Engine, a Agent, sessionID string, before int64) bui
 	if err := x.load(t.Context()); err != nil {
 		t.Fatalf("load %s before %d: %v", sessionID, before, err)
 	}
-	b.Pending = x.conv.pendingToolCalls()
+	b.Pending = x.conv.pendingToolCalls(nil)
 	if x.conv.lastAssistant != nil {
 		b.Assistant = x.conv.lastAssistant.Sequence
 	}
