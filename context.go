@@ -95,6 +95,9 @@ func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 		}
 	}
 	out := msgs[c.trimmed-c.base:]
+	if out == nil {
+		out = []llm.Message{} // none loaded: empty as a full build's, not null
+	}
 	if c.summary != "" {
 		out = append([]llm.Message{summaryMessage(c.summary)}, out...)
 	}

@@ -259,6 +259,9 @@ func TestContextCheckpointExact(t *testing.T) {
 func testCheckpointExact(t *testing.T, st store.Driver, n int) {
 	defer st.Close()
 	seed := time.Now().UnixNano()
+	if v := os.Getenv("STEPWISE_TEST_SEED"); v != "" { // to replay a logged seed
+		fmt.Sscan(v, &seed)
+	}
 	t.Logf("seed %d", seed)
 	ctx := t.Context()
 	g := &logGen{t: t, st: st, rng: rand.New(rand.NewPCG(uint64(seed), 17))}
