@@ -99,8 +99,7 @@ func (s *Store) StepImport(ctx context.Context, p *store.StepImportParams) error
 		want[is.Step.ID] = is.Body
 	}
 	_, err = inTx(s, ctx, func(tx *wtx) (struct{}, error) {
-		rows, err := tx.Query(ctx, stepInsertSQL+` ON CONFLICT (id) DO NOTHING RETURNING id`,
-			c.ids, c.sessions, c.seqs, c.runs, c.kinds, c.statuses, c.hops, c.created, c.bodies, c.expires)
+		rows, err := tx.Query(ctx, stepInsertSQL+` ON CONFLICT (id) DO NOTHING RETURNING id`, c.args()...)
 		if err != nil {
 			return struct{}{}, err
 		}

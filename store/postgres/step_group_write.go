@@ -76,7 +76,7 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 	b := &pgx.Batch{}
 	c := &g.cols
 	if len(c.ids) > 0 {
-		b.Queue(stepInsertSQL, c.ids, c.sessions, c.seqs, c.runs, c.kinds, c.statuses, c.hops, c.created, c.bodies, c.expires)
+		b.Queue(stepInsertSQL, c.args()...)
 	}
 	switch len(g.sessOrder) {
 	case 0:

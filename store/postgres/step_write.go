@@ -14,8 +14,13 @@ import (
 // session lock, and an id inserted since (by an append to another session)
 // violates the primary key, which aborts the transaction before its
 // pipelined COMMIT; the append then runs again and returns the stored row.
-const stepInsertSQL = `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body, expires_at)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bigint[], $9::bytea[], $10::bigint[])`
+// The role and usage columns (migration 00070) are what the body says,
+// filled from the step here so the rollup and totals triggers read them
+// without parsing the body.
+const stepInsertSQL = `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body, expires_at,
+		role, input_tokens, output_tokens, cached_tokens, cost)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bigint[], $9::bytea[], $10::bigint[],
+		$11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::float8[])`
 
 const sessionTotalsSQL = `UPDATE sessions SET last_seq = $1, input_tokens = $2, output_tokens = $3, cost = $4, updated_at = $5 WHERE id = $6`
 
@@ -83,10 +88,18 @@ func placedSteps(placed []appended) ([]*steptype.Step, error) {
 
 // stepColumns accumulates the steps to insert, column by column.
 type stepColumns struct {
-	ids, sessions, runs, kinds, statuses []string
-	seqs, created, expires               []int64
-	hops                                 []int32
-	bodies                               [][]byte
+	ids, sessions, runs, kinds, statuses, roles []string
+	seqs, created, expires                      []int64
+	inTok, outTok, cachedTok                    []int64
+	cost                                        []float64
+	hops                                        []int32
+	bodies                                      [][]byte
+}
+
+// args returns the parameters of stepInsertSQL.
+func (c *stepColumns) args() []any {
+	return []any{c.ids, c.sessions, c.seqs, c.runs, c.kinds, c.statuses, c.hops, c.created, c.bodies, c.expires,
+		c.roles, c.inTok, c.outTok, c.cachedTok, c.cost}
 }
 
 func (c *stepColumns) add(st *steptype.Step, seq int64, body []byte) {
@@ -95,6 +108,9 @@ func (c *stepColumns) add(st *steptype.Step, seq int64, body []byte) {
 	c.seqs, c.created, c.hops = append(c.seqs, seq), append(c.created, nanos(st.CreatedAt)), append(c.hops, int32(st.Hop))
 	c.bodies = append(c.bodies, body)
 	c.expires = append(c.expires, rules.ExpiryNanos(st))
+	m := &st.Metrics
+	c.roles, c.cost = append(c.roles, string(st.Role)), append(c.cost, m.Cost)
+	c.inTok, c.outTok, c.cachedTok = append(c.inTok, m.InputTokens), append(c.outTok, m.OutputTokens), append(c.cachedTok, m.CachedTokens)
 }
 
 // StepTruncate implements store.Store.

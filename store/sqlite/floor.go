@@ -13,8 +13,9 @@ import (
 // Floor measures the physical floor of a durable step on the database at
 // path, a Stepwise database that holds at least one step of a run: n raw
 // transactions, each exactly what one committed step writes (BEGIN
-// IMMEDIATE, one INSERT into steps with the body of the file's last step, the
-// run's UPDATE and the session's UPDATE, COMMIT), through the same driver,
+// IMMEDIATE, one INSERT into steps with the body, role and usage of the
+// file's last step, the run's UPDATE and the session's UPDATE, COMMIT),
+// through the same driver,
 // DSN, WAL mode and synchronous level as the store, with no engine, no JSON
 // and no writer goroutine. It returns the mean time per transaction. The
 // database must not be open in a Store: the rows it adds stay in the file.
@@ -46,10 +47,13 @@ func Floor(ctx context.Context, path, synchronous string, n int) (time.Duration,
 		return 0, err
 	}
 	defer st.close()
-	var sessionID, runID, kind, status string
+	var sessionID, runID, kind, status, role string
 	var body []byte
-	err = conn.QueryRowContext(ctx, `SELECT session_id, run_id, kind, status, body FROM steps
-		WHERE run_id <> '' ORDER BY rowid DESC LIMIT 1`).Scan(&sessionID, &runID, &kind, &status, &body)
+	var inTok, outTok, cachedTok int64
+	var cost float64
+	err = conn.QueryRowContext(ctx, `SELECT session_id, run_id, kind, status, body, role, input_tokens, output_tokens, cached_tokens, cost
+		FROM steps WHERE run_id <> '' ORDER BY rowid DESC LIMIT 1`).Scan(&sessionID, &runID, &kind, &status, &body,
+		&role, &inTok, &outTok, &cachedTok, &cost)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: floor: a step of a run: %w", err)
 	}
@@ -72,7 +76,7 @@ func Floor(ctx context.Context, path, synchronous string, n int) (time.Duration,
 			return 0, err
 		}
 		_, err := st.stepInsert.ExecContext(ctx, fmt.Sprintf("floor-%d-%d", now, i), sessionID, seq, runID, kind,
-			status, 0, now, body, 0)
+			status, 0, now, body, 0, role, inTok, outTok, cachedTok, cost)
 		if err == nil {
 			_, err = st.runUpdateLight.ExecContext(ctx, cursor, state, "", nil, seq, opts, now, 0, runID)
 		}

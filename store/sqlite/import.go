@@ -89,7 +89,8 @@ func (s *Store) StepImport(ctx context.Context, p *store.StepImportParams) error
 				checked[in.SessionID] = true
 			}
 			res, err := tx.st.stepInsert.ExecContext(bg, in.ID, in.SessionID, in.Sequence, in.RunID, string(in.Kind),
-				string(in.Status), in.Hop, nanos(in.CreatedAt), is.Body, rules.ExpiryNanos(in))
+				string(in.Status), in.Hop, nanos(in.CreatedAt), is.Body, rules.ExpiryNanos(in),
+				string(in.Role), in.Metrics.InputTokens, in.Metrics.OutputTokens, in.Metrics.CachedTokens, in.Metrics.Cost)
 			if isUnique(err) {
 				return struct{}{}, rules.Conflict("session %q holds another step at sequence %d", in.SessionID, in.Sequence)
 			}

@@ -88,7 +88,8 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, no
 			return nil, err
 		}
 		res, err := tx.st.stepInsert.ExecContext(bg, in.ID, in.SessionID, seq, in.RunID, string(in.Kind),
-			string(in.Status), in.Hop, nanos(in.CreatedAt), body, rules.ExpiryNanos(in))
+			string(in.Status), in.Hop, nanos(in.CreatedAt), body, rules.ExpiryNanos(in),
+			string(in.Role), in.Metrics.InputTokens, in.Metrics.OutputTokens, in.Metrics.CachedTokens, in.Metrics.Cost)
 		if err != nil {
 			return nil, err
 		}

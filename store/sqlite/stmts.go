@@ -38,8 +38,9 @@ func prepare(ctx context.Context, conn *sql.Conn) (*stmts, error) {
 		{&st.sessionAppend, `UPDATE sessions SET last_seq = ?, input_tokens = ?, output_tokens = ?, cost = ?, updated_at = ? WHERE id = ?`},
 		{&st.sessionForks, `SELECT fork_sequence FROM sessions WHERE parent_session_id = ?`},
 		{&st.stepBody, `SELECT body FROM steps WHERE id = ?`},
-		{&st.stepInsert, `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{&st.stepInsert, `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body, expires_at,
+			role, input_tokens, output_tokens, cached_tokens, cost)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{&st.stepForResolve, `SELECT body, run_id FROM steps WHERE id = ?`},
 		{&st.stepResolve, `UPDATE steps SET status = ?, body = ? WHERE id = ?`},
 		{&st.stepWaiting, `SELECT EXISTS (SELECT 1 FROM steps WHERE run_id = ? AND status = 'waiting')`},
