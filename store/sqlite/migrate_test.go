@@ -1,9 +1,12 @@
 package sqlite_test
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,13 +33,16 @@ func TestMigrateRunInvariants(t *testing.T) {
 	}
 	in := &steptype.Step{ID: "ask", SessionID: "s", RunID: "first", Kind: steptype.KindInput, Status: steptype.StepWaiting,
 		Inputs: []byte(`{"prompt":"?","expires_at":"` + t0.Add(time.Minute).Format(time.RFC3339Nano) + `"}`)}
-	if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{in}}); err != nil {
+	used := &steptype.Step{ID: "used", SessionID: "s", Kind: steptype.KindLLM, Status: steptype.StepCompleted, Role: steptype.RoleAssistant,
+		Metrics: steptype.Metrics{InputTokens: 120, OutputTokens: 7, CachedTokens: 100, Cost: 0.25}}
+	if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{in, used}}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 	// Back to the schema before migration 40 (and the later ones), with
 	// the defect's data.
 	db := mustRawDB(t, path)
+	downTo(t, db, "00070_step_usage_columns.sql")
 	for _, q := range []string{
 		`DROP TABLE context_checkpoints`, `DELETE FROM stepwise_schema WHERE version_id = 70`,
 		`DROP TRIGGER runs_agent_stats_delete`, `DROP TRIGGER runs_agent_stats_change`, `DROP TRIGGER runs_agent_stats_insert`,
@@ -64,8 +70,15 @@ func TestMigrateRunInvariants(t *testing.T) {
 	}
 	// Migration 65 counted the rows written before it.
 	stats, err := st.SessionStats(ctx, &store.SessionStatsParams{ID: "s"})
-	if err != nil || fmt.Sprint(stats.Runs) != "map[cancelled:1 waiting:1]" || len(stats.Steps) != 1 || stats.Steps[0].Kind != steptype.KindInput || stats.Steps[0].Steps != 1 {
+	if err != nil || fmt.Sprint(stats.Runs) != "map[cancelled:1 waiting:1]" || len(stats.Steps) != 2 || stats.Steps[0].Kind != steptype.KindInput || stats.Steps[0].Steps != 1 ||
+		stats.Steps[1].InputTokens != 120 || stats.Steps[1].Role != steptype.RoleAssistant {
 		t.Fatalf("session stats after the upgrade = %+v, %v", stats, err)
+	}
+	// Migration 70 filled the usage columns from the bodies.
+	var cols string
+	if err := mustRawDB(t, path).QueryRow(`SELECT group_concat(id || ':' || role || ':' || input_tokens || ':' || output_tokens || ':' ||
+		cached_tokens || ':' || cost, ' ') FROM (SELECT * FROM steps ORDER BY sequence)`).Scan(&cols); err != nil || cols != "ask::0:0:0:0.0 used:assistant:120:7:100:0.25" {
+		t.Fatalf("usage columns after the upgrade = %q, %v", cols, err)
 	}
 	due, err := st.StepExpiring(ctx, &store.StepExpiringParams{Before: t0.Add(time.Hour)})
 	if err != nil || len(due) != 1 || due[0].ID != "ask" {
@@ -74,5 +87,21 @@ func TestMigrateRunInvariants(t *testing.T) {
 	_, err = st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "third", SessionID: "s", Agent: "a"}})
 	if !errors.Is(err, store.ErrSessionBusy) {
 		t.Fatalf("a third run after the upgrade: %v, want ErrSessionBusy", err)
+	}
+}
+
+// downTo runs the Down section of migration file name on db.
+func downTo(t *testing.T, db *sql.DB, name string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("migrations", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, down, ok := strings.Cut(string(b), "-- +goose Down")
+	if !ok {
+		t.Fatalf("%s has no Down section", name)
+	}
+	if _, err := db.Exec(down); err != nil {
+		t.Fatalf("%s down: %v", name, err)
 	}
 }

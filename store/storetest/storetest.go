@@ -89,6 +89,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		{"RunLatest", testRunLatest},
 		{"SessionStats", testSessionStats},
 		{"Checkpoints", testCheckpoints},
+		{"TotalsEveryPath", testTotalsEveryPath},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
