@@ -37,6 +37,9 @@ func TestMigrateFromPreviousRelease(t *testing.T) {
 	for i, content := range []string{"what is the capital of France?", "Paris."} {
 		s := &steptype.Step{ID: []string{"old-1", "old-2"}[i], SessionID: "old", RunID: "old-run", Sequence: int64(i + 1),
 			Kind: steptype.KindUser, Status: steptype.StepCompleted, Role: steptype.RoleUser, Content: content, CreatedAt: now}
+		if i == 1 {
+			s.Metrics = steptype.Metrics{InputTokens: 120, OutputTokens: 7, CachedTokens: 100, Cost: 0.25}
+		}
 		body, err := json.Marshal(s)
 		if err != nil {
 			t.Fatal(err)
@@ -74,6 +77,13 @@ func TestMigrateFromPreviousRelease(t *testing.T) {
 	if r, err := st.RunGet(ctx, &store.RunGetParams{ID: "old-run"}); err != nil || r.Status != steptype.RunCompleted || r.StepCount != 2 {
 		t.Errorf("old run after the upgrade: %+v %v", r, err)
 	}
+	// Migration 70 filled the usage columns from the bodies, and the
+	// totals (migration 65) agree with them.
+	var cols string
+	if err := conn.QueryRow(ctx, `SELECT string_agg(id || ':' || role || ':' || input_tokens || ':' || output_tokens || ':' ||
+		cached_tokens || ':' || cost, ' ' ORDER BY sequence) FROM steps`).Scan(&cols); err != nil || cols != "old-1:user:0:0:0:0 old-2:user:120:7:100:0.25" {
+		t.Errorf("usage columns after the upgrade = %q, %v", cols, err)
+	}
 	// The new tables work on the old rows.
 	if _, err := st.EvalPut(ctx, &store.EvalPutParams{Eval: &store.Eval{ID: "ev", TargetKind: store.TargetStep, TargetID: "old-2",
 		Name: "correct", Source: store.SourceUser, Score: 1}}); err != nil {
@@ -94,6 +104,14 @@ func TestMigrateFromPreviousRelease(t *testing.T) {
 	if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{{ID: "new-3", SessionID: "old",
 		Kind: steptype.KindUser, Status: steptype.StepCompleted}}}); err != nil {
 		t.Errorf("append after the upgrade: %v", err)
+	}
+	// Deleting the old step with usage takes its usage off the totals.
+	if _, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: "old", StartSeq: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if stats, err := st.SessionStats(ctx, &store.SessionStatsParams{ID: "old"}); err != nil ||
+		len(stats.Steps) != 1 || stats.Steps[0].Steps != 1 || stats.Steps[0].InputTokens != 0 || stats.Steps[0].Cost != 0 {
+		t.Errorf("stats after truncating the old step with usage = %+v, %v", stats, err)
 	}
 	// Opening again finds nothing to do.
 	open(t, cfg)
