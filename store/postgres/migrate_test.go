@@ -77,11 +77,12 @@ func TestMigrateFromPreviousRelease(t *testing.T) {
 	if r, err := st.RunGet(ctx, &store.RunGetParams{ID: "old-run"}); err != nil || r.Status != steptype.RunCompleted || r.StepCount != 2 {
 		t.Errorf("old run after the upgrade: %+v %v", r, err)
 	}
-	// Migration 70 filled the usage columns from the bodies, and the
+	// Migration 70 filled the usage columns from the bodies (zeros as
+	// NULL), and the
 	// totals (migration 65) agree with them.
 	var cols string
-	if err := conn.QueryRow(ctx, `SELECT string_agg(id || ':' || role || ':' || input_tokens || ':' || output_tokens || ':' ||
-		cached_tokens || ':' || cost, ' ' ORDER BY sequence) FROM steps`).Scan(&cols); err != nil || cols != "old-1:user:0:0:0:0 old-2:user:120:7:100:0.25" {
+	if err := conn.QueryRow(ctx, `SELECT string_agg(format('%s:%s:%s:%s:%s:%s', id, role, input_tokens, output_tokens, cached_tokens, cost), ' ' ORDER BY sequence)
+		FROM steps`).Scan(&cols); err != nil || cols != "old-1:user:::: old-2:user:120:7:100:0.25" {
 		t.Errorf("usage columns after the upgrade = %q, %v", cols, err)
 	}
 	// The new tables work on the old rows.

@@ -16,11 +16,14 @@ import (
 // pipelined COMMIT; the append then runs again and returns the stored row.
 // The role and usage columns (migration 00070) are what the body says,
 // filled from the step here so the rollup and totals triggers read them
-// without parsing the body.
+// without parsing the body; an empty role and zeros are stored as NULL.
 const stepInsertSQL = `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body, expires_at,
 		role, input_tokens, output_tokens, cached_tokens, cost)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bigint[], $9::bytea[], $10::bigint[],
-		$11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::float8[])`
+	SELECT id, sid, seq, run, kind, status, hop, created, body, expires,
+		NULLIF(role, ''), NULLIF(it, 0), NULLIF(ot, 0), NULLIF(ct, 0), NULLIF(cost, 0)
+	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bigint[], $9::bytea[], $10::bigint[],
+		$11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::float8[])
+		AS u(id, sid, seq, run, kind, status, hop, created, body, expires, role, it, ot, ct, cost)`
 
 const sessionTotalsSQL = `UPDATE sessions SET last_seq = $1, input_tokens = $2, output_tokens = $3, cost = $4, updated_at = $5 WHERE id = $6`
 
