@@ -77,7 +77,7 @@ func TestMigrateFromPreviousRelease(t *testing.T) {
 	if r, err := st.RunGet(ctx, &store.RunGetParams{ID: "old-run"}); err != nil || r.Status != steptype.RunCompleted || r.StepCount != 2 {
 		t.Errorf("old run after the upgrade: %+v %v", r, err)
 	}
-	// Migration 70 filled the usage columns from the bodies (zeros as
+	// Migration 75 filled the usage columns from the bodies (zeros as
 	// NULL), and the
 	// totals (migration 65) agree with them.
 	var cols string

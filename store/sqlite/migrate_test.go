@@ -42,8 +42,9 @@ func TestMigrateRunInvariants(t *testing.T) {
 	// Back to the schema before migration 40 (and the later ones), with
 	// the defect's data.
 	db := mustRawDB(t, path)
-	downTo(t, db, "00070_step_usage_columns.sql")
+	downTo(t, db, "00075_step_usage_columns.sql")
 	for _, q := range []string{
+		`DELETE FROM stepwise_schema WHERE version_id = 75`,
 		`DROP TABLE context_checkpoints`, `DELETE FROM stepwise_schema WHERE version_id = 70`,
 		`DROP TRIGGER runs_agent_stats_delete`, `DROP TRIGGER runs_agent_stats_change`, `DROP TRIGGER runs_agent_stats_insert`,
 		`DROP TABLE agent_run_stats`, `DELETE FROM stepwise_schema WHERE version_id = 66`,
@@ -74,7 +75,7 @@ func TestMigrateRunInvariants(t *testing.T) {
 		stats.Steps[1].InputTokens != 120 || stats.Steps[1].Role != steptype.RoleAssistant {
 		t.Fatalf("session stats after the upgrade = %+v, %v", stats, err)
 	}
-	// Migration 70 filled the usage columns from the bodies.
+	// Migration 75 filled the usage columns from the bodies.
 	var cols string
 	if err := mustRawDB(t, path).QueryRow(`SELECT group_concat(id || ':' || role || ':' || input_tokens || ':' || output_tokens || ':' ||
 		cached_tokens || ':' || cost, ' ') FROM (SELECT * FROM steps ORDER BY sequence)`).Scan(&cols); err != nil || cols != "ask::0:0:0:0.0 used:assistant:120:7:100:0.25" {
