@@ -10,12 +10,17 @@ import (
 
 var _ store.MetricsStore = (*Store)(nil)
 
+// The aggregate queries below join a row to its session only for a
+// metadata split (SPLITJOIN), and look its agent up only for an agent
+// filter (AGENT): without either, they read their index alone. KEY is the
+// split value of a row (?6 itself, "", without a split).
+
 // metricsStepsSQL aggregates the steps of a range (the partial minutes at
 // the edges of a query; index steps_created, migration 00030), first per
-// run so that the joins to runs (agent) and sessions (split key) happen
-// once per run and bucket, not once per step. Placeholders: ?1 start of
-// the first bucket, ?2 bucket width, ?3 from, ?4 to (nanoseconds), ?5 agent
-// or "", ?6 the JSON path of the split key or "".
+// run so that the lookups of the agent and the split key happen once per
+// run and bucket, not once per step. Placeholders: ?1 start of the first
+// bucket, ?2 bucket width, ?3 from, ?4 to (nanoseconds), ?5 agent or "",
+// ?6 the JSON path of the split key or "".
 const metricsStepsSQL = `WITH s AS (
 	SELECT (created_at - ?1) / ?2 AS b, session_id, run_id, count(*) AS n,
 		sum(kind = 'error' OR status = 'failed') AS e,
@@ -25,45 +30,60 @@ const metricsStepsSQL = `WITH s AS (
 		FROM steps INDEXED BY steps_created WHERE created_at >= ?3 AND created_at < ?4)
 	GROUP BY b, session_id, run_id)
 SELECT s.b, KEY, sum(s.n), sum(s.e), sum(s.it), sum(s.ot), sum(s.c)
-FROM s JOIN sessions ses ON ses.id = s.session_id
-LEFT JOIN runs r ON r.id = s.run_id
-WHERE ?5 = '' OR coalesce(r.agent, ses.agent) = ?5
+FROM s SPLITJOIN
+WHERE AGENT
 GROUP BY 1, 2`
 
 // metricsRollupsSQL aggregates the per-minute rollups of whole minutes
 // (table step_rollups, maintained by triggers); same placeholders, ?3 and ?4
 // on minute boundaries.
-const metricsRollupsSQL = `SELECT (ro.minute - ?1) / ?2, KEY, sum(ro.steps), sum(ro.errors),
-	sum(ro.input_tokens), sum(ro.output_tokens), sum(ro.cost)
-FROM step_rollups ro JOIN sessions ses ON ses.id = ro.session_id
-LEFT JOIN runs r ON r.id = ro.run_id
-WHERE ro.minute >= ?3 AND ro.minute < ?4 AND (?5 = '' OR coalesce(r.agent, ses.agent) = ?5)
+const metricsRollupsSQL = `SELECT (s.minute - ?1) / ?2, KEY, sum(s.steps), sum(s.errors),
+	sum(s.input_tokens), sum(s.output_tokens), sum(s.cost)
+FROM step_rollups s SPLITJOIN
+WHERE s.minute >= ?3 AND s.minute < ?4 AND AGENT
 GROUP BY 1, 2`
 
-// metricsRunsSQL lists the runs finished in the range (index runs_finished);
-// the percentiles are computed by the builder.
-const metricsRunsSQL = `SELECT (r.finished_at - ?1) / ?2, KEY, r.status = 'failed',
-	(r.finished_at - r.created_at)
-FROM runs r JOIN sessions ses ON ses.id = r.session_id
-WHERE r.finished_at >= ?3 AND r.finished_at < ?4 AND r.finished_at > 0 AND (?5 = '' OR r.agent = ?5)`
+// metricsRunsSQL lists the runs finished in the range (index runs_finished,
+// which covers it without a split); the percentiles are computed by the
+// builder.
+const metricsRunsSQL = `SELECT (s.finished_at - ?1) / ?2, KEY, s.status = 'failed',
+	(s.finished_at - s.created_at)
+FROM runs s INDEXED BY runs_finished SPLITJOIN
+WHERE s.finished_at >= ?3 AND s.finished_at < ?4 AND s.finished_at > 0 AND (?5 = '' OR s.agent = ?5)`
 
 // metricsEvalsSQL sums eval scores per bucket (index evals_created).
-const metricsEvalsSQL = `SELECT (e.created_at - ?1) / ?2 AS b, KEY, sum(e.score), count(*)
-FROM evals e JOIN sessions ses ON ses.id = e.session_id
-LEFT JOIN runs r ON r.id = e.run_id AND e.run_id <> ''
-WHERE e.created_at >= ?3 AND e.created_at < ?4 AND (?5 = '' OR coalesce(r.agent, ses.agent) = ?5)
+const metricsEvalsSQL = `SELECT (s.created_at - ?1) / ?2 AS b, KEY, sum(s.score), count(*)
+FROM evals s SPLITJOIN
+WHERE s.created_at >= ?3 AND s.created_at < ?4 AND AGENT
 GROUP BY 1, 2`
 
-// Metrics implements store.MetricsStore with three aggregate queries on the
+// metricsAgentSQL is the agent filter of a row s with a session_id and a
+// run_id: the run's agent, or the session's for a row outside a run.
+const metricsAgentSQL = `coalesce((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
+	(SELECT ses.agent FROM sessions ses WHERE ses.id = s.session_id)) = ?5`
+
+// metricsSQL returns text with its SPLITJOIN, KEY and AGENT parts for p.
+func metricsSQL(text string, p *store.MetricsParams) string {
+	join, key, agent := "", "?6", "?5 = ''"
+	if p.Split != "" {
+		join = "JOIN sessions ses ON ses.id = s.session_id"
+		key = "coalesce(CAST(ses.metadata AS TEXT) -> ?6, '')"
+	}
+	if p.Agent != "" {
+		agent = metricsAgentSQL
+	}
+	return strings.NewReplacer("SPLITJOIN", join, "KEY", key, "AGENT", agent).Replace(text)
+}
+
+// Metrics implements store.MetricsStore with four aggregate queries on the
 // reader pool.
 func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Metrics, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
 	b := store.NewMetricsBuilder(p)
-	// ?6 is always bound (the driver wants every argument used); without
-	// a split it is "" and every key is "".
-	key := `CASE WHEN ?6 = '' THEN '' ELSE coalesce(CAST(ses.metadata AS TEXT) -> ?6, '') END`
+	// ?5 and ?6 are always bound (the driver wants every argument used);
+	// without a split ?6 is "" and so is every key.
 	path := ""
 	if p.Split != "" {
 		path = `$."` + p.Split + `"`
@@ -72,7 +92,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		return []any{nanos(p.Start()), int64(p.Bucket.Duration()), from, to, p.Agent, path}
 	}
 	q := func(sqlText string, args []any, row func(*sql.Rows) error) error {
-		rows, err := s.rdb.QueryContext(ctx, strings.Replace(sqlText, "KEY", key, 1), args...)
+		rows, err := s.rdb.QueryContext(ctx, metricsSQL(sqlText, p), args...)
 		if err != nil {
 			return mapErr(err)
 		}
