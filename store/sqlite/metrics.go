@@ -109,7 +109,6 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		k                  string
 		n, e, it, ot, runs int64
 		c                  float64
-		failed             bool
 	)
 	addSteps := func(r *sql.Rows) error {
 		if err := r.Scan(&i, &k, &n, &e, &it, &ot, &c); err != nil {
@@ -128,17 +127,18 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		}
 	}
 	all := args(nanos(p.From), nanos(p.To))
-	if err := q(metricsRunsSQL, all, func(r *sql.Rows) error {
-		var ns int64
-		if err := r.Scan(&i, &k, &failed, &ns); err != nil {
+	// The runs are the most rows (one per run finished in the range): read
+	// without a split, they carry no key column.
+	runsSQL, dest := metricsRunsSQL, []any{&i, &k, &runs, &n}
+	if p.Split == "" {
+		runsSQL, dest = strings.Replace(runsSQL, "KEY, ", "", 1), []any{&i, &runs, &n}
+	}
+	if err := q(runsSQL, all, func(r *sql.Rows) error {
+		if err := r.Scan(dest...); err != nil {
 			return err
 		}
-		runs = 0
-		if failed {
-			runs = 1
-		}
 		b.AddRuns(i, k, 1, runs)
-		b.AddLatency(i, k, float64(ns)/1e6)
+		b.AddLatency(i, k, float64(n)/1e6)
 		return nil
 	}); err != nil {
 		return nil, err
