@@ -11,15 +11,24 @@ import (
 
 var _ store.MetricsStore = (*Store)(nil)
 
-// metricsKey is the split value of a session as JSON text ($6 is the key,
-// "" without a split).
-const metricsKey = `CASE WHEN $6::text = '' THEN '' ELSE COALESCE((convert_from(ses.metadata, 'UTF8')::json -> $6::text)::text, '') END`
+// The aggregate queries below join a row to its session only for a
+// metadata split (SPLITJOIN), and look its agent up only for an agent
+// filter (AGENT): without either, they read their index alone. KEY is the
+// split value of a row ($6 itself, "", without a split).
+
+// metricsKey is the split value of a session as JSON text ($6 is the key).
+const metricsKey = `COALESCE((convert_from(ses.metadata, 'UTF8')::json -> $6::text)::text, '')`
+
+// metricsAgentSQL is the agent filter of a row s with a session_id and a
+// run_id: the run's agent, or the session's for a row outside a run.
+const metricsAgentSQL = `COALESCE((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
+	(SELECT ses2.agent FROM sessions ses2 WHERE ses2.id = s.session_id)) = $5::text`
 
 // metricsStepsSQL aggregates the steps of a range (the partial minutes at
 // the edges of a query; index steps_created, migration 00030), first per
-// run so that the joins to runs (agent) and sessions (split key) happen once
-// per run and bucket. $1 start of the first bucket, $2 bucket width, $3
-// from, $4 to (nanoseconds), $5 agent or "", $6 split key or "".
+// run so that the lookups of the agent and the split key happen once per
+// run and bucket. $1 start of the first bucket, $2 bucket width, $3 from,
+// $4 to (nanoseconds), $5 agent or "", $6 split key or "".
 const metricsStepsSQL = `WITH s AS (
 	SELECT (created_at - $1::bigint) / $2::bigint AS b, session_id, run_id, count(*) AS n,
 		count(*) FILTER (WHERE kind = 'error' OR status = 'failed') AS e,
@@ -29,38 +38,47 @@ const metricsStepsSQL = `WITH s AS (
 		FROM steps WHERE created_at >= $3::bigint AND created_at < $4::bigint) st
 	GROUP BY 1, 2, 3)
 SELECT s.b::int, KEY, sum(s.n)::bigint, sum(s.e)::bigint, sum(s.it)::bigint, sum(s.ot)::bigint, sum(s.c)::float8
-FROM s JOIN sessions ses ON ses.id = s.session_id
-LEFT JOIN runs r ON r.id = s.run_id
-WHERE $5::text = '' OR COALESCE(r.agent, ses.agent) = $5::text
+FROM s SPLITJOIN
+WHERE AGENT
 GROUP BY 1, 2`
 
 // metricsRollupsSQL aggregates the per-minute rollups of whole minutes
 // (table step_rollups, maintained by triggers); same placeholders, $3 and $4
 // on minute boundaries.
-const metricsRollupsSQL = `SELECT ((ro.minute - $1::bigint) / $2::bigint)::int, KEY, sum(ro.steps)::bigint, sum(ro.errors)::bigint,
-	sum(ro.input_tokens)::bigint, sum(ro.output_tokens)::bigint, sum(ro.cost)::float8
-FROM step_rollups ro JOIN sessions ses ON ses.id = ro.session_id
-LEFT JOIN runs r ON r.id = ro.run_id
-WHERE ro.minute >= $3::bigint AND ro.minute < $4::bigint AND ($5::text = '' OR COALESCE(r.agent, ses.agent) = $5::text)
+const metricsRollupsSQL = `SELECT ((s.minute - $1::bigint) / $2::bigint)::int, KEY, sum(s.steps)::bigint, sum(s.errors)::bigint,
+	sum(s.input_tokens)::bigint, sum(s.output_tokens)::bigint, sum(s.cost)::float8
+FROM step_rollups s SPLITJOIN
+WHERE s.minute >= $3::bigint AND s.minute < $4::bigint AND AGENT
 GROUP BY 1, 2`
 
 // metricsRunsSQL aggregates the runs finished in the range, percentiles
 // included (index runs_finished).
-const metricsRunsSQL = `SELECT ((r.finished_at - $1::bigint) / $2::bigint)::int AS b, KEY, count(*),
-	count(*) FILTER (WHERE r.status = 'failed'),
-	percentile_cont(0.5) WITHIN GROUP (ORDER BY (r.finished_at - r.created_at) / 1e6::float8),
-	percentile_cont(0.95) WITHIN GROUP (ORDER BY (r.finished_at - r.created_at) / 1e6::float8),
-	percentile_cont(0.99) WITHIN GROUP (ORDER BY (r.finished_at - r.created_at) / 1e6::float8)
-FROM runs r JOIN sessions ses ON ses.id = r.session_id
-WHERE r.finished_at >= $3::bigint AND r.finished_at < $4::bigint AND r.finished_at > 0 AND ($5::text = '' OR r.agent = $5::text)
+const metricsRunsSQL = `SELECT ((s.finished_at - $1::bigint) / $2::bigint)::int AS b, KEY, count(*),
+	count(*) FILTER (WHERE s.status = 'failed'),
+	percentile_cont(0.5) WITHIN GROUP (ORDER BY (s.finished_at - s.created_at) / 1e6::float8),
+	percentile_cont(0.95) WITHIN GROUP (ORDER BY (s.finished_at - s.created_at) / 1e6::float8),
+	percentile_cont(0.99) WITHIN GROUP (ORDER BY (s.finished_at - s.created_at) / 1e6::float8)
+FROM runs s SPLITJOIN
+WHERE s.finished_at >= $3::bigint AND s.finished_at < $4::bigint AND s.finished_at > 0 AND ($5::text = '' OR s.agent = $5::text)
 GROUP BY 1, 2`
 
 // metricsEvalsSQL sums eval scores per bucket (index evals_created).
-const metricsEvalsSQL = `SELECT ((e.created_at - $1::bigint) / $2::bigint)::int AS b, KEY, sum(e.score)::float8, count(*)
-FROM evals e JOIN sessions ses ON ses.id = e.session_id
-LEFT JOIN runs r ON r.id = e.run_id AND e.run_id <> ''
-WHERE e.created_at >= $3::bigint AND e.created_at < $4::bigint AND ($5::text = '' OR COALESCE(r.agent, ses.agent) = $5::text)
+const metricsEvalsSQL = `SELECT ((s.created_at - $1::bigint) / $2::bigint)::int AS b, KEY, sum(s.score)::float8, count(*)
+FROM evals s SPLITJOIN
+WHERE s.created_at >= $3::bigint AND s.created_at < $4::bigint AND AGENT
 GROUP BY 1, 2`
+
+// metricsSQL returns text with its SPLITJOIN, KEY and AGENT parts for p.
+func metricsSQL(text string, p *store.MetricsParams) string {
+	join, key, agent := "", "$6::text", "$5::text = ''"
+	if p.Split != "" {
+		join, key = "JOIN sessions ses ON ses.id = s.session_id", metricsKey
+	}
+	if p.Agent != "" {
+		agent = metricsAgentSQL
+	}
+	return strings.NewReplacer("SPLITJOIN", join, "KEY", key, "AGENT", agent).Replace(text)
+}
 
 // Metrics implements store.MetricsStore: every aggregate, percentiles
 // included, is computed by PostgreSQL; evals are read when the schema has
@@ -74,7 +92,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		return []any{nanos(p.Start()), int64(p.Bucket.Duration()), from, to, p.Agent, p.Split}
 	}
 	q := func(sqlText string, args []any, row func(pgx.Rows) error) error {
-		rows, err := s.pool.Query(ctx, strings.Replace(sqlText, "KEY", metricsKey, 1), args...)
+		rows, err := s.pool.Query(ctx, metricsSQL(sqlText, p), args...)
 		if err != nil {
 			return mapErr(err)
 		}
