@@ -42,3 +42,32 @@ func TestBenchFloor(t *testing.T) {
 		t.Errorf("--floor without sqlite: exit %d %q", code, errOut)
 	}
 }
+
+// `stepwise bench` runs with the collector's target of `stepwise serve`
+// (server.DefaultGCPercent) unless --gc-percent says otherwise, and
+// reports the target it ran with.
+func TestBenchGCPercent(t *testing.T) {
+	t.Setenv("GOGC", "") // as if unset: the flag decides
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{{nil, 400}, {[]string{"--gc-percent", "150"}, 150}} {
+		args := append([]string{"bench", "--store", "memory", "--steps", "50", "--json"}, tc.args...)
+		out, errOut, code := stepwise(t, t.TempDir(), args...)
+		var res struct {
+			Results []struct {
+				GCPercent int `json:"gc_percent"`
+			} `json:"results"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Results) != 1 {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+		if got := res.Results[0].GCPercent; got != tc.want {
+			t.Errorf("%v: gc_percent %d, want %d", args, got, tc.want)
+		}
+	}
+	out, errOut, code := stepwise(t, t.TempDir(), "bench", "--store", "memory", "--steps", "50")
+	if code != 0 || !strings.Contains(out, "GC percent 400") {
+		t.Errorf("text output: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

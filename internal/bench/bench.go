@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +70,9 @@ type Result struct {
 	// StepAppend calls during the run, and the calls they committed.
 	Commits int64 `json:"commits,omitempty"`
 	Appends int64 `json:"appends,omitempty"`
+	// GCPercent is the garbage collector's target (GOGC) the run had:
+	// garbage collection is a large part of CPUPerStepUS.
+	GCPercent int `json:"gc_percent"`
 }
 
 // GroupCommitter is a store that reports its group commits (see
@@ -194,6 +198,8 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	res.AllocsPerStep = float64(m1.Mallocs-m0.Mallocs) / float64(total)
 	res.BytesPerStep = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(total)
 	res.PeakRSSMB = peakRSSMB()
+	res.GCPercent = debug.SetGCPercent(-1) // reads it (and stops the collector for a moment)
+	debug.SetGCPercent(res.GCPercent)
 	if gc != nil {
 		commits, appends := gc.GroupCommitStats()
 		res.Commits, res.Appends = commits-commits0, appends-appends0

@@ -25,7 +25,7 @@ func init() { register(benchCmd) }
 
 func benchCmd(e *env) *cobra.Command {
 	var stores []string
-	var steps, runs int
+	var steps, runs, gcPct int
 	var jsonOut bool
 	var sync, dir, provider, cpuProfile string
 	var httpMode, floor bool
@@ -38,13 +38,15 @@ repeat) on a zero-latency scripted model and report the per-step time, the
 mean per-step time of the first and last 10% of the steps, throughput and
 peak RSS. --runs N runs N agents concurrently (each with --steps steps) and
 reports total throughput. --store postgres measures on the PostgreSQL server of
---db postgres://…, in a schema of its own that is dropped afterwards.`,
+--db postgres://…, in a schema of its own that is dropped afterwards. The
+process runs with the garbage-collection target of ` + "`stepwise serve`" + ` (--gc-percent,
+default 400; GOGC in the environment wins), and prints it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if httpMode {
 				// Concurrent streaming runs over the HTTP API on loopback,
 				// each with an SSE subscriber.
-				r, err := server.RunLoad(cmd.Context(), server.LoadConfig{Runs: runs, Latency: latency})
+				r, err := server.RunLoad(cmd.Context(), server.LoadConfig{Runs: runs, Latency: latency, GCPercent: gcPct})
 				if err != nil {
 					return err
 				}
@@ -68,6 +70,9 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 				}
 				defer pprof.StopCPUProfile()
 			}
+			// The engine runs at the collector's target of the server
+			// process it stands for (stepwise serve), not Go's default.
+			defer server.TuneGC(gcPct)()
 			var results []*bench.Result
 			for _, s := range stores {
 				if s != "memory" && s != "sqlite" && s != "postgres" {
@@ -116,8 +121,8 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 				return json.NewEncoder(e.stdout).Encode(map[string]any{"results": results})
 			}
 			for _, r := range results {
-				fmt.Fprintf(e.stdout, "%-7s runs=%d steps=%d  per-step %.1f µs  first-decile %.1f µs  last-decile %.1f µs  %.0f steps/s  %.0f allocs/step  %.1f KB/step  peak RSS %.1f MB\n",
-					r.Store, r.Runs, r.Steps, r.PerStepUS, r.FirstDecileUS, r.LastDecileUS, r.StepsPerS, r.AllocsPerStep, r.BytesPerStep/1024, r.PeakRSSMB)
+				fmt.Fprintf(e.stdout, "%-7s runs=%d steps=%d  per-step %.1f µs  first-decile %.1f µs  last-decile %.1f µs  %.0f steps/s  %.0f allocs/step  %.1f KB/step  peak RSS %.1f MB  GC percent %d\n",
+					r.Store, r.Runs, r.Steps, r.PerStepUS, r.FirstDecileUS, r.LastDecileUS, r.StepsPerS, r.AllocsPerStep, r.BytesPerStep/1024, r.PeakRSSMB, r.GCPercent)
 				if r.Commits > 0 {
 					fmt.Fprintf(e.stdout, "%-7s group commit: %d appends in %d transactions (%.1f per commit)  CPU per step %.1f µs (this process)\n",
 						r.Store, r.Appends, r.Commits, float64(r.Appends)/float64(r.Commits), r.CPUPerStepUS)
@@ -133,6 +138,7 @@ reports total throughput. --store postgres measures on the PostgreSQL server of
 	c.Flags().StringSliceVar(&stores, "store", []string{"memory"}, "store(s) to measure: memory, sqlite, postgres (on --db)")
 	c.Flags().IntVar(&steps, "steps", 10000, "steps per run")
 	c.Flags().IntVar(&runs, "runs", 1, "concurrent runs")
+	c.Flags().IntVar(&gcPct, "gc-percent", server.DefaultGCPercent, "garbage-collection target (GOGC) of the benchmark process: by default that of stepwise serve; 100 is Go's default; GOGC in the environment wins")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
 	c.Flags().StringVar(&sync, "sync", "NORMAL", "SQLite synchronous mode: NORMAL or FULL")
 	c.Flags().StringVar(&dir, "dir", "", "directory for the SQLite file (default: a temp dir)")

@@ -152,13 +152,18 @@ func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*s
 	}
 	if cur != nil {
 		n, id := arg(nanos(cur.UpdatedAt)), arg(cur.ID)
-		where = append(where, fmt.Sprintf("(updated_at < %s OR (updated_at = %s AND id < %s))", n, n, id))
+		// The activity bound lets the scan start at the cursor's second
+		// in sessions_activity_second (migration 00085); the exact
+		// condition follows.
+		where = append(where, fmt.Sprintf("activity <= %s::bigint / 1000000000 AND (updated_at < %s OR (updated_at = %s AND id < %s))", n, n, n, id))
 	}
 	q := `SELECT ` + sessionCols + ` FROM sessions`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY updated_at DESC, id DESC LIMIT ` + arg(limit+1)
+	// activity (updated_at's second) first: the same order, read from
+	// the index that keeps the per-step session update HOT.
+	q += ` ORDER BY activity DESC, updated_at DESC, id DESC LIMIT ` + arg(limit+1)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr(err)
