@@ -75,9 +75,10 @@ type waitingStep struct {
 	body  []byte
 }
 
-// queueWaiting reads the waiting steps of runIDs into dst.
-func queueWaiting(b *pgx.Batch, runIDs []string, dst *[]waitingStep) {
-	b.Queue(`SELECT run_id, body FROM steps WHERE run_id = ANY($1) AND status = 'waiting'`, runIDs).Query(func(rows pgx.Rows) error {
+// queueWaiting reads the waiting steps of runIDs into dst; prefix starts
+// the statement (a group's own text, see lockGroup).
+func queueWaiting(b *pgx.Batch, prefix string, runIDs []string, dst *[]waitingStep) {
+	b.Queue(prefix+`SELECT run_id, body FROM steps WHERE run_id = ANY($1) AND status = 'waiting'`, runIDs).Query(func(rows pgx.Rows) error {
 		return collectWaiting(rows, dst)
 	})
 }

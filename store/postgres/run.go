@@ -83,7 +83,7 @@ func (s *Store) RunUpdate(ctx context.Context, p *store.RunUpdateParams) (*stept
 			return err
 		})
 		queueDBNow(b, &now)
-		queueWaiting(b, []string{p.ID}, &waiting)
+		queueWaiting(b, "", []string{p.ID}, &waiting)
 		if err := tx.send(ctx, b, false); err != nil {
 			return nil, err
 		}

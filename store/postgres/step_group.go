@@ -70,19 +70,31 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	g := &groupState{sessions: map[string]*steptype.Session{}, stored: map[string][]byte{}, runs: map[string]*steptype.Run{},
 		runErr: map[string][]byte{}, seen: map[string]bool{}, sessTouch: map[string]bool{}}
 	b := &pgx.Batch{}
+	grp := "" // prefix of the group's statements
 	if len(reqs) > 1 {
-		// A group's reads are planned for their parameters, not with the
-		// cached generic plans: a generic plan chosen while a table was
-		// nearly empty (a fresh schema, until autovacuum analyzes it)
-		// scans the whole steps table for = ANY($1), and keeps doing so
-		// until the next ANALYZE. The writes keep the cached plans: forced
-		// custom plans would also re-plan the foreign-key check of every
-		// inserted row (~15 % more server CPU per step), and a lone append
-		// keeps them all, as planning would double its server time.
-		b.Queue(`SET LOCAL plan_cache_mode = force_custom_plan`)
+		// A group's reads run on generic plans made with sequential scans
+		// off, so they are the primary-key and partial-index scans their
+		// = ANY($1) wants whatever the tables' statistics: a generic plan
+		// chosen while a table was nearly empty (a fresh schema, until
+		// autovacuum analyzes it) scanned the whole steps table for every
+		// group (6.4 ms a call) and kept doing so until the next ANALYZE,
+		// and planning each group's reads for its parameters instead
+		// (force_custom_plan) cost an eighth of the server's CPU: the
+		// selectivity of = ANY($1) is estimated element by element, each
+		// reading (and decompressing) the column's statistics. The
+		// statements have texts of their own ("/* group */"), so a lone
+		// append's plans, made with the default settings, are never
+		// shared with a group. Sequential scans stay off to the end of the
+		// transaction: the group's multi-row updates then join their
+		// unnest(…) to sessions and runs by primary key instead of
+		// scanning the tables (and, in a small busy table, every dead
+		// version a HOT update left on its pages).
+		grp = "/* group */ "
+		b.Queue(`SET LOCAL enable_seqscan = off`)
+		b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	}
 	if len(sessionIDs) > 0 {
-		b.Queue(`SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
+		b.Queue(grp+`SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
 			slices.Compact(sessionIDs)).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				sess, err := scanSession(rows)
@@ -94,7 +106,7 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 			return rows.Err()
 		})
 		// After the lock: sees every step committed by the previous holder.
-		b.Queue(`SELECT id, body FROM steps WHERE id = ANY($1)`, stepIDs).Query(func(rows pgx.Rows) error {
+		b.Queue(grp+`SELECT id, body FROM steps WHERE id = ANY($1)`, stepIDs).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var id string
 				var body []byte
@@ -107,7 +119,7 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 		})
 	}
 	if len(runIDs) > 0 {
-		b.Queue(`SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, runIDs).Query(func(rows pgx.Rows) error {
+		b.Queue(grp+`SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, runIDs).Query(func(rows pgx.Rows) error {
 			runs, err := scanRuns(rows)
 			for _, r := range runs {
 				g.runs[r.ID] = r
@@ -115,7 +127,7 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 			return err
 		})
 		queueDBNow(b, &g.dbNow)
-		queueWaiting(b, runIDs, &g.waiting)
+		queueWaiting(b, grp, runIDs, &g.waiting)
 	}
 	if b.Len() == 0 {
 		return g, nil
