@@ -65,3 +65,10 @@ func (s *Store) GroupInFlight() int {
 
 // MaxInFlight is how many group commits a Store has in flight at most.
 const MaxInFlight = maxInFlight
+
+// The statements that write a session's last_seq, totals and updated_at
+// with each append: alone, and for a group.
+const (
+	SessionTotalsSQL     = sessionTotalsSQL
+	SessionTotalsManySQL = sessionTotalsManySQL
+)
