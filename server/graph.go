@@ -110,7 +110,7 @@ func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepw
 	}
 	// The graph and the statistics need no message content: a store that
 	// reads outlines skips decoding it (the bulk of every step).
-	list := s.eng.Store().StepList
+	var list stepLister = s.eng.Store().StepList
 	if o, ok := s.eng.Store().(store.StepOutliner); ok {
 		list = o.StepOutline
 	}
@@ -131,11 +131,12 @@ func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepw
 			truncated = true
 			break
 		}
-		p := &store.StepListParams{SessionID: sess.ID}
+		from := int64(1)
 		if sess.LastSequence > budget {
-			p.StartSeq, truncated = sess.LastSequence-budget+1, true
+			from, truncated = sess.LastSequence-budget+1, true
 		}
-		steps, err := list(r.Context(), p)
+		// Only what is new since the last call is read (viewcache.go).
+		steps, err := s.sessionSteps(r.Context(), list, sess, from)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				continue // deleted meanwhile

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// The agent views (overview and graph) read the steps of an agent's newest
+// sessions on every call. A session's steps only grow at its end, except
+// for a truncation (maybe followed by new steps at the same sequences), a
+// delete, and a waiting step that is resolved in place. So the server keeps
+// the steps it read per session (viewCache) and, on the next call, reads
+// only from the last step it holds: that step must come back with the same
+// id (a truncated and re-appended sequence gets a new one), and everything
+// from the first waiting step it holds is read again. Nothing depends on
+// invalidation messages: each call checks what it holds against what the
+// store says at that moment, so every instance of a server can keep its own.
+
+// DefaultViewCacheBytes is the default of Config.ViewCacheBytes.
+const DefaultViewCacheBytes = 32 << 20
+
+// viewCache holds, per session, steps read for the agent views, least
+// recently used first out beyond its size (an estimate of the bytes held).
+// Entries are never changed once stored: a newer read replaces its entry.
+type viewCache struct {
+	mu   sync.Mutex
+	max  int64
+	used int64
+	lru  list.List // of *viewEntry, most recently used at the front
+	byID map[string]*list.Element
+}
+
+// viewEntry is the steps of one session from some sequence to the last one
+// read, with gap-free sequences.
+type viewEntry struct {
+	id string
+	// The session's identity beyond its id: a session deleted and created
+	// again under the same id is another one.
+	created time.Time
+	parent  string
+	forkSeq int64
+	steps   []*steptype.Step
+	waiting int64 // lowest sequence of a waiting step, 0 for none
+	bytes   int64
+}
+
+func newViewCache(maxBytes int64) *viewCache {
+	if maxBytes <= 0 {
+		return nil
+	}
+	return &viewCache{max: maxBytes, byID: map[string]*list.Element{}}
+}
+
+// get returns the entry of sess, or nil (dropping an entry of another
+// session of the same id).
+func (c *viewCache) get(sess *steptype.Session) *viewEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.byID[sess.ID]
+	if el == nil {
+		return nil
+	}
+	e := el.Value.(*viewEntry)
+	if !e.created.Equal(sess.CreatedAt) || e.parent != sess.ParentSessionID || e.forkSeq != sess.ForkSequence {
+		c.remove(el)
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return e
+}
+
+// put stores steps (as read, in sequence order) as the entry of sess,
+// unless they are not gap-free or larger than the whole cache.
+func (c *viewCache) put(sess *steptype.Session, steps []*steptype.Step) {
+	e := &viewEntry{id: sess.ID, created: sess.CreatedAt, parent: sess.ParentSessionID, forkSeq: sess.ForkSequence, steps: steps}
+	ok := len(steps) > 0
+	for i, st := range steps {
+		if st == nil || st.Sequence != steps[0].Sequence+int64(i) {
+			ok = false
+			break
+		}
+		if st.Status == steptype.StepWaiting && e.waiting == 0 {
+			e.waiting = st.Sequence
+		}
+		e.bytes += stepBytes(st)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.byID[sess.ID]; el != nil {
+		c.remove(el)
+	}
+	if !ok || e.bytes > c.max {
+		return
+	}
+	c.byID[e.id] = c.lru.PushFront(e)
+	c.used += e.bytes
+	for c.used > c.max {
+		c.remove(c.lru.Back())
+	}
+}
+
+// drop removes the entry of a session.
+func (c *viewCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.byID[id]; el != nil {
+		c.remove(el)
+	}
+}
+
+func (c *viewCache) remove(el *list.Element) {
+	e := c.lru.Remove(el).(*viewEntry)
+	delete(c.byID, e.id)
+	c.used -= e.bytes
+}
+
+// size returns the number of entries and the bytes they hold.
+func (c *viewCache) size() (entries int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byID), c.used
+}
+
+// stepBytes estimates the memory a step read as an outline holds.
+func stepBytes(s *steptype.Step) int64 {
+	n := int64(unsafe.Sizeof(*s)) + 16 +
+		int64(len(s.ID)+len(s.SessionID)+len(s.RunID)+len(s.ParentID)+len(s.Kind)+len(s.Name)+len(s.Status)+len(s.Role)) +
+		int64(len(s.Content)+len(s.Reasoning)+len(s.ToolCallID)+len(s.ToolName)+len(s.Inputs)+len(s.Outputs)+len(s.StatePatch)) +
+		int64(len(s.Metrics.Model)+len(s.Metrics.Provider)+len(s.Replay)+len(s.Fingerprint)+len(s.Embedder)+4*len(s.Vector))
+	for _, tc := range s.ToolCalls {
+		n += int64(unsafe.Sizeof(tc)) + int64(len(tc.ID)+len(tc.Name)+len(tc.Arguments))
+	}
+	if e := s.Error; e != nil {
+		n += int64(unsafe.Sizeof(*e)) + int64(len(e.Message)+len(e.Cause)+len(e.Class)+len(e.Code))
+	}
+	a := s.Annotations
+	n += int64(len(a.State) + len(a.StateSummary) + len(a.Goal) + len(a.GoalSummary) + len(a.Action) + len(a.ActionSummary))
+	if p := s.Progress; p != nil {
+		n += int64(unsafe.Sizeof(*p)) + 8 + int64(len(p.Message))
+	}
+	if s.Metadata != nil {
+		n += 256 // outlines have none; a rough share for other reads
+	}
+	return n
+}
+
+// stepLister is Store.StepList or StepOutliner.StepOutline.
+type stepLister func(context.Context, *store.StepListParams) ([]*steptype.Step, error)
+
+// sessionSteps returns what list returns for sess's steps from sequence
+// from (≥ 1) to the end, reading through the cache: only the steps from the
+// last one held (or the first waiting one held) are read, when what is held
+// checks out against them.
+func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *steptype.Session, from int64) ([]*steptype.Step, error) {
+	p := &store.StepListParams{SessionID: sess.ID}
+	if from > 1 {
+		p.StartSeq = from
+	}
+	c := s.views
+	if c == nil {
+		return list(ctx, p)
+	}
+	if e := c.get(sess); e != nil {
+		first, last := e.steps[0].Sequence, e.steps[len(e.steps)-1].Sequence
+		// A lower last sequence is a truncation: read everything again.
+		if first <= from && from <= last && sess.LastSequence >= last {
+			probe := last
+			if e.waiting > 0 {
+				probe = min(probe, e.waiting)
+			}
+			probe = max(probe, from)
+			fresh, err := list(ctx, &store.StepListParams{SessionID: sess.ID, StartSeq: probe})
+			if err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					c.drop(sess.ID)
+				}
+				return nil, err
+			}
+			if sameSteps(e.steps[probe-first:], fresh) {
+				out := slices.Concat(e.steps[from-first:probe-first], fresh)
+				c.put(sess, out)
+				return out, nil
+			}
+			// Truncated and written again (or not what was held): read
+			// the whole window again.
+		}
+	}
+	steps, err := list(ctx, p)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			c.drop(sess.ID)
+		}
+		return nil, err
+	}
+	c.put(sess, steps)
+	return steps, nil
+}
+
+// sameSteps reports whether fresh begins with the steps of held (same
+// sequences, same ids), read again.
+func sameSteps(held, fresh []*steptype.Step) bool {
+	if len(fresh) < len(held) {
+		return false
+	}
+	for i, h := range held {
+		if f := fresh[i]; f == nil || f.Sequence != h.Sequence || f.ID != h.ID {
+			return false
+		}
+	}
+	return true
+}
