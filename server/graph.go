@@ -76,18 +76,19 @@ func (s *Server) agentGraph(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	b := graph.NewBuilder(opts)
-	if _, err := s.agentSteps(r, func(_ *stepwise.Session, steps []*stepwise.Step) { b.Add(steps) }); err != nil {
+	if _, err := s.agentSteps(r, b, nil); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, b.Graph())
 	return nil
 }
 
-// agentSteps calls fn with the steps of each of the agent's newest sessions
-// (?sessions=N), at most maxAgentSteps in all, and reports whether older
-// sessions or older steps were left out. An agent
-// that is neither registered nor named by any session is unknown (404).
-func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepwise.Step)) (truncated bool, err error) {
+// agentSteps adds to b, and then calls fn (when not nil) with, the steps of
+// each of the agent's newest sessions (?sessions=N), at most maxAgentSteps
+// in all, and reports whether older sessions or older steps were left out.
+// An agent that is neither registered nor named by any session is unknown
+// (404).
+func (s *Server) agentSteps(r *http.Request, b *graph.Builder, fn func(*stepwise.Session, []*stepwise.Step)) (truncated bool, err error) {
 	name := r.PathValue("name")
 	if err := checkID("name", name); err != nil {
 		return false, err
@@ -118,10 +119,12 @@ func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepw
 	// contributes its newest ones); then handed over oldest first, so a
 	// fork comes after the parent it shares steps with.
 	type sessionSteps struct {
-		sess  *stepwise.Session
-		steps []*stepwise.Step
+		sess    *stepwise.Session
+		steps   []*stepwise.Step
+		derived []graph.Derived // nil when not kept
 	}
 	var read []sessionSteps
+	total := 0
 	budget := int64(maxAgentSteps)
 	for _, sess := range page.Sessions {
 		if err := r.Context().Err(); err != nil {
@@ -136,7 +139,7 @@ func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepw
 			from, truncated = sess.LastSequence-budget+1, true
 		}
 		// Only what is new since the last call is read (viewcache.go).
-		steps, err := s.sessionSteps(r.Context(), list, sess, from)
+		steps, derived, err := s.sessionSteps(r.Context(), list, sess, from)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				continue // deleted meanwhile
@@ -144,10 +147,19 @@ func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepw
 			return false, err
 		}
 		budget -= int64(len(steps))
-		read = append(read, sessionSteps{sess, steps})
+		total += len(steps)
+		read = append(read, sessionSteps{sess, steps, derived})
 	}
+	b.Grow(total)
 	for _, ss := range slices.Backward(read) {
-		fn(ss.sess, ss.steps)
+		if ss.derived != nil {
+			b.AddDerived(ss.steps, ss.derived)
+		} else {
+			b.Add(ss.steps)
+		}
+		if fn != nil {
+			fn(ss.sess, ss.steps)
+		}
 	}
 	return truncated || page.Next != "", nil
 }
@@ -207,9 +219,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 	b := graph.NewBuilder(graph.Options{SkipLayout: true})
 	durations := map[steptype.Kind][]float64{}
 	seen := map[string]bool{}
-	truncated, err := s.agentSteps(r, func(_ *stepwise.Session, steps []*stepwise.Step) {
+	truncated, err := s.agentSteps(r, b, func(_ *stepwise.Session, steps []*stepwise.Step) {
 		out.Sessions++
-		b.Add(steps)
 		for _, st := range steps {
 			if seen[st.ID] {
 				continue

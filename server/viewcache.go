@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/stepwise-run/stepwise/graph"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -48,7 +49,8 @@ type viewEntry struct {
 	parent  string
 	forkSeq int64
 	steps   []*steptype.Step
-	waiting int64 // lowest sequence of a waiting step, 0 for none
+	derived []graph.Derived // of each step, for the graph
+	waiting int64           // lowest sequence of a waiting step, 0 for none
 	bytes   int64
 }
 
@@ -79,8 +81,8 @@ func (c *viewCache) get(sess *steptype.Session) *viewEntry {
 
 // put stores steps (as read, in sequence order) as the entry of sess,
 // unless they are not gap-free or larger than the whole cache.
-func (c *viewCache) put(sess *steptype.Session, steps []*steptype.Step) {
-	e := &viewEntry{id: sess.ID, created: sess.CreatedAt, parent: sess.ParentSessionID, forkSeq: sess.ForkSequence, steps: steps}
+func (c *viewCache) put(sess *steptype.Session, steps []*steptype.Step, derived []graph.Derived) {
+	e := &viewEntry{id: sess.ID, created: sess.CreatedAt, parent: sess.ParentSessionID, forkSeq: sess.ForkSequence, steps: steps, derived: derived}
 	ok := len(steps) > 0
 	for i, st := range steps {
 		if st == nil || st.Sequence != steps[0].Sequence+int64(i) {
@@ -90,7 +92,7 @@ func (c *viewCache) put(sess *steptype.Session, steps []*steptype.Step) {
 		if st.Status == steptype.StepWaiting && e.waiting == 0 {
 			e.waiting = st.Sequence
 		}
-		e.bytes += stepBytes(st)
+		e.bytes += stepBytes(st) + int64(unsafe.Sizeof(derived[i])+uintptr(derived[i].Size()))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -156,17 +158,19 @@ func stepBytes(s *steptype.Step) int64 {
 type stepLister func(context.Context, *store.StepListParams) ([]*steptype.Step, error)
 
 // sessionSteps returns what list returns for sess's steps from sequence
-// from (≥ 1) to the end, reading through the cache: only the steps from the
-// last one held (or the first waiting one held) are read, when what is held
-// checks out against them.
-func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *steptype.Session, from int64) ([]*steptype.Step, error) {
+// from (≥ 1) to the end, and what the graph derives from each (nil without
+// a cache), reading through the cache: only the steps from the last one
+// held (or the first waiting one held) are read, when what is held checks
+// out against them.
+func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *steptype.Session, from int64) ([]*steptype.Step, []graph.Derived, error) {
 	p := &store.StepListParams{SessionID: sess.ID}
 	if from > 1 {
 		p.StartSeq = from
 	}
 	c := s.views
 	if c == nil {
-		return list(ctx, p)
+		steps, err := list(ctx, p)
+		return steps, nil, err
 	}
 	if e := c.get(sess); e != nil {
 		first, last := e.steps[0].Sequence, e.steps[len(e.steps)-1].Sequence
@@ -182,12 +186,13 @@ func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *stepty
 				if errors.Is(err, store.ErrNotFound) {
 					c.drop(sess.ID)
 				}
-				return nil, err
+				return nil, nil, err
 			}
 			if sameSteps(e.steps[probe-first:], fresh) {
-				out := slices.Concat(e.steps[from-first:probe-first], fresh)
-				c.put(sess, out)
-				return out, nil
+				steps := slices.Concat(e.steps[from-first:probe-first], fresh)
+				derived := slices.Concat(e.derived[from-first:probe-first], derive(fresh))
+				c.put(sess, steps, derived)
+				return steps, derived, nil
 			}
 			// Truncated and written again (or not what was held): read
 			// the whole window again.
@@ -198,10 +203,22 @@ func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *stepty
 		if errors.Is(err, store.ErrNotFound) {
 			c.drop(sess.ID)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	c.put(sess, steps)
-	return steps, nil
+	derived := derive(steps)
+	c.put(sess, steps, derived)
+	return steps, derived, nil
+}
+
+// derive returns graph.Derive of each step (a zero value for nil).
+func derive(steps []*steptype.Step) []graph.Derived {
+	d := make([]graph.Derived, len(steps))
+	for i, st := range steps {
+		if st != nil {
+			d[i] = graph.Derive(st)
+		}
+	}
+	return d
 }
 
 // sameSteps reports whether fresh begins with the steps of held (same
