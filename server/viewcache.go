@@ -161,7 +161,9 @@ type stepLister func(context.Context, *store.StepListParams) ([]*steptype.Step, 
 // from (≥ 1) to the end, and what the graph derives from each (nil without
 // a cache), reading through the cache: only the steps from the last one
 // held (or the first waiting one held) are read, when what is held checks
-// out against them.
+// out against them, or, when the session's last sequence is the last one
+// held and none held is waiting, that last step alone by its id. The
+// slices returned must not be changed.
 func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *steptype.Session, from int64) ([]*steptype.Step, []graph.Derived, error) {
 	p := &store.StepListParams{SessionID: sess.ID}
 	if from > 1 {
@@ -174,6 +176,20 @@ func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *stepty
 	}
 	if e := c.get(sess); e != nil {
 		first, last := e.steps[0].Sequence, e.steps[len(e.steps)-1].Sequence
+		held := e.steps[len(e.steps)-1]
+		// Nothing appended, nothing waiting: the last step held, looked up
+		// by id, tells whether the session was truncated at or below it
+		// (its own steps from there were deleted; a fork's inherited ones
+		// cannot be).
+		if first <= from && sess.LastSequence == last && e.waiting == 0 {
+			st, err := s.eng.Store().StepGet(ctx, &store.StepGetParams{ID: held.ID})
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, nil, err
+			}
+			if err == nil && st.SessionID == held.SessionID && st.Sequence == held.Sequence {
+				return e.steps[from-first:], e.derived[from-first:], nil
+			}
+		}
 		// A lower last sequence is a truncation: read everything again.
 		if first <= from && from <= last && sess.LastSequence >= last {
 			probe := last
