@@ -37,12 +37,37 @@ type viewCache struct {
 	used int64
 	lru  list.List // of *viewEntry, most recently used at the front
 	byID map[string]*list.Element
+	next uint64 // serial of the next entry stored
+	// memos are answers computed from entries, by request; an answer is
+	// reused only while every entry it was computed from is still the
+	// one in use.
+	memos map[string]*viewMemo
+}
+
+// maxViewMemos bounds the answers kept (one per agent view and query; a
+// graph of 300 nodes is a few hundred KB).
+const maxViewMemos = 16
+
+// viewInput is one session's part of an answer: the entry its steps came
+// from (by serial: entries are never changed, a change stores a new one)
+// and the first sequence used.
+type viewInput struct {
+	serial uint64
+	from   int64
+}
+
+// viewMemo is an answer and the inputs it was computed from.
+type viewMemo struct {
+	inputs    []viewInput
+	truncated bool
+	value     any
 }
 
 // viewEntry is the steps of one session from some sequence to the last one
 // read, with gap-free sequences.
 type viewEntry struct {
-	id string
+	id     string
+	serial uint64
 	// The session's identity beyond its id: a session deleted and created
 	// again under the same id is another one.
 	created time.Time
@@ -58,7 +83,7 @@ func newViewCache(maxBytes int64) *viewCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &viewCache{max: maxBytes, byID: map[string]*list.Element{}}
+	return &viewCache{max: maxBytes, byID: map[string]*list.Element{}, next: 1, memos: map[string]*viewMemo{}}
 }
 
 // get returns the entry of sess, or nil (dropping an entry of another
@@ -80,8 +105,9 @@ func (c *viewCache) get(sess *steptype.Session) *viewEntry {
 }
 
 // put stores steps (as read, in sequence order) as the entry of sess,
-// unless they are not gap-free or larger than the whole cache.
-func (c *viewCache) put(sess *steptype.Session, steps []*steptype.Step, derived []graph.Derived) {
+// unless they are not gap-free or larger than the whole cache, and returns
+// its serial (0: not stored).
+func (c *viewCache) put(sess *steptype.Session, steps []*steptype.Step, derived []graph.Derived) uint64 {
 	e := &viewEntry{id: sess.ID, created: sess.CreatedAt, parent: sess.ParentSessionID, forkSeq: sess.ForkSequence, steps: steps, derived: derived}
 	ok := len(steps) > 0
 	for i, st := range steps {
@@ -100,17 +126,54 @@ func (c *viewCache) put(sess *steptype.Session, steps []*steptype.Step, derived 
 		c.remove(el)
 	}
 	if !ok || e.bytes > c.max {
-		return
+		return 0
 	}
+	e.serial = c.next
+	c.next++
 	c.byID[e.id] = c.lru.PushFront(e)
 	c.used += e.bytes
 	for c.used > c.max {
 		c.remove(c.lru.Back())
 	}
+	return e.serial
+}
+
+// recall returns the answer remembered under key when it was computed from
+// exactly these inputs (nil inputs: some session's steps are not held).
+func (c *viewCache) recall(key string, in []viewInput, truncated bool) (any, bool) {
+	if c == nil || in == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.memos[key]
+	if m == nil || m.truncated != truncated || !slices.Equal(m.inputs, in) {
+		return nil, false
+	}
+	return m.value, true
+}
+
+// remember keeps v, computed from in, under key (v must not be changed).
+func (c *viewCache) remember(key string, in []viewInput, truncated bool, v any) {
+	if c == nil || in == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.memos[key]; !ok && len(c.memos) >= maxViewMemos {
+		for k := range c.memos { // any one
+			delete(c.memos, k)
+			break
+		}
+	}
+	c.memos[key] = &viewMemo{inputs: in, truncated: truncated, value: v}
 }
 
 // drop removes the entry of a session.
 func (c *viewCache) drop(id string) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el := c.byID[id]; el != nil {
@@ -164,7 +227,7 @@ type stepLister func(context.Context, *store.StepListParams) ([]*steptype.Step, 
 // out against them, or, when the session's last sequence is the last one
 // held and none held is waiting, that last step alone by its id. The
 // slices returned must not be changed.
-func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *steptype.Session, from int64) ([]*steptype.Step, []graph.Derived, error) {
+func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *steptype.Session, from int64) ([]*steptype.Step, []graph.Derived, uint64, error) {
 	p := &store.StepListParams{SessionID: sess.ID}
 	if from > 1 {
 		p.StartSeq = from
@@ -172,7 +235,7 @@ func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *stepty
 	c := s.views
 	if c == nil {
 		steps, err := list(ctx, p)
-		return steps, nil, err
+		return steps, nil, 0, err
 	}
 	if e := c.get(sess); e != nil {
 		first, last := e.steps[0].Sequence, e.steps[len(e.steps)-1].Sequence
@@ -184,10 +247,10 @@ func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *stepty
 		if first <= from && sess.LastSequence == last && e.waiting == 0 {
 			st, err := s.eng.Store().StepGet(ctx, &store.StepGetParams{ID: held.ID})
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
 			if err == nil && st.SessionID == held.SessionID && st.Sequence == held.Sequence {
-				return e.steps[from-first:], e.derived[from-first:], nil
+				return e.steps[from-first:], e.derived[from-first:], e.serial, nil
 			}
 		}
 		// A lower last sequence is a truncation: read everything again.
@@ -202,13 +265,12 @@ func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *stepty
 				if errors.Is(err, store.ErrNotFound) {
 					c.drop(sess.ID)
 				}
-				return nil, nil, err
+				return nil, nil, 0, err
 			}
 			if sameSteps(e.steps[probe-first:], fresh) {
 				steps := slices.Concat(e.steps[from-first:probe-first], fresh)
 				derived := slices.Concat(e.derived[from-first:probe-first], derive(fresh))
-				c.put(sess, steps, derived)
-				return steps, derived, nil
+				return steps, derived, c.put(sess, steps, derived), nil
 			}
 			// Truncated and written again (or not what was held): read
 			// the whole window again.
@@ -219,11 +281,10 @@ func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *stepty
 		if errors.Is(err, store.ErrNotFound) {
 			c.drop(sess.ID)
 		}
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	derived := derive(steps)
-	c.put(sess, steps, derived)
-	return steps, derived, nil
+	return steps, derived, c.put(sess, steps, derived), nil
 }
 
 // derive returns graph.Derive of each step (a zero value for nil).
