@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -254,5 +256,66 @@ func TestAgentViewsWarmReadsBounded(t *testing.T) {
 	}
 	if want := getBody(t, plain+url); string(got) != string(want) {
 		t.Errorf("GET %s after new steps differs:\n got %.600s\nwant %.600s", url, got, want)
+	}
+}
+
+// TestAgentViewsConcurrent: agent views served concurrently while steps
+// are appended share the held steps and answers without races (run with
+// -race), and the last answers equal those of a full read.
+func TestAgentViewsConcurrent(t *testing.T) {
+	st := memory.New()
+	cached := serveStore(t, outlineStore{&countingStore{Driver: st}}, 0)
+	plain := serveStore(t, st, -1)
+	ctx := t.Context()
+	var ids []string
+	for i := range 6 {
+		id := stepwise.NewID()
+		ids = append(ids, id)
+		if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: id, Agent: "conc", Now: time.Date(2030, 1, 1, 0, 0, i, 0, time.UTC)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 60 {
+			s := &steptype.Step{ID: stepwise.NewID(), SessionID: ids[i%len(ids)], Kind: steptype.KindTool, Name: "tools", ToolName: fmt.Sprint("t", i%3), Status: steptype.StepCompleted}
+			if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{s}}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			path := []string{"/overview", "/graph"}[w%2]
+			for range 15 {
+				res, err := http.Get(cached + "/v1/agents/conc" + path)
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					errs <- fmt.Errorf("GET %s: %d", path, res.StatusCode)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	<-done
+	for _, p := range []string{"/overview", "/graph"} {
+		got, want := getBody(t, cached+"/v1/agents/conc"+p), getBody(t, plain+"/v1/agents/conc"+p)
+		if string(got) != string(want) {
+			t.Errorf("GET %s after concurrent calls differs:\n got %.600s\nwant %.600s", p, got, want)
+		}
 	}
 }
