@@ -267,6 +267,12 @@ func (s *Server) sessionSteps(ctx context.Context, list stepLister, sess *stepty
 				}
 				return nil, nil, 0, err
 			}
+			if held := e.steps[probe-first:]; len(fresh) == len(held) && sameSteps(held, fresh) && sameStatus(held, fresh) {
+				// Nothing new, and the waiting steps still wait (the only
+				// change a stored step can see is leaving that status):
+				// what is held is current.
+				return e.steps[from-first:], e.derived[from-first:], e.serial, nil
+			}
 			if sameSteps(e.steps[probe-first:], fresh) {
 				steps := slices.Concat(e.steps[from-first:probe-first], fresh)
 				derived := slices.Concat(e.derived[from-first:probe-first], derive(fresh))
@@ -306,6 +312,16 @@ func sameSteps(held, fresh []*steptype.Step) bool {
 	}
 	for i, h := range held {
 		if f := fresh[i]; f == nil || f.Sequence != h.Sequence || f.ID != h.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// sameStatus reports whether the steps of fresh have the statuses of held.
+func sameStatus(held, fresh []*steptype.Step) bool {
+	for i, h := range held {
+		if fresh[i].Status != h.Status {
 			return false
 		}
 	}
