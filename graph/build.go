@@ -57,36 +57,83 @@ func (b *Builder) Add(steps []*steptype.Step) {
 		if s == nil {
 			continue
 		}
-		if s.ID != "" {
-			if _, dup := b.byID[s.ID]; dup {
-				continue
-			}
+		if _, dup := b.byID[s.ID]; dup && s.ID != "" {
+			continue
 		}
-		fp, label := stateOf(s)
-		run := s.RunID
-		if run == "" {
-			run = "session:" + s.SessionID
-		}
-		v := visit{
-			key: nodeKey(s.Hop, s.Name, fp), name: s.Name, kind: s.Kind, hop: s.Hop, label: label, fp: fp, run: run,
-			ref:    StepRef{SessionID: s.SessionID, RunID: s.RunID, StepID: s.ID, Sequence: s.Sequence, Kind: s.Kind, Status: s.Status},
-			prev:   -1,
-			action: actionOf(s), sig: signatureOf(s),
-			failed: s.Kind == steptype.KindError || s.Status == steptype.StepFailed || s.Error != nil,
-			tokens: s.Metrics.InputTokens + s.Metrics.OutputTokens, cost: s.Metrics.Cost, durMS: s.Metrics.Duration.Milliseconds(),
-		}
-		if i, ok := b.byID[s.ParentID]; ok && s.ParentID != "" {
-			v.prev = i
-		} else if i, ok := b.lastOfRun[run]; ok {
-			v.prev = i
-		}
-		idx := len(b.visits)
-		b.visits = append(b.visits, v)
-		if s.ID != "" {
-			b.byID[s.ID] = idx
-		}
-		b.lastOfRun[run] = idx
+		b.add(s, Derive(s))
 	}
+}
+
+// Derived is what a graph takes from one step on its own: its state
+// (fingerprint and label), the action it took and its "the same thing
+// again" signature. A caller that keeps steps between graphs can keep their
+// Derived values too (Derive once, AddDerived each time) instead of having
+// Add compute them for every graph.
+type Derived struct {
+	key, label, fp, action, sig string
+}
+
+// Derive returns what a graph takes from s on its own.
+func Derive(s *steptype.Step) Derived {
+	fp, label := stateOf(s)
+	return Derived{key: nodeKey(s.Hop, s.Name, fp), label: label, fp: fp, action: actionOf(s), sig: signatureOf(s)}
+}
+
+// Size returns the bytes d holds beyond its own size.
+func (d *Derived) Size() int {
+	return len(d.key) + len(d.label) + len(d.fp) + len(d.action) + len(d.sig)
+}
+
+// AddDerived is Add with derived[i] = Derive(steps[i]) given (it panics
+// when the lengths differ).
+func (b *Builder) AddDerived(steps []*steptype.Step, derived []Derived) {
+	if len(steps) != len(derived) {
+		panic("graph: AddDerived: steps and derived values differ in length")
+	}
+	for i, s := range steps {
+		if s != nil {
+			b.add(s, derived[i])
+		}
+	}
+}
+
+// Grow makes room for n more steps.
+func (b *Builder) Grow(n int) {
+	b.visits = slices.Grow(b.visits, n)
+	if len(b.byID) == 0 {
+		b.byID = make(map[string]int, n)
+	}
+}
+
+func (b *Builder) add(s *steptype.Step, d Derived) {
+	if s.ID != "" {
+		if _, dup := b.byID[s.ID]; dup {
+			return
+		}
+	}
+	run := s.RunID
+	if run == "" {
+		run = "session:" + s.SessionID
+	}
+	v := visit{
+		key: d.key, name: s.Name, kind: s.Kind, hop: s.Hop, label: d.label, fp: d.fp, run: run,
+		ref:    StepRef{SessionID: s.SessionID, RunID: s.RunID, StepID: s.ID, Sequence: s.Sequence, Kind: s.Kind, Status: s.Status},
+		prev:   -1,
+		action: d.action, sig: d.sig,
+		failed: s.Kind == steptype.KindError || s.Status == steptype.StepFailed || s.Error != nil,
+		tokens: s.Metrics.InputTokens + s.Metrics.OutputTokens, cost: s.Metrics.Cost, durMS: s.Metrics.Duration.Milliseconds(),
+	}
+	if i, ok := b.byID[s.ParentID]; ok && s.ParentID != "" {
+		v.prev = i
+	} else if i, ok := b.lastOfRun[run]; ok {
+		v.prev = i
+	}
+	idx := len(b.visits)
+	b.visits = append(b.visits, v)
+	if s.ID != "" {
+		b.byID[s.ID] = idx
+	}
+	b.lastOfRun[run] = idx
 }
 
 // Graph computes the graph of the steps added so far: nodes, edges, flags

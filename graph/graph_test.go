@@ -335,3 +335,33 @@ func TestLabelsAreClipped(t *testing.T) {
 		t.Fatalf("label %q", g.Nodes[0].Label)
 	}
 }
+
+// TestAddDerivedIsAdd: a graph built from steps with their Derived values
+// computed beforehand (and Grow) equals the one Add builds, forks and
+// annotated states included.
+func TestAddDerivedIsAdd(t *testing.T) {
+	t.Parallel()
+	a, b := reactSession("a"), longSession(300, 7, 11)
+	fork := newChain("f", "rf")
+	fork.seq = 3
+	tail := fork.add(llmCall())
+	tail.ParentID = a[2].ID
+	forkSteps := append(append([]*steptype.Step{}, a[:3]...), tail)
+	sessions := [][]*steptype.Step{a, b, forkSteps}
+	want := graph.NewBuilder(graph.Options{MaxNodes: 5})
+	got := graph.NewBuilder(graph.Options{MaxNodes: 5})
+	got.Grow(len(a) + len(b) + len(forkSteps))
+	for _, steps := range sessions {
+		want.Add(steps)
+		d := make([]graph.Derived, len(steps))
+		for i, s := range steps {
+			d[i] = graph.Derive(s)
+		}
+		got.AddDerived(steps, d)
+	}
+	gj, _ := json.Marshal(got.Graph())
+	wj, _ := json.Marshal(want.Graph())
+	if string(gj) != string(wj) {
+		t.Fatalf("AddDerived:\n%.800s\nAdd:\n%.800s", gj, wj)
+	}
+}

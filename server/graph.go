@@ -75,80 +75,124 @@ func (s *Server) agentGraph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	b := graph.NewBuilder(opts)
-	if _, err := s.agentSteps(r, func(_ *stepwise.Session, steps []*stepwise.Step) { b.Add(steps) }); err != nil {
+	rd, err := s.agentSteps(r)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, b.Graph())
+	key := "graph\x00" + r.PathValue("name") + "\x00" + r.URL.RawQuery
+	if g, ok := s.views.recall(key, rd.inputs, rd.truncated); ok {
+		writeJSON(w, http.StatusOK, g)
+		return nil
+	}
+	b := graph.NewBuilder(opts)
+	rd.feed(b, nil)
+	g := b.Graph()
+	s.views.remember(key, rd.inputs, rd.truncated, g)
+	writeJSON(w, http.StatusOK, g)
 	return nil
 }
 
-// agentSteps calls fn with the steps of each of the agent's newest sessions
-// (?sessions=N), at most maxAgentSteps in all, and reports whether older
-// sessions or older steps were left out. An agent
-// that is neither registered nor named by any session is unknown (404).
-func (s *Server) agentSteps(r *http.Request, fn func(*stepwise.Session, []*stepwise.Step)) (truncated bool, err error) {
+// agentRead is the steps of an agent's newest sessions, as agentSteps read
+// them.
+type agentRead struct {
+	sessions []sessionRead // newest first
+	// truncated says older sessions or older steps were left out.
+	truncated bool
+	// inputs identify the steps read, one per session, when every
+	// session's steps are held by the view cache (else nil): equal inputs,
+	// equal steps.
+	inputs []viewInput
+}
+
+type sessionRead struct {
+	sess    *stepwise.Session
+	steps   []*stepwise.Step
+	derived []graph.Derived // nil when not kept
+}
+
+// feed adds the steps to b and then calls fn (when not nil) with them, a
+// session at a time, oldest session first, so that a fork comes after the
+// parent it shares steps with.
+func (rd *agentRead) feed(b *graph.Builder, fn func(*stepwise.Session, []*stepwise.Step)) {
+	total := 0
+	for _, sr := range rd.sessions {
+		total += len(sr.steps)
+	}
+	b.Grow(total)
+	for _, sr := range slices.Backward(rd.sessions) {
+		if sr.derived != nil {
+			b.AddDerived(sr.steps, sr.derived)
+		} else {
+			b.Add(sr.steps)
+		}
+		if fn != nil {
+			fn(sr.sess, sr.steps)
+		}
+	}
+}
+
+// agentSteps reads the steps of each of the agent's newest sessions
+// (?sessions=N), at most maxAgentSteps in all, newest first (a session of
+// a million steps contributes its newest ones). An agent that is neither
+// registered nor named by any session is unknown (404).
+func (s *Server) agentSteps(r *http.Request) (*agentRead, error) {
 	name := r.PathValue("name")
 	if err := checkID("name", name); err != nil {
-		return false, err
+		return nil, err
 	}
 	n, err := queryInt(r, "sessions", maxGraphSessions)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if n == 0 {
 		n = defaultGraphSessions
 	}
 	page, err := s.eng.Store().SessionList(r.Context(), &store.SessionListParams{Agent: name, Limit: int(n)})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if len(page.Sessions) == 0 {
 		if _, err := s.eng.Agent(name); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
 	// The graph and the statistics need no message content: a store that
 	// reads outlines skips decoding it (the bulk of every step).
-	list := s.eng.Store().StepList
+	var list stepLister = s.eng.Store().StepList
 	if o, ok := s.eng.Store().(store.StepOutliner); ok {
 		list = o.StepOutline
 	}
-	// Newest first, within a budget of steps (a session of a million steps
-	// contributes its newest ones); then handed over oldest first, so a
-	// fork comes after the parent it shares steps with.
-	type sessionSteps struct {
-		sess  *stepwise.Session
-		steps []*stepwise.Step
-	}
-	var read []sessionSteps
+	rd := &agentRead{truncated: page.Next != "", inputs: []viewInput{}}
 	budget := int64(maxAgentSteps)
 	for _, sess := range page.Sessions {
 		if err := r.Context().Err(); err != nil {
-			return false, err
+			return nil, err
 		}
 		if budget <= 0 {
-			truncated = true
+			rd.truncated = true
 			break
 		}
-		p := &store.StepListParams{SessionID: sess.ID}
+		from := int64(1)
 		if sess.LastSequence > budget {
-			p.StartSeq, truncated = sess.LastSequence-budget+1, true
+			from, rd.truncated = sess.LastSequence-budget+1, true
 		}
-		steps, err := list(r.Context(), p)
+		// Only what is new since the last call is read (viewcache.go).
+		steps, derived, serial, err := s.sessionSteps(r.Context(), list, sess, from)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				continue // deleted meanwhile
 			}
-			return false, err
+			return nil, err
 		}
 		budget -= int64(len(steps))
-		read = append(read, sessionSteps{sess, steps})
+		rd.sessions = append(rd.sessions, sessionRead{sess, steps, derived})
+		if serial == 0 {
+			rd.inputs = nil
+		} else if rd.inputs != nil {
+			rd.inputs = append(rd.inputs, viewInput{serial, from})
+		}
 	}
-	for _, ss := range slices.Backward(read) {
-		fn(ss.sess, ss.steps)
-	}
-	return truncated || page.Next != "", nil
+	return rd, nil
 }
 
 // agentOverview is the body of GET /v1/agents/{name}/overview.
@@ -202,13 +246,38 @@ type kindLatency struct {
 // rate and repeated-step ratio over its newest sessions (default 50).
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	out := &agentOverview{Agent: name, Runs: map[steptype.RunStatus]int{}, Latency: []kindLatency{}}
+	rd, err := s.agentSteps(r)
+	if err != nil {
+		return err
+	}
+	// The step statistics, computed afresh unless these very steps were
+	// summarized by an earlier call.
+	key := "overview\x00" + name + "\x00" + r.URL.RawQuery
+	stats, ok := s.views.recall(key, rd.inputs, rd.truncated)
+	if !ok {
+		stats = stepStats(rd)
+		s.views.remember(key, rd.inputs, rd.truncated, stats)
+	}
+	out := *stats.(*agentOverview) // the step statistics only
+	out.Agent, out.Runs, out.Truncated = name, map[steptype.RunStatus]int{}, rd.truncated
+	_, aerr := s.eng.Agent(name)
+	out.Registered = aerr == nil
+	if err := s.countRuns(r.Context(), name, &out); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, &out)
+	return nil
+}
+
+// stepStats computes the step statistics of an overview (every field but
+// the agent's registration and runs) from the steps read.
+func stepStats(rd *agentRead) *agentOverview {
+	out := &agentOverview{Latency: []kindLatency{}}
 	b := graph.NewBuilder(graph.Options{SkipLayout: true})
 	durations := map[steptype.Kind][]float64{}
 	seen := map[string]bool{}
-	truncated, err := s.agentSteps(r, func(_ *stepwise.Session, steps []*stepwise.Step) {
+	rd.feed(b, func(_ *stepwise.Session, steps []*stepwise.Step) {
 		out.Sessions++
-		b.Add(steps)
 		for _, st := range steps {
 			if seen[st.ID] {
 				continue
@@ -228,15 +297,6 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	})
-	if err != nil {
-		return err
-	}
-	out.Truncated = truncated
-	_, aerr := s.eng.Agent(name)
-	out.Registered = aerr == nil
-	if err := s.countRuns(r.Context(), name, out); err != nil {
-		return err
-	}
 	if out.Steps > 0 {
 		out.ErrorRate = float64(out.ErrorSteps) / float64(out.Steps)
 	}
@@ -247,8 +307,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 			out.Latency = append(out.Latency, latencyOf(k, d))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 // countRuns counts the agent's runs by status: one aggregate where the

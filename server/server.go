@@ -63,6 +63,11 @@ type Config struct {
 	// SearchEmbedder embeds the queries of GET /v1/search: the embedder the
 	// steps were embedded with. Default recall.DefaultEmbedder().
 	SearchEmbedder recall.Embedder
+	// ViewCacheBytes bounds the memory (an estimate) of the steps the agent
+	// overview and graph keep between calls, so that a call reads only the
+	// steps appended since the previous one. Default DefaultViewCacheBytes;
+	// negative: none kept (every call reads every step it covers).
+	ViewCacheBytes int64
 }
 
 func (c Config) withDefaults() Config {
@@ -86,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.ViewCacheBytes == 0 {
+		c.ViewCacheBytes = DefaultViewCacheBytes
 	}
 	return c
 }
@@ -120,6 +128,7 @@ type Server struct {
 	routes  []route
 	tokens  [][32]byte // sha256 of each token, compared in constant time
 	otlp    *otlpingest.Ingester
+	views   *viewCache // steps of the agent views' sessions; nil: none kept
 
 	base       context.Context // cancelled by Close: ends streams and long-polls
 	cancelBase context.CancelFunc
@@ -143,7 +152,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Engine.Start(context.Background()); errors.Is(err, stepwise.ErrEngineClosed) {
 		return nil, fmt.Errorf("stepwise server: %w", err)
 	}
-	s := &Server{cfg: cfg, eng: cfg.Engine, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, eng: cfg.Engine, log: cfg.Logger, mux: http.NewServeMux(), views: newViewCache(cfg.ViewCacheBytes)}
 	for _, t := range cfg.Tokens {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
