@@ -118,22 +118,7 @@ type MetricsPart struct {
 // the whole minutes, and the partial minute at its end (empty parts left
 // out).
 func MetricsParts(p *MetricsParams) []MetricsPart {
-	from, to := p.From.UnixNano(), p.To.UnixNano()
-	const m = int64(time.Minute)
-	fm := from + (m-from%m)%m // first minute boundary at or after from
-	tm := to - to%m           // last minute boundary at or before to
-	if fm >= tm {
-		return []MetricsPart{{From: from, To: to}}
-	}
-	var out []MetricsPart
-	if from < fm {
-		out = append(out, MetricsPart{From: from, To: fm})
-	}
-	out = append(out, MetricsPart{From: fm, To: tm, Rollup: true})
-	if tm < to {
-		out = append(out, MetricsPart{From: tm, To: to})
-	}
-	return out
+	return MetricsPartsOf(p.From.UnixNano(), p.To.UnixNano())
 }
 
 // Metrics is the answer of MetricsStore.Metrics (and of GET /v1/metrics).

@@ -1,0 +1,241 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"time"
+
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// The hour table (metric_hours, migration 00080) holds the totals of
+// complete past hours per agent. A query folds the hours it needs that are
+// missing (metricsFold, on the writer, so that no write can slip between
+// what it reads and what it stores), then reads them; the triggers of the
+// migration delete the hours any later write changes.
+
+// metricsFoldChunk bounds the hours one fold transaction computes, so a
+// cold query over months holds the writer for a fraction of a second at a
+// time.
+const metricsFoldChunk = 24
+
+// metricsHours adds the folded complete hours of p to b and returns the
+// ranges left to read from the rollups and runs (all of [From, To) when
+// the table cannot serve p).
+func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder) ([][2]int64, error) {
+	from, to := nanos(p.From), nanos(p.To)
+	whole := [][2]int64{{from, to}}
+	h0, h1, ok := store.MetricsHourSpan(p, time.Now())
+	if !ok {
+		return whole, nil
+	}
+	folded, err := s.metricsFolded(ctx, h0, h1)
+	if err != nil {
+		return nil, err
+	}
+	if missing := metricsMissing(h0, h1, folded); len(missing) > 0 {
+		if s.w == nil { // read-only: nothing can be folded
+			return whole, nil
+		}
+		for len(missing) > 0 {
+			n := min(len(missing), metricsFoldChunk)
+			chunk := missing[:n]
+			missing = missing[n:]
+			if _, err := write(s, ctx, func(tx *wtx) (struct{}, error) {
+				return struct{}{}, metricsFold(tx.conn(), chunk)
+			}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// The rows of the folded hours: the agent '' row marks an hour folded
+	// (a write since may have deleted some: those are read as gaps).
+	rows, err := s.rdb.QueryContext(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
+	runs, runs_failed, durations FROM metric_hours WHERE hour >= ? AND hour < ? AND (?3 = '' OR agent IN ('', ?3))
+ORDER BY hour`, h0, h1, p.Agent)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	folded = folded[:0]
+	var (
+		h, n, e, it, ot, runs, failed int64
+		c                             float64
+		agent                         string
+		durations                     []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations); err != nil {
+			return nil, mapErr(err)
+		}
+		if agent == "" && (len(folded) == 0 || folded[len(folded)-1] != h) {
+			folded = append(folded, h)
+		}
+		if p.Agent != "" && agent != p.Agent {
+			continue
+		}
+		i, _ := b.Index(time.Unix(0, h))
+		if n != 0 {
+			b.AddSteps(i, "", n, e, it, ot, c)
+		}
+		if runs != 0 {
+			b.AddRuns(i, "", runs, failed)
+			b.AddPackedLatencies(i, "", durations)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	return store.MetricsGaps(from, to, folded), nil
+}
+
+// metricsFolded returns the folded hours in [h0, h1), sorted.
+func (s *Store) metricsFolded(ctx context.Context, h0, h1 int64) ([]int64, error) {
+	return queryHours(ctx, s.rdb, h0, h1)
+}
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func queryHours(ctx context.Context, db queryer, h0, h1 int64) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, `SELECT hour FROM metric_hours WHERE agent = '' AND hour >= ? AND hour < ? ORDER BY hour`, h0, h1)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var h int64
+		if err := rows.Scan(&h); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, h)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// metricsMissing returns the hours of [h0, h1) not in folded (sorted).
+func metricsMissing(h0, h1 int64, folded []int64) []int64 {
+	var out []int64
+	j := 0
+	for h := h0; h < h1; h += store.HourNanos {
+		for j < len(folded) && folded[j] < h {
+			j++
+		}
+		if j < len(folded) && folded[j] == h {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// metricsFoldStepsSQL sums the rollups of [?1, ?2) per hour and agent, the
+// agent attributed as the metrics filter does (metricsAgentSQL).
+const metricsFoldStepsSQL = `SELECT s.minute - s.minute % 3600000000000, coalesce((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
+		(SELECT ses.agent FROM sessions ses WHERE ses.id = s.session_id), ''),
+	sum(s.steps), sum(s.errors), sum(s.input_tokens), sum(s.output_tokens), sum(s.cost)
+FROM step_rollups s
+WHERE s.minute >= ?1 AND s.minute < ?2
+GROUP BY 1, 2`
+
+// metricsFoldRunsSQL lists the runs finished in [?1, ?2) (runs_finished
+// covers it).
+const metricsFoldRunsSQL = `SELECT finished_at - finished_at % 3600000000000, agent, status = 'failed', finished_at - created_at
+FROM runs INDEXED BY runs_finished
+WHERE finished_at >= ?1 AND finished_at < ?2 AND finished_at > 0`
+
+type hourAgent struct {
+	hour  int64
+	agent string
+}
+
+type hourRow struct {
+	steps, errors, in, out, runs, failed int64
+	cost                                 float64
+	durations                            []int64
+}
+
+// metricsFold computes and stores the hours (sorted) that are still
+// missing, in the writer's transaction.
+func metricsFold(c *sql.Conn, hours []int64) error {
+	lo, hi := hours[0], hours[len(hours)-1]+store.HourNanos
+	folded, err := queryHours(bg, c, lo, hi)
+	if err != nil {
+		return err
+	}
+	want := map[int64]bool{}
+	for _, h := range metricsMissing(lo, hi, folded) {
+		if _, found := slices.BinarySearch(hours, h); found {
+			want[h] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	acc := map[hourAgent]*hourRow{}
+	get := func(h int64, a string) *hourRow {
+		r := acc[hourAgent{h, a}]
+		if r == nil {
+			r = &hourRow{}
+			acc[hourAgent{h, a}] = r
+		}
+		return r
+	}
+	for h := range want {
+		get(h, "")
+	}
+	var (
+		h, n, e, it, ot int64
+		cost            float64
+		a               string
+		failed          bool
+	)
+	if err := eachRow(c, metricsFoldStepsSQL, lo, hi, func(r *sql.Rows) error {
+		if err := r.Scan(&h, &a, &n, &e, &it, &ot, &cost); err != nil || !want[h] {
+			return err
+		}
+		x := get(h, a)
+		x.steps, x.errors, x.in, x.out, x.cost = n, e, it, ot, cost
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := eachRow(c, metricsFoldRunsSQL, lo, hi, func(r *sql.Rows) error {
+		if err := r.Scan(&h, &a, &failed, &n); err != nil || !want[h] {
+			return err
+		}
+		x := get(h, a)
+		x.runs++
+		if failed {
+			x.failed++
+		}
+		x.durations = append(x.durations, n)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for k, x := range acc {
+		if _, err := c.ExecContext(bg, `INSERT INTO metric_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost, x.runs, x.failed, store.PackDurations(x.durations)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eachRow(c *sql.Conn, text string, lo, hi int64, fn func(*sql.Rows) error) error {
+	rows, err := c.QueryContext(bg, text, lo, hi)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

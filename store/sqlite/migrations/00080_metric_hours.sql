@@ -1,0 +1,75 @@
+-- +goose Up
+-- metric_hours: the totals of complete past hours per agent (store
+-- metrics, store/sqlite/metrics.go), so a query over days reads a few rows
+-- per hour instead of every rollup row and every finished run. Folded
+-- lazily by the first query that needs an hour (from step_rollups and
+-- runs, in a write transaction); a folded hour always has its agent ''
+-- row (zeros when no step or run has that agent), which marks it folded.
+-- agent is the agent of a step as the metrics filter attributes it (its
+-- run's, else its session's) for the step columns, and the run's own
+-- agent for the run columns. durations are the run durations (finished_at
+-- − created_at, nanoseconds) of the runs finished in the hour, sorted,
+-- packed as little-endian int64, so percentiles over any set of hours are
+-- exact. Starts empty: nothing to backfill.
+--
+-- Invalidation is exact and by hour: anything that changes a rollup row
+-- (a step inserted, deleted, or its error status changed — import, copy,
+-- fill, prune, truncate, session delete, the answer of a waiting step)
+-- or a finished run (inserted, deleted, its finish, status or start
+-- changed) deletes the rows of the hours it touches. On an append in the
+-- current hour that is one probe of an empty key range.
+CREATE TABLE metric_hours (
+    hour          INTEGER NOT NULL, -- unix nanoseconds of the hour's start
+    agent         TEXT NOT NULL,
+    steps         INTEGER NOT NULL,
+    errors        INTEGER NOT NULL,
+    input_tokens  INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost          REAL NOT NULL,
+    runs          INTEGER NOT NULL,
+    runs_failed   INTEGER NOT NULL,
+    durations     BLOB NOT NULL,
+    PRIMARY KEY (hour, agent)
+) STRICT, WITHOUT ROWID;
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_rollup_insert AFTER INSERT ON step_rollups BEGIN
+    DELETE FROM metric_hours WHERE hour = NEW.minute - NEW.minute % 3600000000000;
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_rollup_update AFTER UPDATE ON step_rollups BEGIN
+    DELETE FROM metric_hours WHERE hour = NEW.minute - NEW.minute % 3600000000000;
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_rollup_delete AFTER DELETE ON step_rollups BEGIN
+    DELETE FROM metric_hours WHERE hour = OLD.minute - OLD.minute % 3600000000000;
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_run_insert AFTER INSERT ON runs WHEN NEW.finished_at > 0 BEGIN
+    DELETE FROM metric_hours WHERE hour = NEW.finished_at - NEW.finished_at % 3600000000000;
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_run_update AFTER UPDATE OF finished_at, status, created_at, agent ON runs
+WHEN (OLD.finished_at > 0 OR NEW.finished_at > 0) AND (OLD.finished_at <> NEW.finished_at OR OLD.status <> NEW.status
+    OR OLD.created_at <> NEW.created_at OR OLD.agent <> NEW.agent) BEGIN
+    DELETE FROM metric_hours WHERE hour IN (OLD.finished_at - OLD.finished_at % 3600000000000,
+        NEW.finished_at - NEW.finished_at % 3600000000000);
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_run_delete AFTER DELETE ON runs WHEN OLD.finished_at > 0 BEGIN
+    DELETE FROM metric_hours WHERE hour = OLD.finished_at - OLD.finished_at % 3600000000000;
+END;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP TRIGGER metric_hours_run_delete;
+DROP TRIGGER metric_hours_run_update;
+DROP TRIGGER metric_hours_run_insert;
+DROP TRIGGER metric_hours_rollup_delete;
+DROP TRIGGER metric_hours_rollup_update;
+DROP TRIGGER metric_hours_rollup_insert;
+DROP TABLE metric_hours;
