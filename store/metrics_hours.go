@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"math"
 	"slices"
 	"time"
 )
@@ -90,5 +91,39 @@ func (b *MetricsBuilder) AddPackedLatencies(i int, key string, packed []byte) {
 	}
 	for j := 0; j+8 <= len(packed); j += 8 {
 		s.latencies[i] = append(s.latencies[i], float64(int64(binary.LittleEndian.Uint64(packed[j:])))/1e6)
+	}
+}
+
+// HourSums accumulates the hour rows of one bucket before they are added
+// to a builder: counts exactly, the cost with Neumaier's compensated
+// summation, so the sum of a day's hourly sums is the correctly rounded
+// sum of what they add up to, as SQLite's sum() (Kahan–Babuška–Neumaier)
+// gives over the rollup rows themselves.
+type HourSums struct {
+	Steps, Errors, InputTokens, OutputTokens, Runs, RunsFailed int64
+	cost, comp                                                 float64
+}
+
+// AddCost adds c to the cost.
+func (h *HourSums) AddCost(c float64) {
+	t := h.cost + c
+	if math.Abs(h.cost) >= math.Abs(c) {
+		h.comp += (h.cost - t) + c
+	} else {
+		h.comp += (c - t) + h.cost
+	}
+	h.cost = t
+}
+
+// Cost returns the compensated cost.
+func (h *HourSums) Cost() float64 { return h.cost + h.comp }
+
+// AddHourSums adds the accumulated hours of bucket i (no split key).
+func (b *MetricsBuilder) AddHourSums(i int, h *HourSums) {
+	if h.Steps != 0 {
+		b.AddSteps(i, "", h.Steps, h.Errors, h.InputTokens, h.OutputTokens, h.Cost())
+	}
+	if h.Runs != 0 {
+		b.AddRuns(i, "", h.Runs, h.RunsFailed)
 	}
 }

@@ -65,6 +65,7 @@ ORDER BY hour`, h0, h1, p.Agent)
 		agent                         string
 		durations                     []byte
 	)
+	sums := map[int]*store.HourSums{}
 	for rows.Next() {
 		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations); err != nil {
 			return nil, mapErr(err)
@@ -76,16 +77,23 @@ ORDER BY hour`, h0, h1, p.Agent)
 			continue
 		}
 		i, _ := b.Index(time.Unix(0, h))
-		if n != 0 {
-			b.AddSteps(i, "", n, e, it, ot, c)
+		x := sums[i]
+		if x == nil {
+			x = &store.HourSums{}
+			sums[i] = x
 		}
+		x.Steps, x.Errors, x.InputTokens, x.OutputTokens = x.Steps+n, x.Errors+e, x.InputTokens+it, x.OutputTokens+ot
+		x.AddCost(c)
+		x.Runs, x.RunsFailed = x.Runs+runs, x.RunsFailed+failed
 		if runs != 0 {
-			b.AddRuns(i, "", runs, failed)
 			b.AddPackedLatencies(i, "", durations)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err)
+	}
+	for i, x := range sums {
+		b.AddHourSums(i, x)
 	}
 	return store.MetricsGaps(from, to, folded), nil
 }
