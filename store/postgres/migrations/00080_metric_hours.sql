@@ -16,12 +16,11 @@
 -- steps (append, import, copy, fill, prune, truncate, session delete), a
 -- change of a step's error status (the answer of a waiting step) and a
 -- change of a finished run delete the rows of the hours they touch
--- (metric_hours_touch). A write to an hour before the current one (by the
--- writing transaction's start, now()) also takes the advisory lock
--- 7305101180 shared, which the fold takes exclusively: a fold never
--- overlaps such a write. A write to the current hour takes no lock (the
--- appends of group commit): the fold leaves alone the hours that end after
--- the start of any transaction in flight, which may still write to them.
+-- (metric_hours_touch), after taking the advisory lock (730510, hash of
+-- the schema) shared until they commit. A fold takes it exclusively: it
+-- reads only what every writer before it committed, and a writer after it
+-- deletes what it stored. On an append to the current hour this costs a
+-- shared lock and one probe of an empty key range per statement.
 CREATE TABLE metric_hours (
     hour          BIGINT NOT NULL, -- unix nanoseconds of the hour's start
     agent         TEXT NOT NULL,
@@ -38,10 +37,7 @@ CREATE TABLE metric_hours (
 -- +goose StatementBegin
 CREATE FUNCTION metric_hours_touch(hours BIGINT[]) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM unnest(hours) h
-            WHERE h < (floor(extract(epoch FROM now()) / 3600) * 3600000000000)::bigint) THEN
-        PERFORM pg_advisory_xact_lock_shared(7305101180);
-    END IF;
+    PERFORM pg_advisory_xact_lock_shared(730510, hashtext(current_schema()));
     DELETE FROM metric_hours WHERE hour = ANY (hours);
 END
 $$;
