@@ -21,7 +21,7 @@ var mh0 = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 // queries recomputed without any hour table (a split by a key no session
 // has: one series, read from the rollups and runs), cold, warm, and after
 // every write that changes a past hour: steps appended and imported into
-// it, a run finished in it, a truncate, the failure of a waiting step, an
+// it, a run finished in it, a truncate, the failure of a waiting step (and of its run), an
 // eval, a session delete and a prune. Costs are binary fractions, so every
 // grouping of the sums is exact.
 func testMetricsHours(t *testing.T, st store.Store) {
@@ -125,17 +125,17 @@ func testMetricsHours(t *testing.T, st store.Store) {
 		check("after a step imported into a past hour")
 	}
 	mustRun(t, st, &steptype.Run{ID: "rb2", SessionID: "hb", Agent: "b", Status: steptype.RunFailed,
-		CreatedAt: mh0.Add(80 * time.Minute), FinishedAt: mh0.Add(90*time.Minute + 123*time.Microsecond)})
+		CreatedAt: mh0.Add(80 * time.Minute), FinishedAt: mh0.Add(3*time.Hour + 5*time.Minute + 123*time.Microsecond)})
 	check("after a run finished in a past hour")
 	if _, err := truncate(st, t, "ha", 4); err != nil {
 		t.Fatal(err)
 	}
 	check("after a truncate")
 	if _, err := st.StepResolve(ctx, &store.StepResolveParams{ID: waiting.ID, RunID: "rw", Status: steptype.StepFailed,
-		Content: "no", Now: mh0.Add(4*time.Hour + 3*time.Minute)}); err != nil {
+		Content: "no", Now: mh0.Add(5*time.Hour + 10*time.Minute), FailRun: &steptype.StepError{Message: "expired"}}); err != nil {
 		t.Fatal(err)
 	}
-	check("after a waiting step failed")
+	check("after a waiting step failed, and its run with it")
 	eval("rc1", 3*time.Hour+50*time.Minute, 1)
 	check("after an eval")
 	if err := st.SessionDelete(ctx, &store.SessionDeleteParams{ID: "hb"}); err != nil {
