@@ -100,23 +100,38 @@ func (b *MetricsBuilder) AddPackedLatencies(i int, key string, packed []byte) {
 // sum of what they add up to, as SQLite's sum() (Kahan–Babuška–Neumaier)
 // gives over the rollup rows themselves.
 type HourSums struct {
-	Steps, Errors, InputTokens, OutputTokens, Runs, RunsFailed int64
-	cost, comp                                                 float64
+	Steps, Errors, InputTokens, OutputTokens, Runs, RunsFailed, Evals int64
+	cost, evalSum                                                     kbn
 }
 
-// AddCost adds c to the cost.
-func (h *HourSums) AddCost(c float64) {
-	t := h.cost + c
-	if math.Abs(h.cost) >= math.Abs(c) {
-		h.comp += (h.cost - t) + c
+// kbn is a sum with Neumaier's compensation.
+type kbn struct{ sum, comp float64 }
+
+func (k *kbn) add(v float64) {
+	t := k.sum + v
+	if math.Abs(k.sum) >= math.Abs(v) {
+		k.comp += (k.sum - t) + v
 	} else {
-		h.comp += (c - t) + h.cost
+		k.comp += (v - t) + k.sum
 	}
-	h.cost = t
+	k.sum = t
+}
+
+func (k *kbn) value() float64 { return k.sum + k.comp }
+
+// AddCost adds c to the cost.
+func (h *HourSums) AddCost(c float64) { h.cost.add(c) }
+
+// AddEvals adds n evals scoring sum in all.
+func (h *HourSums) AddEvals(sum float64, n int64) {
+	if n != 0 {
+		h.evalSum.add(sum)
+		h.Evals += n
+	}
 }
 
 // Cost returns the compensated cost.
-func (h *HourSums) Cost() float64 { return h.cost + h.comp }
+func (h *HourSums) Cost() float64 { return h.cost.value() }
 
 // AddHourSums adds the accumulated hours of bucket i (no split key).
 func (b *MetricsBuilder) AddHourSums(i int, h *HourSums) {
@@ -125,5 +140,8 @@ func (b *MetricsBuilder) AddHourSums(i int, h *HourSums) {
 	}
 	if h.Runs != 0 {
 		b.AddRuns(i, "", h.Runs, h.RunsFailed)
+	}
+	if h.Evals != 0 {
+		b.AddEvals(i, "", h.evalSum.value(), h.Evals)
 	}
 }

@@ -171,20 +171,21 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 			return nil, err
 		}
 	}
-	all := args(nanos(p.From), nanos(p.To))
 	var hasEvals bool
 	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('evals') IS NOT NULL`).Scan(&hasEvals); err != nil {
 		return nil, mapErr(err)
 	}
 	if hasEvals {
-		if err := q(metricsEvalsSQL, all, func(r pgx.Rows) error {
-			if err := r.Scan(&i, &k, &c, &n); err != nil {
-				return err
+		for _, gap := range gaps {
+			if err := q(metricsEvalsSQL, args(gap[0], gap[1]), func(r pgx.Rows) error {
+				if err := r.Scan(&i, &k, &c, &n); err != nil {
+					return err
+				}
+				b.AddEvals(i, k, c, n)
+				return nil
+			}); err != nil {
+				return nil, err
 			}
-			b.AddEvals(i, k, c, n)
-			return nil
-		}); err != nil {
-			return nil, err
 		}
 	}
 	return b.Result(), nil

@@ -53,7 +53,7 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 		}
 	}
 	rows, err := s.pool.Query(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
-	runs, runs_failed, durations FROM metric_hours WHERE hour >= $1 AND hour < $2 AND ($3::text = '' OR agent IN ('', $3::text))
+	runs, runs_failed, durations, eval_sum, evals FROM metric_hours WHERE hour >= $1 AND hour < $2 AND ($3::text = '' OR agent IN ('', $3::text))
 ORDER BY hour`, h0, h1, p.Agent)
 	if err != nil {
 		return nil, mapErr(err)
@@ -61,14 +61,14 @@ ORDER BY hour`, h0, h1, p.Agent)
 	defer rows.Close()
 	folded = folded[:0]
 	var (
-		h, n, e, it, ot, runs, failed int64
-		c                             float64
-		agent                         string
-		durations                     []byte
+		h, n, e, it, ot, runs, failed, evals int64
+		c, evalSum                           float64
+		agent                                string
+		durations                            []byte
 	)
 	sums := map[int]*store.HourSums{}
 	for rows.Next() {
-		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations); err != nil {
+		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
 			return nil, mapErr(err)
 		}
 		if agent == "" && (len(folded) == 0 || folded[len(folded)-1] != h) {
@@ -86,6 +86,7 @@ ORDER BY hour`, h0, h1, p.Agent)
 		x.Steps, x.Errors, x.InputTokens, x.OutputTokens = x.Steps+n, x.Errors+e, x.InputTokens+it, x.OutputTokens+ot
 		x.AddCost(c)
 		x.Runs, x.RunsFailed = x.Runs+runs, x.RunsFailed+failed
+		x.AddEvals(evalSum, evals)
 		if runs != 0 {
 			b.AddPackedLatencies(i, "", durations)
 		}
@@ -151,6 +152,15 @@ const metricsFoldRunsSQL = `SELECT finished_at - finished_at % 3600000000000, ag
 FROM runs
 WHERE finished_at >= $1 AND finished_at < $2 AND finished_at > 0`
 
+// metricsFoldEvalsSQL sums the eval scores of [$1, $2) per hour and
+// agent (attributed as metricsAgentSQL).
+const metricsFoldEvalsSQL = `SELECT s.created_at - s.created_at % 3600000000000, COALESCE((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
+		(SELECT ses.agent FROM sessions ses WHERE ses.id = s.session_id), ''),
+	sum(s.score)::float8, count(*)
+FROM evals s
+WHERE s.created_at >= $1 AND s.created_at < $2
+GROUP BY 1, 2`
+
 type hourAgent struct {
 	hour  int64
 	agent string
@@ -158,7 +168,8 @@ type hourAgent struct {
 
 type hourRow struct {
 	steps, errors, in, out, runs, failed int64
-	cost                                 float64
+	evals                                int64
+	cost, evalSum                        float64
 	durations                            []int64
 }
 
@@ -245,10 +256,25 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 	if err != nil {
 		return false, mapErr(err)
 	}
+	rows, err = tx.Query(ctx, metricsFoldEvalsSQL, lo, hi)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	_, err = pgx.ForEachRow(rows, []any{&h, &a, &cost, &n}, func() error {
+		if want[h] {
+			x := get(h, a)
+			x.evalSum, x.evals = cost, n
+		}
+		return nil
+	})
+	if err != nil {
+		return false, mapErr(err)
+	}
 	batch := &pgx.Batch{}
 	for k, x := range acc {
-		batch.Queue(`INSERT INTO metric_hours VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost, x.runs, x.failed, store.PackDurations(x.durations))
+		batch.Queue(`INSERT INTO metric_hours VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost, x.runs, x.failed, store.PackDurations(x.durations),
+			x.evalSum, x.evals)
 	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return false, mapErr(err)

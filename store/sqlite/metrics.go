@@ -156,15 +156,16 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 			return nil, err
 		}
 	}
-	all := args(nanos(p.From), nanos(p.To))
-	if err := q(metricsEvalsSQL, all, func(r *sql.Rows) error {
-		if err := r.Scan(&i, &k, &c, &n); err != nil {
-			return err
+	for _, gap := range gaps {
+		if err := q(metricsEvalsSQL, args(gap[0], gap[1]), func(r *sql.Rows) error {
+			if err := r.Scan(&i, &k, &c, &n); err != nil {
+				return err
+			}
+			b.AddEvals(i, k, c, n)
+			return nil
+		}); err != nil {
+			return nil, err
 		}
-		b.AddEvals(i, k, c, n)
-		return nil
-	}); err != nil {
-		return nil, err
 	}
 	return b.Result(), nil
 }

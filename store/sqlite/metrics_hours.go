@@ -52,7 +52,7 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 	// The rows of the folded hours: the agent '' row marks an hour folded
 	// (a write since may have deleted some: those are read as gaps).
 	rows, err := s.rdb.QueryContext(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
-	runs, runs_failed, durations FROM metric_hours WHERE hour >= ? AND hour < ? AND (?3 = '' OR agent IN ('', ?3))
+	runs, runs_failed, durations, eval_sum, evals FROM metric_hours WHERE hour >= ? AND hour < ? AND (?3 = '' OR agent IN ('', ?3))
 ORDER BY hour`, h0, h1, p.Agent)
 	if err != nil {
 		return nil, mapErr(err)
@@ -60,14 +60,14 @@ ORDER BY hour`, h0, h1, p.Agent)
 	defer rows.Close()
 	folded = folded[:0]
 	var (
-		h, n, e, it, ot, runs, failed int64
-		c                             float64
-		agent                         string
-		durations                     []byte
+		h, n, e, it, ot, runs, failed, evals int64
+		c, evalSum                           float64
+		agent                                string
+		durations                            []byte
 	)
 	sums := map[int]*store.HourSums{}
 	for rows.Next() {
-		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations); err != nil {
+		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
 			return nil, mapErr(err)
 		}
 		if agent == "" && (len(folded) == 0 || folded[len(folded)-1] != h) {
@@ -85,6 +85,7 @@ ORDER BY hour`, h0, h1, p.Agent)
 		x.Steps, x.Errors, x.InputTokens, x.OutputTokens = x.Steps+n, x.Errors+e, x.InputTokens+it, x.OutputTokens+ot
 		x.AddCost(c)
 		x.Runs, x.RunsFailed = x.Runs+runs, x.RunsFailed+failed
+		x.AddEvals(evalSum, evals)
 		if runs != 0 {
 			b.AddPackedLatencies(i, "", durations)
 		}
@@ -155,6 +156,15 @@ const metricsFoldRunsSQL = `SELECT finished_at - finished_at % 3600000000000, ag
 FROM runs INDEXED BY runs_finished
 WHERE finished_at >= ?1 AND finished_at < ?2 AND finished_at > 0`
 
+// metricsFoldEvalsSQL sums the eval scores of [?1, ?2) per hour and
+// agent (attributed as metricsAgentSQL).
+const metricsFoldEvalsSQL = `SELECT s.created_at - s.created_at % 3600000000000, coalesce((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
+		(SELECT ses.agent FROM sessions ses WHERE ses.id = s.session_id), ''),
+	sum(s.score), count(*)
+FROM evals s
+WHERE s.created_at >= ?1 AND s.created_at < ?2
+GROUP BY 1, 2`
+
 type hourAgent struct {
 	hour  int64
 	agent string
@@ -162,7 +172,8 @@ type hourAgent struct {
 
 type hourRow struct {
 	steps, errors, in, out, runs, failed int64
-	cost                                 float64
+	evals                                int64
+	cost, evalSum                        float64
 	durations                            []int64
 }
 
@@ -225,9 +236,20 @@ func metricsFold(c *sql.Conn, hours []int64) error {
 	}); err != nil {
 		return err
 	}
+	if err := eachRow(c, metricsFoldEvalsSQL, lo, hi, func(r *sql.Rows) error {
+		if err := r.Scan(&h, &a, &cost, &n); err != nil || !want[h] {
+			return err
+		}
+		x := get(h, a)
+		x.evalSum, x.evals = cost, n
+		return nil
+	}); err != nil {
+		return err
+	}
 	for k, x := range acc {
-		if _, err := c.ExecContext(bg, `INSERT INTO metric_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost, x.runs, x.failed, store.PackDurations(x.durations)); err != nil {
+		if _, err := c.ExecContext(bg, `INSERT INTO metric_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost, x.runs, x.failed, store.PackDurations(x.durations),
+			x.evalSum, x.evals); err != nil {
 			return err
 		}
 	}

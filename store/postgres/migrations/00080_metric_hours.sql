@@ -14,8 +14,8 @@
 --
 -- Invalidation is exact and by hour: a statement that inserts or deletes
 -- steps (append, import, copy, fill, prune, truncate, session delete), a
--- change of a step's error status (the answer of a waiting step) and a
--- change of a finished run delete the rows of the hours they touch
+-- change of a step's error status (the answer of a waiting step), a
+-- change of a finished run and an eval written or deleted delete the rows of the hours they touch
 -- (metric_hours_touch), after taking the advisory lock (730510, hash of
 -- the schema) shared until they commit. A fold takes it exclusively: it
 -- reads only what every writer before it committed, and a writer after it
@@ -32,6 +32,8 @@ CREATE TABLE metric_hours (
     runs          BIGINT NOT NULL,
     runs_failed   BIGINT NOT NULL,
     durations     BYTEA NOT NULL,
+    eval_sum      DOUBLE PRECISION NOT NULL,
+    evals         BIGINT NOT NULL,
     PRIMARY KEY (hour, agent)
 );
 -- +goose StatementBegin
@@ -63,6 +65,15 @@ CREATE FUNCTION metric_hours_row() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_TABLE_NAME = 'steps' THEN
         PERFORM metric_hours_touch(ARRAY[OLD.created_at - OLD.created_at % 3600000000000]);
+    ELSIF TG_TABLE_NAME = 'evals' THEN
+        IF TG_OP = 'INSERT' THEN
+            PERFORM metric_hours_touch(ARRAY[NEW.created_at - NEW.created_at % 3600000000000]);
+        ELSIF TG_OP = 'DELETE' THEN
+            PERFORM metric_hours_touch(ARRAY[OLD.created_at - OLD.created_at % 3600000000000]);
+        ELSE
+            PERFORM metric_hours_touch(ARRAY[OLD.created_at - OLD.created_at % 3600000000000,
+                NEW.created_at - NEW.created_at % 3600000000000]);
+        END IF;
     ELSIF TG_OP = 'INSERT' THEN
         PERFORM metric_hours_touch(ARRAY[NEW.finished_at - NEW.finished_at % 3600000000000]);
     ELSIF TG_OP = 'DELETE' THEN
@@ -90,8 +101,11 @@ CREATE TRIGGER metric_hours_runs_update AFTER UPDATE OF finished_at, status, cre
     EXECUTE FUNCTION metric_hours_row();
 CREATE TRIGGER metric_hours_runs_delete AFTER DELETE ON runs FOR EACH ROW
     WHEN (OLD.finished_at > 0) EXECUTE FUNCTION metric_hours_row();
+CREATE TRIGGER metric_hours_evals AFTER INSERT OR DELETE OR UPDATE OF score, created_at, run_id, session_id ON evals
+    FOR EACH ROW EXECUTE FUNCTION metric_hours_row();
 
 -- +goose Down
+DROP TRIGGER metric_hours_evals ON evals;
 DROP TRIGGER metric_hours_runs_delete ON runs;
 DROP TRIGGER metric_hours_runs_update ON runs;
 DROP TRIGGER metric_hours_runs_insert ON runs;

@@ -5,9 +5,9 @@
 -- lazily by the first query that needs an hour (from step_rollups and
 -- runs, in a write transaction); a folded hour always has its agent ''
 -- row (zeros when no step or run has that agent), which marks it folded.
--- agent is the agent of a step as the metrics filter attributes it (its
--- run's, else its session's) for the step columns, and the run's own
--- agent for the run columns. durations are the run durations (finished_at
+-- agent is the agent of a step or an eval as the metrics filter
+-- attributes it (its run's, else its session's) for the step and eval
+-- columns, and the run's own agent for the run columns. durations are the run durations (finished_at
 -- − created_at, nanoseconds) of the runs finished in the hour, sorted,
 -- packed as little-endian int64, so percentiles over any set of hours are
 -- exact. Starts empty: nothing to backfill.
@@ -16,7 +16,7 @@
 -- (a step inserted, deleted, or its error status changed — import, copy,
 -- fill, prune, truncate, session delete, the answer of a waiting step)
 -- or a finished run (inserted, deleted, its finish, status or start
--- changed) deletes the rows of the hours it touches. On an append in the
+-- changed) or an eval (written, deleted) deletes the rows of the hours it touches. On an append in the
 -- current hour that is one probe of an empty key range.
 CREATE TABLE metric_hours (
     hour          INTEGER NOT NULL, -- unix nanoseconds of the hour's start
@@ -29,6 +29,8 @@ CREATE TABLE metric_hours (
     runs          INTEGER NOT NULL,
     runs_failed   INTEGER NOT NULL,
     durations     BLOB NOT NULL,
+    eval_sum      REAL NOT NULL,
+    evals         INTEGER NOT NULL,
     PRIMARY KEY (hour, agent)
 ) STRICT, WITHOUT ROWID;
 -- +goose StatementBegin
@@ -64,8 +66,27 @@ CREATE TRIGGER metric_hours_run_delete AFTER DELETE ON runs WHEN OLD.finished_at
     DELETE FROM metric_hours WHERE hour = OLD.finished_at - OLD.finished_at % 3600000000000;
 END;
 -- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_eval_insert AFTER INSERT ON evals BEGIN
+    DELETE FROM metric_hours WHERE hour = NEW.created_at - NEW.created_at % 3600000000000;
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_eval_update AFTER UPDATE OF score, created_at, run_id, session_id ON evals BEGIN
+    DELETE FROM metric_hours WHERE hour IN (OLD.created_at - OLD.created_at % 3600000000000,
+        NEW.created_at - NEW.created_at % 3600000000000);
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_eval_delete AFTER DELETE ON evals BEGIN
+    DELETE FROM metric_hours WHERE hour = OLD.created_at - OLD.created_at % 3600000000000;
+END;
+-- +goose StatementEnd
 
 -- +goose Down
+DROP TRIGGER metric_hours_eval_delete;
+DROP TRIGGER metric_hours_eval_update;
+DROP TRIGGER metric_hours_eval_insert;
 DROP TRIGGER metric_hours_run_delete;
 DROP TRIGGER metric_hours_run_update;
 DROP TRIGGER metric_hours_run_insert;
