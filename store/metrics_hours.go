@@ -81,17 +81,38 @@ func PackDurations(d []int64) []byte {
 	return out
 }
 
-// AddPackedLatencies records the packed run durations of one hour in
-// bucket i (as milliseconds, as AddLatency), for drivers that read the
-// hour table.
+// AddPackedLatencies records the packed run durations of one hour
+// (sorted, as PackDurations leaves them) in bucket i, as milliseconds like
+// AddLatency. Until the bucket gets a latency from AddLatency, the lists
+// are merged, so its latencies stay sorted and Result need not sort them.
 func (b *MetricsBuilder) AddPackedLatencies(i int, key string, packed []byte) {
 	s, ok := b.at(i, key)
 	if !ok {
 		return
 	}
-	for j := 0; j+8 <= len(packed); j += 8 {
-		s.latencies[i] = append(s.latencies[i], float64(int64(binary.LittleEndian.Uint64(packed[j:])))/1e6)
+	n := len(packed) / 8
+	old := s.latencies[i]
+	if s.unsorted == nil {
+		s.unsorted = make([]bool, b.n)
 	}
+	if s.unsorted[i] || len(old) == 0 || old[len(old)-1] <= float64(int64(binary.LittleEndian.Uint64(packed)))/1e6 {
+		for j := range n {
+			old = append(old, float64(int64(binary.LittleEndian.Uint64(packed[8*j:])))/1e6)
+		}
+		s.latencies[i] = old
+		return
+	}
+	out := make([]float64, 0, len(old)+n)
+	j := 0
+	for k := range n {
+		v := float64(int64(binary.LittleEndian.Uint64(packed[8*k:]))) / 1e6
+		for j < len(old) && old[j] <= v {
+			out = append(out, old[j])
+			j++
+		}
+		out = append(out, v)
+	}
+	s.latencies[i] = append(out, old[j:]...)
 }
 
 // HourSums accumulates the hour rows of one bucket before they are added
@@ -101,13 +122,14 @@ func (b *MetricsBuilder) AddPackedLatencies(i int, key string, packed []byte) {
 // gives over the rollup rows themselves.
 type HourSums struct {
 	Steps, Errors, InputTokens, OutputTokens, Runs, RunsFailed, Evals int64
-	cost, evalSum                                                     kbn
+	cost, evalSum                                                     KBN
 }
 
-// kbn is a sum with Neumaier's compensation.
-type kbn struct{ sum, comp float64 }
+// KBN is a float sum with Neumaier's compensation (as SQLite's sum()).
+type KBN struct{ sum, comp float64 }
 
-func (k *kbn) add(v float64) {
+// Add adds v.
+func (k *KBN) Add(v float64) {
 	t := k.sum + v
 	if math.Abs(k.sum) >= math.Abs(v) {
 		k.comp += (k.sum - t) + v
@@ -117,21 +139,22 @@ func (k *kbn) add(v float64) {
 	k.sum = t
 }
 
-func (k *kbn) value() float64 { return k.sum + k.comp }
+// Value returns the sum.
+func (k *KBN) Value() float64 { return k.sum + k.comp }
 
 // AddCost adds c to the cost.
-func (h *HourSums) AddCost(c float64) { h.cost.add(c) }
+func (h *HourSums) AddCost(c float64) { h.cost.Add(c) }
 
 // AddEvals adds n evals scoring sum in all.
 func (h *HourSums) AddEvals(sum float64, n int64) {
 	if n != 0 {
-		h.evalSum.add(sum)
+		h.evalSum.Add(sum)
 		h.Evals += n
 	}
 }
 
 // Cost returns the compensated cost.
-func (h *HourSums) Cost() float64 { return h.cost.value() }
+func (h *HourSums) Cost() float64 { return h.cost.Value() }
 
 // AddHourSums adds the accumulated hours of bucket i (no split key).
 func (b *MetricsBuilder) AddHourSums(i int, h *HourSums) {
@@ -142,6 +165,6 @@ func (b *MetricsBuilder) AddHourSums(i int, h *HourSums) {
 		b.AddRuns(i, "", h.Runs, h.RunsFailed)
 	}
 	if h.Evals != 0 {
-		b.AddEvals(i, "", h.evalSum.value(), h.Evals)
+		b.AddEvals(i, "", h.evalSum.Value(), h.Evals)
 	}
 }

@@ -53,7 +53,8 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 		}
 	}
 	rows, err := s.pool.Query(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
-	runs, runs_failed, durations, eval_sum, evals FROM metric_hours WHERE hour >= $1 AND hour < $2 AND ($3::text = '' OR agent IN ('', $3::text))
+	runs, runs_failed, CASE WHEN agent = $3::text THEN durations END, eval_sum, evals
+FROM metric_hours WHERE hour >= $1 AND hour < $2 AND agent IN ('', $3::text)
 ORDER BY hour`, h0, h1, p.Agent)
 	if err != nil {
 		return nil, mapErr(err)
@@ -74,7 +75,7 @@ ORDER BY hour`, h0, h1, p.Agent)
 		if agent == "" && (len(folded) == 0 || folded[len(folded)-1] != h) {
 			folded = append(folded, h)
 		}
-		if p.Agent != "" && agent != p.Agent {
+		if agent != p.Agent { // the hour's total, read for an agent filter
 			continue
 		}
 		i, _ := b.Index(time.Unix(0, h))
@@ -169,7 +170,7 @@ type hourAgent struct {
 type hourRow struct {
 	steps, errors, in, out, runs, failed int64
 	evals                                int64
-	cost, evalSum                        float64
+	cost, evalSum                        store.KBN
 	durations                            []int64
 }
 
@@ -218,6 +219,14 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 	for h := range want {
 		get(h, "")
 	}
+	// fold returns the rows an aggregate of agent a in hour h adds to: the
+	// hour's total (agent '') and a's own.
+	fold := func(h int64, a string) []*hourRow {
+		if a == "" {
+			return []*hourRow{get(h, "")}
+		}
+		return []*hourRow{get(h, ""), get(h, a)}
+	}
 	var (
 		h, n, e, it, ot int64
 		cost            float64
@@ -230,8 +239,10 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 	}
 	_, err = pgx.ForEachRow(rows, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() error {
 		if want[h] {
-			x := get(h, a)
-			x.steps, x.errors, x.in, x.out, x.cost = n, e, it, ot, cost
+			for _, x := range fold(h, a) {
+				x.steps, x.errors, x.in, x.out = x.steps+n, x.errors+e, x.in+it, x.out+ot
+				x.cost.Add(cost)
+			}
 		}
 		return nil
 	})
@@ -244,12 +255,13 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 	}
 	_, err = pgx.ForEachRow(rows, []any{&h, &a, &failed, &n}, func() error {
 		if want[h] {
-			x := get(h, a)
-			x.runs++
-			if failed {
-				x.failed++
+			for _, x := range fold(h, a) {
+				x.runs++
+				if failed {
+					x.failed++
+				}
+				x.durations = append(x.durations, n)
 			}
-			x.durations = append(x.durations, n)
 		}
 		return nil
 	})
@@ -262,8 +274,10 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 	}
 	_, err = pgx.ForEachRow(rows, []any{&h, &a, &cost, &n}, func() error {
 		if want[h] {
-			x := get(h, a)
-			x.evalSum, x.evals = cost, n
+			for _, x := range fold(h, a) {
+				x.evalSum.Add(cost)
+				x.evals += n
+			}
 		}
 		return nil
 	})
@@ -273,8 +287,8 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 	batch := &pgx.Batch{}
 	for k, x := range acc {
 		batch.Queue(`INSERT INTO metric_hours VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost, x.runs, x.failed, store.PackDurations(x.durations),
-			x.evalSum, x.evals)
+			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost.Value(), x.runs, x.failed, store.PackDurations(x.durations),
+			x.evalSum.Value(), x.evals)
 	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return false, mapErr(err)

@@ -50,9 +50,11 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 		}
 	}
 	// The rows of the folded hours: the agent '' row marks an hour folded
-	// (a write since may have deleted some: those are read as gaps).
+	// (a write since may have deleted some: those are read as gaps); it
+	// is the total of all agents, its durations read only without a filter.
 	rows, err := s.rdb.QueryContext(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
-	runs, runs_failed, durations, eval_sum, evals FROM metric_hours WHERE hour >= ? AND hour < ? AND (?3 = '' OR agent IN ('', ?3))
+	runs, runs_failed, CASE WHEN agent = ?3 THEN durations END, eval_sum, evals
+FROM metric_hours WHERE hour >= ?1 AND hour < ?2 AND agent IN ('', ?3)
 ORDER BY hour`, h0, h1, p.Agent)
 	if err != nil {
 		return nil, mapErr(err)
@@ -73,7 +75,7 @@ ORDER BY hour`, h0, h1, p.Agent)
 		if agent == "" && (len(folded) == 0 || folded[len(folded)-1] != h) {
 			folded = append(folded, h)
 		}
-		if p.Agent != "" && agent != p.Agent {
+		if agent != p.Agent { // the hour's total, read for an agent filter
 			continue
 		}
 		i, _ := b.Index(time.Unix(0, h))
@@ -173,7 +175,7 @@ type hourAgent struct {
 type hourRow struct {
 	steps, errors, in, out, runs, failed int64
 	evals                                int64
-	cost, evalSum                        float64
+	cost, evalSum                        store.KBN
 	durations                            []int64
 }
 
@@ -206,6 +208,14 @@ func metricsFold(c *sql.Conn, hours []int64) error {
 	for h := range want {
 		get(h, "")
 	}
+	// fold returns the rows an aggregate of agent a in hour h adds to: the
+	// hour's total (agent '') and a's own.
+	fold := func(h int64, a string) []*hourRow {
+		if a == "" {
+			return []*hourRow{get(h, "")}
+		}
+		return []*hourRow{get(h, ""), get(h, a)}
+	}
 	var (
 		h, n, e, it, ot int64
 		cost            float64
@@ -216,8 +226,10 @@ func metricsFold(c *sql.Conn, hours []int64) error {
 		if err := r.Scan(&h, &a, &n, &e, &it, &ot, &cost); err != nil || !want[h] {
 			return err
 		}
-		x := get(h, a)
-		x.steps, x.errors, x.in, x.out, x.cost = n, e, it, ot, cost
+		for _, x := range fold(h, a) {
+			x.steps, x.errors, x.in, x.out = x.steps+n, x.errors+e, x.in+it, x.out+ot
+			x.cost.Add(cost)
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -226,12 +238,13 @@ func metricsFold(c *sql.Conn, hours []int64) error {
 		if err := r.Scan(&h, &a, &failed, &n); err != nil || !want[h] {
 			return err
 		}
-		x := get(h, a)
-		x.runs++
-		if failed {
-			x.failed++
+		for _, x := range fold(h, a) {
+			x.runs++
+			if failed {
+				x.failed++
+			}
+			x.durations = append(x.durations, n)
 		}
-		x.durations = append(x.durations, n)
 		return nil
 	}); err != nil {
 		return err
@@ -240,16 +253,18 @@ func metricsFold(c *sql.Conn, hours []int64) error {
 		if err := r.Scan(&h, &a, &cost, &n); err != nil || !want[h] {
 			return err
 		}
-		x := get(h, a)
-		x.evalSum, x.evals = cost, n
+		for _, x := range fold(h, a) {
+			x.evalSum.Add(cost)
+			x.evals += n
+		}
 		return nil
 	}); err != nil {
 		return err
 	}
 	for k, x := range acc {
 		if _, err := c.ExecContext(bg, `INSERT INTO metric_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost, x.runs, x.failed, store.PackDurations(x.durations),
-			x.evalSum, x.evals); err != nil {
+			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost.Value(), x.runs, x.failed, store.PackDurations(x.durations),
+			x.evalSum.Value(), x.evals); err != nil {
 			return err
 		}
 	}

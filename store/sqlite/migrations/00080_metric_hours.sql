@@ -3,8 +3,10 @@
 -- metrics, store/sqlite/metrics.go), so a query over days reads a few rows
 -- per hour instead of every rollup row and every finished run. Folded
 -- lazily by the first query that needs an hour (from step_rollups and
--- runs, in a write transaction); a folded hour always has its agent ''
--- row (zeros when no step or run has that agent), which marks it folded.
+-- runs, in a write transaction). The agent '' row of an hour is its
+-- total over every agent (a query of all agents reads it alone); it marks
+-- the hour folded. (A query cannot filter on the agent '', so a session
+-- without agent needs no row of its own.)
 -- agent is the agent of a step or an eval as the metrics filter
 -- attributes it (its run's, else its session's) for the step and eval
 -- columns, and the run's own agent for the run columns. durations are the run durations (finished_at
