@@ -162,6 +162,14 @@ FROM evals s
 WHERE s.created_at >= $1 AND s.created_at < $2
 GROUP BY 1, 2`
 
+// metricsFoldTotalsSQL sums the costs of the rollups and the eval scores
+// of [$1, $2) per hour over all agents: the totals' float sums are SQL's
+// own over the rows (as a query of all agents without the table reads
+// them), not a sum of the agents'.
+const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, 0, sum(cost)::float8 FROM step_rollups WHERE minute >= $1 AND minute < $2 GROUP BY 1
+UNION ALL
+SELECT created_at - created_at % 3600000000000, 1, sum(score)::float8 FROM evals WHERE created_at >= $1 AND created_at < $2 GROUP BY 1`
+
 type hourAgent struct {
 	hour  int64
 	agent string
@@ -277,6 +285,27 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 			for _, x := range fold(h, a) {
 				x.evalSum.Add(cost)
 				x.evals += n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, mapErr(err)
+	}
+	var which int
+	rows, err = tx.Query(ctx, metricsFoldTotalsSQL, lo, hi)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	_, err = pgx.ForEachRow(rows, []any{&h, &which, &cost}, func() error {
+		if want[h] {
+			x := get(h, "")
+			if which == 0 {
+				x.cost = store.KBN{}
+				x.cost.Add(cost)
+			} else {
+				x.evalSum = store.KBN{}
+				x.evalSum.Add(cost)
 			}
 		}
 		return nil

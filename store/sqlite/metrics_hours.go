@@ -167,6 +167,14 @@ FROM evals s
 WHERE s.created_at >= ?1 AND s.created_at < ?2
 GROUP BY 1, 2`
 
+// metricsFoldTotalsSQL sums the costs of the rollups and the eval scores
+// of [?1, ?2) per hour over all agents: the totals' float sums are SQL's
+// own over the rows (as a query of all agents without the table reads
+// them), not a sum of the agents'.
+const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, 0, sum(cost) FROM step_rollups WHERE minute >= ?1 AND minute < ?2 GROUP BY 1
+UNION ALL
+SELECT created_at - created_at % 3600000000000, 1, sum(score) FROM evals WHERE created_at >= ?1 AND created_at < ?2 GROUP BY 1`
+
 type hourAgent struct {
 	hour  int64
 	agent string
@@ -256,6 +264,23 @@ func metricsFold(c *sql.Conn, hours []int64) error {
 		for _, x := range fold(h, a) {
 			x.evalSum.Add(cost)
 			x.evals += n
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	var which int
+	if err := eachRow(c, metricsFoldTotalsSQL, lo, hi, func(r *sql.Rows) error {
+		if err := r.Scan(&h, &which, &cost); err != nil || !want[h] {
+			return err
+		}
+		x := get(h, "")
+		if which == 0 {
+			x.cost = store.KBN{}
+			x.cost.Add(cost)
+		} else {
+			x.evalSum = store.KBN{}
+			x.evalSum.Add(cost)
 		}
 		return nil
 	}); err != nil {
