@@ -21,7 +21,7 @@ var mh0 = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 // queries recomputed without any hour table (a split by a key no session
 // has: one series, read from the rollups and runs), cold, warm, and after
 // every write that changes a past hour: steps appended and imported into
-// it, a run finished in it, a truncate, the failure of a waiting step (and of its run), an
+// it, the run of an imported step imported after it with another agent, a run finished in it, a truncate, the failure of a waiting step (and of its run), an
 // eval, a session delete and a prune. Costs are binary fractions, so every
 // grouping of the sums is exact.
 func testMetricsHours(t *testing.T, st store.Store) {
@@ -123,6 +123,22 @@ func testMetricsHours(t *testing.T, st store.Store) {
 			t.Fatalf("StepImport: %v", err)
 		}
 		check("after a step imported into a past hour")
+	}
+	if imp, ok := st.(store.Importer); ok {
+		// Steps and an eval naming a run that is not there yet, then the
+		// run, of another agent than the session's (copy writes runs after
+		// steps): the agent of the steps changes.
+		s := step("ha", "rh", 2*time.Hour+50*time.Minute, llm, done)
+		s.Sequence = 5
+		if err := imp.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{s}}); err != nil {
+			t.Fatalf("StepImport: %v", err)
+		}
+		check("after a step of a run not yet there")
+		if err := imp.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{{ID: "rh", SessionID: "ha", Agent: "c",
+			Status: steptype.RunCancelled, CreatedAt: mh0.Add(2*time.Hour + 49*time.Minute)}}}); err != nil {
+			t.Fatalf("RunImport: %v", err)
+		}
+		check("after its run, of another agent, imported")
 	}
 	mustRun(t, st, &steptype.Run{ID: "rb2", SessionID: "hb", Agent: "b", Status: steptype.RunFailed,
 		CreatedAt: mh0.Add(80 * time.Minute), FinishedAt: mh0.Add(3*time.Hour + 5*time.Minute + 123*time.Microsecond)})

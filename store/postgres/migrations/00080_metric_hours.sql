@@ -17,7 +17,9 @@
 -- Invalidation is exact and by hour: a statement that inserts or deletes
 -- steps (append, import, copy, fill, prune, truncate, session delete), a
 -- change of a step's error status (the answer of a waiting step), a
--- change of a finished run and an eval written or deleted delete the rows of the hours they touch
+-- change of a finished run, a run of another agent than its session's
+-- inserted or deleted (it changes the agent of its steps and evals) and an
+-- eval written or deleted delete the rows of the hours they touch
 -- (metric_hours_touch), after taking the advisory lock (730510, hash of
 -- the schema) shared until they commit. A fold takes it exclusively: it
 -- reads only what every writer before it committed, and a writer after it
@@ -103,11 +105,32 @@ CREATE TRIGGER metric_hours_runs_update AFTER UPDATE OF finished_at, status, cre
     EXECUTE FUNCTION metric_hours_row();
 CREATE TRIGGER metric_hours_runs_delete AFTER DELETE ON runs FOR EACH ROW
     WHEN (OLD.finished_at > 0) EXECUTE FUNCTION metric_hours_row();
+-- A run inserted or deleted whose agent is not its session's changes the
+-- agent of the steps and evals that name it (copy writes runs after their
+-- steps): their hours go too.
+-- +goose StatementBegin
+CREATE FUNCTION metric_hours_run_agent() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r runs;
+BEGIN
+    IF TG_OP = 'INSERT' THEN r := NEW; ELSE r := OLD; END IF;
+    IF r.agent IS DISTINCT FROM COALESCE((SELECT agent FROM sessions WHERE id = r.session_id), '') THEN
+        PERFORM metric_hours_touch(ARRAY(
+            SELECT minute - minute % 3600000000000 FROM step_rollups WHERE session_id = r.session_id AND run_id = r.id
+            UNION SELECT created_at - created_at % 3600000000000 FROM evals WHERE run_id = r.id));
+    END IF;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER metric_hours_runs_agent AFTER INSERT OR DELETE ON runs FOR EACH ROW EXECUTE FUNCTION metric_hours_run_agent();
 CREATE TRIGGER metric_hours_evals AFTER INSERT OR DELETE OR UPDATE OF score, created_at, run_id, session_id ON evals
     FOR EACH ROW EXECUTE FUNCTION metric_hours_row();
 
 -- +goose Down
 DROP TRIGGER metric_hours_evals ON evals;
+DROP TRIGGER metric_hours_runs_agent ON runs;
+DROP FUNCTION metric_hours_run_agent();
 DROP TRIGGER metric_hours_runs_delete ON runs;
 DROP TRIGGER metric_hours_runs_update ON runs;
 DROP TRIGGER metric_hours_runs_insert ON runs;

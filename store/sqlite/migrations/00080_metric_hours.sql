@@ -18,7 +18,9 @@
 -- (a step inserted, deleted, or its error status changed — import, copy,
 -- fill, prune, truncate, session delete, the answer of a waiting step)
 -- or a finished run (inserted, deleted, its finish, status or start
--- changed) or an eval (written, deleted) deletes the rows of the hours it touches. On an append in the
+-- changed; a run of another agent than its session's inserted or deleted,
+-- which changes the agent of its steps and evals) or an eval (written,
+-- deleted) deletes the rows of the hours it touches. On an append in the
 -- current hour that is one probe of an empty key range.
 CREATE TABLE metric_hours (
     hour          INTEGER NOT NULL, -- unix nanoseconds of the hour's start
@@ -68,6 +70,25 @@ CREATE TRIGGER metric_hours_run_delete AFTER DELETE ON runs WHEN OLD.finished_at
     DELETE FROM metric_hours WHERE hour = OLD.finished_at - OLD.finished_at % 3600000000000;
 END;
 -- +goose StatementEnd
+-- A run inserted or deleted whose agent is not its session's changes the
+-- agent of the steps and evals that name it (copy writes runs after their
+-- steps): their hours go too.
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_run_agent_insert AFTER INSERT ON runs
+WHEN NEW.agent <> coalesce((SELECT agent FROM sessions WHERE id = NEW.session_id), '') BEGIN
+    DELETE FROM metric_hours WHERE hour IN (
+        SELECT minute - minute % 3600000000000 FROM step_rollups WHERE session_id = NEW.session_id AND run_id = NEW.id
+        UNION SELECT created_at - created_at % 3600000000000 FROM evals WHERE run_id = NEW.id);
+END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER metric_hours_run_agent_delete AFTER DELETE ON runs
+WHEN OLD.agent <> coalesce((SELECT agent FROM sessions WHERE id = OLD.session_id), '') BEGIN
+    DELETE FROM metric_hours WHERE hour IN (
+        SELECT minute - minute % 3600000000000 FROM step_rollups WHERE session_id = OLD.session_id AND run_id = OLD.id
+        UNION SELECT created_at - created_at % 3600000000000 FROM evals WHERE run_id = OLD.id);
+END;
+-- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER metric_hours_eval_insert AFTER INSERT ON evals BEGIN
     DELETE FROM metric_hours WHERE hour = NEW.created_at - NEW.created_at % 3600000000000;
@@ -89,6 +110,8 @@ END;
 DROP TRIGGER metric_hours_eval_delete;
 DROP TRIGGER metric_hours_eval_update;
 DROP TRIGGER metric_hours_eval_insert;
+DROP TRIGGER metric_hours_run_agent_delete;
+DROP TRIGGER metric_hours_run_agent_insert;
 DROP TRIGGER metric_hours_run_delete;
 DROP TRIGGER metric_hours_run_update;
 DROP TRIGGER metric_hours_run_insert;
