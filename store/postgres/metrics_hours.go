@@ -43,10 +43,13 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 		for len(missing) > 0 {
 			n := min(len(missing), metricsFoldChunk)
 			done, err := s.metricsFold(ctx, missing[:n])
-			if err != nil {
+			if err != nil && ctx.Err() != nil {
 				return nil, err
 			}
-			if !done {
+			if err != nil || !done {
+				// Writers held the lock past metricsFoldWait, or the fold
+				// failed (a read-only replica, a full disk): the hours not
+				// folded are read as before.
 				break
 			}
 			missing = missing[n:]

@@ -45,7 +45,13 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 			if _, err := write(s, ctx, func(tx *wtx) (struct{}, error) {
 				return struct{}{}, metricsFold(tx.conn(), chunk)
 			}); err != nil {
-				return nil, err
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				// The writer is unavailable (another process holds the
+				// file, a full disk): the hours not folded are read as
+				// before.
+				break
 			}
 		}
 	}
