@@ -30,6 +30,18 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 	if !ok {
 		return whole, nil
 	}
+	if s.w == nil {
+		// A read-only store may be on a schema before migration 80 (it
+		// does not migrate): without the table, everything is read as
+		// before.
+		var n int
+		if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'metric_hours'`).Scan(&n); err != nil {
+			return nil, mapErr(err)
+		}
+		if n == 0 {
+			return whole, nil
+		}
+	}
 	folded, err := s.metricsFolded(ctx, h0, h1)
 	if err != nil {
 		return nil, err

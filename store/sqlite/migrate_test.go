@@ -113,7 +113,8 @@ func downTo(t *testing.T, db *sql.DB, name string) {
 // A database at migration 75 with runs, steps and evals in past hours is
 // upgraded: migration 80 adds an empty hour table (nothing to backfill),
 // which the first metrics query folds from the rows written before it,
-// with the same answer as before the upgrade.
+// with the same answer as before the upgrade; a read-only store (which
+// does not migrate) answers on the old schema too.
 func TestMigrateMetricHours(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -156,6 +157,13 @@ func TestMigrateMetricHours(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+	// A read-only store does not migrate: on the old schema it reads
+	// without the table.
+	ro := open(t, sqlite.Config{Path: path, ReadOnly: true})
+	if got := query(ro); got != before {
+		t.Fatalf("metrics of a read-only store on the old schema:\n got %s\nwant %s", got, before)
+	}
+	ro.Close()
 	st = open(t, sqlite.Config{Path: path})
 	defer st.Close()
 	hours := func() (n int) {
