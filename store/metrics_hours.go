@@ -81,40 +81,6 @@ func PackDurations(d []int64) []byte {
 	return out
 }
 
-// AddPackedLatencies records the packed run durations of one hour
-// (sorted, as PackDurations leaves them) in bucket i, as milliseconds like
-// AddLatency. Until the bucket gets a latency from AddLatency, the lists
-// are merged, so its latencies stay sorted and Result need not sort them.
-func (b *MetricsBuilder) AddPackedLatencies(i int, key string, packed []byte) {
-	s, ok := b.at(i, key)
-	if !ok {
-		return
-	}
-	n := len(packed) / 8
-	old := s.latencies[i]
-	if s.unsorted == nil {
-		s.unsorted = make([]bool, b.n)
-	}
-	if s.unsorted[i] || len(old) == 0 || old[len(old)-1] <= float64(int64(binary.LittleEndian.Uint64(packed)))/1e6 {
-		for j := range n {
-			old = append(old, float64(int64(binary.LittleEndian.Uint64(packed[8*j:])))/1e6)
-		}
-		s.latencies[i] = old
-		return
-	}
-	out := make([]float64, 0, len(old)+n)
-	j := 0
-	for k := range n {
-		v := float64(int64(binary.LittleEndian.Uint64(packed[8*k:]))) / 1e6
-		for j < len(old) && old[j] <= v {
-			out = append(out, old[j])
-			j++
-		}
-		out = append(out, v)
-	}
-	s.latencies[i] = append(out, old[j:]...)
-}
-
 // HourSums accumulates the hour rows of one bucket before they are added
 // to a builder: counts exactly, the cost with Neumaier's compensated
 // summation, so the sum of a day's hourly sums is the correctly rounded
@@ -167,4 +133,123 @@ func (b *MetricsBuilder) AddHourSums(i int, h *HourSums) {
 	if h.Evals != 0 {
 		b.AddEvals(i, "", h.evalSum.Value(), h.Evals)
 	}
+}
+
+// MetricsHourRows collects the rows a driver reads from its hour table
+// for one query before they go to the builder (Apply): a driver that finds
+// hours missing folds them and reads again, discarding the first read.
+type MetricsHourRows struct {
+	p         *MetricsParams
+	b         *MetricsBuilder
+	sums      map[int]*HourSums
+	durations map[int][][]byte
+	// Folded are the folded hours read (their agent '' rows), ascending
+	// when the rows come ordered by agent, then hour.
+	Folded []int64
+}
+
+// NewMetricsHourRows returns an empty collection for p and b.
+func NewMetricsHourRows(p *MetricsParams, b *MetricsBuilder) *MetricsHourRows {
+	return &MetricsHourRows{p: p, b: b, sums: map[int]*HourSums{}, durations: map[int][][]byte{}}
+}
+
+// Add records one row: the agent ” row of an hour marks it folded and is
+// the hour's total, counted for a query of all agents; an agent's row
+// counts for a query of that agent.
+func (r *MetricsHourRows) Add(hour int64, agent string, steps, errors, in, out int64, cost float64,
+	runs, failed int64, durations []byte, evalSum float64, evals int64) {
+	if agent == "" {
+		r.Folded = append(r.Folded, hour)
+	}
+	if agent != r.p.Agent {
+		return
+	}
+	i, ok := r.b.Index(time.Unix(0, hour))
+	if !ok {
+		return
+	}
+	x := r.sums[i]
+	if x == nil {
+		x = &HourSums{}
+		r.sums[i] = x
+	}
+	x.Steps, x.Errors, x.InputTokens, x.OutputTokens = x.Steps+steps, x.Errors+errors, x.InputTokens+in, x.OutputTokens+out
+	x.AddCost(cost)
+	x.Runs, x.RunsFailed = x.Runs+runs, x.RunsFailed+failed
+	x.AddEvals(evalSum, evals)
+	if runs != 0 {
+		r.durations[i] = append(r.durations[i], durations)
+	}
+}
+
+// Apply adds the rows recorded to the builder.
+func (r *MetricsHourRows) Apply() {
+	for i, x := range r.sums {
+		r.b.AddHourSums(i, x)
+		if lists := r.durations[i]; len(lists) > 0 {
+			r.b.addSortedLatencies(i, "", mergePacked(lists))
+		}
+	}
+}
+
+// mergePacked decodes sorted packed duration lists (nanoseconds) into one
+// sorted list of milliseconds, merging them pairwise.
+func mergePacked(lists [][]byte) []float64 {
+	n := 0
+	for _, l := range lists {
+		n += len(l) / 8
+	}
+	a, b := make([]float64, 0, n), make([]float64, n)
+	bounds := make([]int, 0, len(lists)+1)
+	for _, l := range lists {
+		bounds = append(bounds, len(a))
+		for j := 0; j+8 <= len(l); j += 8 {
+			a = append(a, float64(int64(binary.LittleEndian.Uint64(l[j:])))/1e6)
+		}
+	}
+	bounds = append(bounds, len(a))
+	for len(bounds) > 2 {
+		next := bounds[:1]
+		for k := 0; k+1 < len(bounds); k += 2 {
+			lo, mid := bounds[k], bounds[k+1]
+			hi := mid
+			if k+2 < len(bounds) {
+				hi = bounds[k+2]
+			}
+			i, j, o := lo, mid, lo
+			for i < mid && j < hi {
+				if a[j] < a[i] {
+					b[o] = a[j]
+					j++
+				} else {
+					b[o] = a[i]
+					i++
+				}
+				o++
+			}
+			o += copy(b[o:], a[i:mid])
+			copy(b[o:], a[j:hi])
+			next = append(next, hi)
+		}
+		a, b = b[:n], a[:n]
+		bounds = next
+	}
+	return a
+}
+
+// addSortedLatencies records sorted latencies of bucket i.
+func (b *MetricsBuilder) addSortedLatencies(i int, key string, sorted []float64) {
+	s, ok := b.at(i, key)
+	if !ok {
+		return
+	}
+	if len(s.latencies[i]) == 0 {
+		s.latencies[i] = sorted
+		return
+	}
+	if s.unsorted == nil {
+		s.unsorted = make([]bool, b.n)
+	}
+	s.unsorted[i] = true
+	s.latencies[i] = append(s.latencies[i], sorted...)
 }

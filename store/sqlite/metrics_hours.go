@@ -42,13 +42,15 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 			return whole, nil
 		}
 	}
-	folded, err := s.metricsFolded(ctx, h0, h1)
-	if err != nil {
-		return nil, err
-	}
-	if missing := metricsMissing(h0, h1, folded); len(missing) > 0 {
-		if s.w == nil { // read-only: nothing can be folded
-			return whole, nil
+	var hr *store.MetricsHourRows
+	for attempt := 0; ; attempt++ {
+		var err error
+		if hr, err = s.metricsHourRows(ctx, p, b, h0, h1); err != nil {
+			return nil, err
+		}
+		missing := metricsMissing(h0, h1, hr.Folded)
+		if len(missing) == 0 || attempt > 0 || s.w == nil {
+			break
 		}
 		for len(missing) > 0 {
 			n := min(len(missing), metricsFoldChunk)
@@ -67,61 +69,38 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 			}
 		}
 	}
-	// The rows of the folded hours: the agent '' row marks an hour folded
-	// (a write since may have deleted some: those are read as gaps); it
-	// is the total of all agents, its durations read only without a filter.
+	hr.Apply()
+	return store.MetricsGaps(from, to, hr.Folded), nil
+}
+
+// metricsHourRows reads the rows of [h0, h1) that p needs: the agent ”
+// rows (each hour's total, which marks it folded; its durations only
+// without an agent filter) and the filter's agent's rows. The primary key
+// (agent, hour) makes each a contiguous range.
+func (s *Store) metricsHourRows(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder, h0, h1 int64) (*store.MetricsHourRows, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
 	runs, runs_failed, CASE WHEN agent = ?3 THEN durations END, eval_sum, evals
-FROM metric_hours WHERE hour >= ?1 AND hour < ?2 AND agent IN ('', ?3)
-ORDER BY hour`, h0, h1, p.Agent)
+FROM metric_hours WHERE agent IN ('', ?3) AND hour >= ?1 AND hour < ?2
+ORDER BY agent, hour`, h0, h1, p.Agent)
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	folded = folded[:0]
+	hr := store.NewMetricsHourRows(p, b)
 	var (
 		h, n, e, it, ot, runs, failed, evals int64
 		c, evalSum                           float64
 		agent                                string
 		durations                            []byte
 	)
-	sums := map[int]*store.HourSums{}
 	for rows.Next() {
 		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
 			return nil, mapErr(err)
 		}
-		if agent == "" && (len(folded) == 0 || folded[len(folded)-1] != h) {
-			folded = append(folded, h)
-		}
-		if agent != p.Agent { // the hour's total, read for an agent filter
-			continue
-		}
-		i, _ := b.Index(time.Unix(0, h))
-		x := sums[i]
-		if x == nil {
-			x = &store.HourSums{}
-			sums[i] = x
-		}
-		x.Steps, x.Errors, x.InputTokens, x.OutputTokens = x.Steps+n, x.Errors+e, x.InputTokens+it, x.OutputTokens+ot
-		x.AddCost(c)
-		x.Runs, x.RunsFailed = x.Runs+runs, x.RunsFailed+failed
-		x.AddEvals(evalSum, evals)
-		if runs != 0 {
-			b.AddPackedLatencies(i, "", durations)
-		}
+		hr.Add(h, agent, n, e, it, ot, c, runs, failed, durations, evalSum, evals)
+		durations = nil
 	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err)
-	}
-	for i, x := range sums {
-		b.AddHourSums(i, x)
-	}
-	return store.MetricsGaps(from, to, folded), nil
-}
-
-// metricsFolded returns the folded hours in [h0, h1), sorted.
-func (s *Store) metricsFolded(ctx context.Context, h0, h1 int64) ([]int64, error) {
-	return queryHours(ctx, s.rdb, h0, h1)
+	return hr, mapErr(rows.Err())
 }
 
 type queryer interface {

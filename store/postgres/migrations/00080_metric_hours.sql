@@ -12,7 +12,8 @@
 -- columns. durations are the run durations (finished_at − created_at,
 -- nanoseconds) of the runs finished in the hour, sorted, packed as
 -- little-endian int64, so percentiles over any set of hours are exact.
--- Starts empty: nothing to backfill.
+-- Starts empty: nothing to backfill. Keyed by (agent, hour): a query reads
+-- a contiguous range of the totals (and of its agent's rows).
 --
 -- Invalidation is exact and by hour: a statement that inserts or deletes
 -- steps (append, import, copy, fill, prune, truncate, session delete), a
@@ -38,8 +39,10 @@ CREATE TABLE metric_hours (
     durations     BYTEA NOT NULL,
     eval_sum      DOUBLE PRECISION NOT NULL,
     evals         BIGINT NOT NULL,
-    PRIMARY KEY (hour, agent)
+    PRIMARY KEY (agent, hour)
 );
+-- The invalidations delete by hour.
+CREATE INDEX metric_hours_hour ON metric_hours (hour);
 -- +goose StatementBegin
 CREATE FUNCTION metric_hours_touch(hours BIGINT[]) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN

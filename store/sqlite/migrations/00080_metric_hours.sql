@@ -35,8 +35,10 @@ CREATE TABLE metric_hours (
     durations     BLOB NOT NULL,
     eval_sum      REAL NOT NULL,
     evals         INTEGER NOT NULL,
-    PRIMARY KEY (hour, agent)
+    PRIMARY KEY (agent, hour)
 ) STRICT, WITHOUT ROWID;
+-- The invalidations delete by hour.
+CREATE INDEX metric_hours_hour ON metric_hours (hour);
 -- +goose StatementBegin
 CREATE TRIGGER metric_hours_rollup_insert AFTER INSERT ON step_rollups BEGIN
     DELETE FROM metric_hours WHERE hour = NEW.minute - NEW.minute % 3600000000000;
