@@ -118,22 +118,7 @@ type MetricsPart struct {
 // the whole minutes, and the partial minute at its end (empty parts left
 // out).
 func MetricsParts(p *MetricsParams) []MetricsPart {
-	from, to := p.From.UnixNano(), p.To.UnixNano()
-	const m = int64(time.Minute)
-	fm := from + (m-from%m)%m // first minute boundary at or after from
-	tm := to - to%m           // last minute boundary at or before to
-	if fm >= tm {
-		return []MetricsPart{{From: from, To: to}}
-	}
-	var out []MetricsPart
-	if from < fm {
-		out = append(out, MetricsPart{From: from, To: fm})
-	}
-	out = append(out, MetricsPart{From: fm, To: tm, Rollup: true})
-	if tm < to {
-		out = append(out, MetricsPart{From: tm, To: to})
-	}
-	return out
+	return MetricsPartsOf(p.From.UnixNano(), p.To.UnixNano())
 }
 
 // Metrics is the answer of MetricsStore.Metrics (and of GET /v1/metrics).
@@ -187,6 +172,7 @@ type MetricsBuilder struct {
 type builderSeries struct {
 	points    []MetricsPoint
 	latencies [][]float64
+	unsorted  []bool // per bucket: latencies added by AddLatency (nil: none)
 	evalSum   []float64
 	evalN     []int64
 }
@@ -272,6 +258,10 @@ func (b *MetricsBuilder) AddRuns(i int, key string, runs, failed int64) {
 // the builder.
 func (b *MetricsBuilder) AddLatency(i int, key string, ms float64) {
 	if s, ok := b.at(i, key); ok {
+		if s.unsorted == nil {
+			s.unsorted = make([]bool, b.n)
+		}
+		s.unsorted[i] = true
 		s.latencies[i] = append(s.latencies[i], ms)
 	}
 }
@@ -313,7 +303,9 @@ func (b *MetricsBuilder) Result() *Metrics {
 				pt.ErrorRate = float64(pt.Errors) / float64(pt.Steps)
 			}
 			if l := s.latencies[i]; len(l) > 0 {
-				slices.Sort(l)
+				if s.unsorted != nil && s.unsorted[i] {
+					slices.Sort(l)
+				}
 				pt.LatencyP50Ms, pt.LatencyP95Ms, pt.LatencyP99Ms = Percentile(l, 0.5), Percentile(l, 0.95), Percentile(l, 0.99)
 			}
 			if s.evalN[i] > 0 {

@@ -62,6 +62,14 @@ FROM runs s SPLITJOIN
 WHERE s.finished_at >= $3::bigint AND s.finished_at < $4::bigint AND s.finished_at > 0 AND ($5::text = '' OR s.agent = $5::text)
 GROUP BY 1, 2`
 
+// metricsRunListSQL lists the runs finished in a range, for a query that
+// also reads the hour table: their durations are merged with the hours'
+// by the builder, which computes the percentiles as percentile_cont does.
+const metricsRunListSQL = `SELECT ((s.finished_at - $1::bigint) / $2::bigint)::int, KEY, s.status = 'failed',
+	(s.finished_at - s.created_at)
+FROM runs s SPLITJOIN
+WHERE s.finished_at >= $3::bigint AND s.finished_at < $4::bigint AND s.finished_at > 0 AND ($5::text = '' OR s.agent = $5::text)`
+
 // metricsEvalsSQL sums eval scores per bucket (index evals_created).
 const metricsEvalsSQL = `SELECT ((s.created_at - $1::bigint) / $2::bigint)::int AS b, KEY, sum(s.score)::float8, count(*)
 FROM evals s SPLITJOIN
@@ -80,14 +88,21 @@ func metricsSQL(text string, p *store.MetricsParams) string {
 	return strings.NewReplacer("SPLITJOIN", join, "KEY", key, "AGENT", agent).Replace(text)
 }
 
-// Metrics implements store.MetricsStore: every aggregate, percentiles
-// included, is computed by PostgreSQL; evals are read when the schema has
-// the observation tables.
+// Metrics implements store.MetricsStore: the complete past hours of a
+// query without a split from the hour table (metricsHours, migration
+// 00080); the rest aggregated by PostgreSQL, percentiles included when no
+// hour is read from the table (else the builder merges the durations);
+// evals are read when the schema has the observation tables.
 func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Metrics, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
 	b := store.NewMetricsBuilder(p)
+	gaps, err := s.metricsHours(ctx, p, b)
+	if err != nil {
+		return nil, err
+	}
+	hours := len(gaps) != 1 || gaps[0] != [2]int64{nanos(p.From), nanos(p.To)}
 	args := func(from, to int64) []any {
 		return []any{nanos(p.Start()), int64(p.Bucket.Duration()), from, to, p.Agent, p.Split}
 	}
@@ -109,6 +124,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		k                string
 		n, e, it, ot     int64
 		c, p50, p95, p99 float64
+		failed           bool
 	)
 	addSteps := func(r pgx.Rows) error {
 		if err := r.Scan(&i, &k, &n, &e, &it, &ot, &c); err != nil {
@@ -117,39 +133,59 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		b.AddSteps(i, k, n, e, it, ot, c)
 		return nil
 	}
-	for _, part := range store.MetricsParts(p) {
-		text := metricsStepsSQL
-		if part.Rollup {
-			text = metricsRollupsSQL
+	for _, gap := range gaps {
+		for _, part := range store.MetricsPartsOf(gap[0], gap[1]) {
+			text := metricsStepsSQL
+			if part.Rollup {
+				text = metricsRollupsSQL
+			}
+			if err := q(text, args(part.From, part.To), addSteps); err != nil {
+				return nil, err
+			}
 		}
-		if err := q(text, args(part.From, part.To), addSteps); err != nil {
+		if !hours {
+			if err := q(metricsRunsSQL, args(gap[0], gap[1]), func(r pgx.Rows) error {
+				if err := r.Scan(&i, &k, &n, &e, &p50, &p95, &p99); err != nil {
+					return err
+				}
+				b.AddRuns(i, k, n, e)
+				b.SetLatency(i, k, p50, p95, p99)
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := q(metricsRunListSQL, args(gap[0], gap[1]), func(r pgx.Rows) error {
+			if err := r.Scan(&i, &k, &failed, &n); err != nil {
+				return err
+			}
+			var f int64
+			if failed {
+				f = 1
+			}
+			b.AddRuns(i, k, 1, f)
+			b.AddLatency(i, k, float64(n)/1e6)
+			return nil
+		}); err != nil {
 			return nil, err
 		}
-	}
-	all := args(nanos(p.From), nanos(p.To))
-	if err := q(metricsRunsSQL, all, func(r pgx.Rows) error {
-		if err := r.Scan(&i, &k, &n, &e, &p50, &p95, &p99); err != nil {
-			return err
-		}
-		b.AddRuns(i, k, n, e)
-		b.SetLatency(i, k, p50, p95, p99)
-		return nil
-	}); err != nil {
-		return nil, err
 	}
 	var hasEvals bool
 	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('evals') IS NOT NULL`).Scan(&hasEvals); err != nil {
 		return nil, mapErr(err)
 	}
 	if hasEvals {
-		if err := q(metricsEvalsSQL, all, func(r pgx.Rows) error {
-			if err := r.Scan(&i, &k, &c, &n); err != nil {
-				return err
+		for _, gap := range gaps {
+			if err := q(metricsEvalsSQL, args(gap[0], gap[1]), func(r pgx.Rows) error {
+				if err := r.Scan(&i, &k, &c, &n); err != nil {
+					return err
+				}
+				b.AddEvals(i, k, c, n)
+				return nil
+			}); err != nil {
+				return nil, err
 			}
-			b.AddEvals(i, k, c, n)
-			return nil
-		}); err != nil {
-			return nil, err
 		}
 	}
 	return b.Result(), nil

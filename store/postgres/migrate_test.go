@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,72 @@ func TestMigrateFromPreviousRelease(t *testing.T) {
 	}
 	// Opening again finds nothing to do.
 	open(t, cfg)
+}
+
+// A schema at migration 75 with a run, steps and an eval in past hours,
+// written with that schema's SQL, is upgraded: migration 80 adds an empty
+// hour table (nothing to backfill), which the first metrics query folds
+// from the rows written before it, with the answer of a recomputation
+// without it.
+func TestMigrateMetricHours(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := freshSchema(t)
+	cfg := postgres.Config{DSN: testDSN(t), Schema: schema}
+	if v, err := postgres.MigrateTo(ctx, cfg, 75); err != nil || v != 75 {
+		t.Fatalf("MigrateTo(75) = %d, %v", v, err)
+	}
+	conn := rawConn(t)
+	if _, err := conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 2, 3, 10, 0, 0, 0, time.UTC)
+	for _, q := range []string{
+		`INSERT INTO sessions (id, agent, last_seq, created_at, updated_at) VALUES ('s', 'a', 5, $1, $1)`,
+		`INSERT INTO runs (id, session_id, agent, status, step_count, created_at, updated_at, finished_at)
+			VALUES ('r', 's', 'a', 'completed', 5, $1 + 60000000000, $1, $1 + 4200000000000)`,
+		`INSERT INTO steps (id, session_id, sequence, run_id, kind, status, created_at, body, input_tokens, output_tokens, cost)
+			SELECT 'x' || i, 's', i, 'r', 'llm', 'completed', $1 + i * 1200000000000, convert_to('{}', 'UTF8'), 10, 1, 0.5
+			FROM generate_series(1, 5) i`,
+		`INSERT INTO evals (id, session_id, run_id, target_kind, target_id, name, source, score, created_at, updated_at)
+			VALUES ('e', 's', 'r', 'run', 'r', 'q', 'user', 0.75, $1 + 300000000000, $1 + 300000000000)`,
+	} {
+		if _, err := conn.Exec(ctx, q, t0.UnixNano()); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	st := open(t, cfg) // migrates to the current version
+	hours := func() (n int) {
+		t.Helper()
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM metric_hours`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := hours(); n != 0 {
+		t.Fatalf("after the upgrade: %d rows in metric_hours, want none (folded lazily)", n)
+	}
+	query := func(split string) string {
+		t.Helper()
+		p := store.MetricsParams{From: t0, To: t0.Add(4 * time.Hour), Bucket: store.BucketHour, Split: split}
+		if err := p.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := st.Metrics(ctx, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(m.Series)
+		return string(b)
+	}
+	got := query("")
+	if want := query("no_such_key"); got != want {
+		t.Fatalf("metrics after the upgrade:\n got %s\nwant %s (recomputed without the hour table)", got, want)
+	}
+	if !strings.Contains(got, `"steps":2,`) || !strings.Contains(got, `"runs":1,`) || !strings.Contains(got, `"eval_score_avg":0.75`) {
+		t.Fatalf("metrics = %s, want the steps, the run and the eval", got)
+	}
+	if n := hours(); n == 0 {
+		t.Fatal("the first query after the upgrade folded no hour")
+	}
 }

@@ -75,13 +75,18 @@ func metricsSQL(text string, p *store.MetricsParams) string {
 	return strings.NewReplacer("SPLITJOIN", join, "KEY", key, "AGENT", agent).Replace(text)
 }
 
-// Metrics implements store.MetricsStore with four aggregate queries on the
-// reader pool.
+// Metrics implements store.MetricsStore: the complete past hours of a
+// query without a split from the hour table (metricsHours, migration
+// 00080), the rest with four aggregate queries on the reader pool.
 func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Metrics, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
 	b := store.NewMetricsBuilder(p)
+	gaps, err := s.metricsHours(ctx, p, b)
+	if err != nil {
+		return nil, err
+	}
 	// ?5 and ?6 are always bound (the driver wants every argument used);
 	// without a split ?6 is "" and so is every key.
 	path := ""
@@ -117,46 +122,50 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		b.AddSteps(i, k, n, e, it, ot, c)
 		return nil
 	}
-	for _, part := range store.MetricsParts(p) {
-		text := metricsStepsSQL
-		if part.Rollup && p.Split == "" && p.Agent == "" && (part.To-part.From)/int64(p.Bucket.Duration()) < metricsLoopBuckets {
-			if err := s.metricsRollupBuckets(ctx, p, part, b); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if part.Rollup {
-			text = metricsRollupsSQL
-		}
-		if err := q(text, args(part.From, part.To), addSteps); err != nil {
-			return nil, err
-		}
-	}
-	all := args(nanos(p.From), nanos(p.To))
 	// The runs are the most rows (one per run finished in the range): read
 	// without a split, they carry no key column.
 	runsSQL, dest := metricsRunsSQL, []any{&i, &k, &runs, &n}
 	if p.Split == "" {
 		runsSQL, dest = strings.Replace(runsSQL, "KEY, ", "", 1), []any{&i, &runs, &n}
 	}
-	if err := q(runsSQL, all, func(r *sql.Rows) error {
+	addRun := func(r *sql.Rows) error {
 		if err := r.Scan(dest...); err != nil {
 			return err
 		}
 		b.AddRuns(i, k, 1, runs)
 		b.AddLatency(i, k, float64(n)/1e6)
 		return nil
-	}); err != nil {
-		return nil, err
 	}
-	if err := q(metricsEvalsSQL, all, func(r *sql.Rows) error {
-		if err := r.Scan(&i, &k, &c, &n); err != nil {
-			return err
+	for _, gap := range gaps {
+		for _, part := range store.MetricsPartsOf(gap[0], gap[1]) {
+			text := metricsStepsSQL
+			if part.Rollup && p.Split == "" && p.Agent == "" && (part.To-part.From)/int64(p.Bucket.Duration()) < metricsLoopBuckets {
+				if err := s.metricsRollupBuckets(ctx, p, part, b); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if part.Rollup {
+				text = metricsRollupsSQL
+			}
+			if err := q(text, args(part.From, part.To), addSteps); err != nil {
+				return nil, err
+			}
 		}
-		b.AddEvals(i, k, c, n)
-		return nil
-	}); err != nil {
-		return nil, err
+		if err := q(runsSQL, args(gap[0], gap[1]), addRun); err != nil {
+			return nil, err
+		}
+	}
+	for _, gap := range gaps {
+		if err := q(metricsEvalsSQL, args(gap[0], gap[1]), func(r *sql.Rows) error {
+			if err := r.Scan(&i, &k, &c, &n); err != nil {
+				return err
+			}
+			b.AddEvals(i, k, c, n)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	return b.Result(), nil
 }

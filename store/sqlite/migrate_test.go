@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -42,8 +43,10 @@ func TestMigrateRunInvariants(t *testing.T) {
 	// Back to the schema before migration 40 (and the later ones), with
 	// the defect's data.
 	db := mustRawDB(t, path)
+	downTo(t, db, "00080_metric_hours.sql")
 	downTo(t, db, "00075_step_usage_columns.sql")
 	for _, q := range []string{
+		`DELETE FROM stepwise_schema WHERE version_id = 80`,
 		`DELETE FROM stepwise_schema WHERE version_id = 75`,
 		`DROP TABLE context_checkpoints`, `DELETE FROM stepwise_schema WHERE version_id = 70`,
 		`DROP TRIGGER runs_agent_stats_delete`, `DROP TRIGGER runs_agent_stats_change`, `DROP TRIGGER runs_agent_stats_insert`,
@@ -104,5 +107,84 @@ func downTo(t *testing.T, db *sql.DB, name string) {
 	}
 	if _, err := db.Exec(down); err != nil {
 		t.Fatalf("%s down: %v", name, err)
+	}
+}
+
+// A database at migration 75 with runs, steps and evals in past hours is
+// upgraded: migration 80 adds an empty hour table (nothing to backfill),
+// which the first metrics query folds from the rows written before it,
+// with the same answer as before the upgrade; a read-only store (which
+// does not migrate) answers on the old schema too.
+func TestMigrateMetricHours(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	st := open(t, sqlite.Config{Path: path})
+	t0 := time.Date(2026, 2, 3, 10, 0, 0, 0, time.UTC)
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s", Agent: "a", Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "r", SessionID: "s", Agent: "a", Status: steptype.RunCompleted,
+		CreatedAt: t0.Add(time.Minute), FinishedAt: t0.Add(70 * time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	var steps []*steptype.Step
+	for i := range 5 {
+		steps = append(steps, &steptype.Step{ID: fmt.Sprintf("x%d", i), SessionID: "s", RunID: "r", Kind: steptype.KindLLM, Status: steptype.StepCompleted,
+			CreatedAt: t0.Add(time.Duration(i) * 20 * time.Minute), Metrics: steptype.Metrics{InputTokens: 10, OutputTokens: 1, Cost: 0.5}})
+	}
+	if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: steps}); err != nil {
+		t.Fatal(err)
+	}
+	query := func(st *sqlite.Store) string {
+		t.Helper()
+		p := store.MetricsParams{From: t0, To: t0.Add(4 * time.Hour), Bucket: store.BucketHour}
+		if err := p.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := st.Metrics(ctx, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(m.Series)
+		return string(b)
+	}
+	before := query(st)
+	st.Close()
+	db := mustRawDB(t, path)
+	downTo(t, db, "00080_metric_hours.sql")
+	if _, err := db.Exec(`DELETE FROM stepwise_schema WHERE version_id = 80`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	// A read-only store does not migrate: on the old schema it reads
+	// without the table.
+	ro := open(t, sqlite.Config{Path: path, ReadOnly: true})
+	if got := query(ro); got != before {
+		t.Fatalf("metrics of a read-only store on the old schema:\n got %s\nwant %s", got, before)
+	}
+	ro.Close()
+	st = open(t, sqlite.Config{Path: path})
+	defer st.Close()
+	hours := func() (n int) {
+		t.Helper()
+		raw := mustRawDB(t, path)
+		defer raw.Close()
+		if err := raw.QueryRow(`SELECT count(*) FROM metric_hours`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := hours(); n != 0 {
+		t.Fatalf("after the upgrade: %d rows in metric_hours, want none (folded lazily)", n)
+	}
+	if got := query(st); got != before {
+		t.Fatalf("metrics after the upgrade:\n got %s\nwant %s", got, before)
+	}
+	if !strings.Contains(before, `"steps":2,`) || !strings.Contains(before, `"runs":1,`) {
+		t.Fatalf("metrics = %s, want the steps and the run", before)
+	}
+	if n := hours(); n == 0 {
+		t.Fatal("the first query after the upgrade folded no hour")
 	}
 }

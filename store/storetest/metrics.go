@@ -23,6 +23,7 @@ func testMetrics(t *testing.T, h *harness) {
 		testMetricsAggregates(t, st.(store.MetricsStore), st)
 	})
 	h.sub(t, "AgentOfRun", func(t *testing.T, st store.Store) { testMetricsAgentOfRun(t, st) })
+	h.sub(t, "Hours", func(t *testing.T, st store.Store) { testMetricsHours(t, st) })
 	h.sub(t, "Empty", func(t *testing.T, st store.Store) {
 		m := metricsQuery(t, st.(store.MetricsStore), store.MetricsParams{From: mt0, To: mt0.Add(3 * time.Minute), Bucket: store.BucketMinute})
 		if len(m.Series) != 1 || m.Series[0].Key != "" || len(m.Series[0].Points) != 3 {

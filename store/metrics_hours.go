@@ -1,0 +1,255 @@
+package store
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"time"
+)
+
+// Drivers with a table of complete hours (SQLite and PostgreSQL,
+// migrations 00080) answer the whole past hours of a query from it and
+// the rest of the range — the partial hours at its edges, the current
+// hour, hours they could not fold — as before, from the per-minute
+// rollups, the steps and the runs. The helpers below are what they share.
+
+// HourNanos is the width of an hour in nanoseconds.
+const HourNanos = int64(time.Hour)
+
+// MetricsHourSpan returns the complete hours [h0, h1) (unix nanoseconds on
+// hour boundaries) of p that lie strictly before the hour of now, and
+// false when p cannot use an hour table: a split by metadata key (the
+// table has no keys), minute buckets, or no complete past hour in range.
+func MetricsHourSpan(p *MetricsParams, now time.Time) (h0, h1 int64, ok bool) {
+	if p.Split != "" || p.Bucket.Duration() < time.Hour {
+		return 0, 0, false
+	}
+	from, to, cur := p.From.UnixNano(), p.To.UnixNano(), now.UnixNano()
+	h0 = from + (HourNanos-from%HourNanos)%HourNanos
+	h1 = min(to-to%HourNanos, cur-cur%HourNanos)
+	return h0, h1, h0 < h1
+}
+
+// MetricsGaps returns the parts of [from, to) that are not one of the
+// folded hours (sorted hour starts), merged into ranges.
+func MetricsGaps(from, to int64, folded []int64) [][2]int64 {
+	var out [][2]int64
+	at := from
+	for _, h := range folded {
+		if h < from || h+HourNanos > to {
+			continue
+		}
+		if at < h {
+			out = append(out, [2]int64{at, h})
+		}
+		at = h + HourNanos
+	}
+	if at < to {
+		out = append(out, [2]int64{at, to})
+	}
+	return out
+}
+
+// MetricsPartsOf is MetricsParts for the range [from, to) in unix
+// nanoseconds.
+func MetricsPartsOf(from, to int64) []MetricsPart {
+	const m = int64(time.Minute)
+	fm := from + (m-from%m)%m // first minute boundary at or after from
+	tm := to - to%m           // last minute boundary at or before to
+	if fm >= tm {
+		return []MetricsPart{{From: from, To: to}}
+	}
+	var out []MetricsPart
+	if from < fm {
+		out = append(out, MetricsPart{From: from, To: fm})
+	}
+	out = append(out, MetricsPart{From: fm, To: tm, Rollup: true})
+	if tm < to {
+		out = append(out, MetricsPart{From: tm, To: to})
+	}
+	return out
+}
+
+// PackDurations sorts the run durations (nanoseconds) and packs them as
+// little-endian int64s, the encoding of the hour table's durations.
+func PackDurations(d []int64) []byte {
+	slices.Sort(d)
+	out := make([]byte, 8*len(d))
+	for i, v := range d {
+		binary.LittleEndian.PutUint64(out[8*i:], uint64(v))
+	}
+	return out
+}
+
+// HourSums accumulates the hour rows of one bucket before they are added
+// to a builder: counts exactly, the cost with Neumaier's compensated
+// summation, so the sum of a day's hourly sums is the correctly rounded
+// sum of what they add up to, as SQLite's sum() (Kahan–Babuška–Neumaier)
+// gives over the rollup rows themselves.
+type HourSums struct {
+	Steps, Errors, InputTokens, OutputTokens, Runs, RunsFailed, Evals int64
+	cost, evalSum                                                     KBN
+}
+
+// KBN is a float sum with Neumaier's compensation (as SQLite's sum()).
+type KBN struct{ sum, comp float64 }
+
+// Add adds v.
+func (k *KBN) Add(v float64) {
+	t := k.sum + v
+	if math.Abs(k.sum) >= math.Abs(v) {
+		k.comp += (k.sum - t) + v
+	} else {
+		k.comp += (v - t) + k.sum
+	}
+	k.sum = t
+}
+
+// Value returns the sum.
+func (k *KBN) Value() float64 { return k.sum + k.comp }
+
+// AddCost adds c to the cost.
+func (h *HourSums) AddCost(c float64) { h.cost.Add(c) }
+
+// AddEvals adds n evals scoring sum in all.
+func (h *HourSums) AddEvals(sum float64, n int64) {
+	if n != 0 {
+		h.evalSum.Add(sum)
+		h.Evals += n
+	}
+}
+
+// Cost returns the compensated cost.
+func (h *HourSums) Cost() float64 { return h.cost.Value() }
+
+// AddHourSums adds the accumulated hours of bucket i (no split key).
+func (b *MetricsBuilder) AddHourSums(i int, h *HourSums) {
+	if h.Steps != 0 {
+		b.AddSteps(i, "", h.Steps, h.Errors, h.InputTokens, h.OutputTokens, h.Cost())
+	}
+	if h.Runs != 0 {
+		b.AddRuns(i, "", h.Runs, h.RunsFailed)
+	}
+	if h.Evals != 0 {
+		b.AddEvals(i, "", h.evalSum.Value(), h.Evals)
+	}
+}
+
+// MetricsHourRows collects the rows a driver reads from its hour table
+// for one query before they go to the builder (Apply): a driver that finds
+// hours missing folds them and reads again, discarding the first read.
+type MetricsHourRows struct {
+	p         *MetricsParams
+	b         *MetricsBuilder
+	sums      map[int]*HourSums
+	durations map[int][][]byte
+	// Folded are the folded hours read (their agent '' rows), ascending
+	// when the rows come ordered by agent, then hour.
+	Folded []int64
+}
+
+// NewMetricsHourRows returns an empty collection for p and b.
+func NewMetricsHourRows(p *MetricsParams, b *MetricsBuilder) *MetricsHourRows {
+	return &MetricsHourRows{p: p, b: b, sums: map[int]*HourSums{}, durations: map[int][][]byte{}}
+}
+
+// Add records one row: the agent ” row of an hour marks it folded and is
+// the hour's total, counted for a query of all agents; an agent's row
+// counts for a query of that agent.
+func (r *MetricsHourRows) Add(hour int64, agent string, steps, errors, in, out int64, cost float64,
+	runs, failed int64, durations []byte, evalSum float64, evals int64) {
+	if agent == "" {
+		r.Folded = append(r.Folded, hour)
+	}
+	if agent != r.p.Agent {
+		return
+	}
+	i, ok := r.b.Index(time.Unix(0, hour))
+	if !ok {
+		return
+	}
+	x := r.sums[i]
+	if x == nil {
+		x = &HourSums{}
+		r.sums[i] = x
+	}
+	x.Steps, x.Errors, x.InputTokens, x.OutputTokens = x.Steps+steps, x.Errors+errors, x.InputTokens+in, x.OutputTokens+out
+	x.AddCost(cost)
+	x.Runs, x.RunsFailed = x.Runs+runs, x.RunsFailed+failed
+	x.AddEvals(evalSum, evals)
+	if runs != 0 {
+		r.durations[i] = append(r.durations[i], durations)
+	}
+}
+
+// Apply adds the rows recorded to the builder.
+func (r *MetricsHourRows) Apply() {
+	for i, x := range r.sums {
+		r.b.AddHourSums(i, x)
+		if lists := r.durations[i]; len(lists) > 0 {
+			r.b.addSortedLatencies(i, "", mergePacked(lists))
+		}
+	}
+}
+
+// mergePacked decodes sorted packed duration lists (nanoseconds) into one
+// sorted list of milliseconds, merging them pairwise.
+func mergePacked(lists [][]byte) []float64 {
+	n := 0
+	for _, l := range lists {
+		n += len(l) / 8
+	}
+	a, b := make([]float64, 0, n), make([]float64, n)
+	bounds := make([]int, 0, len(lists)+1)
+	for _, l := range lists {
+		bounds = append(bounds, len(a))
+		for j := 0; j+8 <= len(l); j += 8 {
+			a = append(a, float64(int64(binary.LittleEndian.Uint64(l[j:])))/1e6)
+		}
+	}
+	bounds = append(bounds, len(a))
+	for len(bounds) > 2 {
+		next := bounds[:1]
+		for k := 0; k+1 < len(bounds); k += 2 {
+			lo, mid := bounds[k], bounds[k+1]
+			hi := mid
+			if k+2 < len(bounds) {
+				hi = bounds[k+2]
+			}
+			i, j, o := lo, mid, lo
+			for i < mid && j < hi {
+				if a[j] < a[i] {
+					b[o] = a[j]
+					j++
+				} else {
+					b[o] = a[i]
+					i++
+				}
+				o++
+			}
+			o += copy(b[o:], a[i:mid])
+			copy(b[o:], a[j:hi])
+			next = append(next, hi)
+		}
+		a, b = b[:n], a[:n]
+		bounds = next
+	}
+	return a
+}
+
+// addSortedLatencies records sorted latencies of bucket i.
+func (b *MetricsBuilder) addSortedLatencies(i int, key string, sorted []float64) {
+	s, ok := b.at(i, key)
+	if !ok {
+		return
+	}
+	if len(s.latencies[i]) == 0 {
+		s.latencies[i] = sorted
+		return
+	}
+	if s.unsorted == nil {
+		s.unsorted = make([]bool, b.n)
+	}
+	s.unsorted[i] = true
+	s.latencies[i] = append(s.latencies[i], sorted...)
+}

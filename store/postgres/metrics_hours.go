@@ -1,0 +1,322 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// The hour table (metric_hours, migration 00080) holds the totals of
+// complete past hours per agent. A query folds the hours it needs that are
+// missing (metricsFold, under the exclusive advisory lock that every
+// invalidating write takes shared), then reads them; the triggers of the
+// migration delete the hours any later write changes.
+
+// metricsFoldChunk bounds the hours one fold transaction computes.
+const metricsFoldChunk = 24
+
+// metricsFoldWait bounds how long a fold waits for the writers in flight
+// (and makes new ones wait behind it); past it, the query reads the
+// missing hours as before.
+const metricsFoldWait = "100ms"
+
+// metricsHours adds the folded complete hours of p to b and returns the
+// ranges left to read from the rollups and runs (all of [From, To) when
+// the table cannot serve p).
+func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder) ([][2]int64, error) {
+	from, to := nanos(p.From), nanos(p.To)
+	whole := [][2]int64{{from, to}}
+	h0, h1, ok := store.MetricsHourSpan(p, time.Now())
+	if !ok {
+		return whole, nil
+	}
+	var hr *store.MetricsHourRows
+	for attempt := 0; ; attempt++ {
+		var err error
+		if hr, err = s.metricsHourRows(ctx, p, b, h0, h1); err != nil {
+			return nil, err
+		}
+		missing := metricsMissing(h0, h1, hr.Folded)
+		if len(missing) == 0 || attempt > 0 {
+			break
+		}
+		for len(missing) > 0 {
+			n := min(len(missing), metricsFoldChunk)
+			done, err := s.metricsFold(ctx, missing[:n])
+			if err != nil && ctx.Err() != nil {
+				return nil, err
+			}
+			if err != nil || !done {
+				// Writers held the lock past metricsFoldWait, or the fold
+				// failed (a read-only replica, a full disk): the hours not
+				// folded are read as before.
+				break
+			}
+			missing = missing[n:]
+		}
+	}
+	hr.Apply()
+	return store.MetricsGaps(from, to, hr.Folded), nil
+}
+
+// metricsHourRows reads the rows of [h0, h1) that p needs: the agent ”
+// rows (each hour's total, which marks it folded; its durations only
+// without an agent filter) and the filter's agent's rows. The primary key
+// (agent, hour) makes each a contiguous range.
+func (s *Store) metricsHourRows(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder, h0, h1 int64) (*store.MetricsHourRows, error) {
+	rows, err := s.pool.Query(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
+	runs, runs_failed, CASE WHEN agent = $3::text THEN durations END, eval_sum, evals
+FROM metric_hours WHERE agent IN ('', $3::text) AND hour >= $1 AND hour < $2
+ORDER BY agent, hour`, h0, h1, p.Agent)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	hr := store.NewMetricsHourRows(p, b)
+	var (
+		h, n, e, it, ot, runs, failed, evals int64
+		c, evalSum                           float64
+		agent                                string
+		durations                            []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
+			return nil, mapErr(err)
+		}
+		hr.Add(h, agent, n, e, it, ot, c, runs, failed, durations, evalSum, evals)
+		durations = nil
+	}
+	return hr, mapErr(rows.Err())
+}
+
+type queryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// queryHours returns the folded hours in [h0, h1), sorted.
+func queryHours(ctx context.Context, db queryer, h0, h1 int64) ([]int64, error) {
+	rows, err := db.Query(ctx, `SELECT hour FROM metric_hours WHERE agent = '' AND hour >= $1 AND hour < $2 ORDER BY hour`, h0, h1)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var h int64
+		if err := rows.Scan(&h); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, h)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// metricsMissing returns the hours of [h0, h1) not in folded (sorted).
+func metricsMissing(h0, h1 int64, folded []int64) []int64 {
+	var out []int64
+	j := 0
+	for h := h0; h < h1; h += store.HourNanos {
+		for j < len(folded) && folded[j] < h {
+			j++
+		}
+		if j < len(folded) && folded[j] == h {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// metricsFoldStepsSQL sums the rollups of [$1, $2) per hour and agent, the
+// agent attributed as the metrics filter does (metricsAgentSQL).
+const metricsFoldStepsSQL = `SELECT s.minute - s.minute % 3600000000000, COALESCE((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
+		(SELECT ses.agent FROM sessions ses WHERE ses.id = s.session_id), ''),
+	sum(s.steps)::bigint, sum(s.errors)::bigint, sum(s.input_tokens)::bigint, sum(s.output_tokens)::bigint, sum(s.cost)::float8
+FROM step_rollups s
+WHERE s.minute >= $1 AND s.minute < $2
+GROUP BY 1, 2`
+
+// metricsFoldRunsSQL lists the runs finished in [$1, $2).
+const metricsFoldRunsSQL = `SELECT finished_at - finished_at % 3600000000000, agent, status = 'failed', finished_at - created_at
+FROM runs
+WHERE finished_at >= $1 AND finished_at < $2 AND finished_at > 0`
+
+// metricsFoldEvalsSQL sums the eval scores of [$1, $2) per hour and
+// agent (attributed as metricsAgentSQL).
+const metricsFoldEvalsSQL = `SELECT s.created_at - s.created_at % 3600000000000, COALESCE((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
+		(SELECT ses.agent FROM sessions ses WHERE ses.id = s.session_id), ''),
+	sum(s.score)::float8, count(*)
+FROM evals s
+WHERE s.created_at >= $1 AND s.created_at < $2
+GROUP BY 1, 2`
+
+// metricsFoldTotalsSQL sums the costs of the rollups and the eval scores
+// of [$1, $2) per hour over all agents: the totals' float sums are SQL's
+// own over the rows (as a query of all agents without the table reads
+// them), not a sum of the agents'.
+const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, 0, sum(cost)::float8 FROM step_rollups WHERE minute >= $1 AND minute < $2 GROUP BY 1
+UNION ALL
+SELECT created_at - created_at % 3600000000000, 1, sum(score)::float8 FROM evals WHERE created_at >= $1 AND created_at < $2 GROUP BY 1`
+
+type hourAgent struct {
+	hour  int64
+	agent string
+}
+
+type hourRow struct {
+	steps, errors, in, out, runs, failed int64
+	evals                                int64
+	cost, evalSum                        store.KBN
+	durations                            []int64
+}
+
+// metricsFold computes and stores the hours (sorted) that are still
+// missing, in a transaction of its own under the exclusive advisory lock;
+// false when the lock was not had within metricsFoldWait.
+func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+metricsFoldWait+`'`); err != nil {
+		return false, mapErr(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(730510, hashtext(current_schema()))`); err != nil {
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+			return false, nil
+		}
+		return false, mapErr(err)
+	}
+	lo, hi := hours[0], hours[len(hours)-1]+store.HourNanos
+	folded, err := queryHours(ctx, tx, lo, hi)
+	if err != nil {
+		return false, err
+	}
+	want := map[int64]bool{}
+	for _, h := range hours {
+		want[h] = true
+	}
+	for _, h := range folded {
+		delete(want, h)
+	}
+	if len(want) == 0 {
+		return true, nil
+	}
+	acc := map[hourAgent]*hourRow{}
+	get := func(h int64, a string) *hourRow {
+		r := acc[hourAgent{h, a}]
+		if r == nil {
+			r = &hourRow{}
+			acc[hourAgent{h, a}] = r
+		}
+		return r
+	}
+	for h := range want {
+		get(h, "")
+	}
+	// fold returns the rows an aggregate of agent a in hour h adds to: the
+	// hour's total (agent '') and a's own.
+	fold := func(h int64, a string) []*hourRow {
+		if a == "" {
+			return []*hourRow{get(h, "")}
+		}
+		return []*hourRow{get(h, ""), get(h, a)}
+	}
+	var (
+		h, n, e, it, ot int64
+		cost            float64
+		a               string
+		failed          bool
+	)
+	rows, err := tx.Query(ctx, metricsFoldStepsSQL, lo, hi)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	_, err = pgx.ForEachRow(rows, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() error {
+		if want[h] {
+			for _, x := range fold(h, a) {
+				x.steps, x.errors, x.in, x.out = x.steps+n, x.errors+e, x.in+it, x.out+ot
+				x.cost.Add(cost)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, mapErr(err)
+	}
+	rows, err = tx.Query(ctx, metricsFoldRunsSQL, lo, hi)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	_, err = pgx.ForEachRow(rows, []any{&h, &a, &failed, &n}, func() error {
+		if want[h] {
+			for _, x := range fold(h, a) {
+				x.runs++
+				if failed {
+					x.failed++
+				}
+				x.durations = append(x.durations, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, mapErr(err)
+	}
+	rows, err = tx.Query(ctx, metricsFoldEvalsSQL, lo, hi)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	_, err = pgx.ForEachRow(rows, []any{&h, &a, &cost, &n}, func() error {
+		if want[h] {
+			for _, x := range fold(h, a) {
+				x.evalSum.Add(cost)
+				x.evals += n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, mapErr(err)
+	}
+	var which int
+	rows, err = tx.Query(ctx, metricsFoldTotalsSQL, lo, hi)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	_, err = pgx.ForEachRow(rows, []any{&h, &which, &cost}, func() error {
+		if want[h] {
+			x := get(h, "")
+			if which == 0 {
+				x.cost = store.KBN{}
+				x.cost.Add(cost)
+			} else {
+				x.evalSum = store.KBN{}
+				x.evalSum.Add(cost)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, mapErr(err)
+	}
+	batch := &pgx.Batch{}
+	for k, x := range acc {
+		batch.Queue(`INSERT INTO metric_hours VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost.Value(), x.runs, x.failed, store.PackDurations(x.durations),
+			x.evalSum.Value(), x.evals)
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return false, mapErr(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, mapErr(err)
+	}
+	return true, nil
+}

@@ -1,0 +1,308 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"time"
+
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// The hour table (metric_hours, migration 00080) holds the totals of
+// complete past hours per agent. A query folds the hours it needs that are
+// missing (metricsFold, on the writer, so that no write can slip between
+// what it reads and what it stores), then reads them; the triggers of the
+// migration delete the hours any later write changes.
+
+// metricsFoldChunk bounds the hours one fold transaction computes, so a
+// cold query over months holds the writer for a fraction of a second at a
+// time.
+const metricsFoldChunk = 24
+
+// metricsHours adds the folded complete hours of p to b and returns the
+// ranges left to read from the rollups and runs (all of [From, To) when
+// the table cannot serve p).
+func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder) ([][2]int64, error) {
+	from, to := nanos(p.From), nanos(p.To)
+	whole := [][2]int64{{from, to}}
+	h0, h1, ok := store.MetricsHourSpan(p, time.Now())
+	if !ok {
+		return whole, nil
+	}
+	if s.w == nil {
+		// A read-only store may be on a schema before migration 80 (it
+		// does not migrate): without the table, everything is read as
+		// before.
+		var n int
+		if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'metric_hours'`).Scan(&n); err != nil {
+			return nil, mapErr(err)
+		}
+		if n == 0 {
+			return whole, nil
+		}
+	}
+	var hr *store.MetricsHourRows
+	for attempt := 0; ; attempt++ {
+		var err error
+		if hr, err = s.metricsHourRows(ctx, p, b, h0, h1); err != nil {
+			return nil, err
+		}
+		missing := metricsMissing(h0, h1, hr.Folded)
+		if len(missing) == 0 || attempt > 0 || s.w == nil {
+			break
+		}
+		for len(missing) > 0 {
+			n := min(len(missing), metricsFoldChunk)
+			chunk := missing[:n]
+			missing = missing[n:]
+			if _, err := write(s, ctx, func(tx *wtx) (struct{}, error) {
+				return struct{}{}, metricsFold(tx.conn(), chunk)
+			}); err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				// The writer is unavailable (another process holds the
+				// file, a full disk): the hours not folded are read as
+				// before.
+				break
+			}
+		}
+	}
+	hr.Apply()
+	return store.MetricsGaps(from, to, hr.Folded), nil
+}
+
+// metricsHourRows reads the rows of [h0, h1) that p needs: the agent ”
+// rows (each hour's total, which marks it folded; its durations only
+// without an agent filter) and the filter's agent's rows. The primary key
+// (agent, hour) makes each a contiguous range.
+func (s *Store) metricsHourRows(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder, h0, h1 int64) (*store.MetricsHourRows, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
+	runs, runs_failed, CASE WHEN agent = ?3 THEN durations END, eval_sum, evals
+FROM metric_hours WHERE agent IN ('', ?3) AND hour >= ?1 AND hour < ?2
+ORDER BY agent, hour`, h0, h1, p.Agent)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	hr := store.NewMetricsHourRows(p, b)
+	var (
+		h, n, e, it, ot, runs, failed, evals int64
+		c, evalSum                           float64
+		agent                                string
+		durations                            []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
+			return nil, mapErr(err)
+		}
+		hr.Add(h, agent, n, e, it, ot, c, runs, failed, durations, evalSum, evals)
+		durations = nil
+	}
+	return hr, mapErr(rows.Err())
+}
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func queryHours(ctx context.Context, db queryer, h0, h1 int64) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, `SELECT hour FROM metric_hours WHERE agent = '' AND hour >= ? AND hour < ? ORDER BY hour`, h0, h1)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var h int64
+		if err := rows.Scan(&h); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, h)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// metricsMissing returns the hours of [h0, h1) not in folded (sorted).
+func metricsMissing(h0, h1 int64, folded []int64) []int64 {
+	var out []int64
+	j := 0
+	for h := h0; h < h1; h += store.HourNanos {
+		for j < len(folded) && folded[j] < h {
+			j++
+		}
+		if j < len(folded) && folded[j] == h {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// metricsFoldStepsSQL sums the rollups of [?1, ?2) per hour and agent, the
+// agent attributed as the metrics filter does (metricsAgentSQL).
+const metricsFoldStepsSQL = `SELECT s.minute - s.minute % 3600000000000, coalesce((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
+		(SELECT ses.agent FROM sessions ses WHERE ses.id = s.session_id), ''),
+	sum(s.steps), sum(s.errors), sum(s.input_tokens), sum(s.output_tokens), sum(s.cost)
+FROM step_rollups s
+WHERE s.minute >= ?1 AND s.minute < ?2
+GROUP BY 1, 2`
+
+// metricsFoldRunsSQL lists the runs finished in [?1, ?2) (runs_finished
+// covers it).
+const metricsFoldRunsSQL = `SELECT finished_at - finished_at % 3600000000000, agent, status = 'failed', finished_at - created_at
+FROM runs INDEXED BY runs_finished
+WHERE finished_at >= ?1 AND finished_at < ?2 AND finished_at > 0`
+
+// metricsFoldEvalsSQL sums the eval scores of [?1, ?2) per hour and
+// agent (attributed as metricsAgentSQL).
+const metricsFoldEvalsSQL = `SELECT s.created_at - s.created_at % 3600000000000, coalesce((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
+		(SELECT ses.agent FROM sessions ses WHERE ses.id = s.session_id), ''),
+	sum(s.score), count(*)
+FROM evals s
+WHERE s.created_at >= ?1 AND s.created_at < ?2
+GROUP BY 1, 2`
+
+// metricsFoldTotalsSQL sums the costs of the rollups and the eval scores
+// of [?1, ?2) per hour over all agents: the totals' float sums are SQL's
+// own over the rows (as a query of all agents without the table reads
+// them), not a sum of the agents'.
+const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, 0, sum(cost) FROM step_rollups WHERE minute >= ?1 AND minute < ?2 GROUP BY 1
+UNION ALL
+SELECT created_at - created_at % 3600000000000, 1, sum(score) FROM evals WHERE created_at >= ?1 AND created_at < ?2 GROUP BY 1`
+
+type hourAgent struct {
+	hour  int64
+	agent string
+}
+
+type hourRow struct {
+	steps, errors, in, out, runs, failed int64
+	evals                                int64
+	cost, evalSum                        store.KBN
+	durations                            []int64
+}
+
+// metricsFold computes and stores the hours (sorted) that are still
+// missing, in the writer's transaction.
+func metricsFold(c *sql.Conn, hours []int64) error {
+	lo, hi := hours[0], hours[len(hours)-1]+store.HourNanos
+	folded, err := queryHours(bg, c, lo, hi)
+	if err != nil {
+		return err
+	}
+	want := map[int64]bool{}
+	for _, h := range metricsMissing(lo, hi, folded) {
+		if _, found := slices.BinarySearch(hours, h); found {
+			want[h] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	acc := map[hourAgent]*hourRow{}
+	get := func(h int64, a string) *hourRow {
+		r := acc[hourAgent{h, a}]
+		if r == nil {
+			r = &hourRow{}
+			acc[hourAgent{h, a}] = r
+		}
+		return r
+	}
+	for h := range want {
+		get(h, "")
+	}
+	// fold returns the rows an aggregate of agent a in hour h adds to: the
+	// hour's total (agent '') and a's own.
+	fold := func(h int64, a string) []*hourRow {
+		if a == "" {
+			return []*hourRow{get(h, "")}
+		}
+		return []*hourRow{get(h, ""), get(h, a)}
+	}
+	var (
+		h, n, e, it, ot int64
+		cost            float64
+		a               string
+		failed          bool
+	)
+	if err := eachRow(c, metricsFoldStepsSQL, lo, hi, func(r *sql.Rows) error {
+		if err := r.Scan(&h, &a, &n, &e, &it, &ot, &cost); err != nil || !want[h] {
+			return err
+		}
+		for _, x := range fold(h, a) {
+			x.steps, x.errors, x.in, x.out = x.steps+n, x.errors+e, x.in+it, x.out+ot
+			x.cost.Add(cost)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := eachRow(c, metricsFoldRunsSQL, lo, hi, func(r *sql.Rows) error {
+		if err := r.Scan(&h, &a, &failed, &n); err != nil || !want[h] {
+			return err
+		}
+		for _, x := range fold(h, a) {
+			x.runs++
+			if failed {
+				x.failed++
+			}
+			x.durations = append(x.durations, n)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := eachRow(c, metricsFoldEvalsSQL, lo, hi, func(r *sql.Rows) error {
+		if err := r.Scan(&h, &a, &cost, &n); err != nil || !want[h] {
+			return err
+		}
+		for _, x := range fold(h, a) {
+			x.evalSum.Add(cost)
+			x.evals += n
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	var which int
+	if err := eachRow(c, metricsFoldTotalsSQL, lo, hi, func(r *sql.Rows) error {
+		if err := r.Scan(&h, &which, &cost); err != nil || !want[h] {
+			return err
+		}
+		x := get(h, "")
+		if which == 0 {
+			x.cost = store.KBN{}
+			x.cost.Add(cost)
+		} else {
+			x.evalSum = store.KBN{}
+			x.evalSum.Add(cost)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for k, x := range acc {
+		if _, err := c.ExecContext(bg, `INSERT INTO metric_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost.Value(), x.runs, x.failed, store.PackDurations(x.durations),
+			x.evalSum.Value(), x.evals); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eachRow(c *sql.Conn, text string, lo, hi int64, fn func(*sql.Rows) error) error {
+	rows, err := c.QueryContext(bg, text, lo, hi)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
