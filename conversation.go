@@ -142,12 +142,22 @@ func (c *conversation) push(m llm.Message, seq int64) {
 	if n == 0 {
 		c.firstSeq = seq
 	}
-	c.msgs = append(c.msgs, m)
-	c.prefix = append(c.prefix, c.tokens(n)+EstimateTokens(m))
+	c.msgs = appendDoubling(c.msgs, m)
+	c.prefix = appendDoubling(c.prefix, c.tokens(n)+EstimateTokens(m))
 	if c.hashing {
 		c.head = c.nextHash(m, n)
 	}
-	c.seqs = append(c.seqs, seq)
+	c.seqs = appendDoubling(c.seqs, seq)
+}
+
+// appendDoubling is append that doubles a full slice's capacity. append
+// grows a large slice by a quarter, so a conversation of n messages would
+// have allocated and copied about 5n of them; doubling makes it about 2n.
+func appendDoubling[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 8))
+	}
+	return append(s, v)
 }
 
 // calls reports whether the latest assistant message has a call with id.

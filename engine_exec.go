@@ -196,6 +196,10 @@ type runUpdate struct {
 	output    *string
 	err       *StepError
 	finish    bool
+	// inPlace: the engine built the steps and nothing outside it can hold
+	// them (no handler or hook of the user saw them), so the store may
+	// return them placed instead of copies (StepAppendParams.InPlace).
+	inPlace bool
 }
 
 // commit writes steps and the run change in one transaction, then updates
@@ -261,7 +265,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	var err error
 	if len(steps) > 0 {
 		x.appendRuns[0] = p
-		x.appendParams = store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:]}
+		x.appendParams = store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:], InPlace: u.inPlace}
 		stored, err = x.e.store.StepAppend(x.storeCtx, &x.appendParams)
 		x.appendRuns[0], x.appendParams = nil, store.StepAppendParams{}
 	} else {
@@ -558,7 +562,9 @@ func (x *execution) record(name string, next *Next) (bool, error) {
 	if s.Content == "" {
 		s.Content = next.Content
 	}
-	u := runUpdate{cursor: &next.Step}
+	// The built-in llm step's record is the engine's own unless a hook
+	// could read it (Scope.Record).
+	u := runUpdate{cursor: &next.Step, inPlace: name == StepLLM && x.agent.Steps[StepLLM] == nil && !x.hooks(name)}
 	if next.State != nil {
 		patch, err := toRaw(next.State)
 		if err != nil {
