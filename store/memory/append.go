@@ -24,15 +24,20 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 	for i, in := range p.Steps {
 		clones[i] = rules.NormalizeStep(rules.CloneStep(in))
 	}
+	// stepAppend returns the stored steps in clones' place: keep the clones
+	// to tell a new row (its step is the clone) from a stored one.
+	var freshBuf [4]*steptype.Step
+	fresh := append(freshBuf[:0], clones...)
 	placed, err := m.stepAppend(p, clones, true)
 	if err == errEscalate {
+		copy(clones, fresh) // the first attempt may have replaced some
 		placed, err = m.stepAppend(p, clones, false)
 	}
 	if err != nil {
 		return nil, err
 	}
 	for i, s := range placed {
-		if p.InPlace && s == clones[i] {
+		if p.InPlace && s == fresh[i] {
 			// A new row, handed over: the caller's step gets what was
 			// placed and is returned; the store keeps its own copy.
 			in := rules.NormalizeStep(p.Steps[i])
