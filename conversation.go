@@ -234,10 +234,16 @@ func (c *conversation) chainHash(prev []byte, m llm.Message) [sha256.Size]byte {
 	if c.hashEnc == nil {
 		c.hashEnc = json.NewEncoder(&c.hashBuf) // writes what json.Marshal does, plus "\n"
 	}
-	c.hashMsg = m
-	c.hashMsg.ToolCalls = canonicalCalls(m.ToolCalls)
 	c.hashBuf.Reset()
 	c.hashBuf.Write(prev)
+	// The common message (plain text, canonical arguments) is written
+	// directly; anything else goes through encoding/json, as before.
+	if b, ok := appendMessageJSON(c.hashBuf.AvailableBuffer(), &m); ok {
+		c.hashBuf.Write(b)
+		return sha256.Sum256(c.hashBuf.Bytes())
+	}
+	c.hashMsg = m
+	c.hashMsg.ToolCalls = canonicalCalls(m.ToolCalls)
 	_ = c.hashEnc.Encode(&c.hashMsg)
 	c.hashMsg = llm.Message{}
 	b := c.hashBuf.Bytes()
