@@ -432,6 +432,12 @@ func (x *execution) handler(name string) Handler {
 	return nil
 }
 
+// scopedStep is a step's scope and record in one allocation.
+type scopedStep struct {
+	Scope Scope
+	step  Step
+}
+
 // runStep executes one step with the retry policy. It returns the handler's
 // Next, or a StepError when the step failed for good (already recorded as
 // error steps), or an engine error (cancelled, store failure).
@@ -448,7 +454,9 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
 			scope = &x.leanScope
 		} else {
-			scope = &Scope{exec: x, name: name, step: &Step{ID: NewID(), Name: name}}
+			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: NewID(), Name: name}}
+			ss.Scope.step = &ss.step
+			scope = &ss.Scope
 		}
 		scope.step.Metrics.Attempt = attempt
 		scope.step.Metrics.StartedAt = x.e.now()
