@@ -102,6 +102,7 @@ type execution struct {
 	oneBuf       [1]*Step // see one
 	leanStep     Step     // see runStep
 	leanScope    Scope
+	builtNext    Next // see builtinNext
 }
 
 // load builds the in-memory context of the run from the store, once. A

@@ -183,7 +183,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 			return nil, err
 		}
 	}
-	return &Next{committed: true}, nil
+	return x.builtinNext(StepTools, Next{committed: true}), nil
 }
 
 // recheckChildren wakes this run if a child it parked on finished before

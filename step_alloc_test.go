@@ -90,3 +90,38 @@ func TestCommitHandsOverOwnSteps(t *testing.T) {
 		e.Close()
 	}
 }
+
+// TestHookKeepsItsNext checks that a Next a hook sees is its own: the
+// built-in steps reuse one only when no hook can keep it.
+func TestHookKeepsItsNext(t *testing.T) {
+	t.Parallel()
+	echo := tool.New("echo", "echo", func(ctx context.Context, a echoArgs) (int, error) { return a.N, nil })
+	var kept []*stepwise.Next
+	agent := &stepwise.Agent{Name: "a", Model: scripted.Loop("echo", `{"n":1}`, 3, "done"), Tools: []tool.Tool{echo},
+		Hooks: []stepwise.StepHook{{Name: "keep", Steps: []string{stepwise.StepLLM, stepwise.StepTools},
+			After: func(ctx context.Context, s *stepwise.Scope, next *stepwise.Next) (*stepwise.Next, error) {
+				kept = append(kept, next)
+				return next, nil
+			}}}}
+	e, err := stepwise.New(stepwise.Config{Store: memory.New(), Agents: []*stepwise.Agent{agent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Wait(t.Context(), e.Run(t.Context(), stepwise.StartParams{Agent: "a", Input: "go"})); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) < 6 {
+		t.Fatalf("the hook saw %d steps", len(kept))
+	}
+	for i, n := range kept {
+		for _, m := range kept[:i] {
+			if n == m {
+				t.Fatalf("step %d: a hook got the Next of an earlier step", i)
+			}
+		}
+		if want := []string{stepwise.StepTools, ""}[i%2]; n.Step != want && i < len(kept)-1 {
+			t.Errorf("kept Next %d routes to %q, want %q", i, n.Step, want)
+		}
+	}
+}
