@@ -129,7 +129,8 @@ func (c *conversation) add(s *Step) {
 	if s.HasToolCalls() {
 		c.lastAssistant, c.open = s, true
 		clear(c.answered)
-		c.blockAt, c.blockHash, c.block = c.count()-1, c.head, nil
+		clear(c.block) // reused: checkpoints copy it
+		c.blockAt, c.blockHash, c.block = c.count()-1, c.head, c.block[:0]
 	}
 	if m.Role == steptype.RoleTool {
 		c.answered[m.ToolCallID] = true

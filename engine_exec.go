@@ -169,6 +169,11 @@ func (x *execution) publish(ev *Event) {
 	x.e.broker.publish(ev)
 	if x.sink != nil {
 		select {
+		case x.sink <- ev: // room in the buffer: no two-way select
+			return
+		default:
+		}
+		select {
 		case x.sink <- ev:
 		case <-x.ctx.Done():
 		}
