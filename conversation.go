@@ -129,7 +129,8 @@ func (c *conversation) add(s *Step) {
 	if s.HasToolCalls() {
 		c.lastAssistant, c.open = s, true
 		clear(c.answered)
-		c.blockAt, c.blockHash, c.block = c.count()-1, c.head, nil
+		clear(c.block) // reused: checkpoints copy it
+		c.blockAt, c.blockHash, c.block = c.count()-1, c.head, c.block[:0]
 	}
 	if m.Role == steptype.RoleTool {
 		c.answered[m.ToolCallID] = true
@@ -142,12 +143,22 @@ func (c *conversation) push(m llm.Message, seq int64) {
 	if n == 0 {
 		c.firstSeq = seq
 	}
-	c.msgs = append(c.msgs, m)
-	c.prefix = append(c.prefix, c.tokens(n)+EstimateTokens(m))
+	c.msgs = appendDoubling(c.msgs, m)
+	c.prefix = appendDoubling(c.prefix, c.tokens(n)+EstimateTokens(m))
 	if c.hashing {
 		c.head = c.nextHash(m, n)
 	}
-	c.seqs = append(c.seqs, seq)
+	c.seqs = appendDoubling(c.seqs, seq)
+}
+
+// appendDoubling is append that doubles a full slice's capacity. append
+// grows a large slice by a quarter, so a conversation of n messages would
+// have allocated and copied about 5n of them; doubling makes it about 2n.
+func appendDoubling[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 8))
+	}
+	return append(s, v)
 }
 
 // calls reports whether the latest assistant message has a call with id.
@@ -224,10 +235,16 @@ func (c *conversation) chainHash(prev []byte, m llm.Message) [sha256.Size]byte {
 	if c.hashEnc == nil {
 		c.hashEnc = json.NewEncoder(&c.hashBuf) // writes what json.Marshal does, plus "\n"
 	}
-	c.hashMsg = m
-	c.hashMsg.ToolCalls = canonicalCalls(m.ToolCalls)
 	c.hashBuf.Reset()
 	c.hashBuf.Write(prev)
+	// The common message (plain text, canonical arguments) is written
+	// directly; anything else goes through encoding/json, as before.
+	if b, ok := appendMessageJSON(c.hashBuf.AvailableBuffer(), &m); ok {
+		c.hashBuf.Write(b)
+		return sha256.Sum256(c.hashBuf.Bytes())
+	}
+	c.hashMsg = m
+	c.hashMsg.ToolCalls = canonicalCalls(m.ToolCalls)
 	_ = c.hashEnc.Encode(&c.hashMsg)
 	c.hashMsg = llm.Message{}
 	b := c.hashBuf.Bytes()

@@ -102,6 +102,7 @@ type execution struct {
 	oneBuf       [1]*Step // see one
 	leanStep     Step     // see runStep
 	leanScope    Scope
+	builtNext    Next // see builtinNext
 }
 
 // load builds the in-memory context of the run from the store, once. A
@@ -168,6 +169,11 @@ func (x *execution) publish(ev *Event) {
 	x.e.broker.publish(ev)
 	if x.sink != nil {
 		select {
+		case x.sink <- ev: // room in the buffer: no two-way select
+			return
+		default:
+		}
+		select {
 		case x.sink <- ev:
 		case <-x.ctx.Done():
 		}
@@ -196,6 +202,10 @@ type runUpdate struct {
 	output    *string
 	err       *StepError
 	finish    bool
+	// inPlace: the engine built the steps and nothing outside it can hold
+	// them (no handler or hook of the user saw them), so the store may
+	// return them placed instead of copies (StepAppendParams.InPlace).
+	inPlace bool
 }
 
 // commit writes steps and the run change in one transaction, then updates
@@ -261,7 +271,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	var err error
 	if len(steps) > 0 {
 		x.appendRuns[0] = p
-		x.appendParams = store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:]}
+		x.appendParams = store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:], InPlace: u.inPlace}
 		stored, err = x.e.store.StepAppend(x.storeCtx, &x.appendParams)
 		x.appendRuns[0], x.appendParams = nil, store.StepAppendParams{}
 	} else {
@@ -428,6 +438,12 @@ func (x *execution) handler(name string) Handler {
 	return nil
 }
 
+// scopedStep is a step's scope and record in one allocation.
+type scopedStep struct {
+	Scope Scope
+	step  Step
+}
+
 // runStep executes one step with the retry policy. It returns the handler's
 // Next, or a StepError when the step failed for good (already recorded as
 // error steps), or an engine error (cancelled, store failure).
@@ -444,7 +460,9 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
 			scope = &x.leanScope
 		} else {
-			scope = &Scope{exec: x, name: name, step: &Step{ID: NewID(), Name: name}}
+			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: NewID(), Name: name}}
+			ss.Scope.step = &ss.step
+			scope = &ss.Scope
 		}
 		scope.step.Metrics.Attempt = attempt
 		scope.step.Metrics.StartedAt = x.e.now()
@@ -558,7 +576,9 @@ func (x *execution) record(name string, next *Next) (bool, error) {
 	if s.Content == "" {
 		s.Content = next.Content
 	}
-	u := runUpdate{cursor: &next.Step}
+	// The built-in llm step's record is the engine's own unless a hook
+	// could read it (Scope.Record).
+	u := runUpdate{cursor: &next.Step, inPlace: name == StepLLM && x.agent.Steps[StepLLM] == nil && !x.hooks(name)}
 	if next.State != nil {
 		patch, err := toRaw(next.State)
 		if err != nil {

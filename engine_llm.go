@@ -103,7 +103,7 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	if price, ok := x.e.cfg.Prices.Lookup(model.Name()); ok {
 		m.Cost = price.Cost(m.InputTokens, m.OutputTokens, m.CachedTokens)
 	}
-	return &Next{Step: x.afterLLM(step), record: step}, nil
+	return x.builtinNext(StepLLM, Next{Step: x.afterLLM(step), record: step}), nil
 }
 
 // modelStream receives the responses of one model call of llmStep.

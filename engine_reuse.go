@@ -29,3 +29,17 @@ func (x *execution) boxed(slot int, v string) any {
 	}
 	return b.box
 }
+
+// builtinNext returns n from a built-in step handler: in a buffer of the
+// execution, which the next step reuses, when no hook can see (and keep)
+// it — the loop and record read a Next only until the step is recorded —
+// or else as a new one.
+func (x *execution) builtinNext(name string, n Next) *Next {
+	if x.hooks(name) {
+		c := new(Next) // not &n: n would move to the heap on every call
+		*c = n
+		return c
+	}
+	x.builtNext = n
+	return &x.builtNext
+}

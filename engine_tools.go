@@ -183,7 +183,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 			return nil, err
 		}
 	}
-	return &Next{committed: true}, nil
+	return x.builtinNext(StepTools, Next{committed: true}), nil
 }
 
 // recheckChildren wakes this run if a child it parked on finished before
@@ -237,7 +237,7 @@ func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
 
 // commitToolStep commits a tool result; the last one moves the cursor on.
 func (x *execution) commitToolStep(s *Step, last bool) error {
-	u := runUpdate{patch: s.StatePatch, patchStep: s}
+	u := runUpdate{patch: s.StatePatch, patchStep: s, inPlace: true} // tool results are built by the engine
 	if len(s.StatePatch) > 0 {
 		if err := x.checkState(s.StatePatch); err != nil {
 			// The call happened; its state update cannot apply: the model

@@ -164,6 +164,16 @@ type StepAppendParams struct {
 	// Runs are applied in the same transaction as Steps. If one fails (lease
 	// lost, unexpected status) nothing of the call is written.
 	Runs []*RunUpdateParams
+	// InPlace hands the steps over: on success the store may return a
+	// given step itself, with what it placed set on it (Sequence, CreatedAt
+	// and the normalization every stored step gets, so it equals what
+	// StepGet reads back), instead of a fresh copy. It is for a caller that
+	// built the steps for this call and reads only what is returned. The
+	// store never keeps a given step or any of its memory either way; a
+	// step already stored under its id is returned as a copy of the stored
+	// row, and a driver may ignore InPlace (returning copies). On error the
+	// given steps are left unchanged.
+	InPlace bool
 }
 
 // StepListParams are the parameters of Store.StepList. SessionID is required

@@ -13,7 +13,9 @@ import (
 // StepAppend implements store.Store. Everything is staged first and applied
 // only when every step and run update succeeded. The copies are made
 // outside the locks: the input's before, the caller's of the placed steps
-// after (a stored step is replaced, never changed in place).
+// after (a stored step is replaced, never changed in place). With
+// p.InPlace a new row is returned as the given step, placed, instead of a
+// second copy.
 func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*steptype.Step, error) {
 	if err := rules.CheckAppend(p); err != nil {
 		return nil, err
@@ -22,14 +24,27 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 	for i, in := range p.Steps {
 		clones[i] = rules.NormalizeStep(rules.CloneStep(in))
 	}
+	// stepAppend returns the stored steps in clones' place: keep the clones
+	// to tell a new row (its step is the clone) from a stored one.
+	var freshBuf [4]*steptype.Step
+	fresh := append(freshBuf[:0], clones...)
 	placed, err := m.stepAppend(p, clones, true)
 	if err == errEscalate {
+		copy(clones, fresh) // the first attempt may have replaced some
 		placed, err = m.stepAppend(p, clones, false)
 	}
 	if err != nil {
 		return nil, err
 	}
 	for i, s := range placed {
+		if p.InPlace && s == fresh[i] {
+			// A new row, handed over: the caller's step gets what was
+			// placed and is returned; the store keeps its own copy.
+			in := rules.NormalizeStep(p.Steps[i])
+			in.Sequence, in.CreatedAt = s.Sequence, s.CreatedAt
+			placed[i] = in
+			continue
+		}
 		placed[i] = rules.CloneStep(s)
 	}
 	return placed, nil

@@ -68,6 +68,24 @@ func TestAppendReturnsStored(t *testing.T) {
 		if len(in.Inputs) > 0 && len(got[0].Inputs) > 0 && &in.Inputs[0] == &got[0].Inputs[0] {
 			t.Errorf("%s: returned step aliases the input", name)
 		}
+		// Handed over (InPlace), a step is returned as itself, placed,
+		// when it needs no decode, and reads back the same either way.
+		in2 := base("inplace-" + name)
+		mod(in2)
+		got2, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{in2}, InPlace: true})
+		if err != nil {
+			t.Fatalf("%s in place: %v", name, err)
+		}
+		read2, err := st.StepGet(ctx, &store.StepGetParams{ID: in2.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got2[0], read2) {
+			t.Errorf("%s in place: append returned\n%#v\nread returns\n%#v", name, got2[0], read2)
+		}
+		if stable := name == "plain" || name == "calls" || name == "metadata" || name == "error" || name == "local time"; stable && got2[0] != in2 {
+			t.Errorf("%s in place: a copy was returned, not the given step", name)
+		}
 		// An idempotent re-append returns the stored row too.
 		again, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{in}})
 		if err != nil || !reflect.DeepEqual(again[0], read) {

@@ -25,7 +25,11 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	pre := make([]*rules.PreEncoded, len(p.Steps))
 	for i, st := range p.Steps {
 		var err error
-		if pre[i], err = rules.PreEncodeClone(st, now); err != nil {
+		encode := rules.PreEncodeClone
+		if p.InPlace {
+			encode = rules.PreEncode // the given step is returned: no copy to make
+		}
+		if pre[i], err = encode(st, now); err != nil {
 			return nil, err
 		}
 	}
@@ -36,13 +40,23 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	// Off the writer goroutine: a new row is returned as the placed copy it
 	// was encoded from (a deep copy made before encoding, normalized as the
 	// wire format would, without decoding the JSON just encoded); a stored
-	// one (an idempotent re-append) is decoded from its body.
+	// one (an idempotent re-append) is decoded from its body. With
+	// p.InPlace a new row is the given step, placed, and nothing was copied.
 	out := make([]*steptype.Step, len(placed))
 	for i, a := range placed {
 		if a.pre == nil || !rules.WireStable(a.pre.Step) {
 			if out[i], err = rules.DecodeStep(a.body); err != nil {
 				return nil, err
 			}
+			continue
+		}
+		if p.InPlace {
+			// Handed over: the given step gets what was placed; the
+			// shallow placed copy it was encoded from shares its memory
+			// and is dropped.
+			in := rules.NormalizeStep(a.pre.In)
+			in.Sequence, in.CreatedAt = a.seq, a.pre.Step.CreatedAt
+			out[i] = in
 			continue
 		}
 		c := a.pre.Step // a deep copy already (PreEncodeClone), used by nothing else now

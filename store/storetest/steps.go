@@ -37,6 +37,7 @@ func fullStep(sessionID, id string) *steptype.Step {
 }
 
 func testSteps(t *testing.T, h *harness) {
+	testAppendInPlace(t, h)
 	h.sub(t, "AppendRoundTrip", func(t *testing.T, st store.Store) {
 		mustSession(t, st, "s1")
 		in := fullStep("s1", "x1")

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -44,6 +45,9 @@ func cloneRaw(b json.RawMessage) json.RawMessage {
 func cloneValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
+		if scalarValues(t) {
+			return maps.Clone(t) // copies the table as is: no hashing
+		}
 		m := make(map[string]any, len(t))
 		for k, x := range t {
 			m[k] = cloneValue(x)
@@ -59,6 +63,19 @@ func cloneValue(v any) any {
 		return cloneRaw(t)
 	}
 	return v
+}
+
+// scalarValues reports whether every value of m is immutable (nil, a
+// string, a number or a bool), so that a shallow copy of m is a deep one.
+func scalarValues(m map[string]any) bool {
+	for _, v := range m {
+		switch v.(type) {
+		case nil, string, float64, bool, int, int64:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // NormalizeStep makes s look as if it had been through the wire format:

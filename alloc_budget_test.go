@@ -1,0 +1,56 @@
+package stepwise
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/stepwise-run/stepwise/llm/scripted"
+	"github.com/stepwise-run/stepwise/store/memory"
+	"github.com/stepwise-run/stepwise/tool"
+)
+
+// TestStepAllocationBudget holds the standard tool loop on the memory
+// store to its allocation budget (docs/PERFORMANCE.md, "Round five"): at
+// most 31 allocations and 4,800 bytes per committed step, the scripted
+// model and the tool included (35 and 5,760 before the round). It is not
+// parallel, so that no other test allocates meanwhile.
+func TestStepAllocationBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what is allocated")
+	}
+	type args struct {
+		N int `json:"n"`
+	}
+	echo := tool.New("echo", "echo", func(ctx context.Context, a args) (int, error) { return a.N, nil })
+	const iterations = 2000
+	agent := &Agent{Name: "budget", Model: scripted.Loop("echo", `{"n":1}`, iterations, "done"), Tools: []tool.Tool{echo},
+		Limits: Limits{MaxSteps: 2*iterations + 10}}
+	e, err := New(Config{Store: memory.New(), Agents: []*Agent{agent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r, err := e.StartRun(t.Context(), StartParams{Agent: "budget", Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	steps := 0
+	for ev, err := range e.Execute(t.Context(), r.ID) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == EventStepCompleted {
+			steps++
+		}
+	}
+	runtime.ReadMemStats(&after)
+	allocs := float64(after.Mallocs-before.Mallocs) / float64(steps)
+	bytes := float64(after.TotalAlloc-before.TotalAlloc) / float64(steps)
+	t.Logf("%d steps: %.1f allocations, %.0f bytes per step", steps, allocs, bytes)
+	if allocs > 31 || bytes > 4800 {
+		t.Errorf("%.1f allocations and %.0f bytes per step, want at most 31 and 4,800", allocs, bytes)
+	}
+}
