@@ -36,7 +36,10 @@ type Call struct {
 	Attempt        int // 1-based
 }
 
-// Result is what a tool returns.
+// Result is what a tool returns. The engine owns a returned Result and
+// everything it references (Output, State, the attachments' data): it
+// becomes the recorded step without a copy, so a tool must not change or
+// reuse those buffers after Call returns.
 type Result struct {
 	// Content is the text the model sees. When empty, Output is shown.
 	Content string
