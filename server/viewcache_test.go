@@ -319,3 +319,54 @@ func TestAgentViewsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestViewCacheBound: the cache holds at most its size in (estimated)
+// bytes, dropping the least recently used session first; a session whose
+// steps alone exceed the cache, or whose sequences have a gap, is not held.
+func TestViewCacheBound(t *testing.T) {
+	steps := func(sess string, n int) []*steptype.Step {
+		out := make([]*steptype.Step, n)
+		for i := range out {
+			out[i] = &steptype.Step{ID: fmt.Sprintf("%s-%d", sess, i), SessionID: sess, Sequence: int64(i + 1), Kind: steptype.KindLLM, Status: steptype.StepCompleted}
+		}
+		return out
+	}
+	one := steps("s0", 10)
+	per := int64(0)
+	{
+		probe := newViewCache(1 << 30)
+		probe.put(&steptype.Session{ID: "s0"}, one, derive(one))
+		_, per = probe.size()
+	}
+	c := newViewCache(3*per + per/2) // room for three sessions of 10 steps
+	for i := range 5 {
+		id := fmt.Sprintf("s%d", i)
+		if c.put(&steptype.Session{ID: id}, steps(id, 10), derive(steps(id, 10))) == 0 {
+			t.Fatalf("session %s not held", id)
+		}
+		if i == 2 && c.get(&steptype.Session{ID: "s0"}) == nil { // s0 becomes the most recently used
+			t.Fatal("s0 dropped before the cache was full")
+		}
+	}
+	n, used := c.size()
+	if n != 3 || used > c.max {
+		t.Fatalf("held %d sessions in %d bytes (max %d), want 3 within the bound", n, used, c.max)
+	}
+	for id, want := range map[string]bool{"s0": true, "s1": false, "s2": false, "s3": true, "s4": true} {
+		if got := c.get(&steptype.Session{ID: id}) != nil; got != want {
+			t.Errorf("session %s held = %v, want %v (least recently used dropped first)", id, got, want)
+		}
+	}
+	big := steps("big", 40)
+	if c.put(&steptype.Session{ID: "big"}, big, derive(big)) != 0 {
+		t.Error("a session larger than the whole cache was held")
+	}
+	gap := steps("gap", 3)
+	gap[2].Sequence = 9
+	if c.put(&steptype.Session{ID: "gap"}, gap, derive(gap)) != 0 {
+		t.Error("steps with a gap were held")
+	}
+	if n, used := c.size(); n != 3 || used > c.max {
+		t.Fatalf("after refusals: %d sessions in %d bytes (max %d)", n, used, c.max)
+	}
+}
