@@ -253,3 +253,133 @@ func (b *MetricsBuilder) addSortedLatencies(i int, key string, sorted []float64)
 	s.unsorted[i] = true
 	s.latencies[i] = append(s.latencies[i], sorted...)
 }
+
+// MetricsMissing returns the hours of [h0, h1) not in folded (both sorted).
+func MetricsMissing(h0, h1 int64, folded []int64) []int64 {
+	var out []int64
+	j := 0
+	for h := h0; h < h1; h += HourNanos {
+		for j < len(folded) && folded[j] < h {
+			j++
+		}
+		if j < len(folded) && folded[j] == h {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// HourFold accumulates the rows of the hours a driver folds into its hour
+// table, from the aggregates its queries return: each adds to the hour's
+// total (agent "") and to its agent's row. Aggregates of hours not wanted
+// are ignored.
+type HourFold struct {
+	want map[int64]bool
+	acc  map[hourAgent]*hourFoldRow
+}
+
+type hourAgent struct {
+	hour  int64
+	agent string
+}
+
+type hourFoldRow struct {
+	steps, errors, in, out, runs, failed, evals int64
+	cost, evalSum                               KBN
+	durations                                   []int64
+}
+
+// NewHourFold returns a fold of the hours (sorted) that are not folded
+// (sorted): every wanted hour gets its total row, even if empty.
+func NewHourFold(hours, folded []int64) *HourFold {
+	f := &HourFold{want: map[int64]bool{}, acc: map[hourAgent]*hourFoldRow{}}
+	for _, h := range hours {
+		if _, done := slices.BinarySearch(folded, h); !done {
+			f.want[h] = true
+			f.row(h, "")
+		}
+	}
+	return f
+}
+
+// Empty reports that every hour was folded already.
+func (f *HourFold) Empty() bool { return len(f.want) == 0 }
+
+func (f *HourFold) row(h int64, a string) *hourFoldRow {
+	k := hourAgent{h, a}
+	r := f.acc[k]
+	if r == nil {
+		r = &hourFoldRow{}
+		f.acc[k] = r
+	}
+	return r
+}
+
+// each calls fn with the rows an aggregate of agent a in hour h adds to.
+func (f *HourFold) each(h int64, a string, fn func(*hourFoldRow)) {
+	if !f.want[h] {
+		return
+	}
+	fn(f.row(h, ""))
+	if a != "" {
+		fn(f.row(h, a))
+	}
+}
+
+// Steps adds the rollups of agent a in hour h.
+func (f *HourFold) Steps(h int64, a string, steps, errors, in, out int64, cost float64) {
+	f.each(h, a, func(r *hourFoldRow) {
+		r.steps, r.errors, r.in, r.out = r.steps+steps, r.errors+errors, r.in+in, r.out+out
+		r.cost.Add(cost)
+	})
+}
+
+// Run adds a run of agent a finished in hour h after duration nanoseconds.
+func (f *HourFold) Run(h int64, a string, failed bool, duration int64) {
+	f.each(h, a, func(r *hourFoldRow) {
+		r.runs++
+		if failed {
+			r.failed++
+		}
+		r.durations = append(r.durations, duration)
+	})
+}
+
+// Evals adds n evals of agent a in hour h scoring sum in all.
+func (f *HourFold) Evals(h int64, a string, sum float64, n int64) {
+	f.each(h, a, func(r *hourFoldRow) {
+		r.evalSum.Add(sum)
+		r.evals += n
+	})
+}
+
+// Totals sets the hour's total cost (evals false) or eval score sum
+// (evals true) to SQL's own sum over all its rows, as a query of all
+// agents without the table reads it, instead of a sum of the agents'.
+func (f *HourFold) Totals(h int64, evals bool, sum float64) {
+	if !f.want[h] {
+		return
+	}
+	r := f.row(h, "")
+	if evals {
+		r.evalSum = KBN{}
+		r.evalSum.Add(sum)
+	} else {
+		r.cost = KBN{}
+		r.cost.Add(sum)
+	}
+}
+
+// Rows calls insert with the values of each row to store, in the hour
+// table's column order: hour, agent, steps, errors, input_tokens,
+// output_tokens, cost, runs, runs_failed, durations, eval_sum, evals.
+func (f *HourFold) Rows(insert func(values ...any) error) error {
+	for k, r := range f.acc {
+		if err := insert(k.hour, k.agent, r.steps, r.errors, r.in, r.out, r.cost.Value(), r.runs, r.failed,
+			PackDurations(r.durations), r.evalSum.Value(), r.evals); err != nil {
+			return err
+		}
+	}
+	return nil
+}

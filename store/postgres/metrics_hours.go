@@ -41,7 +41,7 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 		if hr, err = s.metricsHourRows(ctx, p, b, h0, h1); err != nil {
 			return nil, err
 		}
-		missing := metricsMissing(h0, h1, hr.Folded)
+		missing := store.MetricsMissing(h0, h1, hr.Folded)
 		if len(missing) == 0 || attempt > 0 {
 			break
 		}
@@ -116,22 +116,6 @@ func queryHours(ctx context.Context, db queryer, h0, h1 int64) ([]int64, error) 
 	return out, mapErr(rows.Err())
 }
 
-// metricsMissing returns the hours of [h0, h1) not in folded (sorted).
-func metricsMissing(h0, h1 int64, folded []int64) []int64 {
-	var out []int64
-	j := 0
-	for h := h0; h < h1; h += store.HourNanos {
-		for j < len(folded) && folded[j] < h {
-			j++
-		}
-		if j < len(folded) && folded[j] == h {
-			continue
-		}
-		out = append(out, h)
-	}
-	return out
-}
-
 // metricsFoldStepsSQL sums the rollups of [$1, $2) per hour and agent, the
 // agent attributed as the metrics filter does (metricsAgentSQL).
 const metricsFoldStepsSQL = `SELECT s.minute - s.minute % 3600000000000, COALESCE((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
@@ -159,21 +143,9 @@ GROUP BY 1, 2`
 // of [$1, $2) per hour over all agents: the totals' float sums are SQL's
 // own over the rows (as a query of all agents without the table reads
 // them), not a sum of the agents'.
-const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, 0, sum(cost)::float8 FROM step_rollups WHERE minute >= $1 AND minute < $2 GROUP BY 1
+const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, false, sum(cost)::float8 FROM step_rollups WHERE minute >= $1 AND minute < $2 GROUP BY 1
 UNION ALL
-SELECT created_at - created_at % 3600000000000, 1, sum(score)::float8 FROM evals WHERE created_at >= $1 AND created_at < $2 GROUP BY 1`
-
-type hourAgent struct {
-	hour  int64
-	agent string
-}
-
-type hourRow struct {
-	steps, errors, in, out, runs, failed int64
-	evals                                int64
-	cost, evalSum                        store.KBN
-	durations                            []int64
-}
+SELECT created_at - created_at % 3600000000000, true, sum(score)::float8 FROM evals WHERE created_at >= $1 AND created_at < $2 GROUP BY 1`
 
 // metricsFold computes and stores the hours (sorted) that are still
 // missing, in a transaction of its own under the exclusive advisory lock;
@@ -198,120 +170,39 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	want := map[int64]bool{}
-	for _, h := range hours {
-		want[h] = true
-	}
-	for _, h := range folded {
-		delete(want, h)
-	}
-	if len(want) == 0 {
+	f := store.NewHourFold(hours, folded)
+	if f.Empty() {
 		return true, nil
-	}
-	acc := map[hourAgent]*hourRow{}
-	get := func(h int64, a string) *hourRow {
-		r := acc[hourAgent{h, a}]
-		if r == nil {
-			r = &hourRow{}
-			acc[hourAgent{h, a}] = r
-		}
-		return r
-	}
-	for h := range want {
-		get(h, "")
-	}
-	// fold returns the rows an aggregate of agent a in hour h adds to: the
-	// hour's total (agent '') and a's own.
-	fold := func(h int64, a string) []*hourRow {
-		if a == "" {
-			return []*hourRow{get(h, "")}
-		}
-		return []*hourRow{get(h, ""), get(h, a)}
 	}
 	var (
 		h, n, e, it, ot int64
 		cost            float64
 		a               string
-		failed          bool
+		failed, evals   bool
 	)
-	rows, err := tx.Query(ctx, metricsFoldStepsSQL, lo, hi)
-	if err != nil {
-		return false, mapErr(err)
-	}
-	_, err = pgx.ForEachRow(rows, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() error {
-		if want[h] {
-			for _, x := range fold(h, a) {
-				x.steps, x.errors, x.in, x.out = x.steps+n, x.errors+e, x.in+it, x.out+ot
-				x.cost.Add(cost)
-			}
+	for _, q := range []struct {
+		sql  string
+		dest []any
+		add  func()
+	}{
+		{metricsFoldStepsSQL, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() { f.Steps(h, a, n, e, it, ot, cost) }},
+		{metricsFoldRunsSQL, []any{&h, &a, &failed, &n}, func() { f.Run(h, a, failed, n) }},
+		{metricsFoldEvalsSQL, []any{&h, &a, &cost, &n}, func() { f.Evals(h, a, cost, n) }},
+		{metricsFoldTotalsSQL, []any{&h, &evals, &cost}, func() { f.Totals(h, evals, cost) }},
+	} {
+		rows, err := tx.Query(ctx, q.sql, lo, hi)
+		if err != nil {
+			return false, mapErr(err)
 		}
-		return nil
-	})
-	if err != nil {
-		return false, mapErr(err)
-	}
-	rows, err = tx.Query(ctx, metricsFoldRunsSQL, lo, hi)
-	if err != nil {
-		return false, mapErr(err)
-	}
-	_, err = pgx.ForEachRow(rows, []any{&h, &a, &failed, &n}, func() error {
-		if want[h] {
-			for _, x := range fold(h, a) {
-				x.runs++
-				if failed {
-					x.failed++
-				}
-				x.durations = append(x.durations, n)
-			}
+		if _, err := pgx.ForEachRow(rows, q.dest, func() error { q.add(); return nil }); err != nil {
+			return false, mapErr(err)
 		}
-		return nil
-	})
-	if err != nil {
-		return false, mapErr(err)
-	}
-	rows, err = tx.Query(ctx, metricsFoldEvalsSQL, lo, hi)
-	if err != nil {
-		return false, mapErr(err)
-	}
-	_, err = pgx.ForEachRow(rows, []any{&h, &a, &cost, &n}, func() error {
-		if want[h] {
-			for _, x := range fold(h, a) {
-				x.evalSum.Add(cost)
-				x.evals += n
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return false, mapErr(err)
-	}
-	var which int
-	rows, err = tx.Query(ctx, metricsFoldTotalsSQL, lo, hi)
-	if err != nil {
-		return false, mapErr(err)
-	}
-	_, err = pgx.ForEachRow(rows, []any{&h, &which, &cost}, func() error {
-		if want[h] {
-			x := get(h, "")
-			if which == 0 {
-				x.cost = store.KBN{}
-				x.cost.Add(cost)
-			} else {
-				x.evalSum = store.KBN{}
-				x.evalSum.Add(cost)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return false, mapErr(err)
 	}
 	batch := &pgx.Batch{}
-	for k, x := range acc {
-		batch.Queue(`INSERT INTO metric_hours VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost.Value(), x.runs, x.failed, store.PackDurations(x.durations),
-			x.evalSum.Value(), x.evals)
-	}
+	_ = f.Rows(func(values ...any) error {
+		batch.Queue(`INSERT INTO metric_hours VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, values...)
+		return nil
+	})
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return false, mapErr(err)
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"slices"
 	"time"
 
 	"github.com/stepwise-run/stepwise/store"
@@ -48,7 +47,7 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 		if hr, err = s.metricsHourRows(ctx, p, b, h0, h1); err != nil {
 			return nil, err
 		}
-		missing := metricsMissing(h0, h1, hr.Folded)
+		missing := store.MetricsMissing(h0, h1, hr.Folded)
 		if len(missing) == 0 || attempt > 0 || s.w == nil {
 			break
 		}
@@ -124,22 +123,6 @@ func queryHours(ctx context.Context, db queryer, h0, h1 int64) ([]int64, error) 
 	return out, mapErr(rows.Err())
 }
 
-// metricsMissing returns the hours of [h0, h1) not in folded (sorted).
-func metricsMissing(h0, h1 int64, folded []int64) []int64 {
-	var out []int64
-	j := 0
-	for h := h0; h < h1; h += store.HourNanos {
-		for j < len(folded) && folded[j] < h {
-			j++
-		}
-		if j < len(folded) && folded[j] == h {
-			continue
-		}
-		out = append(out, h)
-	}
-	return out
-}
-
 // metricsFoldStepsSQL sums the rollups of [?1, ?2) per hour and agent, the
 // agent attributed as the metrics filter does (metricsAgentSQL).
 const metricsFoldStepsSQL = `SELECT s.minute - s.minute % 3600000000000, coalesce((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
@@ -172,18 +155,6 @@ const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, 0, sum(cos
 UNION ALL
 SELECT created_at - created_at % 3600000000000, 1, sum(score) FROM evals WHERE created_at >= ?1 AND created_at < ?2 GROUP BY 1`
 
-type hourAgent struct {
-	hour  int64
-	agent string
-}
-
-type hourRow struct {
-	steps, errors, in, out, runs, failed int64
-	evals                                int64
-	cost, evalSum                        store.KBN
-	durations                            []int64
-}
-
 // metricsFold computes and stores the hours (sorted) that are still
 // missing, in the writer's transaction.
 func metricsFold(c *sql.Conn, hours []int64) error {
@@ -192,105 +163,40 @@ func metricsFold(c *sql.Conn, hours []int64) error {
 	if err != nil {
 		return err
 	}
-	want := map[int64]bool{}
-	for _, h := range metricsMissing(lo, hi, folded) {
-		if _, found := slices.BinarySearch(hours, h); found {
-			want[h] = true
-		}
-	}
-	if len(want) == 0 {
+	f := store.NewHourFold(hours, folded)
+	if f.Empty() {
 		return nil
-	}
-	acc := map[hourAgent]*hourRow{}
-	get := func(h int64, a string) *hourRow {
-		r := acc[hourAgent{h, a}]
-		if r == nil {
-			r = &hourRow{}
-			acc[hourAgent{h, a}] = r
-		}
-		return r
-	}
-	for h := range want {
-		get(h, "")
-	}
-	// fold returns the rows an aggregate of agent a in hour h adds to: the
-	// hour's total (agent '') and a's own.
-	fold := func(h int64, a string) []*hourRow {
-		if a == "" {
-			return []*hourRow{get(h, "")}
-		}
-		return []*hourRow{get(h, ""), get(h, a)}
 	}
 	var (
 		h, n, e, it, ot int64
 		cost            float64
 		a               string
-		failed          bool
+		failed, evals   bool
 	)
-	if err := eachRow(c, metricsFoldStepsSQL, lo, hi, func(r *sql.Rows) error {
-		if err := r.Scan(&h, &a, &n, &e, &it, &ot, &cost); err != nil || !want[h] {
-			return err
-		}
-		for _, x := range fold(h, a) {
-			x.steps, x.errors, x.in, x.out = x.steps+n, x.errors+e, x.in+it, x.out+ot
-			x.cost.Add(cost)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := eachRow(c, metricsFoldRunsSQL, lo, hi, func(r *sql.Rows) error {
-		if err := r.Scan(&h, &a, &failed, &n); err != nil || !want[h] {
-			return err
-		}
-		for _, x := range fold(h, a) {
-			x.runs++
-			if failed {
-				x.failed++
+	for _, q := range []struct {
+		sql  string
+		dest []any
+		add  func()
+	}{
+		{metricsFoldStepsSQL, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() { f.Steps(h, a, n, e, it, ot, cost) }},
+		{metricsFoldRunsSQL, []any{&h, &a, &failed, &n}, func() { f.Run(h, a, failed, n) }},
+		{metricsFoldEvalsSQL, []any{&h, &a, &cost, &n}, func() { f.Evals(h, a, cost, n) }},
+		{metricsFoldTotalsSQL, []any{&h, &evals, &cost}, func() { f.Totals(h, evals, cost) }},
+	} {
+		if err := eachRow(c, q.sql, lo, hi, func(r *sql.Rows) error {
+			if err := r.Scan(q.dest...); err != nil {
+				return err
 			}
-			x.durations = append(x.durations, n)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := eachRow(c, metricsFoldEvalsSQL, lo, hi, func(r *sql.Rows) error {
-		if err := r.Scan(&h, &a, &cost, &n); err != nil || !want[h] {
-			return err
-		}
-		for _, x := range fold(h, a) {
-			x.evalSum.Add(cost)
-			x.evals += n
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	var which int
-	if err := eachRow(c, metricsFoldTotalsSQL, lo, hi, func(r *sql.Rows) error {
-		if err := r.Scan(&h, &which, &cost); err != nil || !want[h] {
-			return err
-		}
-		x := get(h, "")
-		if which == 0 {
-			x.cost = store.KBN{}
-			x.cost.Add(cost)
-		} else {
-			x.evalSum = store.KBN{}
-			x.evalSum.Add(cost)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	for k, x := range acc {
-		if _, err := c.ExecContext(bg, `INSERT INTO metric_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			k.hour, k.agent, x.steps, x.errors, x.in, x.out, x.cost.Value(), x.runs, x.failed, store.PackDurations(x.durations),
-			x.evalSum.Value(), x.evals); err != nil {
+			q.add()
+			return nil
+		}); err != nil {
 			return err
 		}
 	}
-	return nil
+	return f.Rows(func(values ...any) error {
+		_, err := c.ExecContext(bg, `INSERT INTO metric_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, values...)
+		return err
+	})
 }
 
 func eachRow(c *sql.Conn, text string, lo, hi int64, fn func(*sql.Rows) error) error {
