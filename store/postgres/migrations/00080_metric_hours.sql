@@ -51,18 +51,12 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
+-- The hours of the steps a statement inserted or deleted (both triggers
+-- name their transition table changed_steps).
 -- +goose StatementBegin
-CREATE FUNCTION metric_hours_steps_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION metric_hours_steps() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM metric_hours_touch(ARRAY(SELECT DISTINCT created_at - created_at % 3600000000000 FROM new_steps));
-    RETURN NULL;
-END
-$$;
--- +goose StatementEnd
--- +goose StatementBegin
-CREATE FUNCTION metric_hours_steps_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM metric_hours_touch(ARRAY(SELECT DISTINCT created_at - created_at % 3600000000000 FROM old_steps));
+    PERFORM metric_hours_touch(ARRAY(SELECT DISTINCT created_at - created_at % 3600000000000 FROM changed_steps));
     RETURN NULL;
 END
 $$;
@@ -93,10 +87,10 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
-CREATE TRIGGER metric_hours_steps_insert AFTER INSERT ON steps REFERENCING NEW TABLE AS new_steps
-    FOR EACH STATEMENT EXECUTE FUNCTION metric_hours_steps_insert();
-CREATE TRIGGER metric_hours_steps_delete AFTER DELETE ON steps REFERENCING OLD TABLE AS old_steps
-    FOR EACH STATEMENT EXECUTE FUNCTION metric_hours_steps_delete();
+CREATE TRIGGER metric_hours_steps_insert AFTER INSERT ON steps REFERENCING NEW TABLE AS changed_steps
+    FOR EACH STATEMENT EXECUTE FUNCTION metric_hours_steps();
+CREATE TRIGGER metric_hours_steps_delete AFTER DELETE ON steps REFERENCING OLD TABLE AS changed_steps
+    FOR EACH STATEMENT EXECUTE FUNCTION metric_hours_steps();
 CREATE TRIGGER metric_hours_steps_status AFTER UPDATE OF status ON steps FOR EACH ROW
     WHEN ((OLD.kind = 'error' OR OLD.status = 'failed') IS DISTINCT FROM (NEW.kind = 'error' OR NEW.status = 'failed'))
     EXECUTE FUNCTION metric_hours_row();
@@ -141,7 +135,6 @@ DROP TRIGGER metric_hours_steps_status ON steps;
 DROP TRIGGER metric_hours_steps_delete ON steps;
 DROP TRIGGER metric_hours_steps_insert ON steps;
 DROP FUNCTION metric_hours_row();
-DROP FUNCTION metric_hours_steps_delete();
-DROP FUNCTION metric_hours_steps_insert();
+DROP FUNCTION metric_hours_steps();
 DROP FUNCTION metric_hours_touch(BIGINT[]);
 DROP TABLE metric_hours;
