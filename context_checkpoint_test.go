@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -232,13 +233,7 @@ func TestContextCheckpointExact(t *testing.T) {
 		testCheckpointExact(t, st, 50)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		dsn := os.Getenv("STEPWISE_TEST_POSTGRES")
-		if dsn == "" {
-			if os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
-				t.Fatal("STEPWISE_TEST_POSTGRES is not set")
-			}
-			t.Skip("set STEPWISE_TEST_POSTGRES to a PostgreSQL DSN (./scripts/test starts one)")
-		}
+		dsn := pgtest.DSN(t)
 		schema := fmt.Sprintf("stepwise_exact_%d", time.Now().UnixNano())
 		st, err := postgres.Open(t.Context(), postgres.Config{DSN: dsn, Schema: schema})
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,23 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
 )
-
-// postgresDSN returns the test server, or skips (fails under ./scripts/test).
-func postgresDSN(t *testing.T) string {
-	dsn := os.Getenv("STEPWISE_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("STEPWISE_TEST_POSTGRES is not set")
-		}
-		t.Skip("set STEPWISE_TEST_POSTGRES to a PostgreSQL DSN (./scripts/test starts one)")
-	}
-	return dsn
-}
 
 // TestTwoInstancesOnPostgres runs two engines (two "processes") on one
 // PostgreSQL database: a run started on A parks for input, is answered
@@ -36,7 +24,7 @@ func postgresDSN(t *testing.T) string {
 // subscriber on B sees every step committed by A (LISTEN/NOTIFY wake-up,
 // store as the source of truth).
 func TestTwoInstancesOnPostgres(t *testing.T) {
-	dsn := postgresDSN(t)
+	dsn := pgtest.DSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	schema := fmt.Sprintf("stepwise_multi_%d", time.Now().UnixNano())

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -27,7 +28,7 @@ type pgPair struct {
 
 func newPGPair(t *testing.T, agents ...*stepwise.Agent) *pgPair {
 	t.Helper()
-	dsn := postgresDSN(t)
+	dsn := pgtest.DSN(t)
 	ctx := context.Background()
 	n := time.Now().UnixNano()
 	schema, role := fmt.Sprintf("stepwise_status_%d", n), fmt.Sprintf("stepwise_b_%d", n)

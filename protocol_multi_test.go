@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
@@ -23,7 +24,7 @@ import (
 // and after the answer (given through B) the rest and the result, woken by
 // the other instance's notifications when it executes.
 func TestNextStepAcrossInstances(t *testing.T) {
-	dsn := postgresDSN(t)
+	dsn := pgtest.DSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	schema := fmt.Sprintf("stepwise_proto_%d", time.Now().UnixNano())

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
@@ -24,7 +25,7 @@ func TestSubAgentChildLeasedElsewhere(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn, schema := postgresDSN(t), fmt.Sprintf("stepwise_child_%d", time.Now().UnixNano())
+	dsn, schema := pgtest.DSN(t), fmt.Sprintf("stepwise_child_%d", time.Now().UnixNano())
 	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/internal/bench"
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
@@ -39,7 +39,7 @@ func TestAgentViewsIncremental(t *testing.T) {
 		testAgentViewsIncremental(t, st)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		dsn := postgresDSN(t)
+		dsn := pgtest.DSN(t)
 		schema := fmt.Sprintf("stepwise_views_%d", time.Now().UnixNano())
 		t.Cleanup(func() {
 			if c, err := pgx.Connect(context.Background(), dsn); err == nil {
@@ -180,18 +180,6 @@ type outlineStore struct{ *countingStore }
 
 func (c outlineStore) StepOutline(ctx context.Context, p *store.StepListParams) ([]*steptype.Step, error) {
 	return capableStore(c).StepOutline(ctx, p)
-}
-
-// postgresDSN returns the test server, or skips (fails under ./scripts/test).
-func postgresDSN(t *testing.T) string {
-	dsn := os.Getenv("STEPWISE_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("STEPWISE_TEST_POSTGRES is not set")
-		}
-		t.Skip("set STEPWISE_TEST_POSTGRES to a PostgreSQL DSN (./scripts/test starts one)")
-	}
-	return dsn
 }
 
 // serveStore serves st on loopback with the given Config.ViewCacheBytes.

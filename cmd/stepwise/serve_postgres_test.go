@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 )
 
 // postgresSchemaDSN returns a DSN of the test server whose search_path is a
@@ -24,13 +26,7 @@ import (
 // the test skips, or fails under STEPWISE_REQUIRE_POSTGRES=1.
 func postgresSchemaDSN(t *testing.T) string {
 	t.Helper()
-	dsn := os.Getenv("STEPWISE_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("STEPWISE_REQUIRE_POSTGRES=1 but STEPWISE_TEST_POSTGRES is unset")
-		}
-		t.Skip("set STEPWISE_TEST_POSTGRES to a PostgreSQL DSN (./scripts/test starts one)")
-	}
+	dsn := pgtest.DSN(t)
 	b := make([]byte, 6)
 	rand.Read(b)
 	schema := "swcli_" + hex.EncodeToString(b)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
@@ -42,7 +43,7 @@ func TestBackupPgDumpRestore(t *testing.T) {
 	pgDump, pgRestore := pgTool(t, "pg_dump"), pgTool(t, "pg_restore")
 	ctx := t.Context()
 	schema := freshSchema(t)
-	cfg := postgres.Config{DSN: testDSN(t), Schema: schema}
+	cfg := postgres.Config{DSN: pgtest.DSN(t), Schema: schema}
 	st := open(t, cfg)
 	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s", Agent: "a"}); err != nil {
 		t.Fatal(err)
@@ -66,14 +67,14 @@ func TestBackupPgDumpRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	dump := filepath.Join(t.TempDir(), "stepwise.dump")
-	if out, err := exec.CommandContext(ctx, pgDump, "--format=custom", "--schema="+schema, "--file="+dump, testDSN(t)).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, pgDump, "--format=custom", "--schema="+schema, "--file="+dump, pgtest.DSN(t)).CombinedOutput(); err != nil {
 		t.Fatalf("pg_dump: %v\n%s", err, out)
 	}
 	st.Close()
 	if _, err := rawConn(t).Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.CommandContext(ctx, pgRestore, "--dbname="+testDSN(t), dump).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, pgRestore, "--dbname="+pgtest.DSN(t), dump).CombinedOutput(); err != nil {
 		t.Fatalf("pg_restore: %v\n%s", err, out)
 	}
 	st = open(t, cfg)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/store"
 
 	"github.com/stepwise-run/stepwise/store/postgres"
@@ -46,7 +47,7 @@ func BenchmarkVectors(b *testing.B) {
 	storetest.BenchVectorFill(b, st, n, dim)
 	b.Logf("stored %d vectors in %v", n, time.Since(start))
 	other := func(b *testing.B) store.Store {
-		o, err := postgres.Open(b.Context(), postgres.Config{DSN: testDSN(b), Schema: schema})
+		o, err := postgres.Open(b.Context(), postgres.Config{DSN: pgtest.DSN(b), Schema: schema})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -4,39 +4,21 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/store/postgres"
 )
-
-// testDSN returns the server the tests run against (env
-// STEPWISE_TEST_POSTGRES). Without it the test is skipped, or fails when
-// STEPWISE_REQUIRE_POSTGRES=1 (as in ./scripts/test and CI).
-func testDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("STEPWISE_TEST_POSTGRES")
-	if dsn != "" {
-		return dsn
-	}
-	const how = "set STEPWISE_TEST_POSTGRES=postgres://user@host:port/db?sslmode=disable to run the PostgreSQL tests " +
-		"(./scripts/test starts a throwaway server and sets it)"
-	if os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
-		t.Fatal("STEPWISE_REQUIRE_POSTGRES=1 but STEPWISE_TEST_POSTGRES is unset: " + how)
-	}
-	t.Skip(how)
-	return ""
-}
 
 // freshSchema returns the name of a schema no other test uses, and drops
 // it (with everything in it) when the test ends, after the stores the test
 // opened are closed.
 func freshSchema(t testing.TB) string {
 	t.Helper()
-	dsn := testDSN(t)
+	dsn := pgtest.DSN(t)
 	b := make([]byte, 6)
 	rand.Read(b)
 	schema := "swtest_" + hex.EncodeToString(b)
@@ -62,7 +44,7 @@ func dropSchema(t testing.TB, dsn, schema string) {
 func open(t testing.TB, cfg postgres.Config) *postgres.Store {
 	t.Helper()
 	if cfg.DSN == "" {
-		cfg.DSN = testDSN(t)
+		cfg.DSN = pgtest.DSN(t)
 	}
 	st, err := postgres.Open(context.Background(), cfg)
 	if err != nil {
@@ -81,7 +63,7 @@ func openFresh(t testing.TB) *postgres.Store {
 // rawConn connects to the test server outside any store.
 func rawConn(t testing.TB) *pgx.Conn {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), testDSN(t))
+	conn, err := pgx.Connect(t.Context(), pgtest.DSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
@@ -24,7 +25,7 @@ func TestMigrateFromPreviousRelease(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	schema := freshSchema(t)
-	cfg := postgres.Config{DSN: testDSN(t), Schema: schema}
+	cfg := postgres.Config{DSN: pgtest.DSN(t), Schema: schema}
 	if v, err := postgres.MigrateTo(ctx, cfg, previousRelease); err != nil || v != previousRelease {
 		t.Fatalf("MigrateTo(%d) = %d, %v", previousRelease, v, err)
 	}
@@ -128,7 +129,7 @@ func TestMigrateMetricHours(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	schema := freshSchema(t)
-	cfg := postgres.Config{DSN: testDSN(t), Schema: schema}
+	cfg := postgres.Config{DSN: pgtest.DSN(t), Schema: schema}
 	if v, err := postgres.MigrateTo(ctx, cfg, 75); err != nil || v != 75 {
 		t.Fatalf("MigrateTo(75) = %d, %v", v, err)
 	}

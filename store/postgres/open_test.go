@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
@@ -68,7 +69,7 @@ func TestOpenForeignTables(t *testing.T) {
 		INSERT INTO `+pgx.Identifier{schema, "sessions"}.Sanitize()+` VALUES ('alice')`); err != nil {
 		t.Fatal(err)
 	}
-	_, openErr := postgres.Open(ctx, postgres.Config{DSN: testDSN(t), Schema: schema})
+	_, openErr := postgres.Open(ctx, postgres.Config{DSN: pgtest.DSN(t), Schema: schema})
 	err := openErr
 	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), schema) {
 		t.Fatalf("Open(schema with a foreign sessions table) = %v, want ErrCorrupt naming the schema", err)
@@ -94,7 +95,7 @@ func TestOpenCreatesSchemaAndMigratesOnce(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			stores[i], errs[i] = postgres.Open(t.Context(), postgres.Config{DSN: testDSN(t), Schema: schema, MaxConns: 2})
+			stores[i], errs[i] = postgres.Open(t.Context(), postgres.Config{DSN: pgtest.DSN(t), Schema: schema, MaxConns: 2})
 		})
 	}
 	wg.Wait()
@@ -136,17 +137,17 @@ func TestSchemaQuotingAndDSNSearchPath(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	odd := `Odd "Schema"-` + freshSchema(t)[len("swtest_"):]
-	t.Cleanup(func() { dropSchema(t, testDSN(t), odd) })
+	t.Cleanup(func() { dropSchema(t, pgtest.DSN(t), odd) })
 	a := open(t, postgres.Config{Schema: odd})
 	if a.Schema() != odd {
 		t.Errorf("Schema() = %q, want %q", a.Schema(), odd)
 	}
 	plain := freshSchema(t)
 	sep := "?"
-	if strings.Contains(testDSN(t), "?") {
+	if strings.Contains(pgtest.DSN(t), "?") {
 		sep = "&"
 	}
-	b := open(t, postgres.Config{DSN: testDSN(t) + sep + "search_path=" + plain})
+	b := open(t, postgres.Config{DSN: pgtest.DSN(t) + sep + "search_path=" + plain})
 	if b.Schema() != plain {
 		t.Errorf("Schema() from the DSN's search_path = %q, want %q", b.Schema(), plain)
 	}
@@ -173,7 +174,7 @@ func TestSchemaDroppedUnderStore(t *testing.T) {
 	t.Parallel()
 	schema := freshSchema(t)
 	st := open(t, postgres.Config{Schema: schema})
-	dropSchema(t, testDSN(t), schema)
+	dropSchema(t, pgtest.DSN(t), schema)
 	_, err := st.SessionGet(t.Context(), &store.SessionGetParams{ID: "s1"})
 	if !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("read from a dropped schema: %v, want ErrCorrupt", err)
@@ -243,7 +244,7 @@ func TestPoolSizeFromDSN(t *testing.T) {
 	t.Parallel()
 	schema := freshSchema(t)
 	withParam := func(v string) string {
-		dsn := testDSN(t)
+		dsn := pgtest.DSN(t)
 		if strings.Contains(dsn, "?") {
 			return dsn + "&pool_max_conns=" + v
 		}
@@ -253,7 +254,7 @@ func TestPoolSizeFromDSN(t *testing.T) {
 		cfg  postgres.Config
 		want int32
 	}{
-		{postgres.Config{DSN: testDSN(t), Schema: schema}, postgres.DefaultMaxConns},
+		{postgres.Config{DSN: pgtest.DSN(t), Schema: schema}, postgres.DefaultMaxConns},
 		{postgres.Config{DSN: withParam("3"), Schema: schema}, 3},
 		{postgres.Config{DSN: withParam("3"), Schema: schema, MaxConns: 5}, 5},
 	} {

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
 	"github.com/stepwise-run/stepwise/store/storetest"
@@ -11,7 +12,7 @@ import (
 // TestConformance runs the store suite, each subtest on a fresh schema.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	dsn := testDSN(t)
+	dsn := pgtest.DSN(t)
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, postgres.Config{DSN: dsn, Schema: freshSchema(t)})
 	}, storetest.Options{

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
@@ -119,13 +119,7 @@ func BenchmarkPrune100k(b *testing.B) {
 		})
 	})
 	b.Run("Postgres", func(b *testing.B) {
-		dsn := os.Getenv("STEPWISE_TEST_POSTGRES")
-		if dsn == "" {
-			if os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
-				b.Fatal("STEPWISE_REQUIRE_POSTGRES=1 but STEPWISE_TEST_POSTGRES is unset")
-			}
-			b.Skip("set STEPWISE_TEST_POSTGRES to benchmark PostgreSQL")
-		}
+		dsn := pgtest.DSN(b)
 		run(b, func(b *testing.B) store.Store {
 			r := make([]byte, 6)
 			rand.Read(r)

@@ -5,13 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
@@ -55,17 +55,6 @@ func benchSource(b *testing.B, sessions, perSession int) string {
 	return path
 }
 
-func pgDSN(b *testing.B) string {
-	dsn := os.Getenv("STEPWISE_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
-			b.Fatal("STEPWISE_REQUIRE_POSTGRES=1 but STEPWISE_TEST_POSTGRES is unset")
-		}
-		b.Skip("set STEPWISE_TEST_POSTGRES to benchmark copies into PostgreSQL")
-	}
-	return dsn
-}
-
 // BenchmarkCopy100k copies 100,000 steps (1,000 sessions of 100) from
 // SQLite into an empty PostgreSQL schema, and into an empty SQLite file,
 // verification included; it reports steps/s.
@@ -98,7 +87,7 @@ func BenchmarkCopy100k(b *testing.B) {
 		b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
 	}
 	b.Run("SQLiteToPostgres", func(b *testing.B) {
-		dsn := pgDSN(b)
+		dsn := pgtest.DSN(b)
 		run(b, func(b *testing.B) store.Store {
 			schema := freshSchema(b, dsn)
 			st, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema})
