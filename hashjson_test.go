@@ -12,8 +12,8 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
-// randomText mixes the characters appendPlainString writes itself with
-// those it leaves to encoding/json.
+// randomText mixes plain characters with every kind encoding/json escapes
+// (and invalid UTF-8, which it replaces).
 func randomText(r *rand.Rand) string {
 	parts := []string{"", "a", "hello world", `"`, `\`, "\n", "\r", "\t", "é", "日本", "\x00", "\x1f", "\b", "\f",
 		"<", ">", "&", "\u2028", "\u2029", "\xff", "\xe2\x80", "😀", "/", "'", "\x7f"}

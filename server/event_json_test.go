@@ -41,15 +41,3 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
-
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "a\"b\\c\nd\x00\x7f", "<&>", "\u2028\u2029", "\xff\xfe", "é😀"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("%q: got %s want %s", s, got, want)
-		}
-	})
-}
