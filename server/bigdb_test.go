@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -103,22 +102,7 @@ func newBigEnv(t *testing.T, cfg bench.FillConfig) *bigEnv {
 		t.Fatal(err)
 	}
 	e := &bigEnv{fill: res, capable: &countingStore{Driver: st}, bare: &countingStore{Driver: st}}
-	serve := func(s store.Store) string {
-		eng, err := stepwise.New(stepwise.Config{Store: s, Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = eng.Close() })
-		srv, err := New(Config{Engine: eng, Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := httptest.NewServer(srv)
-		t.Cleanup(ts.Close)
-		t.Cleanup(srv.Close)
-		return ts.URL
-	}
-	e.capURL, e.bURL = serve(capableStore{e.capable}), serve(e.bare)
+	e.capURL, e.bURL = serveStore(t, capableStore{e.capable}, 0), serveStore(t, e.bare, 0)
 	return e
 }
 

@@ -182,7 +182,8 @@ func (c outlineStore) StepOutline(ctx context.Context, p *store.StepListParams) 
 	return capableStore(c).StepOutline(ctx, p)
 }
 
-// serveStore serves st on loopback with the given Config.ViewCacheBytes.
+// serveStore serves st on loopback with the given Config.ViewCacheBytes
+// (0: the default).
 func serveStore(t *testing.T, st store.Store, cacheBytes int64) string {
 	t.Helper()
 	eng, err := stepwise.New(stepwise.Config{Store: st, Logger: testLogger(t)})
