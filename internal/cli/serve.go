@@ -22,7 +22,7 @@ func serveCmd(e *env) *cobra.Command {
 	var tokens, agentFiles []string
 	var sp servePrune
 	var events bool
-	var gcPercent int
+	var gcPercent, viewCacheMiB int
 	c := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7700] [--agents DIR]",
 		Short: "Serve the HTTP API, the event streams and the dashboard",
@@ -51,6 +51,13 @@ runs stop at a step boundary and are resumed at the next start.`,
 			}
 			if e.lease <= 0 {
 				return usagef("--lease must be positive")
+			}
+			if viewCacheMiB < 0 {
+				return usagef("--view-cache must be 0 (off) or a positive number of MiB")
+			}
+			e.viewCache = int64(viewCacheMiB) << 20
+			if viewCacheMiB == 0 {
+				e.viewCache = -1
 			}
 			if err := server.ValidTokens(toks); err != nil {
 				return usagef("%v", err)
@@ -85,6 +92,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
 	c.Flags().DurationVar(&e.lease, "lease", 30*time.Second, "how long a run claimed by this instance stays its own without a heartbeat (heartbeats every lease/3); a crashed instance's runs are taken over after it")
+	c.Flags().IntVar(&viewCacheMiB, "view-cache", server.DefaultViewCacheBytes>>20, "MiB of steps the agent overview and graph keep between calls, so a call reads only what is new (an estimate; 0 turns it off)")
 	c.Flags().BoolVar(&events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	return c
 }
@@ -102,8 +110,15 @@ func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []str
 	for _, a := range rt.eng.Agents() {
 		names = append(names, a.Name)
 	}
-	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s; GC percent %d)\n", addr, strings.Join(names, ", "), e.db, gcPercent())
-	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder})
+	cache := "off"
+	switch {
+	case e.viewCache == 0:
+		cache = fmt.Sprintf("%d MiB", server.DefaultViewCacheBytes>>20)
+	case e.viewCache > 0:
+		cache = fmt.Sprintf("%d MiB", e.viewCache>>20)
+	}
+	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s; view cache %s; GC percent %d)\n", addr, strings.Join(names, ", "), e.db, cache, gcPercent())
+	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder, ViewCacheBytes: e.viewCache})
 }
 
 func collectTokens(flagTokens []string, file string) ([]string, error) {
