@@ -172,7 +172,6 @@ type MetricsBuilder struct {
 type builderSeries struct {
 	points    []MetricsPoint
 	latencies [][]float64
-	unsorted  []bool // per bucket: latencies added by AddLatency (nil: none)
 	evalSum   []float64
 	evalN     []int64
 }
@@ -258,10 +257,6 @@ func (b *MetricsBuilder) AddRuns(i int, key string, runs, failed int64) {
 // the builder.
 func (b *MetricsBuilder) AddLatency(i int, key string, ms float64) {
 	if s, ok := b.at(i, key); ok {
-		if s.unsorted == nil {
-			s.unsorted = make([]bool, b.n)
-		}
-		s.unsorted[i] = true
 		s.latencies[i] = append(s.latencies[i], ms)
 	}
 }
@@ -303,9 +298,7 @@ func (b *MetricsBuilder) Result() *Metrics {
 				pt.ErrorRate = float64(pt.Errors) / float64(pt.Steps)
 			}
 			if l := s.latencies[i]; len(l) > 0 {
-				if s.unsorted != nil && s.unsorted[i] {
-					slices.Sort(l)
-				}
+				slices.Sort(l) // linear when one sorted list of the hour table filled it
 				pt.LatencyP50Ms, pt.LatencyP95Ms, pt.LatencyP99Ms = Percentile(l, 0.5), Percentile(l, 0.95), Percentile(l, 0.99)
 			}
 			if s.evalN[i] > 0 {

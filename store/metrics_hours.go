@@ -243,14 +243,6 @@ func (b *MetricsBuilder) addSortedLatencies(i int, key string, sorted []float64)
 	if !ok {
 		return
 	}
-	if len(s.latencies[i]) == 0 {
-		s.latencies[i] = sorted
-		return
-	}
-	if s.unsorted == nil {
-		s.unsorted = make([]bool, b.n)
-	}
-	s.unsorted[i] = true
 	s.latencies[i] = append(s.latencies[i], sorted...)
 }
 
