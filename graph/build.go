@@ -54,13 +54,9 @@ func Build(steps []*steptype.Step, opts Options) *Graph {
 // step added for the same run.
 func (b *Builder) Add(steps []*steptype.Step) {
 	for _, s := range steps {
-		if s == nil {
-			continue
+		if s != nil && !b.added(s) {
+			b.add(s, Derive(s))
 		}
-		if _, dup := b.byID[s.ID]; dup && s.ID != "" {
-			continue
-		}
-		b.add(s, Derive(s))
 	}
 }
 
@@ -91,7 +87,7 @@ func (b *Builder) AddDerived(steps []*steptype.Step, derived []Derived) {
 		panic("graph: AddDerived: steps and derived values differ in length")
 	}
 	for i, s := range steps {
-		if s != nil {
+		if s != nil && !b.added(s) {
 			b.add(s, derived[i])
 		}
 	}
@@ -105,12 +101,14 @@ func (b *Builder) Grow(n int) {
 	}
 }
 
+// added reports whether a step with s's id was added before.
+func (b *Builder) added(s *steptype.Step) bool {
+	_, dup := b.byID[s.ID]
+	return dup && s.ID != ""
+}
+
+// add adds s, not added before, with its derived values.
 func (b *Builder) add(s *steptype.Step, d Derived) {
-	if s.ID != "" {
-		if _, dup := b.byID[s.ID]; dup {
-			return
-		}
-	}
 	run := s.RunID
 	if run == "" {
 		run = "session:" + s.SessionID
