@@ -40,9 +40,7 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 		if p.InPlace && s == fresh[i] {
 			// A new row, handed over: the caller's step gets what was
 			// placed and is returned; the store keeps its own copy.
-			in := rules.NormalizeStep(p.Steps[i])
-			in.Sequence, in.CreatedAt = s.Sequence, s.CreatedAt
-			placed[i] = in
+			placed[i] = rules.HandOver(p.Steps[i], s.Sequence, s.CreatedAt)
 			continue
 		}
 		placed[i] = rules.CloneStep(s)

@@ -54,9 +54,7 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 			// Handed over: the given step gets what was placed; the
 			// shallow placed copy it was encoded from shares its memory
 			// and is dropped.
-			in := rules.NormalizeStep(a.pre.In)
-			in.Sequence, in.CreatedAt = a.seq, a.pre.Step.CreatedAt
-			out[i] = in
+			out[i] = rules.HandOver(a.pre.In, a.seq, a.pre.Step.CreatedAt)
 			continue
 		}
 		c := a.pre.Step // a deep copy already (PreEncodeClone), used by nothing else now

@@ -78,6 +78,15 @@ func scalarValues(m map[string]any) bool {
 	return true
 }
 
+// HandOver returns a step given to StepAppend with InPlace as the stored
+// row it became: normalized as every stored step is, with the sequence and
+// creation time it was placed with (changed in place).
+func HandOver(in *steptype.Step, seq int64, created time.Time) *steptype.Step {
+	in = NormalizeStep(in)
+	in.Sequence, in.CreatedAt = seq, created
+	return in
+}
+
 // NormalizeStep makes s look as if it had been through the wire format:
 // durations in whole microseconds, times in UTC without a monotonic
 // reading, metadata as decoded JSON. It changes s in place and returns it.
