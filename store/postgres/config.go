@@ -105,6 +105,7 @@ func (c Config) poolConfig() (*pgxpool.Config, string, error) {
 		pc.ConnConfig.ConnectTimeout = orDefault(c.ConnectTimeout, DefaultConnectTimeout)
 	}
 	pc.ConnConfig.RuntimeParams["search_path"] = quoteIdent(schema)
+	pc.AfterConnect = registerFastArrays
 	if pc.ConnConfig.RuntimeParams["application_name"] == "" {
 		pc.ConnConfig.RuntimeParams["application_name"] = "stepwise"
 	}

@@ -1,0 +1,177 @@
+package postgres
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// The driver's multi-row statements pass one array per column (unnest of
+// text[], bigint[], bytea[], float8[], int[]): a group commit of ~30
+// appends sends ~40 arrays of ~30 elements. pgx's generic array codec
+// encodes them element by element through an interface (one allocation
+// per string or int64 element, ~30 per appended step, and a plan lookup
+// per element); fastArrays encodes these five slice types straight into
+// PostgreSQL's binary array format instead, with the bytes pgx's codec
+// writes (TestFastArraysMatchPgx). Everything else, scanning included, is
+// pgx's own codec.
+
+// fastArrayOIDs are the array types encoded here, with their element type.
+var fastArrayOIDs = map[uint32]uint32{
+	pgtype.TextArrayOID:   pgtype.TextOID,
+	pgtype.Int8ArrayOID:   pgtype.Int8OID,
+	pgtype.Int4ArrayOID:   pgtype.Int4OID,
+	pgtype.Float8ArrayOID: pgtype.Float8OID,
+	pgtype.ByteaArrayOID:  pgtype.ByteaOID,
+}
+
+// registerFastArrays replaces, in the connection's type map, the codecs
+// of the fastArrayOIDs by fastArrays wrapping them.
+func registerFastArrays(_ context.Context, conn *pgx.Conn) error {
+	m := conn.TypeMap()
+	for oid := range fastArrayOIDs {
+		if t, ok := m.TypeForOID(oid); ok {
+			m.RegisterType(&pgtype.Type{Name: t.Name, OID: t.OID, Codec: fastArrays{Codec: t.Codec}})
+		}
+	}
+	return nil
+}
+
+// fastArrays is pgx's codec of an array type, with binary encode plans of
+// its own for []string (text[]), []int64 (bigint[]), []int32 (int[]),
+// []float64 (float8[]) and [][]byte (bytea[], a nil element is NULL).
+type fastArrays struct{ pgtype.Codec }
+
+func (c fastArrays) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
+	if format == pgtype.BinaryFormatCode {
+		switch value.(type) {
+		case []string:
+			if oid == pgtype.TextArrayOID {
+				return stringsPlan{}
+			}
+		case []int64:
+			if oid == pgtype.Int8ArrayOID {
+				return int64sPlan{}
+			}
+		case []int32:
+			if oid == pgtype.Int4ArrayOID {
+				return int32sPlan{}
+			}
+		case []float64:
+			if oid == pgtype.Float8ArrayOID {
+				return float64sPlan{}
+			}
+		case [][]byte:
+			if oid == pgtype.ByteaArrayOID {
+				return bytesPlan{}
+			}
+		}
+	}
+	return c.Codec.PlanEncode(m, oid, format, value)
+}
+
+// arrayHeader appends the header of a one-dimensional array of n elements
+// of type elem (an empty one too, as pgx writes it).
+func arrayHeader(buf []byte, n int, hasNull bool, elem uint32) []byte {
+	buf = binary.BigEndian.AppendUint32(buf, 1)
+	null := uint32(0)
+	if hasNull {
+		null = 1
+	}
+	buf = binary.BigEndian.AppendUint32(buf, null)
+	buf = binary.BigEndian.AppendUint32(buf, elem)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+	return binary.BigEndian.AppendUint32(buf, 1) // lower bound
+}
+
+type stringsPlan struct{}
+
+func (stringsPlan) Encode(value any, buf []byte) ([]byte, error) {
+	v := value.([]string)
+	if v == nil {
+		return nil, nil
+	}
+	buf = arrayHeader(buf, len(v), false, pgtype.TextOID)
+	for _, s := range v {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))
+		buf = append(buf, s...)
+	}
+	return buf, nil
+}
+
+type int64sPlan struct{}
+
+func (int64sPlan) Encode(value any, buf []byte) ([]byte, error) {
+	v := value.([]int64)
+	if v == nil {
+		return nil, nil
+	}
+	buf = arrayHeader(buf, len(v), false, pgtype.Int8OID)
+	for _, x := range v {
+		buf = binary.BigEndian.AppendUint32(buf, 8)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(x))
+	}
+	return buf, nil
+}
+
+type int32sPlan struct{}
+
+func (int32sPlan) Encode(value any, buf []byte) ([]byte, error) {
+	v := value.([]int32)
+	if v == nil {
+		return nil, nil
+	}
+	buf = arrayHeader(buf, len(v), false, pgtype.Int4OID)
+	for _, x := range v {
+		buf = binary.BigEndian.AppendUint32(buf, 4)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(x))
+	}
+	return buf, nil
+}
+
+type float64sPlan struct{}
+
+func (float64sPlan) Encode(value any, buf []byte) ([]byte, error) {
+	v := value.([]float64)
+	if v == nil {
+		return nil, nil
+	}
+	buf = arrayHeader(buf, len(v), false, pgtype.Float8OID)
+	for _, x := range v {
+		buf = binary.BigEndian.AppendUint32(buf, 8)
+		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(x))
+	}
+	return buf, nil
+}
+
+type bytesPlan struct{}
+
+func (bytesPlan) Encode(value any, buf []byte) ([]byte, error) {
+	v := value.([][]byte)
+	if v == nil {
+		return nil, nil
+	}
+	hasNull := false
+	size := 0
+	for _, b := range v {
+		hasNull = hasNull || b == nil
+		size += 4 + len(b)
+	}
+	if n := 20 + size; cap(buf)-len(buf) < n {
+		// One growth for the whole array (bodies of many steps).
+		buf = append(make([]byte, 0, len(buf)+n), buf...)
+	}
+	buf = arrayHeader(buf, len(v), hasNull, pgtype.ByteaOID)
+	for _, b := range v {
+		if b == nil {
+			buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32) // -1: NULL
+			continue
+		}
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
+		buf = append(buf, b...)
+	}
+	return buf, nil
+}

@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// fastArrays writes the bytes pgx's own array codec writes for every value
+// it encodes (NULL elements, empty and nil arrays, strings with multibyte
+// characters, extreme numbers), and values of other types still go to
+// pgx's codec.
+func TestFastArraysMatchPgx(t *testing.T) {
+	std := pgtype.NewMap()
+	fast := pgtype.NewMap()
+	for oid := range fastArrayOIDs {
+		typ, _ := fast.TypeForOID(oid)
+		fast.RegisterType(&pgtype.Type{Name: typ.Name, OID: typ.OID, Codec: fastArrays{Codec: typ.Codec}})
+	}
+	long := bytes.Repeat([]byte("{\"k\":\"v\"}"), 500)
+	cases := []struct {
+		oid   uint32
+		value any
+	}{
+		{pgtype.TextArrayOID, []string{"a", "", "héllo ✓", string(long)}},
+		{pgtype.TextArrayOID, []string{}},
+		{pgtype.TextArrayOID, []string(nil)},
+		{pgtype.Int8ArrayOID, []int64{0, -1, 1, math.MaxInt64, math.MinInt64, 1780000000123456789}},
+		{pgtype.Int8ArrayOID, []int64{}},
+		{pgtype.Int8ArrayOID, []int64(nil)},
+		{pgtype.Int4ArrayOID, []int32{0, -7, math.MaxInt32, math.MinInt32}},
+		{pgtype.Float8ArrayOID, []float64{0, math.Copysign(0, -1), 0.1, -1e300, math.Inf(1), math.NaN(), 5e-324}},
+		{pgtype.Float8ArrayOID, []float64{}},
+		{pgtype.ByteaArrayOID, [][]byte{long, nil, {}, []byte("x")}},
+		{pgtype.ByteaArrayOID, [][]byte{[]byte("a"), []byte("b")}},
+		{pgtype.ByteaArrayOID, [][]byte{}},
+		{pgtype.ByteaArrayOID, [][]byte(nil)},
+		// Not ours: pgx's codec either way.
+		{pgtype.TextArrayOID, []any{"a", nil}},
+		{pgtype.Int8ArrayOID, []int{1, 2}},
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("%d %T %v", c.oid, c.value, c.value)
+		if len(name) > 80 {
+			name = name[:80]
+		}
+		t.Run(name, func(t *testing.T) {
+			prefix := []byte("prefix")
+			want, errW := std.Encode(c.oid, pgtype.BinaryFormatCode, c.value, bytes.Clone(prefix))
+			got, errG := fast.Encode(c.oid, pgtype.BinaryFormatCode, c.value, bytes.Clone(prefix))
+			if (errW == nil) != (errG == nil) || !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+				t.Fatalf("encoded\n got %x (%v)\nwant %x (%v)", got, errG, want, errW)
+			}
+		})
+	}
+}
+
+// The arrays of a group's statements are encoded without an allocation
+// per element (pgx's codec boxes every string and int64 element).
+func TestFastArraysAllocations(t *testing.T) {
+	fast := pgtype.NewMap()
+	for oid := range fastArrayOIDs {
+		typ, _ := fast.TypeForOID(oid)
+		fast.RegisterType(&pgtype.Type{Name: typ.Name, OID: typ.OID, Codec: fastArrays{Codec: typ.Codec}})
+	}
+	ids := make([]string, 30)
+	nums := make([]int64, 30)
+	bodies := make([][]byte, 30)
+	for i := range ids {
+		ids[i], nums[i], bodies[i] = fmt.Sprintf("step-%d", i), int64(1e18)+int64(i), bytes.Repeat([]byte("x"), 700)
+	}
+	buf := make([]byte, 0, 64<<10)
+	for _, c := range []struct {
+		oid   uint32
+		value any
+	}{{pgtype.TextArrayOID, ids}, {pgtype.Int8ArrayOID, nums}, {pgtype.ByteaArrayOID, bodies}} {
+		n := testing.AllocsPerRun(20, func() {
+			if _, err := fast.Encode(c.oid, pgtype.BinaryFormatCode, c.value, buf[:0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n > 2 {
+			t.Errorf("encoding %T of 30 elements: %.0f allocations, want at most 2", c.value, n)
+		}
+	}
+}
