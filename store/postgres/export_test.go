@@ -72,3 +72,23 @@ const (
 	SessionTotalsSQL     = sessionTotalsSQL
 	SessionTotalsManySQL = sessionTotalsManySQL
 )
+
+// FastArraysRegistered reports whether a pooled connection encodes the
+// arrays of fastArrayOIDs with fastArrays.
+func (s *Store) FastArraysRegistered(ctx context.Context) (bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	for oid := range fastArrayOIDs {
+		t, ok := conn.Conn().TypeMap().TypeForOID(oid)
+		if !ok {
+			return false, nil
+		}
+		if _, ok := t.Codec.(fastArrays); !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
