@@ -58,7 +58,8 @@ func (m *Store) listLineage(p *store.StepListParams) ([]*steptype.Step, error) {
 	return snapshot(rows, p), nil
 }
 
-// listScan reads steps by run or status (not copies).
+// listScan reads steps by run (the run's rows) or status (every row), not
+// copies.
 func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
@@ -73,7 +74,7 @@ func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 		return []*steptype.Step{}, nil
 	}
 	var rows []*stepRow
-	m.steps.each(func(_ string, r *stepRow) bool {
+	match := func(_ string, r *stepRow) bool {
 		if (p.SessionID != "" && r.sessionID != p.SessionID) || (p.RunID != "" && r.runID != p.RunID) ||
 			(p.Status != "" && r.status != p.Status) || !rules.MatchKinds(p.Kinds, r.kind) ||
 			r.seq < p.StartSeq || (p.EndSeq > 0 && r.seq > p.EndSeq) {
@@ -81,7 +82,14 @@ func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 		}
 		rows = append(rows, r)
 		return true
-	})
+	}
+	if p.RunID != "" {
+		for _, r := range m.steps.ofRun(p.RunID) {
+			match("", r)
+		}
+	} else {
+		m.steps.each(match)
+	}
 	slices.SortFunc(rows, func(a, b *stepRow) int {
 		if c := cmp.Compare(a.seq, b.seq); c != 0 {
 			return c
