@@ -1,12 +1,15 @@
 package memory
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // stepIndex is the index of steps by id together with the steps of each
 // run, kept in step with it: a read by run (StepList with a run id, which
 // every execution makes when it loads its run) looks at the run's own rows
-// instead of every step of the store, so it holds the exclusive lock for
-// as long as the run is long, not the store.
+// instead of every step of the store, under the locks of their sessions
+// instead of the exclusive lock.
 type stepIndex struct {
 	*index[*stepRow]
 	byRun [indexShards]struct {
@@ -67,6 +70,14 @@ func (ix *stepIndex) del(id string, row *stepRow) {
 // store lock.
 func (ix *stepIndex) ofRun(runID string) []*stepRow {
 	return ix.byRun[shardOf(runID)].m[runID]
+}
+
+// runRows returns a copy of the rows of a run, in no order.
+func (ix *stepIndex) runRows(runID string) []*stepRow {
+	sh := &ix.byRun[shardOf(runID)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return slices.Clone(sh.m[runID])
 }
 
 func (ix *stepIndex) track(row *stepRow) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -128,5 +129,39 @@ func BenchmarkStepListByRun(b *testing.B) {
 		if steps, err := m.StepList(ctx, &store.StepListParams{RunID: "s7-r3"}); err != nil || len(steps) != 10 {
 			b.Fatal(len(steps), err)
 		}
+	}
+}
+
+// A read by run takes the shared lock (and its sessions' locks), so it
+// does not wait for, nor stall, the per-session paths that hold the shared
+// lock: here one is held throughout the read.
+func TestStepListByRunShared(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	m := New()
+	defer m.Close()
+	if _, err := m.SessionCreate(ctx, &store.SessionCreateParams{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{{ID: "x", SessionID: "a", RunID: "r", Kind: steptype.KindTool, Status: steptype.StepCompleted}}}); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.RLock() // another reader, e.g. an append of another session
+	defer m.mu.RUnlock()
+	done := make(chan error, 1)
+	go func() {
+		steps, err := m.StepList(ctx, &store.StepListParams{RunID: "r"})
+		if err == nil && (len(steps) != 1 || steps[0].ID != "x") {
+			err = fmt.Errorf("steps %v", steps)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read by run waited for the exclusive lock")
 	}
 }
