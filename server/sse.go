@@ -292,10 +292,10 @@ func (h *heartbeat) failed() bool { return h.broken.Load() }
 
 // stop ends the heartbeats; once it returns nothing writes any more.
 func (h *heartbeat) stop() {
-	h.t.Stop()
 	h.mu.Lock()
-	h.stopped = true
+	h.stopped = true // a beat running now returns without setting the timer again
 	h.mu.Unlock()
+	h.t.Stop()
 }
 
 // streamError ends a stream with an "error" event whose data is a problem.
