@@ -2,6 +2,7 @@ package stepwise
 
 import (
 	"container/list"
+	"slices"
 	"sync"
 )
 
@@ -47,7 +48,7 @@ type topic struct {
 	// pokes counts the pokes: a store read that a poke overtook does not
 	// make the ring complete again (see observe).
 	pokes    uint64
-	subs     map[*subscriber]struct{}
+	subs     []*subscriber // a slice: publishing ranges over it per event
 	active   int           // executions publishing into the topic
 	idleElem *list.Element // position in the shard's idle list while idle
 }
@@ -72,7 +73,7 @@ func (b *broker) lock(sessionID string) *brokerShard {
 func (sh *brokerShard) topicLocked(sessionID string) *topic {
 	t := sh.topics[sessionID]
 	if t == nil {
-		t = &topic{id: sessionID, subs: map[*subscriber]struct{}{}}
+		t = &topic{id: sessionID}
 		sh.topics[sessionID] = t
 	}
 	if t.idleElem != nil {
@@ -178,7 +179,7 @@ func (b *broker) publishLocked(ev *Event, wake []*subscriber) []*subscriber {
 		t.trimLocked(b.ringSize / 2)
 	}
 	t.ring = append(t.ring, ev)
-	for s := range t.subs {
+	for _, s := range t.subs {
 		if s.runID != "" && s.runID != ev.RunID {
 			continue
 		}
@@ -199,7 +200,7 @@ func (b *broker) subscribe(sessionID, runID string, pos Position) (s *subscriber
 	defer sh.mu.Unlock()
 	t := sh.topicLocked(sessionID)
 	s = newSubscriber(runID, b.bufSize)
-	t.subs[s] = struct{}{}
+	t.subs = append(t.subs, s)
 	switch {
 	case !t.startKnown:
 		storeTo = -1
@@ -218,7 +219,12 @@ func (b *broker) unsubscribe(sessionID string, s *subscriber) {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	if t := sh.topics[sessionID]; t != nil {
-		delete(t.subs, s)
+		if i := slices.Index(t.subs, s); i >= 0 {
+			last := len(t.subs) - 1
+			t.subs[i] = t.subs[last]
+			t.subs[last] = nil
+			t.subs = t.subs[:last]
+		}
 		b.settleLocked(sh, t)
 	}
 }
@@ -240,7 +246,7 @@ func (b *broker) poke(sessionID string) {
 func (t *topic) pokeLocked() {
 	t.startKnown = false
 	t.pokes++
-	for s := range t.subs {
+	for _, s := range t.subs {
 		s.markLagged()
 	}
 }
@@ -307,7 +313,7 @@ func (b *broker) watch(sessionID, runID string) *subscriber {
 	defer sh.mu.Unlock()
 	t := sh.topicLocked(sessionID)
 	s := newSubscriber(runID, 64)
-	t.subs[s] = struct{}{}
+	t.subs = append(t.subs, s)
 	return s
 }
 

@@ -1,9 +1,14 @@
 package stepwise
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/memory"
 )
 
 // Concurrent publishers on many sessions (other shards, or the same shard):
@@ -75,5 +80,60 @@ func TestSubscriberLagAtLimit(t *testing.T) {
 	b.publish(&Event{Type: EventStepDelta, SessionID: "s"})
 	if got := s.take(nil); len(got) != 0 {
 		t.Fatalf("lagged subscriber got %d events", len(got))
+	}
+}
+
+// SubscribeParams.Flush is called each time the stream has handed over
+// what it has and is about to wait: after the replay, then once per batch
+// of live events, never inside one. Events published while the consumer
+// is busy arrive together, complete, in order and once.
+func TestSubscribeFlushPerBatch(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := memory.New()
+	defer mem.Close()
+	e, err := New(Config{Store: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(text string) {
+		e.broker.publish(&Event{Type: EventStepDelta, SessionID: "s", Delta: &Delta{Content: text}})
+	}
+	first, hold, done := make(chan struct{}), make(chan struct{}), make(chan []string)
+	go func() {
+		var log []string
+		flush := func() error { log = append(log, "flush"); return nil }
+		for ev, err := range e.Subscribe(ctx, SubscribeParams{SessionID: "s", Flush: flush}) {
+			if err != nil {
+				break
+			}
+			log = append(log, ev.Delta.Content)
+			if ev.Delta.Content == "0" {
+				close(first)
+				<-hold // the burst is published meanwhile
+			}
+			if ev.Delta.Content == "9" {
+				break
+			}
+		}
+		done <- log
+	}()
+	for e.broker.subscriberCount() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	publish("0")
+	<-first
+	for i := 1; i <= 9; i++ {
+		publish(fmt.Sprint(i))
+	}
+	close(hold)
+	got := fmt.Sprint(<-done)
+	if want := "[flush 0 flush 1 2 3 4 5 6 7 8 9]"; got != want {
+		t.Fatalf("calls %s, want %s", got, want)
 	}
 }

@@ -17,6 +17,14 @@ type SubscribeParams struct {
 	// starts with the first event after it. The zero value replays the
 	// whole session.
 	After Position
+	// Flush, when set, is called each time the sequence has yielded every
+	// event it has and is about to wait for more: after the replay, and
+	// after each batch of live events that arrived together. A consumer
+	// that buffers what it writes (an HTTP response) sends it there, once
+	// per batch instead of once per event, without a goroutine of its own
+	// to learn that the stream went quiet. An error from it ends the
+	// sequence, which yields that error.
+	Flush func() error
 }
 
 // Subscribe streams the events of a session (or a run) after a position:
@@ -96,7 +104,7 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 				}
 				return
 			}
-			finished, err := e.follow(ctx, sub, p.RunID, emit)
+			finished, err := e.follow(ctx, sub, p.RunID, emit, p.Flush)
 			e.broker.unsubscribe(sid, sub)
 			if err != nil || finished {
 				if err != nil && err != errStopped {
@@ -130,10 +138,16 @@ func (e *Engine) streamSession(ctx context.Context, p SubscribeParams) (string, 
 }
 
 // follow delivers live events until the subscriber lags (false, nil), the
-// run finishes (true, nil), or ctx ends.
-func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit func(*Event) bool) (bool, error) {
+// run finishes (true, nil), or ctx ends. flush, if set, is called before
+// each wait (see SubscribeParams.Flush).
+func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit func(*Event) bool, flush func() error) (bool, error) {
 	var batch []*Event
 	for {
+		if flush != nil {
+			if err := flush(); err != nil {
+				return true, err
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return true, ctx.Err()

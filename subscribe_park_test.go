@@ -109,7 +109,7 @@ func TestRunStreamParkBeforePublish(t *testing.T) {
 				t.Fatal(err)
 			}
 			sh := e.broker.lock(sid)
-			for s := range sh.topics[sid].subs {
+			for _, s := range sh.topics[sid].subs {
 				s.markLagged()
 			}
 			sh.mu.Unlock()

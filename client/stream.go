@@ -40,7 +40,9 @@ const maxEventBytes = 64 << 20
 // like stepwise.Engine.Subscribe. When the connection drops it reconnects
 // with the last event id it delivered, so every event after p.After arrives
 // exactly once and in order (deltas of steps committed while disconnected
-// may be skipped; the committed step carries their content).
+// may be skipped; the committed step carries their content). p.Flush, if
+// set, is called whenever every event received has been delivered and the
+// next read may wait for the network.
 //
 // Contract: each pair is an event or an error; an error ends the sequence
 // (a refused request, ctx's error, or the last error after WithReconnect's
@@ -121,6 +123,13 @@ func (c *Client) streamOnce(ctx context.Context, path string, p stepwise.Subscri
 	var id, typ string
 	var data bytes.Buffer
 	for {
+		if p.Flush != nil && r.Buffered() == 0 {
+			// Every event received is delivered: the next read may wait.
+			if err := p.Flush(); err != nil {
+				yield(nil, err)
+				return progressed, true, err
+			}
+		}
 		line, err := readLine(r)
 		if err != nil {
 			return progressed, false, err

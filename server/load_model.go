@@ -6,7 +6,6 @@ import (
 	"iter"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -36,25 +35,26 @@ func (m *loadModel) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*l
 				p++
 			}
 		}
-		var text strings.Builder
-		t := time.NewTimer(m.latency)
-		defer t.Stop()
+		text := make([]byte, 0, m.deltas*21)
 		for range m.deltas {
 			// Real streams are not phase-locked: jitter each delay by ±50%.
-			t.Reset(m.latency/2 + rand.N(m.latency))
-			select {
-			case <-ctx.Done():
-				yield(nil, ctx.Err())
+			// A plain sleep parks the goroutine on its timer alone (no
+			// channel, no select): the load generator's own cost is not
+			// what the benchmark measures. Cancellation is seen within
+			// one delay.
+			time.Sleep(m.latency/2 + rand.N(m.latency))
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
 				return
-			case <-t.C:
 			}
-			d := "t" + strconv.FormatInt(time.Now().UnixNano(), 10) + "|"
-			text.WriteString(d)
-			if !yield(&llm.Response{Partial: true, Content: d}, nil) {
+			start := len(text)
+			text = strconv.AppendInt(append(text, 't'), time.Now().UnixNano(), 10)
+			text = append(text, '|')
+			if !yield(&llm.Response{Partial: true, Content: string(text[start:])}, nil) {
 				return
 			}
 		}
-		final := &llm.Response{Content: text.String(), FinishReason: "stop", Usage: llm.Usage{InputTokens: 10, OutputTokens: int64(m.deltas)}}
+		final := &llm.Response{Content: string(text), FinishReason: "stop", Usage: llm.Usage{InputTokens: 10, OutputTokens: int64(m.deltas)}}
 		if p < m.turns-1 {
 			final.FinishReason = "tool_calls"
 			final.ToolCalls = []steptype.ToolCall{{ID: "c" + strconv.Itoa(p), Name: "noop", Arguments: json.RawMessage(`{}`)}}

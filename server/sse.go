@@ -7,6 +7,8 @@ import (
 	"iter"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepwise-run/stepwise"
@@ -22,6 +24,7 @@ type sseWriter struct {
 	rc       *http.ResponseController
 	timeout  time.Duration
 	deadline time.Time // the write deadline last set
+	now      time.Time // the time of the last write or flush
 	buf      []byte
 }
 
@@ -105,6 +108,7 @@ func (s *sseWriter) flush() error {
 // quarter of it (setting a deadline is not free).
 func (s *sseWriter) extendDeadline() error {
 	now := time.Now()
+	s.now = now
 	if now.Add(s.timeout - s.timeout/4).Before(s.deadline) {
 		return nil
 	}
@@ -144,13 +148,18 @@ func pump(ctx context.Context, seq iter.Seq2[*stepwise.Event, error]) <-chan ite
 	return ch
 }
 
-// maxBatch bounds the events written between two flushes.
+// maxBatch bounds the events an AG-UI stream writes between two flushes.
 const maxBatch = 64
 
 // stream writes the events of p as SSE until the sequence ends (a run
 // stream ends after its run_finished event), the client goes away or the
 // server closes. Validation happened before: from here on errors go into
 // the stream as an "error" event carrying a problem.
+//
+// The handler's goroutine ranges over the subscription itself and writes
+// each event as it comes; the subscription calls back (Flush) when it has
+// handed over every event it has, so one write sends what was queued
+// together. Heartbeats come from a timer (see heartbeat).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, p stepwise.SubscribeParams) error {
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
@@ -158,58 +167,135 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p stepwise.Subsc
 	if err := sw.start(); err != nil {
 		return nil
 	}
-	events := pump(ctx, s.eng.Subscribe(ctx, p))
-	defer func() {
-		cancel()
-		for range events {
-		}
-	}()
-	heartbeat := time.NewTicker(s.cfg.Heartbeat)
-	defer heartbeat.Stop()
+	hb := startHeartbeat(sw, s.cfg.Heartbeat, cancel)
+	defer hb.stop()
+	p.Flush = hb.flush
 	var data []byte
-	for {
-		select {
-		case <-ctx.Done():
+	for ev, err := range s.eng.Subscribe(ctx, p) {
+		if hb.failed() {
 			return nil
-		case <-heartbeat.C:
-			if sw.comment("heartbeat") != nil || sw.flush() != nil {
-				return nil
-			}
-		case it, ok := <-events:
-			for n := 0; ; n++ {
-				if !ok {
-					_ = sw.flush()
-					return nil
-				}
-				if it.err != nil {
-					s.streamError(sw, r, it.err)
-					return nil
-				}
-				var err error
-				data, err = appendEvent(data[:0], it.ev)
-				if err != nil {
-					s.streamError(sw, r, err)
-					return nil
-				}
-				if sw.positioned(it.ev.Position, string(it.ev.Type), data) != nil {
-					return nil
-				}
-				if n == maxBatch {
-					break
-				}
-				select {
-				case it, ok = <-events:
-					continue
-				default:
-				}
-				break
-			}
-			if sw.flush() != nil {
-				return nil
-			}
-			heartbeat.Reset(s.cfg.Heartbeat)
+		}
+		if err == nil {
+			data, err = appendEvent(data[:0], ev)
+		}
+		if err != nil {
+			hb.stop() // the writer is the handler's alone again
+			s.streamError(sw, r, err)
+			return nil
+		}
+		if hb.positioned(ev.Position, string(ev.Type), data) != nil {
+			return nil
 		}
 	}
+	_ = hb.flush()
+	return nil
+}
+
+// heartbeat shares a stream's writer between the handler, which writes
+// events and flushes, and a timer that writes a comment once the stream
+// has been quiet for the heartbeat interval. Events are written by the
+// handler's goroutine alone; the lock only orders them with heartbeats,
+// and nothing is written once stop returned.
+type heartbeat struct {
+	mu      sync.Mutex
+	sw      *sseWriter
+	every   time.Duration
+	t       *time.Timer
+	stopped bool
+	err     error       // the first write error: the stream is over
+	broken  atomic.Bool // err is set (read without the lock)
+	last    time.Time   // of the last flush
+	dirty   bool        // written since the last flush
+	cancel  context.CancelFunc
+}
+
+func startHeartbeat(sw *sseWriter, every time.Duration, cancel context.CancelFunc) *heartbeat {
+	h := &heartbeat{sw: sw, every: every, last: time.Now(), cancel: cancel}
+	h.t = time.AfterFunc(every, h.beat)
+	return h
+}
+
+// beat runs on the timer: a comment if nothing was flushed for an
+// interval, then the timer is set for the next interval from the last
+// flush.
+func (h *heartbeat) beat() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped || h.err != nil {
+		return
+	}
+	quiet := time.Since(h.last)
+	if quiet >= h.every {
+		if err := h.sw.comment("heartbeat"); err != nil {
+			h.fail(err)
+			return
+		}
+		h.dirty = true
+		if err := h.flushLocked(); err != nil {
+			return
+		}
+		quiet = 0
+	}
+	h.t.Reset(h.every - quiet)
+}
+
+// positioned writes one event (see sseWriter.positioned).
+func (h *heartbeat) positioned(pos stepwise.Position, typ string, data []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return h.err
+	}
+	if err := h.sw.positioned(pos, typ, data); err != nil {
+		h.fail(err)
+		return err
+	}
+	h.dirty = true
+	return nil
+}
+
+// flush sends what was written, if anything: SubscribeParams.Flush.
+func (h *heartbeat) flush() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return h.err
+	}
+	return h.flushLocked()
+}
+
+func (h *heartbeat) flushLocked() error {
+	if !h.dirty {
+		return nil
+	}
+	h.dirty = false
+	if err := h.sw.flush(); err != nil {
+		h.fail(err)
+		return err
+	}
+	h.last = h.sw.now
+	return nil
+}
+
+// fail records the first write error and ends the subscription: the
+// client is gone or stopped reading.
+func (h *heartbeat) fail(err error) {
+	if h.err == nil {
+		h.err = err
+		h.broken.Store(true)
+		h.cancel()
+	}
+}
+
+// failed reports a write error, from either side.
+func (h *heartbeat) failed() bool { return h.broken.Load() }
+
+// stop ends the heartbeats; once it returns nothing writes any more.
+func (h *heartbeat) stop() {
+	h.mu.Lock()
+	h.stopped = true // a beat running now returns without setting the timer again
+	h.mu.Unlock()
+	h.t.Stop()
 }
 
 // streamError ends a stream with an "error" event whose data is a problem.

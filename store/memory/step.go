@@ -21,9 +21,14 @@ func (m *Store) StepList(_ context.Context, p *store.StepListParams) ([]*steptyp
 		return nil, err
 	}
 	var steps []*steptype.Step
-	if lineage {
+	switch {
+	case lineage:
 		steps, err = m.listLineage(p)
-	} else {
+	case p.RunID != "":
+		if steps, err = m.listRun(p); err == errEscalate {
+			steps, err = m.listScan(p)
+		}
+	default:
 		steps, err = m.listScan(p)
 	}
 	if err != nil {
@@ -58,7 +63,61 @@ func (m *Store) listLineage(p *store.StepListParams) ([]*steptype.Step, error) {
 	return snapshot(rows, p), nil
 }
 
-// listScan reads steps by run or status (not copies).
+// listRun reads a run's steps (not copies) under the shared lock and the
+// locks of the sessions they are in, or returns errEscalate when one was
+// stored meanwhile in a session it did not lock.
+func (m *Store) listRun(p *store.StepListParams) ([]*steptype.Step, error) {
+	if err := m.rlock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.RUnlock()
+	if p.SessionID != "" {
+		if _, err := m.session(p.SessionID); err != nil {
+			return nil, err
+		}
+	}
+	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
+		return []*steptype.Step{}, nil
+	}
+	var sessions []*sessionRow
+	for _, r := range m.steps.runRows(p.RunID) {
+		if sr := m.sessions[r.sessionID]; sr != nil && !slices.Contains(sessions, sr) {
+			sessions = append(sessions, sr)
+		}
+	}
+	defer unlockSessions(lockSessions(sessions))
+	var rows []*stepRow
+	for _, r := range m.steps.runRows(p.RunID) {
+		if !slices.Contains(sessions, m.sessions[r.sessionID]) {
+			return nil, errEscalate
+		}
+		if matchRow(r, p) {
+			rows = append(rows, r)
+		}
+	}
+	sortRows(rows)
+	return snapshot(rows, p), nil
+}
+
+// matchRow reports whether a row passes a list's filters.
+func matchRow(r *stepRow, p *store.StepListParams) bool {
+	return (p.SessionID == "" || r.sessionID == p.SessionID) && (p.RunID == "" || r.runID == p.RunID) &&
+		(p.Status == "" || r.status == p.Status) && rules.MatchKinds(p.Kinds, r.kind) &&
+		r.seq >= p.StartSeq && (p.EndSeq <= 0 || r.seq <= p.EndSeq)
+}
+
+// sortRows orders rows by sequence, then id.
+func sortRows(rows []*stepRow) {
+	slices.SortFunc(rows, func(a, b *stepRow) int {
+		if c := cmp.Compare(a.seq, b.seq); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+}
+
+// listScan reads steps by run (the run's rows) or status (every row), not
+// copies, under the exclusive lock.
 func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
@@ -73,21 +132,21 @@ func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 		return []*steptype.Step{}, nil
 	}
 	var rows []*stepRow
-	m.steps.each(func(_ string, r *stepRow) bool {
-		if (p.SessionID != "" && r.sessionID != p.SessionID) || (p.RunID != "" && r.runID != p.RunID) ||
-			(p.Status != "" && r.status != p.Status) || !rules.MatchKinds(p.Kinds, r.kind) ||
-			r.seq < p.StartSeq || (p.EndSeq > 0 && r.seq > p.EndSeq) {
+	if p.RunID != "" {
+		for _, r := range m.steps.ofRun(p.RunID) {
+			if matchRow(r, p) {
+				rows = append(rows, r)
+			}
+		}
+	} else {
+		m.steps.each(func(_ string, r *stepRow) bool {
+			if matchRow(r, p) {
+				rows = append(rows, r)
+			}
 			return true
-		}
-		rows = append(rows, r)
-		return true
-	})
-	slices.SortFunc(rows, func(a, b *stepRow) int {
-		if c := cmp.Compare(a.seq, b.seq); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
+		})
+	}
+	sortRows(rows)
 	return snapshot(rows, p), nil
 }
 
