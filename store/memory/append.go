@@ -12,40 +12,49 @@ import (
 
 // StepAppend implements store.Store. Everything is staged first and applied
 // only when every step and run update succeeded. The copies are made
-// outside the locks: the input's before, the caller's of the placed steps
-// after (a stored step is replaced, never changed in place). With
-// p.InPlace a new row is returned as the given step, placed, instead of a
-// second copy.
+// outside the locks: the stored forms of the input before (pack), the
+// caller's of the placed steps after, from snapshots taken under the locks
+// (a stored step is replaced, never changed in place). With p.InPlace a
+// new row is returned as the given step, placed, instead of a copy.
 func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*steptype.Step, error) {
 	if err := rules.CheckAppend(p); err != nil {
 		return nil, err
 	}
-	clones := make([]*steptype.Step, len(p.Steps))
-	for i, in := range p.Steps {
-		clones[i] = rules.NormalizeStep(rules.CloneStep(in))
+	var rowBuf [4]*stepRow
+	rows := rowBuf[:0]
+	for _, in := range p.Steps {
+		row := &stepRow{p: pack(in)}
+		row.p.normalized()
+		row.id, row.sessionID, row.runID, row.kind, row.status = row.p.heads()
+		rows = append(rows, row)
 	}
-	// stepAppend returns the stored steps in clones' place: keep the clones
-	// to tell a new row (its step is the clone) from a stored one.
-	var freshBuf [4]*steptype.Step
-	fresh := append(freshBuf[:0], clones...)
-	placed, err := m.stepAppend(p, clones, true)
+	var placedBuf [4]placedStep
+	placed, err := m.stepAppend(p, rows, placedBuf[:0], true)
 	if err == errEscalate {
-		copy(clones, fresh) // the first attempt may have replaced some
-		placed, err = m.stepAppend(p, clones, false)
+		placed, err = m.stepAppend(p, rows, placedBuf[:0], false)
 	}
 	if err != nil {
 		return nil, err
 	}
-	for i, s := range placed {
-		if p.InPlace && s == fresh[i] {
+	out := make([]*steptype.Step, len(placed))
+	for i := range placed {
+		pl := &placed[i]
+		if p.InPlace && pl.fresh {
 			// A new row, handed over: the caller's step gets what was
-			// placed and is returned; the store keeps its own copy.
-			placed[i] = rules.HandOver(p.Steps[i], s.Sequence, s.CreatedAt)
+			// placed and is returned; the store keeps its packed copy.
+			out[i] = rules.HandOver(p.Steps[i], pl.p.seq, pl.p.created.time())
 			continue
 		}
-		placed[i] = rules.CloneStep(s)
+		out[i] = pl.p.step()
 	}
-	return placed, nil
+	return out, nil
+}
+
+// placedStep is what an append placed for one of its steps: a snapshot of
+// the stored row, and whether the row is the step's own new one.
+type placedStep struct {
+	p     packedStep
+	fresh bool
 }
 
 // appendLocks locks, under the shared lock, the sessions an append
@@ -120,9 +129,10 @@ func counted(u *store.RunUpdateParams, steps []*steptype.Step, inserted []bool) 
 }
 
 // stepAppend applies an append under the shared lock and the locks of the
-// sessions it touches (shared) or under the exclusive lock. It returns the
-// stored steps, not copies.
-func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, shared bool) ([]*steptype.Step, error) {
+// sessions it touches (shared) or under the exclusive lock. rows are the
+// steps' own new rows, used for those not stored yet. It appends to out
+// what was placed for each step.
+func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []placedStep, shared bool) ([]placedStep, error) {
 	var locked []*sessionRow
 	var lockBuf [2]*sessionRow
 	if shared {
@@ -149,7 +159,6 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 	var runBuf [1]stagedRun
 	var insBuf [4]bool
 	sessions, newRows, runs, inserted := sessBuf[:0], rowBuf[:0], runBuf[:0], insBuf[:0]
-	out := clones // the stored steps, in place of the clones
 	for i, in := range p.Steps {
 		row := m.steps.get(in.ID)
 		if row == nil {
@@ -181,19 +190,18 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 			if err := rules.CheckSequence(in, sess.LastSequence+1); err != nil {
 				return nil, err
 			}
-			s := clones[i]
-			s.Sequence = sess.LastSequence + 1
-			if s.CreatedAt.IsZero() {
-				s.CreatedAt = now
+			row = rows[i]
+			row.seq = sess.LastSequence + 1
+			row.p.seq = row.seq
+			if in.CreatedAt.IsZero() {
+				row.p.created = packTime(now)
 			}
-			row = &stepRow{id: s.ID, sessionID: s.SessionID, runID: s.RunID, seq: s.Sequence,
-				kind: s.Kind, status: s.Status, step: s}
-			sess.LastSequence = s.Sequence
+			sess.LastSequence = row.seq
 			sess.UpdatedAt = now
-			rules.AddTotals(sess, s, 1)
+			row.p.addTotals(sess, 1)
 			newRows = append(newRows, row)
 		}
-		out[i] = row.step
+		out = append(out, placedStep{p: row.p, fresh: row == rows[i]})
 	}
 	for _, u := range p.Runs {
 		k := slices.IndexFunc(runs, func(st stagedRun) bool { return st.r.ID == u.ID })

@@ -107,7 +107,7 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 		}
 		norm := rules.NormalizeStep(rules.CloneStep(in))
 		if i < len(list) {
-			a, _ := rules.EncodeStep(list[i].step)
+			a, _ := rules.EncodeStep(list[i].p.step())
 			b, _ := rules.EncodeStep(norm)
 			if list[i].id != in.ID || !bytes.Equal(a, b) {
 				return rules.ImportConflict("step", in.ID)
@@ -126,8 +126,9 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 		}
 		n[k]++
 		next[sr] = n
-		row := &stepRow{id: in.ID, sessionID: in.SessionID, runID: in.RunID, seq: in.Sequence,
-			kind: in.Kind, status: in.Status, step: norm}
+		row := &stepRow{p: pack(norm)}
+		row.id, row.sessionID, row.runID, row.kind, row.status = row.p.heads()
+		row.seq = in.Sequence
 		add = append(add, placed{sr, row, pre})
 	}
 	for _, a := range add {

@@ -66,7 +66,8 @@ func newSessionRow(s *steptype.Session) *sessionRow {
 	return &sessionRow{id: s.ID, parent: s.ParentSessionID, s: s, open: map[string]*steptype.Run{}}
 }
 
-// stepRow is a stored step: its wire JSON plus the fields reads filter on.
+// stepRow is a stored step: its packed form plus the fields reads filter
+// on (id, sessionID, runID and kind alias p.b and never change).
 type stepRow struct {
 	id        string
 	sessionID string
@@ -74,7 +75,10 @@ type stepRow struct {
 	seq       int64
 	kind      steptype.Kind
 	status    steptype.StepStatus
-	step      *steptype.Step // owned by the store; callers get clones
+	// p is the step, replaced (never changed in place) under the session's
+	// lock or the exclusive lock: a reader copies it under the lock and
+	// unpacks the copy after.
+	p packedStep
 }
 
 // Every capability the product uses: store.Driver.

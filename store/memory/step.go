@@ -20,23 +20,24 @@ func (m *Store) StepList(_ context.Context, p *store.StepListParams) ([]*steptyp
 	if err != nil {
 		return nil, err
 	}
-	var steps []*steptype.Step
+	var packed []packedStep
 	if lineage {
-		steps, err = m.listLineage(p)
+		packed, err = m.listLineage(p)
 	} else {
-		steps, err = m.listScan(p)
+		packed, err = m.listScan(p)
 	}
 	if err != nil {
 		return nil, err
 	}
-	for i, s := range steps {
-		steps[i] = rules.CloneStep(s)
+	steps := make([]*steptype.Step, len(packed))
+	for i := range packed {
+		steps[i] = packed[i].step()
 	}
 	return steps, nil
 }
 
-// listLineage reads the steps visible in a session (not copies).
-func (m *Store) listLineage(p *store.StepListParams) ([]*steptype.Step, error) {
+// listLineage reads the steps visible in a session (snapshots).
+func (m *Store) listLineage(p *store.StepListParams) ([]packedStep, error) {
 	if err := m.rlock(); err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func (m *Store) listLineage(p *store.StepListParams) ([]*steptype.Step, error) {
 		return nil, err
 	}
 	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
-		return []*steptype.Step{}, nil
+		return nil, nil
 	}
 	defer unlockSessions(lockSessions(m.lineage(sr)))
 	var rows []*stepRow
@@ -58,8 +59,8 @@ func (m *Store) listLineage(p *store.StepListParams) ([]*steptype.Step, error) {
 	return snapshot(rows, p), nil
 }
 
-// listScan reads steps by run or status (not copies).
-func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
+// listScan reads steps by run or status (snapshots).
+func (m *Store) listScan(p *store.StepListParams) ([]packedStep, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 		}
 	}
 	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
-		return []*steptype.Step{}, nil
+		return nil, nil
 	}
 	var rows []*stepRow
 	m.steps.each(func(_ string, r *stepRow) bool {
@@ -91,17 +92,18 @@ func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 	return snapshot(rows, p), nil
 }
 
-// snapshot orders and limits rows and returns their steps.
-func snapshot(rows []*stepRow, p *store.StepListParams) []*steptype.Step {
+// snapshot orders and limits rows and returns copies of their packed
+// steps, to unpack after unlocking.
+func snapshot(rows []*stepRow, p *store.StepListParams) []packedStep {
 	if p.Desc {
 		slices.Reverse(rows)
 	}
 	if p.Limit > 0 && len(rows) > p.Limit {
 		rows = rows[:p.Limit]
 	}
-	out := make([]*steptype.Step, len(rows))
+	out := make([]packedStep, len(rows))
 	for i, r := range rows {
-		out[i] = r.step
+		out[i] = r.p
 	}
 	return out
 }
@@ -114,7 +116,7 @@ func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.St
 	if err := m.rlock(); err != nil {
 		return nil, err
 	}
-	var s *steptype.Step
+	var s packedStep
 	if p.ID != "" {
 		row := m.steps.get(p.ID)
 		if row == nil {
@@ -123,7 +125,7 @@ func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.St
 		}
 		sr := m.sessions[row.sessionID]
 		sr.mu.Lock()
-		s = row.step
+		s = row.p
 		sr.mu.Unlock()
 	} else {
 		var err error
@@ -133,30 +135,30 @@ func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.St
 		}
 	}
 	m.mu.RUnlock()
-	return rules.CloneStep(s), nil
+	return s.step(), nil
 }
 
-// stepAt returns the step visible at seq in a session (not a copy), or
+// stepAt returns the step visible at seq in a session (a snapshot), or
 // the last one. The caller holds the shared lock.
-func (m *Store) stepAt(sessionID string, seq int64, last bool) (*steptype.Step, error) {
+func (m *Store) stepAt(sessionID string, seq int64, last bool) (packedStep, error) {
 	sr, err := m.session(sessionID)
 	if err != nil {
-		return nil, err
+		return packedStep{}, err
 	}
 	if !last && seq < 1 {
-		return nil, rules.Invalid("sequence %d < 1", seq)
+		return packedStep{}, rules.Invalid("sequence %d < 1", seq)
 	}
 	defer unlockSessions(lockSessions(m.lineage(sr)))
 	if last {
 		if seq = sr.s.LastSequence; seq == 0 {
-			return nil, rules.NotFound("last step of session", sessionID)
+			return packedStep{}, rules.NotFound("last step of session", sessionID)
 		}
 	}
 	rows := m.visible(sr, seq, seq)
 	if len(rows) == 0 {
-		return nil, rules.NotFound("step at sequence of session", sessionID)
+		return packedStep{}, rules.NotFound("step at sequence of session", sessionID)
 	}
-	return rows[0].step, nil
+	return rows[0].p, nil
 }
 
 // StepLast implements store.Store.
@@ -169,7 +171,7 @@ func (m *Store) StepLast(_ context.Context, p *store.StepLastParams) (*steptype.
 	if err != nil {
 		return nil, err
 	}
-	return rules.CloneStep(s), nil
+	return s.step(), nil
 }
 
 // StepCount implements store.Store. Sequences are gap-free, so the count is
@@ -210,7 +212,7 @@ func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (in
 	sess := rules.CloneSession(sr.s)
 	cut := sr.steps[p.StartSeq-sess.ForkSequence-1:]
 	for _, row := range cut {
-		rules.AddTotals(sess, row.step, -1)
+		row.p.addTotals(sess, -1)
 	}
 	for _, row := range cut {
 		m.steps.del(row.id, row)
@@ -237,7 +239,7 @@ func (m *Store) StepResolve(_ context.Context, p *store.StepResolveParams) (*ste
 	if err != nil {
 		return nil, err
 	}
-	return rules.CloneStep(s), nil
+	return s, nil // the row keeps its packed copy: s is the caller's
 }
 
 // stepResolve applies a resolve under the shared lock and the locks of the
@@ -269,7 +271,7 @@ func (m *Store) stepResolve(p *store.StepResolveParams, shared bool) (*steptype.
 	if row == nil {
 		return nil, rules.NotFound("step", p.ID)
 	}
-	s := rules.CloneStep(row.step)
+	s := row.p.step()
 	if err := rules.Resolve(s, p); err != nil {
 		return nil, err
 	}
