@@ -96,10 +96,11 @@ func holds(locked []*sessionRow, sessionID string) bool {
 	return false
 }
 
-// stagedSession is a session's record as an append leaves it.
+// stagedSession is a session's record as an append leaves it: a copy,
+// written back field by field (see stepAppend).
 type stagedSession struct {
 	sr *sessionRow
-	s  *steptype.Session
+	s  steptype.Session
 }
 
 // stagedRun is a run as an append leaves it.
@@ -179,14 +180,10 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 				if err != nil {
 					return nil, err
 				}
-				// A shallow copy: stored records are replaced, never
-				// changed in place, so the new one may share the old one's
-				// metadata.
-				c := *sr.s
-				sessions = append(sessions, stagedSession{sr, &c})
+				sessions = append(sessions, stagedSession{sr, *sr.s})
 				k = len(sessions) - 1
 			}
-			sess := sessions[k].s
+			sess := &sessions[k].s
 			if err := rules.CheckSequence(in, sess.LastSequence+1); err != nil {
 				return nil, err
 			}
@@ -252,8 +249,14 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 		sr.steps = append(sr.steps, row)
 		m.waits.track(row)
 	}
-	for _, st := range sessions {
-		st.sr.s = st.s
+	// The session record is changed in place, in the fields an append
+	// moves only: every reader of them holds the session's lock (SessionGet
+	// copies the record under it), and the others (its id, agent, parent)
+	// are read without it.
+	for i := range sessions {
+		st, cur := &sessions[i].s, sessions[i].sr.s
+		cur.LastSequence, cur.UpdatedAt = st.LastSequence, st.UpdatedAt
+		cur.InputTokens, cur.OutputTokens, cur.Cost = st.InputTokens, st.OutputTokens, st.Cost
 	}
 	for _, st := range runs {
 		m.putRun(st.r, st.closed)

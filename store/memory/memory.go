@@ -49,7 +49,10 @@ type sessionRow struct {
 	id     string
 	parent string     // s.ParentSessionID, readable without mu
 	mu     sync.Mutex // see Store
-	s      *steptype.Session
+	// s is the session's record: replaced (truncate, detach) or, by an
+	// append, changed in place in its sequence, activity and totals; a
+	// reader of those holds mu (or the exclusive lock).
+	s *steptype.Session
 	// steps are the session's own rows. A row's step is replaced, never
 	// changed in place, so a snapshot of it can be cloned after unlocking.
 	steps []*stepRow
@@ -216,11 +219,13 @@ func (m *Store) SessionGet(_ context.Context, p *store.SessionGetParams) (*stept
 		m.mu.RUnlock()
 		return nil, err
 	}
+	// A copy under the lock: an append changes the record in place. Its
+	// metadata is replaced, never changed in place: cloned after.
 	sr.mu.Lock()
-	s := sr.s
+	s := *sr.s
 	sr.mu.Unlock()
 	m.mu.RUnlock()
-	return rules.CloneSession(s), nil
+	return rules.CloneSession(&s), nil
 }
 
 // SessionList implements store.Store.
