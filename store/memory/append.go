@@ -23,9 +23,8 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 	var rowBuf [4]*stepRow
 	rows := rowBuf[:0]
 	for _, in := range p.Steps {
-		row := &stepRow{p: pack(in)}
+		row := newRow(in)
 		row.p.normalized()
-		row.id, row.sessionID, row.runID, row.kind, row.status = row.p.heads()
 		rows = append(rows, row)
 	}
 	var placedBuf [4]placedStep
@@ -68,8 +67,8 @@ func (m *Store) appendLocks(p *store.StepAppendParams, rows []*sessionRow) ([]*s
 			return nil, errEscalate
 		}
 		rows = append(rows, sr)
-		if old := m.steps.get(in.ID); old != nil && old.sessionID != in.SessionID {
-			rows = append(rows, m.sessions[old.sessionID])
+		if old := m.steps.get(in.ID); old != nil && old.sessionID() != in.SessionID {
+			rows = append(rows, m.sessions[old.sessionID()])
 		}
 	}
 	for _, u := range p.Runs {
@@ -164,12 +163,12 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 		row := m.steps.get(in.ID)
 		if row == nil {
 			for _, n := range newRows {
-				if n.id == in.ID {
+				if n.id() == in.ID {
 					row = n
 					break
 				}
 			}
-		} else if !holds(locked, row.sessionID) {
+		} else if !holds(locked, row.sessionID()) {
 			return nil, errEscalate // stored meanwhile by another session's append
 		}
 		inserted = append(inserted, row == nil)
@@ -226,7 +225,7 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 		}
 		if closed != nil || rules.Finishing(st.cur, st.r) {
 			for _, row := range newRows {
-				if row.runID == st.r.ID && row.status == steptype.StepWaiting {
+				if row.runID() == st.r.ID && row.status == steptype.StepWaiting {
 					closed = append(closed, row)
 				}
 			}
@@ -237,15 +236,15 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 	// Commit: the ids first, the only step that can still fail (another
 	// session's append took one of them meanwhile).
 	for i, row := range newRows {
-		if !m.steps.add(row.id, row) {
+		if !m.steps.add(row.id(), row) {
 			for _, r := range newRows[:i] {
-				m.steps.del(r.id, r)
+				m.steps.del(r.id(), r)
 			}
 			return nil, errEscalate
 		}
 	}
 	for _, row := range newRows {
-		sr := m.sessions[row.sessionID]
+		sr := m.sessions[row.sessionID()]
 		sr.steps = append(sr.steps, row)
 		m.waits.track(row)
 	}

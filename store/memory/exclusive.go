@@ -69,7 +69,7 @@ func (m *Store) closing(old, r *steptype.Run, locked []*sessionRow) ([]*stepRow,
 	}
 	rows := m.waits.of(r.ID)
 	for _, row := range rows {
-		if locked != nil && !slices.ContainsFunc(locked, func(sr *sessionRow) bool { return sr.id == row.sessionID }) {
+		if locked != nil && !slices.ContainsFunc(locked, func(sr *sessionRow) bool { return sr.id == row.sessionID() }) {
 			return nil, errEscalate
 		}
 	}
@@ -109,10 +109,10 @@ func (w *waitIndex) track(row *stepRow) {
 		return
 	}
 	w.mu.Lock()
-	set := w.m[row.runID]
+	set := w.m[row.runID()]
 	if set == nil {
 		set = map[*stepRow]struct{}{}
-		w.m[row.runID] = set
+		w.m[row.runID()] = set
 	}
 	set[row] = struct{}{}
 	w.mu.Unlock()
@@ -124,10 +124,10 @@ func (w *waitIndex) untrack(row *stepRow) {
 		return
 	}
 	w.mu.Lock()
-	if set := w.m[row.runID]; set != nil {
+	if set := w.m[row.runID()]; set != nil {
 		delete(set, row)
 		if len(set) == 0 {
-			delete(w.m, row.runID)
+			delete(w.m, row.runID())
 		}
 	}
 	w.mu.Unlock()

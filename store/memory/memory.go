@@ -70,14 +70,13 @@ func newSessionRow(s *steptype.Session) *sessionRow {
 }
 
 // stepRow is a stored step: its packed form plus the fields reads filter
-// on (id, sessionID, runID and kind alias p.b and never change).
+// on. Its id, session and run never change: they are read from head
+// (see id), without any lock.
 type stepRow struct {
-	id        string
-	sessionID string
-	runID     string
-	seq       int64
-	kind      steptype.Kind
-	status    steptype.StepStatus
+	head   []byte // the start of the step's first packed bytes: id, session id, run id
+	seq    int64
+	kind   steptype.Kind
+	status steptype.StepStatus
 	// p is the step, replaced (never changed in place) under the session's
 	// lock or the exclusive lock: a reader copies it under the lock and
 	// unpacks the copy after.
@@ -303,7 +302,7 @@ func (m *Store) SessionDelete(_ context.Context, p *store.SessionDeleteParams) e
 		return rules.Conflict("session %q has %d fork(s)", p.ID, len(forks))
 	}
 	for _, r := range sr.steps {
-		m.steps.del(r.id, r)
+		m.steps.del(r.id(), r)
 		m.waits.untrack(r)
 	}
 	var runs []string

@@ -254,12 +254,35 @@ func (r *reader) count() (n int, isNil bool) {
 	return int(v - 1), false
 }
 
-// heads are the fields a row keeps for filtering, aliasing b.
-func (p *packedStep) heads() (id, sessionID, runID string, kind steptype.Kind, status steptype.StepStatus) {
-	r := reader{b: p.b}
-	id, sessionID, runID = r.str(), r.str(), r.str()
-	kind, status = steptype.Kind(r.str()), steptype.StepStatus(r.str())
-	return
+// newRow returns a row holding the stored form of s (at its sequence).
+func newRow(s *steptype.Step) *stepRow {
+	row := &stepRow{p: pack(s), seq: s.Sequence, kind: s.Kind, status: s.Status}
+	r := reader{b: row.p.b}
+	r.str()
+	r.str()
+	r.str()
+	row.head = row.p.b[:r.i:r.i]
+	return row
+}
+
+// id is the step's id: the string aliases the row's immutable head, as
+// sessionID's and runID's do.
+func (row *stepRow) id() string {
+	r := reader{b: row.head}
+	return r.str()
+}
+
+func (row *stepRow) sessionID() string {
+	r := reader{b: row.head}
+	r.i += int(r.uvarint())
+	return r.str()
+}
+
+func (row *stepRow) runID() string {
+	r := reader{b: row.head}
+	r.i += int(r.uvarint())
+	r.i += int(r.uvarint())
+	return r.str()
 }
 
 // role is the step's Role.

@@ -138,9 +138,9 @@ func TestPackRoundTrip(t *testing.T) {
 		if !equalSteps(s, before) {
 			t.Fatalf("step %d: pack changed its input", i)
 		}
-		id, sess, run, kind, status := p.heads()
-		if id != want.ID || sess != want.SessionID || run != want.RunID || kind != want.Kind || status != want.Status || p.role() != want.Role {
-			t.Fatalf("step %d: heads %q %q %q %q %q %q", i, id, sess, run, kind, status, p.role())
+		row := newRow(s)
+		if row.id() != want.ID || row.sessionID() != want.SessionID || row.runID() != want.RunID || p.role() != want.Role {
+			t.Fatalf("step %d: row %q %q %q, role %q", i, row.id(), row.sessionID(), row.runID(), p.role())
 		}
 		// What a caller does with its copy reaches neither the packed
 		// step nor the input.

@@ -75,7 +75,7 @@ func (m *Store) listScan(p *store.StepListParams) ([]packedStep, error) {
 	}
 	var rows []*stepRow
 	m.steps.each(func(_ string, r *stepRow) bool {
-		if (p.SessionID != "" && r.sessionID != p.SessionID) || (p.RunID != "" && r.runID != p.RunID) ||
+		if (p.SessionID != "" && r.sessionID() != p.SessionID) || (p.RunID != "" && r.runID() != p.RunID) ||
 			(p.Status != "" && r.status != p.Status) || !rules.MatchKinds(p.Kinds, r.kind) ||
 			r.seq < p.StartSeq || (p.EndSeq > 0 && r.seq > p.EndSeq) {
 			return true
@@ -87,7 +87,7 @@ func (m *Store) listScan(p *store.StepListParams) ([]packedStep, error) {
 		if c := cmp.Compare(a.seq, b.seq); c != 0 {
 			return c
 		}
-		return strings.Compare(a.id, b.id)
+		return strings.Compare(a.id(), b.id())
 	})
 	return snapshot(rows, p), nil
 }
@@ -123,7 +123,7 @@ func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.St
 			m.mu.RUnlock()
 			return nil, rules.NotFound("step", p.ID)
 		}
-		sr := m.sessions[row.sessionID]
+		sr := m.sessions[row.sessionID()]
 		sr.mu.Lock()
 		s = row.p
 		sr.mu.Unlock()
@@ -215,7 +215,7 @@ func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (in
 		row.p.addTotals(sess, -1)
 	}
 	for _, row := range cut {
-		m.steps.del(row.id, row)
+		m.steps.del(row.id(), row)
 		m.waits.untrack(row)
 	}
 	sess.LastSequence = p.StartSeq - 1
@@ -255,8 +255,8 @@ func (m *Store) stepResolve(p *store.StepResolveParams, shared bool) (*steptype.
 		if row == nil {
 			return nil, rules.NotFound("step", p.ID)
 		}
-		locked = append(locked, m.sessions[row.sessionID])
-		if run := m.runs.get(row.runID); run != nil {
+		locked = append(locked, m.sessions[row.sessionID()])
+		if run := m.runs.get(row.runID()); run != nil {
 			locked = append(locked, m.sessions[run.SessionID])
 		}
 		locked = lockSessions(locked)
@@ -275,15 +275,15 @@ func (m *Store) stepResolve(p *store.StepResolveParams, shared bool) (*steptype.
 	if err := rules.Resolve(s, p); err != nil {
 		return nil, err
 	}
-	run := m.runs.get(row.runID)
+	run := m.runs.get(row.runID())
 	if run != nil && run.Status.Terminal() {
 		return nil, rules.Conflict("run %q of step %q is %s", run.ID, s.ID, run.Status)
 	}
 	// The run's other waiting steps, and this one if it still waits.
 	var waiting []*stepRow
-	for _, w := range m.waits.of(row.runID) {
+	for _, w := range m.waits.of(row.runID()) {
 		if w != row {
-			if !holds(locked, w.sessionID) {
+			if !holds(locked, w.sessionID()) {
 				return nil, errEscalate
 			}
 			waiting = append(waiting, w)
