@@ -23,7 +23,7 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 	var rowBuf [4]*stepRow
 	rows := rowBuf[:0]
 	for _, in := range p.Steps {
-		row := newRow(in)
+		row := newRow(in, m.arenaOf(in.SessionID))
 		row.p.normalized()
 		rows = append(rows, row)
 	}
@@ -54,6 +54,19 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 type placedStep struct {
 	p     packedStep
 	fresh bool
+}
+
+// arenaOf returns the arena of a session, or nil when there is no such
+// session (the append reports it). The arena stays usable after the
+// session is deleted: what it hands out is then garbage.
+func (m *Store) arenaOf(sessionID string) *arena {
+	m.mu.RLock()
+	sr := m.sessions[sessionID]
+	m.mu.RUnlock()
+	if sr == nil {
+		return nil
+	}
+	return &sr.arena
 }
 
 // appendLocks locks, under the shared lock, the sessions an append

@@ -92,7 +92,7 @@ func (m *Store) putRun(r *steptype.Run, closed []*stepRow) {
 // caller holds the row's session lock or the exclusive lock.
 func (m *Store) setStep(row *stepRow, s *steptype.Step) {
 	m.waits.untrack(row)
-	row.p, row.status = pack(s), s.Status
+	row.p, row.status = pack(s, &m.sessions[row.sessionID()].arena), s.Status
 	m.waits.track(row)
 }
 

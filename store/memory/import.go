@@ -126,7 +126,7 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 		}
 		n[k]++
 		next[sr] = n
-		row := newRow(norm)
+		row := newRow(norm, &sr.arena)
 		add = append(add, placed{sr, row, pre})
 	}
 	for _, a := range add {

@@ -63,6 +63,8 @@ type sessionRow struct {
 	// imported to materialise it and read only once SessionDetach cut its
 	// lineage (import.go).
 	pre []*stepRow
+	// arena holds the rows of steps and pre, and their packed bytes.
+	arena arena
 }
 
 func newSessionRow(s *steptype.Session) *sessionRow {

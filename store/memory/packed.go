@@ -84,7 +84,9 @@ const (
 // them (UTC, no monotonic reading) and its metadata as decoded JSON, as in
 // every stored step; normalized also truncates its durations, to complete
 // what rules.NormalizeStep does.
-func pack(s *steptype.Step) packedStep {
+//
+// Its bytes come from ar (nil: allocated on their own).
+func pack(s *steptype.Step, ar *arena) packedStep {
 	m := &s.Metrics
 	p := packedStep{
 		prog: s.Progress, seq: s.Sequence, hop: s.Hop,
@@ -106,27 +108,36 @@ func pack(s *steptype.Step) packedStep {
 			p.meta = rules.CloneMetadata(meta)
 		}
 	}
-	n := 64 + len(s.ID) + len(s.SessionID) + len(s.RunID) + len(s.Kind) + len(s.Status) + len(s.Role) +
-		len(s.ParentID) + len(s.Name) + len(s.Content) + len(s.Reasoning) + len(s.ToolCallID) + len(s.ToolName) +
-		len(s.Inputs) + len(s.Outputs) + len(s.StatePatch) + len(m.Model) + len(m.Provider) + len(s.Embedder) +
-		len(s.Replay) + len(s.Fingerprint)
-	a := &s.Annotations
-	n += len(a.State) + len(a.StateSummary) + len(a.Goal) + len(a.GoalSummary) + len(a.Action) + len(a.ActionSummary)
+	// A bound of the size (exact but for a byte per raw field and count):
+	// b is allocated once.
+	an := &s.Annotations
+	n := 1 + sizeOf(len(s.ID)) + sizeOf(len(s.SessionID)) + sizeOf(len(s.RunID)) + sizeOf(len(s.Kind)) +
+		sizeOf(len(s.Status)) + sizeOf(len(s.Role)) + sizeOf(len(s.ParentID)) + sizeOf(len(s.Name)) +
+		sizeOf(len(s.Content)) + sizeOf(len(s.Reasoning)) + sizeOf(len(s.ToolCallID)) + sizeOf(len(s.ToolName)) +
+		sizeOf(len(s.Inputs)+1) + sizeOf(len(s.Outputs)+1) + sizeOf(len(s.StatePatch)+1) +
+		sizeOf(len(m.Model)) + sizeOf(len(m.Provider)) + sizeOf(len(an.State)) + sizeOf(len(an.StateSummary)) +
+		sizeOf(len(an.Goal)) + sizeOf(len(an.GoalSummary)) + sizeOf(len(an.Action)) + sizeOf(len(an.ActionSummary)) +
+		sizeOf(len(s.Embedder)) + sizeOf(len(s.Replay)) + sizeOf(len(s.Fingerprint)) + sizeOf(len(s.ToolCalls)+1)
 	for _, tc := range s.ToolCalls {
-		n += 8 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		n += sizeOf(len(tc.ID)) + sizeOf(len(tc.Name)) + sizeOf(len(tc.Arguments)+1)
 	}
 	if e := s.Error; e != nil {
-		n += 8 + len(e.Message) + len(e.Cause) + len(e.Class) + len(e.Code)
+		n += sizeOf(len(e.Message)) + sizeOf(len(e.Cause)) + sizeOf(len(e.Class)) + sizeOf(len(e.Code))
 	}
 	if p.flags&packMetaFlat != 0 {
+		n += sizeOf(len(meta))
 		for k, v := range meta {
-			n += 12 + len(k)
-			if s, ok := v.(string); ok {
-				n += len(s)
+			n += sizeOf(len(k)) + 1
+			switch v := v.(type) {
+			case string:
+				n += sizeOf(len(v))
+			case float64:
+				n += 8
 			}
 		}
 	}
-	b := make([]byte, 0, n)
+	a := an
+	b := ar.bytes(n)
 	for _, f := range [...]string{s.ID, s.SessionID, s.RunID, string(s.Kind), string(s.Status), string(s.Role),
 		s.ParentID, s.Name, s.Content, s.Reasoning, s.ToolCallID, s.ToolName} {
 		b = putString(b, f)
@@ -175,6 +186,14 @@ func pack(s *steptype.Step) packedStep {
 // normalized truncates the durations to whole microseconds (see pack).
 func (p *packedStep) normalized() {
 	p.dur, p.ftl = p.dur.Truncate(time.Microsecond), p.ftl.Truncate(time.Microsecond)
+}
+
+// sizeOf is the size of a length-prefixed field of n bytes (a count
+// prefixed field with n-1 elements, a raw field of n-1 bytes: the prefix
+// of n).
+func sizeOf(n int) int {
+	var tmp [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(tmp[:], uint64(n)) + n
 }
 
 // flatScalars reports whether m holds only what a flat map in b holds:
@@ -254,9 +273,11 @@ func (r *reader) count() (n int, isNil bool) {
 	return int(v - 1), false
 }
 
-// newRow returns a row holding the stored form of s (at its sequence).
-func newRow(s *steptype.Step) *stepRow {
-	row := &stepRow{p: pack(s), seq: s.Sequence, kind: s.Kind, status: s.Status}
+// newRow returns a row holding the stored form of s (at its sequence),
+// from ar (nil: allocated on its own).
+func newRow(s *steptype.Step, ar *arena) *stepRow {
+	row := ar.row()
+	*row = stepRow{p: pack(s, ar), seq: s.Sequence, kind: s.Kind, status: s.Status}
 	r := reader{b: row.p.b}
 	r.str()
 	r.str()

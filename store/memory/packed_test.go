@@ -125,12 +125,21 @@ func TestPackRoundTrip(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
+	var ar arena
 	for i := range 20000 {
 		s := randomStep(r)
 		want := rules.NormalizeStep(rules.CloneStep(s))
 		before := rules.CloneStep(s)
-		p := pack(s)
+		a := &ar
+		if i%2 == 0 {
+			a = nil
+		}
+		p := pack(s, a)
 		p.normalized()
+		// The bytes were sized before packing, and not grown after.
+		if extra := cap(p.b) - len(p.b); extra < 0 || extra > 40 {
+			t.Fatalf("step %d: %d bytes packed in %d", i, len(p.b), cap(p.b))
+		}
 		got := p.step()
 		if !equalSteps(got, want) {
 			t.Fatalf("step %d:\n got %#v\nwant %#v", i, got, want)
@@ -138,7 +147,7 @@ func TestPackRoundTrip(t *testing.T) {
 		if !equalSteps(s, before) {
 			t.Fatalf("step %d: pack changed its input", i)
 		}
-		row := newRow(s)
+		row := newRow(s, a)
 		if row.id() != want.ID || row.sessionID() != want.SessionID || row.runID() != want.RunID || p.role() != want.Role {
 			t.Fatalf("step %d: row %q %q %q, role %q", i, row.id(), row.sessionID(), row.runID(), p.role())
 		}
