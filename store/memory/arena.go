@@ -49,7 +49,7 @@ func (a *arena) bytes(n int) []byte {
 	}
 	at := len(a.buf)
 	a.buf = a.buf[:at+n]
-	b := a.buf[at:at:at+n]
+	b := a.buf[at : at : at+n]
 	a.mu.Unlock()
 	return b
 }
