@@ -30,7 +30,7 @@ type Store struct {
 	mu       sync.RWMutex
 	closed   bool                   // written under the exclusive lock
 	sessions map[string]*sessionRow // written under the exclusive lock
-	steps    *index[*stepRow]       // by step id
+	steps    *stepIndex             // by step id
 	runs     *index[*steptype.Run]  // by run id
 	waits    waitIndex              // waiting steps by run (exclusive.go)
 	vec      map[string]*space      // vector spaces by embedder, guarded by mu (vector.go)
@@ -92,7 +92,7 @@ var _ store.Driver = (*Store)(nil)
 func New() *Store {
 	return &Store{
 		sessions: make(map[string]*sessionRow),
-		steps:    newIndex[*stepRow](),
+		steps:    newStepIndex(),
 		runs:     newIndex[*steptype.Run](),
 		waits:    waitIndex{m: map[string]map[*stepRow]struct{}{}},
 	}
