@@ -160,12 +160,16 @@ func (x *execution) load(ctx context.Context) error {
 }
 
 // publish stamps and delivers an event.
-func (x *execution) publish(ev *Event) {
+func (x *execution) publish(ev *Event) { x.publishAt(ev, x.e.now()) }
+
+// publishAt delivers an event stamped with t: the time just read for what
+// the event tells (a step's start, its commit), not read again.
+func (x *execution) publishAt(ev *Event, t time.Time) {
 	ev.SessionID = x.run.SessionID
 	if ev.RunID == "" {
 		ev.RunID = x.run.ID
 	}
-	ev.Time = x.e.now()
+	ev.Time = t
 	x.e.broker.publish(ev)
 	if x.sink != nil {
 		select {
@@ -304,7 +308,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	x.mu.Unlock()
 	for _, s := range stored {
 		x.conv.add(s)
-		x.publish(&Event{Type: EventStepCompleted, StepName: s.Name, Step: s})
+		x.publishAt(&Event{Type: EventStepCompleted, StepName: s.Name, Step: s}, now)
 	}
 	if len(stored) > 0 {
 		x.e.afterCommit(stored)
@@ -466,7 +470,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 		}
 		scope.step.Metrics.Attempt = attempt
 		scope.step.Metrics.StartedAt = x.e.now()
-		x.publish(&Event{Type: EventStepStarted, StepName: name})
+		x.publishAt(&Event{Type: EventStepStarted, StepName: name}, scope.step.Metrics.StartedAt)
 		streamed := x.deltas.Load()
 		next, err := x.call(x.hooked(name, h), scope)
 		if err == nil && next != nil && next.State != nil && !next.committed {

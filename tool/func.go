@@ -82,6 +82,7 @@ func New[Args, Result any](name, description string, fn func(ctx context.Context
 	return &funcTool[Args, Result]{
 		def:       llm.ToolDef{Name: name, Description: description, Parameters: raw},
 		validator: v,
+		flat:      newFlatDecoder(reflect.TypeFor[Args]()),
 		fn:        fn,
 	}
 }
@@ -90,6 +91,7 @@ func New[Args, Result any](name, description string, fn func(ctx context.Context
 type funcTool[A, R any] struct {
 	def       llm.ToolDef
 	validator *Validator
+	flat      *flatDecoder // nil: A is not a flat struct
 	fn        func(context.Context, A) (R, error)
 }
 
@@ -102,8 +104,10 @@ func (t *funcTool[A, R]) Call(ctx context.Context, c *Call) (res *Result, err er
 		return ErrorResult(err), nil
 	}
 	var args A
-	if err := unmarshalArgs(c.Arguments, &args); err != nil {
-		return ErrorResult(err), nil
+	if !t.decodeFlat(c.Arguments, &args) {
+		if err := unmarshalArgs(c.Arguments, &args); err != nil {
+			return ErrorResult(err), nil
+		}
 	}
 	defer recoverInto(t.def.Name, &res, &err)
 	out, err := t.fn(WithCall(ctx, c), args)
@@ -111,6 +115,21 @@ func (t *funcTool[A, R]) Call(ctx context.Context, c *Call) (res *Result, err er
 		return nil, err
 	}
 	return marshalResult(out)
+}
+
+// decodeFlat decodes the arguments into *args (zero) without encoding/json
+// when they are plain (see flatDecoder), or reports false and leaves *args
+// zero for unmarshalArgs.
+func (t *funcTool[A, R]) decodeFlat(raw json.RawMessage, args *A) bool {
+	if t.flat == nil {
+		return false
+	}
+	if t.flat.decode(NormalizeArgs(raw), reflect.ValueOf(args).Elem()) {
+		return true
+	}
+	var zero A
+	*args = zero
+	return false
 }
 
 // marshalResult renders a typed result: Output is its JSON, Content the JSON

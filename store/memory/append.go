@@ -12,40 +12,61 @@ import (
 
 // StepAppend implements store.Store. Everything is staged first and applied
 // only when every step and run update succeeded. The copies are made
-// outside the locks: the input's before, the caller's of the placed steps
-// after (a stored step is replaced, never changed in place). With
-// p.InPlace a new row is returned as the given step, placed, instead of a
-// second copy.
+// outside the locks: the stored forms of the input before (pack), the
+// caller's of the placed steps after, from snapshots taken under the locks
+// (a stored step is replaced, never changed in place). With p.InPlace a
+// new row is returned as the given step, placed, instead of a copy.
 func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*steptype.Step, error) {
 	if err := rules.CheckAppend(p); err != nil {
 		return nil, err
 	}
-	clones := make([]*steptype.Step, len(p.Steps))
-	for i, in := range p.Steps {
-		clones[i] = rules.NormalizeStep(rules.CloneStep(in))
+	var rowBuf [4]*stepRow
+	rows := rowBuf[:0]
+	for _, in := range p.Steps {
+		row := newRow(in, m.arenaOf(in.SessionID))
+		row.p.normalized()
+		rows = append(rows, row)
 	}
-	// stepAppend returns the stored steps in clones' place: keep the clones
-	// to tell a new row (its step is the clone) from a stored one.
-	var freshBuf [4]*steptype.Step
-	fresh := append(freshBuf[:0], clones...)
-	placed, err := m.stepAppend(p, clones, true)
+	var placedBuf [4]placedStep
+	placed, err := m.stepAppend(p, rows, placedBuf[:0], true)
 	if err == errEscalate {
-		copy(clones, fresh) // the first attempt may have replaced some
-		placed, err = m.stepAppend(p, clones, false)
+		placed, err = m.stepAppend(p, rows, placedBuf[:0], false)
 	}
 	if err != nil {
 		return nil, err
 	}
-	for i, s := range placed {
-		if p.InPlace && s == fresh[i] {
+	out := make([]*steptype.Step, len(placed))
+	for i := range placed {
+		pl := &placed[i]
+		if p.InPlace && pl.fresh {
 			// A new row, handed over: the caller's step gets what was
-			// placed and is returned; the store keeps its own copy.
-			placed[i] = rules.HandOver(p.Steps[i], s.Sequence, s.CreatedAt)
+			// placed and is returned; the store keeps its packed copy.
+			out[i] = rules.HandOver(p.Steps[i], pl.p.seq, pl.p.created.time())
 			continue
 		}
-		placed[i] = rules.CloneStep(s)
+		out[i] = pl.p.step()
 	}
-	return placed, nil
+	return out, nil
+}
+
+// placedStep is what an append placed for one of its steps: a snapshot of
+// the stored row, and whether the row is the step's own new one.
+type placedStep struct {
+	p     packedStep
+	fresh bool
+}
+
+// arenaOf returns the arena of a session, or nil when there is no such
+// session (the append reports it). The arena stays usable after the
+// session is deleted: what it hands out is then garbage.
+func (m *Store) arenaOf(sessionID string) *arena {
+	m.mu.RLock()
+	sr := m.sessions[sessionID]
+	m.mu.RUnlock()
+	if sr == nil {
+		return nil
+	}
+	return &sr.arena
 }
 
 // appendLocks locks, under the shared lock, the sessions an append
@@ -59,8 +80,8 @@ func (m *Store) appendLocks(p *store.StepAppendParams, rows []*sessionRow) ([]*s
 			return nil, errEscalate
 		}
 		rows = append(rows, sr)
-		if old := m.steps.get(in.ID); old != nil && old.sessionID != in.SessionID {
-			rows = append(rows, m.sessions[old.sessionID])
+		if old := m.steps.get(in.ID); old != nil && old.sessionID() != in.SessionID {
+			rows = append(rows, m.sessions[old.sessionID()])
 		}
 	}
 	for _, u := range p.Runs {
@@ -87,10 +108,11 @@ func holds(locked []*sessionRow, sessionID string) bool {
 	return false
 }
 
-// stagedSession is a session's record as an append leaves it.
+// stagedSession is a session's record as an append leaves it: a copy,
+// written back field by field (see stepAppend).
 type stagedSession struct {
 	sr *sessionRow
-	s  *steptype.Session
+	s  steptype.Session
 }
 
 // stagedRun is a run as an append leaves it.
@@ -120,9 +142,10 @@ func counted(u *store.RunUpdateParams, steps []*steptype.Step, inserted []bool) 
 }
 
 // stepAppend applies an append under the shared lock and the locks of the
-// sessions it touches (shared) or under the exclusive lock. It returns the
-// stored steps, not copies.
-func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, shared bool) ([]*steptype.Step, error) {
+// sessions it touches (shared) or under the exclusive lock. rows are the
+// steps' own new rows, used for those not stored yet. It appends to out
+// what was placed for each step.
+func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []placedStep, shared bool) ([]placedStep, error) {
 	var locked []*sessionRow
 	var lockBuf [2]*sessionRow
 	if shared {
@@ -149,17 +172,16 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 	var runBuf [1]stagedRun
 	var insBuf [4]bool
 	sessions, newRows, runs, inserted := sessBuf[:0], rowBuf[:0], runBuf[:0], insBuf[:0]
-	out := clones // the stored steps, in place of the clones
 	for i, in := range p.Steps {
 		row := m.steps.get(in.ID)
 		if row == nil {
 			for _, n := range newRows {
-				if n.id == in.ID {
+				if n.id() == in.ID {
 					row = n
 					break
 				}
 			}
-		} else if !holds(locked, row.sessionID) {
+		} else if !holds(locked, row.sessionID()) {
 			return nil, errEscalate // stored meanwhile by another session's append
 		}
 		inserted = append(inserted, row == nil)
@@ -170,30 +192,25 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 				if err != nil {
 					return nil, err
 				}
-				// A shallow copy: stored records are replaced, never
-				// changed in place, so the new one may share the old one's
-				// metadata.
-				c := *sr.s
-				sessions = append(sessions, stagedSession{sr, &c})
+				sessions = append(sessions, stagedSession{sr, *sr.s})
 				k = len(sessions) - 1
 			}
-			sess := sessions[k].s
+			sess := &sessions[k].s
 			if err := rules.CheckSequence(in, sess.LastSequence+1); err != nil {
 				return nil, err
 			}
-			s := clones[i]
-			s.Sequence = sess.LastSequence + 1
-			if s.CreatedAt.IsZero() {
-				s.CreatedAt = now
+			row = rows[i]
+			row.seq = sess.LastSequence + 1
+			row.p.seq = row.seq
+			if in.CreatedAt.IsZero() {
+				row.p.created = packTime(now)
 			}
-			row = &stepRow{id: s.ID, sessionID: s.SessionID, runID: s.RunID, seq: s.Sequence,
-				kind: s.Kind, status: s.Status, step: s}
-			sess.LastSequence = s.Sequence
+			sess.LastSequence = row.seq
 			sess.UpdatedAt = now
-			rules.AddTotals(sess, s, 1)
+			row.p.addTotals(sess, 1)
 			newRows = append(newRows, row)
 		}
-		out[i] = row.step
+		out = append(out, placedStep{p: row.p, fresh: row == rows[i]})
 	}
 	for _, u := range p.Runs {
 		k := slices.IndexFunc(runs, func(st stagedRun) bool { return st.r.ID == u.ID })
@@ -221,7 +238,7 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 		}
 		if closed != nil || rules.Finishing(st.cur, st.r) {
 			for _, row := range newRows {
-				if row.runID == st.r.ID && row.status == steptype.StepWaiting {
+				if row.runID() == st.r.ID && row.status == steptype.StepWaiting {
 					closed = append(closed, row)
 				}
 			}
@@ -232,20 +249,26 @@ func (m *Store) stepAppend(p *store.StepAppendParams, clones []*steptype.Step, s
 	// Commit: the ids first, the only step that can still fail (another
 	// session's append took one of them meanwhile).
 	for i, row := range newRows {
-		if !m.steps.add(row.id, row) {
+		if !m.steps.add(row.id(), row) {
 			for _, r := range newRows[:i] {
-				m.steps.del(r.id, r)
+				m.steps.del(r.id(), r)
 			}
 			return nil, errEscalate
 		}
 	}
 	for _, row := range newRows {
-		sr := m.sessions[row.sessionID]
+		sr := m.sessions[row.sessionID()]
 		sr.steps = append(sr.steps, row)
 		m.waits.track(row)
 	}
-	for _, st := range sessions {
-		st.sr.s = st.s
+	// The session record is changed in place, in the fields an append
+	// moves only: every reader of them holds the session's lock (SessionGet
+	// copies the record under it), and the others (its id, agent, parent)
+	// are read without it.
+	for i := range sessions {
+		st, cur := &sessions[i].s, sessions[i].sr.s
+		cur.LastSequence, cur.UpdatedAt = st.LastSequence, st.UpdatedAt
+		cur.InputTokens, cur.OutputTokens, cur.Cost = st.InputTokens, st.OutputTokens, st.Cost
 	}
 	for _, st := range runs {
 		m.putRun(st.r, st.closed)

@@ -74,7 +74,7 @@ func (m *Store) ContextCheckpointList(_ context.Context, p *store.ContextCheckpo
 // (a row's id, session and sequence never change).
 func (m *Store) anchored(c *store.ContextCheckpoint) bool {
 	r := m.steps.get(c.StepID)
-	return r != nil && r.sessionID == c.SessionID && r.seq == c.Sequence
+	return r != nil && r.sessionID() == c.SessionID && r.seq == c.Sequence
 }
 
 func cloneCheckpoint(c *store.ContextCheckpoint) *store.ContextCheckpoint {

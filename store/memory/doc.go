@@ -10,11 +10,15 @@
 // step makes (one unfinished run per session, closing the waiting steps of
 // a finishing run) look at the session's own runs and an index of waiting
 // steps, never at the whole store.
-// Steps are deep-copied in and out (rules.CloneStep), so callers can never
-// mutate a stored row through a pointer, and normalized on the way in
-// (rules.NormalizeStep) so that values round-trip exactly as they would
-// through a database (durations in whole microseconds, times in UTC,
-// metadata numbers as float64).
+// Steps are copied in and out, so callers can never mutate a stored row
+// through a pointer: a stored step is packed (its numbers in place, its
+// strings, raw JSON, tool calls and a flat metadata map in one byte slice
+// of a session's arena, so the garbage collector has little to follow in
+// a store that keeps every step), and a read unpacks a deep copy as
+// rules.CloneStep makes one, whose strings share the immutable packed
+// bytes. Steps are normalized on the way in (rules.NormalizeStep) so that
+// values round-trip exactly as they would through a database (durations
+// in whole microseconds, times in UTC, metadata numbers as float64).
 //
 // Guarantees: none beyond the process. Nothing survives Close or a crash.
 //

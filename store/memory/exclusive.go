@@ -69,7 +69,7 @@ func (m *Store) closing(old, r *steptype.Run, locked []*sessionRow) ([]*stepRow,
 	}
 	rows := m.waits.of(r.ID)
 	for _, row := range rows {
-		if locked != nil && !slices.ContainsFunc(locked, func(sr *sessionRow) bool { return sr.id == row.sessionID }) {
+		if locked != nil && !slices.ContainsFunc(locked, func(sr *sessionRow) bool { return sr.id == row.sessionID() }) {
 			return nil, errEscalate
 		}
 	}
@@ -81,17 +81,18 @@ func (m *Store) closing(old, r *steptype.Run, locked []*sessionRow) ([]*stepRow,
 func (m *Store) putRun(r *steptype.Run, closed []*stepRow) {
 	m.setRun(r)
 	for _, row := range closed {
-		s := rules.CloneStep(row.step)
+		s := row.p.step()
 		rules.CloseWaiting(s, r)
 		m.setStep(row, s)
 	}
 }
 
-// setStep replaces the step of a stored row, keeping the waiting index
-// true. The caller holds the row's session lock or the exclusive lock.
+// setStep replaces the step of a stored row with the stored form of s
+// (which the row does not keep), keeping the waiting index true. The
+// caller holds the row's session lock or the exclusive lock.
 func (m *Store) setStep(row *stepRow, s *steptype.Step) {
 	m.waits.untrack(row)
-	row.step, row.status = s, s.Status
+	row.p, row.status = pack(s, &m.sessions[row.sessionID()].arena), s.Status
 	m.waits.track(row)
 }
 
@@ -108,10 +109,10 @@ func (w *waitIndex) track(row *stepRow) {
 		return
 	}
 	w.mu.Lock()
-	set := w.m[row.runID]
+	set := w.m[row.runID()]
 	if set == nil {
 		set = map[*stepRow]struct{}{}
-		w.m[row.runID] = set
+		w.m[row.runID()] = set
 	}
 	set[row] = struct{}{}
 	w.mu.Unlock()
@@ -123,10 +124,10 @@ func (w *waitIndex) untrack(row *stepRow) {
 		return
 	}
 	w.mu.Lock()
-	if set := w.m[row.runID]; set != nil {
+	if set := w.m[row.runID()]; set != nil {
 		delete(set, row)
 		if len(set) == 0 {
-			delete(w.m, row.runID)
+			delete(w.m, row.runID())
 		}
 	}
 	w.mu.Unlock()
@@ -190,8 +191,9 @@ func (m *Store) StepExpiring(_ context.Context, p *store.StepExpiringParams) ([]
 	m.waits.mu.Lock()
 	for _, set := range m.waits.m {
 		for row := range set {
-			if at := rules.ExpiryNanos(row.step); at > 0 && at <= p.Before.UnixNano() {
-				out = append(out, due{at, row.step})
+			s := row.p.step()
+			if at := rules.ExpiryNanos(s); at > 0 && at <= p.Before.UnixNano() {
+				out = append(out, due{at, s})
 			}
 		}
 	}
@@ -202,7 +204,7 @@ func (m *Store) StepExpiring(_ context.Context, p *store.StepExpiringParams) ([]
 	}
 	steps := make([]*steptype.Step, len(out))
 	for i, d := range out {
-		steps[i] = rules.CloneStep(d.s)
+		steps[i] = d.s // unpacked: a copy of its own
 	}
 	return steps, nil
 }

@@ -107,9 +107,9 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 		}
 		norm := rules.NormalizeStep(rules.CloneStep(in))
 		if i < len(list) {
-			a, _ := rules.EncodeStep(list[i].step)
+			a, _ := rules.EncodeStep(list[i].p.step())
 			b, _ := rules.EncodeStep(norm)
-			if list[i].id != in.ID || !bytes.Equal(a, b) {
+			if list[i].id() != in.ID || !bytes.Equal(a, b) {
 				return rules.ImportConflict("step", in.ID)
 			}
 			continue
@@ -126,8 +126,7 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 		}
 		n[k]++
 		next[sr] = n
-		row := &stepRow{id: in.ID, sessionID: in.SessionID, runID: in.RunID, seq: in.Sequence,
-			kind: in.Kind, status: in.Status, step: norm}
+		row := newRow(norm, &sr.arena)
 		add = append(add, placed{sr, row, pre})
 	}
 	for _, a := range add {
@@ -136,7 +135,7 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 			continue
 		}
 		a.sr.steps = append(a.sr.steps, a.row)
-		m.steps.put(a.row.id, a.row)
+		m.steps.put(a.row.id(), a.row)
 		m.waits.track(a.row)
 	}
 	return nil
@@ -164,7 +163,7 @@ func (m *Store) SessionDetach(_ context.Context, p *store.SessionDetachParams) e
 	sr.steps = append(sr.pre, sr.steps...)
 	sr.pre = nil
 	for _, row := range sr.steps {
-		m.steps.put(row.id, row)
+		m.steps.put(row.id(), row)
 		m.waits.untrack(row)
 		m.waits.track(row)
 	}
@@ -218,7 +217,7 @@ func (m *Store) VectorExport(_ context.Context, p *store.VectorExportParams) ([]
 	var out []*store.ExportedVector
 	for emb, sp := range m.vectors() {
 		for id, row := range sp.rows {
-			if row.sessionID != p.SessionID || id < p.AfterStepID || (id == p.AfterStepID && emb <= p.AfterEmbedder) {
+			if row.sessionID() != p.SessionID || id < p.AfterStepID || (id == p.AfterStepID && emb <= p.AfterEmbedder) {
 				continue
 			}
 			out = append(out, &store.ExportedVector{Embedder: emb, StepID: id, Vector: sp.ix.Vector(id)})

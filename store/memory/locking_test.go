@@ -63,8 +63,9 @@ func ptr[T any](v T) *T { return &v }
 
 // Many sessions written at once, each by its own goroutine, with steps
 // that also land in a shared session, run updates, claims and reads across
-// sessions interleaved: under -race this exercises the session locks, the
-// sharded indexes and the fallback to the store-wide lock. Every session
+// sessions interleaved (an append changes the session record in place):
+// under -race this exercises the session locks, the sharded indexes and
+// the fallback to the store-wide lock. Every session
 // must end with gap-free sequences and run step counts that match.
 func TestConcurrentSessions(t *testing.T) {
 	t.Parallel()
@@ -104,6 +105,10 @@ func TestConcurrentSessions(t *testing.T) {
 					_, _ = st.RunClaim(ctx, &store.RunClaimParams{Owner: "o", Lease: time.Minute, Limit: 2})
 				case 3:
 					_, _ = st.StepList(ctx, &store.StepListParams{RunID: "r" + sid})
+				case 4: // reads of records an append changes in place
+					_, _ = st.SessionGet(ctx, &store.SessionGetParams{ID: "shared"})
+					_, _ = st.StepLast(ctx, &store.StepLastParams{SessionID: "shared"})
+					_, _ = st.StepGet(ctx, &store.StepGetParams{ID: s.ID})
 				}
 			}
 		})

@@ -49,7 +49,10 @@ type sessionRow struct {
 	id     string
 	parent string     // s.ParentSessionID, readable without mu
 	mu     sync.Mutex // see Store
-	s      *steptype.Session
+	// s is the session's record: replaced (truncate, detach) or, by an
+	// append, changed in place in its sequence, activity and totals; a
+	// reader of those holds mu (or the exclusive lock).
+	s *steptype.Session
 	// steps are the session's own rows. A row's step is replaced, never
 	// changed in place, so a snapshot of it can be cloned after unlocking.
 	steps []*stepRow
@@ -60,22 +63,29 @@ type sessionRow struct {
 	// imported to materialise it and read only once SessionDetach cut its
 	// lineage (import.go).
 	pre []*stepRow
+	// arena holds the rows of steps and pre, and their packed bytes.
+	arena arena
 }
 
 func newSessionRow(s *steptype.Session) *sessionRow {
 	return &sessionRow{id: s.ID, parent: s.ParentSessionID, s: s, open: map[string]*steptype.Run{}}
 }
 
-// stepRow is a stored step: its wire JSON plus the fields reads filter on.
+// stepRow is a stored step: its packed form plus the fields reads filter
+// on. Its id, session and run never change: they are read from head
+// (see id), without any lock.
 type stepRow struct {
-	id        string
-	sessionID string
-	runID     string
-	seq       int64
-	kind      steptype.Kind
-	status    steptype.StepStatus
-	step      *steptype.Step // owned by the store; callers get clones
-	runPos    int            // place among its run's rows (stepIndex)
+	head   []byte // the start of the step's first packed bytes: id, session id, run id
+	seq    int64
+	kind   steptype.Kind
+	status steptype.StepStatus
+	// p is the step, replaced (never changed in place) under the session's
+	// lock or the exclusive lock: a reader copies it under the lock and
+	// unpacks the copy after.
+	p packedStep
+	// runPos is the row's place among its run's rows (runIndex), under
+	// that index's shard lock.
+	runPos int
 }
 
 // Every capability the product uses: store.Driver.
@@ -213,11 +223,13 @@ func (m *Store) SessionGet(_ context.Context, p *store.SessionGetParams) (*stept
 		m.mu.RUnlock()
 		return nil, err
 	}
+	// A copy under the lock: an append changes the record in place. Its
+	// metadata is replaced, never changed in place: cloned after.
 	sr.mu.Lock()
-	s := sr.s
+	s := *sr.s
 	sr.mu.Unlock()
 	m.mu.RUnlock()
-	return rules.CloneSession(s), nil
+	return rules.CloneSession(&s), nil
 }
 
 // SessionList implements store.Store.
@@ -295,7 +307,7 @@ func (m *Store) SessionDelete(_ context.Context, p *store.SessionDeleteParams) e
 		return rules.Conflict("session %q has %d fork(s)", p.ID, len(forks))
 	}
 	for _, r := range sr.steps {
-		m.steps.del(r.id, r)
+		m.steps.del(r.id(), r)
 		m.waits.untrack(r)
 	}
 	var runs []string

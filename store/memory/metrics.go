@@ -52,16 +52,16 @@ func (m *Store) Metrics(_ context.Context, p *store.MetricsParams) (*store.Metri
 		b.AddLatency(i, k, float64(r.FinishedAt.Sub(r.CreatedAt))/1e6)
 	}
 	for _, row := range m.steps.all() {
-		s := row.step
-		i, ok := b.Index(s.CreatedAt)
-		if !ok || (p.Agent != "" && agentOf(row.runID, row.sessionID) != p.Agent) {
+		s := &row.p
+		i, ok := b.Index(s.created.time())
+		if !ok || (p.Agent != "" && agentOf(row.runID(), row.sessionID()) != p.Agent) {
 			continue
 		}
 		var errs int64
 		if row.kind == steptype.KindError || row.status == steptype.StepFailed {
 			errs = 1
 		}
-		b.AddSteps(i, key(row.sessionID), 1, errs, s.Metrics.InputTokens, s.Metrics.OutputTokens, s.Metrics.Cost)
+		b.AddSteps(i, key(row.sessionID()), 1, errs, s.in, s.out, s.cost)
 	}
 	if m.obsd != nil {
 		for _, e := range m.obsd.evals {

@@ -110,7 +110,7 @@ func (m *Store) EvalPut(_ context.Context, p *store.EvalPutParams) (*store.Eval,
 		if err != nil {
 			return nil, err
 		}
-		own, e.SessionID, e.RunID = o, row.sessionID, row.runID
+		own, e.SessionID, e.RunID = o, row.sessionID(), row.runID()
 	case store.TargetRun:
 		r := m.runs.get(e.TargetID)
 		if r == nil {
@@ -215,7 +215,7 @@ func (m *Store) AnnotationPut(_ context.Context, p *store.AnnotationPutParams) (
 	}
 	rec := d.annotations[p.StepID]
 	if rec == nil || !m.alive(rec.own) {
-		rec = &annRec{a: store.Annotation{StepID: p.StepID, SessionID: row.sessionID}, own: own, seq: d.next()}
+		rec = &annRec{a: store.Annotation{StepID: p.StepID, SessionID: row.sessionID()}, own: own, seq: d.next()}
 	}
 	p.Apply(&rec.a.Annotations)
 	rec.a.UpdatedAt = rules.Now(p.Now)

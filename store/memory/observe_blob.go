@@ -118,7 +118,7 @@ func (m *Store) AttachmentAdd(_ context.Context, p *store.AttachmentAddParams) (
 	if old := d.attachments[a.ID]; old != nil && m.alive(old.own) {
 		return nil, rules.Conflict("attachment %q already exists", a.ID)
 	}
-	a.SessionID, a.RunID = row.sessionID, row.runID
+	a.SessionID, a.RunID = row.sessionID(), row.runID()
 	a.ContentType, a.Size = b.b.ContentType, b.b.Size
 	a.CreatedAt = rules.Now(p.Now)
 	d.attachments[a.ID] = &attRec{a: a, own: own, seq: d.next()}
@@ -200,7 +200,7 @@ func (m *Store) StepEventAppend(_ context.Context, p *store.StepEventAppendParam
 			recs = nil
 		}
 		e := *in
-		e.SessionID, e.RunID, e.Index, e.CreatedAt = row.sessionID, row.runID, int64(len(recs)), now
+		e.SessionID, e.RunID, e.Index, e.CreatedAt = row.sessionID(), row.runID(), int64(len(recs)), now
 		e.Payload, e.Size = rules.Raw(in.Payload), int64(len(in.Payload))
 		if len(in.Payload) > store.InlinePayloadLimit {
 			e.BlobHash = d.putBlob(in.Payload, "application/json", &store.BlobPutParams{Now: now}).Hash

@@ -16,20 +16,20 @@ func checkRunIndex(t *testing.T, m *Store, when string) {
 	t.Helper()
 	want := map[string][]string{}
 	m.steps.each(func(id string, r *stepRow) bool {
-		want[r.runID] = append(want[r.runID], id)
+		want[r.runID()] = append(want[r.runID()], id)
 		return true
 	})
 	got := map[string][]string{}
-	for i := range m.steps.byRun {
-		for run, rows := range m.steps.byRun[i].m {
+	for i := range m.steps.runs {
+		for run, rows := range m.steps.runs[i].m {
 			for pos, r := range rows {
 				if r.runPos != pos {
-					t.Fatalf("%s: row %s of run %s at %d records place %d", when, r.id, run, pos, r.runPos)
+					t.Fatalf("%s: row %s of run %s at %d records place %d", when, r.id(), run, pos, r.runPos)
 				}
-				if r.runID != run {
-					t.Fatalf("%s: row %s of run %s listed under run %s", when, r.id, r.runID, run)
+				if r.runID() != run {
+					t.Fatalf("%s: row %s of run %s listed under run %s", when, r.id(), r.runID(), run)
 				}
-				got[run] = append(got[run], r.id)
+				got[run] = append(got[run], r.id())
 			}
 		}
 	}

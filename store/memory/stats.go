@@ -32,18 +32,17 @@ func (m *Store) SessionStats(_ context.Context, p *store.SessionStatsParams) (*s
 	out := &store.SessionStats{Steps: []store.StepStat{}, Runs: map[steptype.RunStatus]int{}}
 	for _, rows := range [][]*stepRow{sr.pre, sr.steps} {
 		for _, r := range rows {
-			k := key{r.step.Kind, r.step.Role}
+			k := key{r.kind, r.p.role()}
 			st := by[k]
 			if st == nil {
 				st = &store.StepStat{Kind: k.kind, Role: k.role}
 				by[k] = st
 			}
-			mt := r.step.Metrics
 			st.Steps++
-			st.InputTokens += mt.InputTokens
-			st.OutputTokens += mt.OutputTokens
-			st.CachedTokens += mt.CachedTokens
-			st.Cost += mt.Cost
+			st.InputTokens += r.p.in
+			st.OutputTokens += r.p.out
+			st.CachedTokens += r.p.cached
+			st.Cost += r.p.cost
 		}
 	}
 	for _, st := range by {

@@ -13,35 +13,37 @@ import (
 )
 
 // StepList implements store.Store. A read along a session's lineage holds
-// the shared lock and the lineage's session locks; a read by run or status
-// scans every step under the exclusive lock.
+// the shared lock and the lineage's session locks; a read by run holds the
+// shared lock and the locks of the sessions the run's steps are in; a read
+// by status scans every step under the exclusive lock.
 func (m *Store) StepList(_ context.Context, p *store.StepListParams) ([]*steptype.Step, error) {
 	lineage, err := rules.CheckList(p)
 	if err != nil {
 		return nil, err
 	}
-	var steps []*steptype.Step
+	var packed []packedStep
 	switch {
 	case lineage:
-		steps, err = m.listLineage(p)
+		packed, err = m.listLineage(p)
 	case p.RunID != "":
-		if steps, err = m.listRun(p); err == errEscalate {
-			steps, err = m.listScan(p)
+		if packed, err = m.listRun(p); err == errEscalate {
+			packed, err = m.listScan(p)
 		}
 	default:
-		steps, err = m.listScan(p)
+		packed, err = m.listScan(p)
 	}
 	if err != nil {
 		return nil, err
 	}
-	for i, s := range steps {
-		steps[i] = rules.CloneStep(s)
+	steps := make([]*steptype.Step, len(packed))
+	for i := range packed {
+		steps[i] = packed[i].step()
 	}
 	return steps, nil
 }
 
-// listLineage reads the steps visible in a session (not copies).
-func (m *Store) listLineage(p *store.StepListParams) ([]*steptype.Step, error) {
+// listLineage reads the steps visible in a session (snapshots).
+func (m *Store) listLineage(p *store.StepListParams) ([]packedStep, error) {
 	if err := m.rlock(); err != nil {
 		return nil, err
 	}
@@ -51,7 +53,7 @@ func (m *Store) listLineage(p *store.StepListParams) ([]*steptype.Step, error) {
 		return nil, err
 	}
 	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
-		return []*steptype.Step{}, nil
+		return nil, nil
 	}
 	defer unlockSessions(lockSessions(m.lineage(sr)))
 	var rows []*stepRow
@@ -63,10 +65,10 @@ func (m *Store) listLineage(p *store.StepListParams) ([]*steptype.Step, error) {
 	return snapshot(rows, p), nil
 }
 
-// listRun reads a run's steps (not copies) under the shared lock and the
+// listRun reads a run's steps (snapshots) under the shared lock and the
 // locks of the sessions they are in, or returns errEscalate when one was
 // stored meanwhile in a session it did not lock.
-func (m *Store) listRun(p *store.StepListParams) ([]*steptype.Step, error) {
+func (m *Store) listRun(p *store.StepListParams) ([]packedStep, error) {
 	if err := m.rlock(); err != nil {
 		return nil, err
 	}
@@ -77,18 +79,18 @@ func (m *Store) listRun(p *store.StepListParams) ([]*steptype.Step, error) {
 		}
 	}
 	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
-		return []*steptype.Step{}, nil
+		return nil, nil
 	}
 	var sessions []*sessionRow
 	for _, r := range m.steps.runRows(p.RunID) {
-		if sr := m.sessions[r.sessionID]; sr != nil && !slices.Contains(sessions, sr) {
+		if sr := m.sessions[r.sessionID()]; sr != nil && !slices.Contains(sessions, sr) {
 			sessions = append(sessions, sr)
 		}
 	}
 	defer unlockSessions(lockSessions(sessions))
 	var rows []*stepRow
 	for _, r := range m.steps.runRows(p.RunID) {
-		if !slices.Contains(sessions, m.sessions[r.sessionID]) {
+		if !slices.Contains(sessions, m.sessions[r.sessionID()]) {
 			return nil, errEscalate
 		}
 		if matchRow(r, p) {
@@ -101,7 +103,7 @@ func (m *Store) listRun(p *store.StepListParams) ([]*steptype.Step, error) {
 
 // matchRow reports whether a row passes a list's filters.
 func matchRow(r *stepRow, p *store.StepListParams) bool {
-	return (p.SessionID == "" || r.sessionID == p.SessionID) && (p.RunID == "" || r.runID == p.RunID) &&
+	return (p.SessionID == "" || r.sessionID() == p.SessionID) && (p.RunID == "" || r.runID() == p.RunID) &&
 		(p.Status == "" || r.status == p.Status) && rules.MatchKinds(p.Kinds, r.kind) &&
 		r.seq >= p.StartSeq && (p.EndSeq <= 0 || r.seq <= p.EndSeq)
 }
@@ -112,13 +114,13 @@ func sortRows(rows []*stepRow) {
 		if c := cmp.Compare(a.seq, b.seq); c != 0 {
 			return c
 		}
-		return strings.Compare(a.id, b.id)
+		return strings.Compare(a.id(), b.id())
 	})
 }
 
-// listScan reads steps by run (the run's rows) or status (every row), not
-// copies, under the exclusive lock.
-func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
+// listScan reads steps by run (the run's rows) or status (every row),
+// snapshots, under the exclusive lock.
+func (m *Store) listScan(p *store.StepListParams) ([]packedStep, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
@@ -129,7 +131,7 @@ func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 		}
 	}
 	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
-		return []*steptype.Step{}, nil
+		return nil, nil
 	}
 	var rows []*stepRow
 	if p.RunID != "" {
@@ -150,17 +152,18 @@ func (m *Store) listScan(p *store.StepListParams) ([]*steptype.Step, error) {
 	return snapshot(rows, p), nil
 }
 
-// snapshot orders and limits rows and returns their steps.
-func snapshot(rows []*stepRow, p *store.StepListParams) []*steptype.Step {
+// snapshot orders and limits rows and returns copies of their packed
+// steps, to unpack after unlocking.
+func snapshot(rows []*stepRow, p *store.StepListParams) []packedStep {
 	if p.Desc {
 		slices.Reverse(rows)
 	}
 	if p.Limit > 0 && len(rows) > p.Limit {
 		rows = rows[:p.Limit]
 	}
-	out := make([]*steptype.Step, len(rows))
+	out := make([]packedStep, len(rows))
 	for i, r := range rows {
-		out[i] = r.step
+		out[i] = r.p
 	}
 	return out
 }
@@ -173,16 +176,16 @@ func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.St
 	if err := m.rlock(); err != nil {
 		return nil, err
 	}
-	var s *steptype.Step
+	var s packedStep
 	if p.ID != "" {
 		row := m.steps.get(p.ID)
 		if row == nil {
 			m.mu.RUnlock()
 			return nil, rules.NotFound("step", p.ID)
 		}
-		sr := m.sessions[row.sessionID]
+		sr := m.sessions[row.sessionID()]
 		sr.mu.Lock()
-		s = row.step
+		s = row.p
 		sr.mu.Unlock()
 	} else {
 		var err error
@@ -192,30 +195,30 @@ func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.St
 		}
 	}
 	m.mu.RUnlock()
-	return rules.CloneStep(s), nil
+	return s.step(), nil
 }
 
-// stepAt returns the step visible at seq in a session (not a copy), or
+// stepAt returns the step visible at seq in a session (a snapshot), or
 // the last one. The caller holds the shared lock.
-func (m *Store) stepAt(sessionID string, seq int64, last bool) (*steptype.Step, error) {
+func (m *Store) stepAt(sessionID string, seq int64, last bool) (packedStep, error) {
 	sr, err := m.session(sessionID)
 	if err != nil {
-		return nil, err
+		return packedStep{}, err
 	}
 	if !last && seq < 1 {
-		return nil, rules.Invalid("sequence %d < 1", seq)
+		return packedStep{}, rules.Invalid("sequence %d < 1", seq)
 	}
 	defer unlockSessions(lockSessions(m.lineage(sr)))
 	if last {
 		if seq = sr.s.LastSequence; seq == 0 {
-			return nil, rules.NotFound("last step of session", sessionID)
+			return packedStep{}, rules.NotFound("last step of session", sessionID)
 		}
 	}
 	rows := m.visible(sr, seq, seq)
 	if len(rows) == 0 {
-		return nil, rules.NotFound("step at sequence of session", sessionID)
+		return packedStep{}, rules.NotFound("step at sequence of session", sessionID)
 	}
-	return rows[0].step, nil
+	return rows[0].p, nil
 }
 
 // StepLast implements store.Store.
@@ -228,7 +231,7 @@ func (m *Store) StepLast(_ context.Context, p *store.StepLastParams) (*steptype.
 	if err != nil {
 		return nil, err
 	}
-	return rules.CloneStep(s), nil
+	return s.step(), nil
 }
 
 // StepCount implements store.Store. Sequences are gap-free, so the count is
@@ -269,10 +272,10 @@ func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (in
 	sess := rules.CloneSession(sr.s)
 	cut := sr.steps[p.StartSeq-sess.ForkSequence-1:]
 	for _, row := range cut {
-		rules.AddTotals(sess, row.step, -1)
+		row.p.addTotals(sess, -1)
 	}
 	for _, row := range cut {
-		m.steps.del(row.id, row)
+		m.steps.del(row.id(), row)
 		m.waits.untrack(row)
 	}
 	sess.LastSequence = p.StartSeq - 1
@@ -296,7 +299,7 @@ func (m *Store) StepResolve(_ context.Context, p *store.StepResolveParams) (*ste
 	if err != nil {
 		return nil, err
 	}
-	return rules.CloneStep(s), nil
+	return s, nil // the row keeps its packed copy: s is the caller's
 }
 
 // stepResolve applies a resolve under the shared lock and the locks of the
@@ -312,8 +315,8 @@ func (m *Store) stepResolve(p *store.StepResolveParams, shared bool) (*steptype.
 		if row == nil {
 			return nil, rules.NotFound("step", p.ID)
 		}
-		locked = append(locked, m.sessions[row.sessionID])
-		if run := m.runs.get(row.runID); run != nil {
+		locked = append(locked, m.sessions[row.sessionID()])
+		if run := m.runs.get(row.runID()); run != nil {
 			locked = append(locked, m.sessions[run.SessionID])
 		}
 		locked = lockSessions(locked)
@@ -328,19 +331,19 @@ func (m *Store) stepResolve(p *store.StepResolveParams, shared bool) (*steptype.
 	if row == nil {
 		return nil, rules.NotFound("step", p.ID)
 	}
-	s := rules.CloneStep(row.step)
+	s := row.p.step()
 	if err := rules.Resolve(s, p); err != nil {
 		return nil, err
 	}
-	run := m.runs.get(row.runID)
+	run := m.runs.get(row.runID())
 	if run != nil && run.Status.Terminal() {
 		return nil, rules.Conflict("run %q of step %q is %s", run.ID, s.ID, run.Status)
 	}
 	// The run's other waiting steps, and this one if it still waits.
 	var waiting []*stepRow
-	for _, w := range m.waits.of(row.runID) {
+	for _, w := range m.waits.of(row.runID()) {
 		if w != row {
-			if !holds(locked, w.sessionID) {
+			if !holds(locked, w.sessionID()) {
 				return nil, errEscalate
 			}
 			waiting = append(waiting, w)

@@ -79,7 +79,7 @@ func (m *Store) VectorUpsert(_ context.Context, p *store.VectorUpsertParams) (in
 			}
 			return 0, rules.NotFound("step", v.StepID)
 		}
-		st, err := rules.CloneStep(row.step), error(nil)
+		st, err := row.p.step(), error(nil)
 		if err != nil {
 			return 0, err
 		}
@@ -132,7 +132,7 @@ func (m *Store) VectorSearch(_ context.Context, p *store.VectorSearchParams) ([]
 	res := s.ix.Search(p.Vector, p.K, p.MaxDistance, f)
 	out := make([]*store.VectorHit, 0, len(res))
 	for _, r := range res {
-		st, err := rules.CloneStep(m.steps.get(r.StepID).step), error(nil)
+		st, err := m.steps.get(r.StepID).p.step(), error(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +168,7 @@ func (m *Store) VectorMissing(_ context.Context, p *store.VectorMissingParams) (
 	}
 	out := make([]*steptype.Step, 0, len(ids))
 	for _, id := range ids {
-		st, err := rules.CloneStep(m.steps.get(id).step), error(nil)
+		st, err := m.steps.get(id).p.step(), error(nil)
 		if err != nil {
 			return nil, err
 		}

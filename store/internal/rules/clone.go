@@ -28,10 +28,16 @@ func CloneStep(s *steptype.Step) *steptype.Step {
 		c.Error = &e
 	}
 	c.Vector = slices.Clone(s.Vector)
-	if s.Metadata != nil {
-		c.Metadata = cloneValue(s.Metadata).(map[string]any)
-	}
+	c.Metadata = CloneMetadata(s.Metadata)
 	return &c
+}
+
+// CloneMetadata returns a deep copy of a step's metadata (nil stays nil).
+func CloneMetadata(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return cloneValue(m).(map[string]any)
 }
 
 func cloneRaw(b json.RawMessage) json.RawMessage {
@@ -96,15 +102,23 @@ func NormalizeStep(s *steptype.Step) *steptype.Step {
 	m.FirstTokenLatency = m.FirstTokenLatency.Truncate(time.Microsecond)
 	m.StartedAt, m.FinishedAt = wireTime(m.StartedAt), wireTime(m.FinishedAt)
 	s.CreatedAt = wireTime(s.CreatedAt)
-	if s.Metadata != nil && !jsonNative(s.Metadata) {
-		if b, err := json.Marshal(s.Metadata); err == nil {
+	s.Metadata = NormalizeMetadata(s.Metadata)
+	return s
+}
+
+// NormalizeMetadata returns a step's metadata as decoded JSON, as
+// NormalizeStep leaves it: m itself when it holds only what JSON decodes
+// into (or does not encode), else a new map from its JSON round trip.
+func NormalizeMetadata(m map[string]any) map[string]any {
+	if m != nil && !jsonNative(m) {
+		if b, err := json.Marshal(m); err == nil {
 			var back map[string]any
 			if json.Unmarshal(b, &back) == nil {
-				s.Metadata = back
+				return back
 			}
 		}
 	}
-	return s
+	return m
 }
 
 func wireTime(t time.Time) time.Time {
