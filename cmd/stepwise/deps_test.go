@@ -41,3 +41,32 @@ func TestBinaryDependencies(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryBuildOrder: the SQLite driver's compile chain (modernc.org/libc,
+// then modernc.org/sqlite/lib: the two longest compiles of a cold build, one
+// after the other) comes first in the order the go command prefers among
+// ready compile actions — the depth-first order `go list -deps` prints —
+// so that on an empty build cache it runs beside the rest of the binary
+// instead of alone at the end (internal/buildorder; "First run and binary
+// size" in docs/PERFORMANCE.md).
+func TestBinaryBuildOrder(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	pkgs := strings.Fields(string(out))
+	at := map[string]int{}
+	for i, p := range pkgs {
+		at[p] = i
+	}
+	lib, ok := at["modernc.org/sqlite/lib"]
+	if !ok {
+		t.Fatalf("go list -deps does not list modernc.org/sqlite/lib:\n%s", out)
+	}
+	for i, p := range pkgs[:lib] {
+		if strings.HasPrefix(p, "github.com/stepwise-run/stepwise") {
+			t.Errorf("%s (#%d) comes before modernc.org/sqlite/lib (#%d) in the build order; cmd/stepwise must import internal/buildorder, sorted before its other Stepwise imports", p, i+1, lib+1)
+		}
+	}
+}
