@@ -2,11 +2,12 @@ package main_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestBinaryDependencies: modules the binary must not link (see "First run
+// TestBinaryDependencies: modules (and standard-library packages) the binary must not link (see "First run
 // and binary size" in docs/PERFORMANCE.md). gRPC, grpc-gateway and genproto
 // came with the OTLP exporter and the collector's service packages; the
 // provider SDKs with the model adapters. Test-only imports do not count:
@@ -27,12 +28,19 @@ func TestBinaryDependencies(t *testing.T) {
 		"github.com/openai/openai-go",
 		"github.com/anthropics/anthropic-sdk-go",
 	}
+	// Standard-library packages the binary has no use for: httptest is a
+	// test helper (internal/fakeopenai and `bench queries` serve and record
+	// with net/http directly).
+	deniedStd := []string{"net/http/httptest"}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) < 100 {
 		t.Fatalf("go list -deps listed %d packages; expected the whole binary:\n%s", len(lines), out)
 	}
 	for _, line := range lines {
 		pkg, mod, _ := strings.Cut(line, " ")
+		if slices.Contains(deniedStd, pkg) {
+			t.Errorf("the binary links %s", pkg)
+		}
 		for _, d := range denied {
 			if mod == d || strings.HasPrefix(mod, d+"/") || strings.HasPrefix(pkg, "go.opentelemetry.io/proto/otlp/collector/") {
 				t.Errorf("the binary links %s (module %s)", pkg, mod)
