@@ -39,8 +39,11 @@ func (a *action) name() string { return a.Mode + " " + a.Package }
 
 // cpu is the action's process CPU (compile, asm, cgo); actions without a
 // command (cache checks, the link, whose CPU the graph does not record)
-// count their wall time.
+// count their wall time, except the program's own run under `go run`.
 func (a *action) cpu() float64 {
+	if a.Mode == "go run" {
+		return 0
+	}
 	if c := a.CmdUser + a.CmdSys; c > 0 {
 		return c.Seconds()
 	}
