@@ -9,8 +9,12 @@
 //
 // The go command runs ready actions by priority, the depth-first order of
 // the import graph (each package's imports sorted by path): the replay uses
-// the priorities of the file. See "First run and binary size" in
-// docs/PERFORMANCE.md.
+// the priorities of the file. It gives each action one core for its CPU
+// time, whereas the compiler runs its backend on up to 4 threads (-c), so a
+// large package compiling alone partly uses the idle core: the replay
+// overstates what a badly packed schedule loses (on an idle 2-core VM,
+// modernc.org/sqlite/lib took 18.6 s of CPU in 11.9 s). See "First run and
+// binary size" in docs/PERFORMANCE.md.
 package main
 
 import (
