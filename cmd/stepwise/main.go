@@ -8,6 +8,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	// Listed for the cold-build order only (see its doc): it must sort
+	// before internal/cli.
+	_ "github.com/stepwise-run/stepwise/internal/buildorder"
 	"github.com/stepwise-run/stepwise/internal/cli"
 )
 

@@ -13,8 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 
@@ -36,9 +36,14 @@ type Config struct {
 	FailBody   string // error message in the OpenAI error body
 }
 
-// Server is a running fake.
+// Server is a running fake. It listens on the loopback interface with a
+// plain http.Server (not net/http/httptest: `stepwise bench --provider
+// openai` runs it from the binary, which should not link a test helper).
 type Server struct {
-	*httptest.Server
+	URL string // base URL, http://127.0.0.1:port, no trailing slash
+
+	srv      *http.Server
+	served   chan struct{} // closed when Serve has returned
 	mu       sync.Mutex
 	cfg      Config
 	calls    int
@@ -81,9 +86,30 @@ func New(cfg Config) *Server {
 	if cfg.Parallel < 1 {
 		cfg.Parallel = 1
 	}
-	s := &Server{cfg: cfg}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		if ln, err = net.Listen("tcp6", "[::1]:0"); err != nil {
+			panic("fakeopenai: listen on the loopback interface: " + err.Error())
+		}
+	}
+	s := &Server{cfg: cfg, URL: "http://" + ln.Addr().String(), served: make(chan struct{})}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.handle)}
+	go func() {
+		defer close(s.served)
+		_ = s.srv.Serve(ln) // http.ErrServerClosed after Close
+	}()
 	return s
+}
+
+// Close stops the server: the listener and every connection are closed
+// (a stream in progress ends), and the default transport's idle
+// connections to it are dropped, as httptest.Server.Close does.
+func (s *Server) Close() {
+	_ = s.srv.Close()
+	<-s.served
+	if t, ok := http.DefaultTransport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
 }
 
 type request struct {
