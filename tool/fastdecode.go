@@ -251,9 +251,7 @@ func number(b []byte, i int) (int, bool) {
 	case j < len(b) && b[j] == '0':
 		j++
 	case j < len(b) && b[j] >= '1' && b[j] <= '9':
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
+		j = digits(b, j)
 	default:
 		return i, false
 	}
@@ -261,13 +259,11 @@ func number(b []byte, i int) (int, bool) {
 	if j < len(b) && b[j] == '.' {
 		isInt = false
 		j++
-		k := j
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-		if j == k {
+		k := digits(b, j)
+		if k == j {
 			return i, false
 		}
+		j = k
 	}
 	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
 		isInt = false
@@ -275,13 +271,19 @@ func number(b []byte, i int) (int, bool) {
 		if j < len(b) && (b[j] == '+' || b[j] == '-') {
 			j++
 		}
-		k := j
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-		if j == k {
+		k := digits(b, j)
+		if k == j {
 			return i, false
 		}
+		j = k
 	}
 	return j, isInt
+}
+
+// digits returns the index after the run of decimal digits at b[j:].
+func digits(b []byte, j int) int {
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	return j
 }

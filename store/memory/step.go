@@ -73,13 +73,8 @@ func (m *Store) listRun(p *store.StepListParams) ([]packedStep, error) {
 		return nil, err
 	}
 	defer m.mu.RUnlock()
-	if p.SessionID != "" {
-		if _, err := m.session(p.SessionID); err != nil {
-			return nil, err
-		}
-	}
-	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
-		return nil, nil
+	if empty, err := m.listEmpty(p); empty || err != nil {
+		return nil, err
 	}
 	var sessions []*sessionRow
 	for _, r := range m.steps.runRows(p.RunID) {
@@ -99,6 +94,17 @@ func (m *Store) listRun(p *store.StepListParams) ([]packedStep, error) {
 	}
 	sortRows(rows)
 	return snapshot(rows, p), nil
+}
+
+// listEmpty reports an unknown session (an error) or a range that holds
+// nothing (true): what a read by run or status checks first, under a lock.
+func (m *Store) listEmpty(p *store.StepListParams) (bool, error) {
+	if p.SessionID != "" {
+		if _, err := m.session(p.SessionID); err != nil {
+			return true, err
+		}
+	}
+	return p.EndSeq > 0 && p.EndSeq < p.StartSeq, nil
 }
 
 // matchRow reports whether a row passes a list's filters.
@@ -125,13 +131,8 @@ func (m *Store) listScan(p *store.StepListParams) ([]packedStep, error) {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	if p.SessionID != "" {
-		if _, err := m.session(p.SessionID); err != nil {
-			return nil, err
-		}
-	}
-	if p.EndSeq > 0 && p.EndSeq < p.StartSeq {
-		return nil, nil
+	if empty, err := m.listEmpty(p); empty || err != nil {
+		return nil, err
 	}
 	var rows []*stepRow
 	if p.RunID != "" {

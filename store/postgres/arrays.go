@@ -54,15 +54,15 @@ func (c fastArrays) PlanEncode(m *pgtype.Map, oid uint32, format int16, value an
 			}
 		case []int64:
 			if oid == pgtype.Int8ArrayOID {
-				return int64sPlan{}
+				return int64sPlan
 			}
 		case []int32:
 			if oid == pgtype.Int4ArrayOID {
-				return int32sPlan{}
+				return int32sPlan
 			}
 		case []float64:
 			if oid == pgtype.Float8ArrayOID {
-				return float64sPlan{}
+				return float64sPlan
 			}
 		case [][]byte:
 			if oid == pgtype.ByteaArrayOID {
@@ -102,50 +102,38 @@ func (stringsPlan) Encode(value any, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-type int64sPlan struct{}
+// fixedPlan encodes a slice of fixed-width numbers: each element is its
+// width (4 bytes) and its big-endian bytes, put by put.
+type fixedPlan[T int64 | int32 | float64] struct {
+	elem  uint32 // the element type's OID
+	width uint32
+	put   func(buf []byte, x T) []byte
+}
 
-func (int64sPlan) Encode(value any, buf []byte) ([]byte, error) {
-	v := value.([]int64)
+func (p fixedPlan[T]) Encode(value any, buf []byte) ([]byte, error) {
+	v := value.([]T)
 	if v == nil {
 		return nil, nil
 	}
-	buf = arrayHeader(buf, len(v), false, pgtype.Int8OID)
+	buf = arrayHeader(buf, len(v), false, p.elem)
 	for _, x := range v {
-		buf = binary.BigEndian.AppendUint32(buf, 8)
-		buf = binary.BigEndian.AppendUint64(buf, uint64(x))
+		buf = binary.BigEndian.AppendUint32(buf, p.width)
+		buf = p.put(buf, x)
 	}
 	return buf, nil
 }
 
-type int32sPlan struct{}
-
-func (int32sPlan) Encode(value any, buf []byte) ([]byte, error) {
-	v := value.([]int32)
-	if v == nil {
-		return nil, nil
-	}
-	buf = arrayHeader(buf, len(v), false, pgtype.Int4OID)
-	for _, x := range v {
-		buf = binary.BigEndian.AppendUint32(buf, 4)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(x))
-	}
-	return buf, nil
-}
-
-type float64sPlan struct{}
-
-func (float64sPlan) Encode(value any, buf []byte) ([]byte, error) {
-	v := value.([]float64)
-	if v == nil {
-		return nil, nil
-	}
-	buf = arrayHeader(buf, len(v), false, pgtype.Float8OID)
-	for _, x := range v {
-		buf = binary.BigEndian.AppendUint32(buf, 8)
-		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(x))
-	}
-	return buf, nil
-}
+var (
+	int64sPlan = fixedPlan[int64]{pgtype.Int8OID, 8, func(b []byte, x int64) []byte {
+		return binary.BigEndian.AppendUint64(b, uint64(x))
+	}}
+	int32sPlan = fixedPlan[int32]{pgtype.Int4OID, 4, func(b []byte, x int32) []byte {
+		return binary.BigEndian.AppendUint32(b, uint32(x))
+	}}
+	float64sPlan = fixedPlan[float64]{pgtype.Float8OID, 8, func(b []byte, x float64) []byte {
+		return binary.BigEndian.AppendUint64(b, math.Float64bits(x))
+	}}
+)
 
 type bytesPlan struct{}
 
