@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -244,6 +245,49 @@ func (b *MetricsBuilder) addSortedLatencies(i int, key string, sorted []float64)
 		return
 	}
 	s.latencies[i] = append(s.latencies[i], sorted...)
+}
+
+// MetricsFoldChunk bounds the hours one fold transaction computes, so a
+// cold query over months holds a writer for a fraction of a second at a
+// time.
+const MetricsFoldChunk = 24
+
+// MetricsFromHours is a driver's use of its hour table for p: it reads the
+// table's rows of the complete hours [h0, h1) (MetricsHourSpan), folds the
+// hours missing from it in chunks of MetricsFoldChunk and reads them again
+// once, adds what the table holds to the builder (Apply) and returns the
+// parts of [From, To) left to read as before (MetricsGaps). fold is nil
+// when the driver cannot write (a read-only store); it returns false when
+// it gave up without an error (PostgreSQL: the writers held the lock past
+// its wait). A fold that fails while ctx is alive leaves the hours to the
+// old path (a read-only replica, a full disk, another process holding the
+// file); when ctx ended, its error is returned.
+func MetricsFromHours(ctx context.Context, p *MetricsParams, h0, h1 int64,
+	read func(h0, h1 int64) (*MetricsHourRows, error), fold func(hours []int64) (bool, error)) ([][2]int64, error) {
+	var hr *MetricsHourRows
+	for attempt := 0; ; attempt++ {
+		var err error
+		if hr, err = read(h0, h1); err != nil {
+			return nil, err
+		}
+		missing := MetricsMissing(h0, h1, hr.Folded)
+		if len(missing) == 0 || attempt > 0 || fold == nil {
+			break
+		}
+		for len(missing) > 0 {
+			n := min(len(missing), MetricsFoldChunk)
+			done, err := fold(missing[:n])
+			if err != nil && ctx.Err() != nil {
+				return nil, err
+			}
+			if err != nil || !done {
+				break
+			}
+			missing = missing[n:]
+		}
+	}
+	hr.Apply()
+	return MetricsGaps(p.From.UnixNano(), p.To.UnixNano(), hr.Folded), nil
 }
 
 // MetricsMissing returns the hours of [h0, h1) not in folded (both sorted).

@@ -17,9 +17,6 @@ import (
 // invalidating write takes shared), then reads them; the triggers of the
 // migration delete the hours any later write changes.
 
-// metricsFoldChunk bounds the hours one fold transaction computes.
-const metricsFoldChunk = 24
-
 // metricsFoldWait bounds how long a fold waits for the writers in flight
 // (and makes new ones wait behind it); past it, the query reads the
 // missing hours as before.
@@ -29,39 +26,13 @@ const metricsFoldWait = "100ms"
 // ranges left to read from the rollups and runs (all of [From, To) when
 // the table cannot serve p).
 func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder) ([][2]int64, error) {
-	from, to := nanos(p.From), nanos(p.To)
-	whole := [][2]int64{{from, to}}
 	h0, h1, ok := store.MetricsHourSpan(p, time.Now())
 	if !ok {
-		return whole, nil
+		return [][2]int64{{nanos(p.From), nanos(p.To)}}, nil
 	}
-	var hr *store.MetricsHourRows
-	for attempt := 0; ; attempt++ {
-		var err error
-		if hr, err = s.metricsHourRows(ctx, p, b, h0, h1); err != nil {
-			return nil, err
-		}
-		missing := store.MetricsMissing(h0, h1, hr.Folded)
-		if len(missing) == 0 || attempt > 0 {
-			break
-		}
-		for len(missing) > 0 {
-			n := min(len(missing), metricsFoldChunk)
-			done, err := s.metricsFold(ctx, missing[:n])
-			if err != nil && ctx.Err() != nil {
-				return nil, err
-			}
-			if err != nil || !done {
-				// Writers held the lock past metricsFoldWait, or the fold
-				// failed (a read-only replica, a full disk): the hours not
-				// folded are read as before.
-				break
-			}
-			missing = missing[n:]
-		}
-	}
-	hr.Apply()
-	return store.MetricsGaps(from, to, hr.Folded), nil
+	return store.MetricsFromHours(ctx, p, h0, h1,
+		func(h0, h1 int64) (*store.MetricsHourRows, error) { return s.metricsHourRows(ctx, p, b, h0, h1) },
+		func(hours []int64) (bool, error) { return s.metricsFold(ctx, hours) })
 }
 
 // metricsHourRows reads the rows of [h0, h1) that p needs: the agent ”

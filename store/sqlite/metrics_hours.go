@@ -14,25 +14,20 @@ import (
 // what it reads and what it stores), then reads them; the triggers of the
 // migration delete the hours any later write changes.
 
-// metricsFoldChunk bounds the hours one fold transaction computes, so a
-// cold query over months holds the writer for a fraction of a second at a
-// time.
-const metricsFoldChunk = 24
-
 // metricsHours adds the folded complete hours of p to b and returns the
 // ranges left to read from the rollups and runs (all of [From, To) when
 // the table cannot serve p).
 func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder) ([][2]int64, error) {
-	from, to := nanos(p.From), nanos(p.To)
-	whole := [][2]int64{{from, to}}
+	whole := [][2]int64{{nanos(p.From), nanos(p.To)}}
 	h0, h1, ok := store.MetricsHourSpan(p, time.Now())
 	if !ok {
 		return whole, nil
 	}
+	var fold func([]int64) (bool, error)
 	if s.w == nil {
 		// A read-only store may be on a schema before migration 80 (it
 		// does not migrate): without the table, everything is read as
-		// before.
+		// before; with it, nothing is folded.
 		var n int
 		if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'metric_hours'`).Scan(&n); err != nil {
 			return nil, mapErr(err)
@@ -40,36 +35,17 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 		if n == 0 {
 			return whole, nil
 		}
-	}
-	var hr *store.MetricsHourRows
-	for attempt := 0; ; attempt++ {
-		var err error
-		if hr, err = s.metricsHourRows(ctx, p, b, h0, h1); err != nil {
-			return nil, err
-		}
-		missing := store.MetricsMissing(h0, h1, hr.Folded)
-		if len(missing) == 0 || attempt > 0 || s.w == nil {
-			break
-		}
-		for len(missing) > 0 {
-			n := min(len(missing), metricsFoldChunk)
-			chunk := missing[:n]
-			missing = missing[n:]
-			if _, err := write(s, ctx, func(tx *wtx) (struct{}, error) {
-				return struct{}{}, metricsFold(tx.conn(), chunk)
-			}); err != nil {
-				if ctx.Err() != nil {
-					return nil, err
-				}
-				// The writer is unavailable (another process holds the
-				// file, a full disk): the hours not folded are read as
-				// before.
-				break
-			}
+	} else {
+		fold = func(hours []int64) (bool, error) {
+			_, err := write(s, ctx, func(tx *wtx) (struct{}, error) {
+				return struct{}{}, metricsFold(tx.conn(), hours)
+			})
+			return err == nil, err
 		}
 	}
-	hr.Apply()
-	return store.MetricsGaps(from, to, hr.Folded), nil
+	return store.MetricsFromHours(ctx, p, h0, h1,
+		func(h0, h1 int64) (*store.MetricsHourRows, error) { return s.metricsHourRows(ctx, p, b, h0, h1) },
+		fold)
 }
 
 // metricsHourRows reads the rows of [h0, h1) that p needs: the agent ”
