@@ -127,14 +127,7 @@ type fastCursor struct {
 }
 
 func (c *fastCursor) skipSpace() int {
-	for c.i < len(c.b) {
-		switch c.b[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return c.i
-		}
-	}
+	c.i = skipSpace(c.b, c.i)
 	return c.i
 }
 

@@ -207,6 +207,8 @@ func (f flatField) set(args []byte, i int, fv reflect.Value) (int, bool) {
 	return j, true
 }
 
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
