@@ -113,8 +113,13 @@ func (w *metricsWire) metrics() Metrics {
 	return m
 }
 
-// MarshalJSON writes the version-1 wire format.
+// MarshalJSON writes the version-1 wire format: what encoding/json writes
+// for the stepWire shape, written without reflection (appendWire); a step
+// it cannot encode goes through encoding/json, for the same error.
 func (s Step) MarshalJSON() ([]byte, error) {
+	if b, ok := s.appendWire(make([]byte, 0, s.wireSizeHint())); ok {
+		return b, nil
+	}
 	return json.Marshal(s.toWire())
 }
 
@@ -122,12 +127,27 @@ func (s Step) MarshalJSON() ([]byte, error) {
 // the encoding MarshalJSON allocates (for encoders that write many steps
 // into one reused buffer, such as the server's event streams).
 func (s *Step) AppendJSON(b []byte) ([]byte, error) {
+	if out, ok := s.appendWire(b); ok {
+		return out, nil
+	}
 	buf := bytes.NewBuffer(b)
 	if err := json.NewEncoder(buf).Encode(s.toWire()); err != nil {
 		return b, err
 	}
 	out := buf.Bytes()
 	return out[:len(out)-1], nil // Encode ends with a newline
+}
+
+// wireSizeHint is a capacity for the wire form of s: its variable-length
+// parts and room for the fixed ones.
+func (s *Step) wireSizeHint() int {
+	n := 320 + len(s.ID) + len(s.SessionID) + len(s.RunID) + len(s.ParentID) + len(s.Name) + len(s.Content) + len(s.Reasoning) +
+		len(s.ToolCallID) + len(s.ToolName) + len(s.Inputs) + len(s.Outputs) + len(s.StatePatch) + len(s.Fingerprint) + len(s.Replay) +
+		len(s.Metrics.Model) + len(s.Metrics.Provider) + 12*len(s.Vector)
+	for _, c := range s.ToolCalls {
+		n += 32 + len(c.ID) + len(c.Name) + len(c.Arguments)
+	}
+	return n
 }
 
 func (s *Step) toWire() stepWire {

@@ -1,0 +1,309 @@
+package steptype
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// appendWire appends the version-1 wire format of s to b, byte for byte
+// what encoding/json writes for s.toWire(), without reflection. ok is
+// false when s holds something it leaves to encoding/json: a value that
+// does not encode (a raw message that is not JSON, a NaN, a time outside
+// RFC 3339), whose error encoding/json must report as before. b may then
+// hold a partial encoding past its original length.
+func (s *Step) appendWire(b []byte) (_ []byte, ok bool) {
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, WireVersion, 10)
+	b = appendKey(b, `,"id":`, s.ID)
+	b = appendKey(b, `,"session_id":`, s.SessionID)
+	b = appendKey(b, `,"run_id":`, s.RunID)
+	b = append(b, `,"sequence":`...)
+	b = strconv.AppendInt(b, s.Sequence, 10)
+	b = appendOmit(b, `,"parent_id":`, s.ParentID)
+	b = append(b, `,"hop":`...)
+	b = strconv.AppendInt(b, int64(s.Hop), 10)
+	b = appendKey(b, `,"kind":`, string(s.Kind))
+	b = appendOmit(b, `,"name":`, s.Name)
+	b = appendKey(b, `,"status":`, string(s.Status))
+	b = appendOmit(b, `,"role":`, string(s.Role))
+	b = appendOmit(b, `,"content":`, s.Content)
+	b = appendOmit(b, `,"reasoning":`, s.Reasoning)
+	if len(s.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range s.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendKey(b, `{"id":`, c.ID)
+			b = appendKey(b, `,"name":`, c.Name)
+			b = append(b, `,"arguments":`...)
+			if c.Arguments == nil {
+				b = append(b, "null"...)
+			} else if b, ok = appendRaw(b, c.Arguments); !ok {
+				return b, false
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = appendOmit(b, `,"tool_call_id":`, s.ToolCallID)
+	b = appendOmit(b, `,"tool_name":`, s.ToolName)
+	for _, f := range [...]struct {
+		key string
+		raw json.RawMessage
+	}{{`,"inputs":`, s.Inputs}, {`,"outputs":`, s.Outputs}, {`,"state_patch":`, s.StatePatch}} {
+		if len(f.raw) > 0 {
+			if b, ok = appendRaw(append(b, f.key...), f.raw); !ok {
+				return b, false
+			}
+		}
+	}
+	if e := s.Error; e != nil {
+		b = appendKey(b, `,"error":{"message":`, e.Message)
+		b = appendOmit(b, `,"cause":`, e.Cause)
+		b = appendOmit(b, `,"class":`, string(e.Class))
+		b = appendInt(b, `,"attempt":`, int64(e.Attempt))
+		b = append(b, `,"recoverable":`...)
+		b = strconv.AppendBool(b, e.Recoverable)
+		b = appendOmit(b, `,"code":`, e.Code)
+		b = append(b, '}')
+	}
+	if s.Metrics != (Metrics{}) {
+		if b, ok = s.Metrics.appendWire(append(b, `,"metrics":`...)); !ok {
+			return b, false
+		}
+	}
+	if a := s.Annotations; !a.IsZero() {
+		b = append(b, `,"annotations":`...)
+		n := len(b)
+		b = appendOmit(b, `,"state":`, a.State)
+		b = appendOmit(b, `,"state_summary":`, a.StateSummary)
+		b = appendOmit(b, `,"goal":`, a.Goal)
+		b = appendOmit(b, `,"goal_summary":`, a.GoalSummary)
+		b = appendOmit(b, `,"action":`, a.Action)
+		b = appendOmit(b, `,"action_summary":`, a.ActionSummary)
+		b[n] = '{' // the first field's comma
+		b = append(b, '}')
+	}
+	if len(s.Vector) > 0 {
+		b = append(b, `,"vector":[`...)
+		for i, f := range s.Vector {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendFloat(b, float64(f), 32); !ok {
+				return b, false
+			}
+		}
+		b = append(b, ']')
+	}
+	b = appendOmit(b, `,"embedder":`, s.Embedder)
+	b = appendOmit(b, `,"replay":`, s.Replay)
+	b = appendOmit(b, `,"fingerprint":`, s.Fingerprint)
+	if p := s.Progress; p != nil {
+		b = append(b, `,"progress":{`...)
+		n := len(b)
+		if p.Fraction != nil {
+			if b, ok = appendFloat(append(b, `"fraction":`...), *p.Fraction, 64); !ok {
+				return b, false
+			}
+		}
+		if p.Message != "" {
+			if len(b) > n {
+				b = append(b, ',')
+			}
+			b = appendKey(b, `"message":`, p.Message)
+		}
+		b = append(b, '}')
+	}
+	if len(s.Metadata) > 0 {
+		// Arbitrary values: encoding/json's own encoding of the map, as
+		// inside the struct.
+		m, err := json.Marshal(s.Metadata)
+		if err != nil {
+			return b, false
+		}
+		b = append(append(b, `,"metadata":`...), m...)
+	}
+	if b, ok = appendTime(append(b, `,"created_at":`...), s.CreatedAt); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendWire appends the wire form of non-zero metrics (metricsWire).
+func (m *Metrics) appendWire(b []byte) (_ []byte, ok bool) {
+	n := len(b)
+	if !m.StartedAt.IsZero() {
+		if b, ok = appendTime(append(b, `,"started_at":`...), m.StartedAt); !ok {
+			return b, false
+		}
+	}
+	if !m.FinishedAt.IsZero() {
+		if b, ok = appendTime(append(b, `,"finished_at":`...), m.FinishedAt); !ok {
+			return b, false
+		}
+	}
+	b = appendInt(b, `,"duration_us":`, m.Duration.Microseconds())
+	b = appendInt(b, `,"first_token_latency_us":`, m.FirstTokenLatency.Microseconds())
+	b = appendInt(b, `,"input_tokens":`, m.InputTokens)
+	b = appendInt(b, `,"output_tokens":`, m.OutputTokens)
+	b = appendInt(b, `,"cached_tokens":`, m.CachedTokens)
+	b = appendInt(b, `,"reasoning_tokens":`, m.ReasoningTokens)
+	if m.Cost != 0 {
+		if b, ok = appendFloat(append(b, `,"cost":`...), m.Cost, 64); !ok {
+			return b, false
+		}
+	}
+	b = appendOmit(b, `,"model":`, m.Model)
+	b = appendOmit(b, `,"provider":`, m.Provider)
+	b = appendInt(b, `,"attempt":`, int64(m.Attempt))
+	if len(b) == n {
+		// Non-zero metrics whose every wire field is empty (a duration
+		// under a microsecond): an empty object, as encoding/json writes.
+		return append(b, "{}"...), true
+	}
+	b[n] = '{' // the first field's comma
+	return append(b, '}'), true
+}
+
+// appendKey appends key (with its punctuation) and s as a JSON string.
+func appendKey(b []byte, key, s string) []byte {
+	return appendString(append(b, key...), s)
+}
+
+// appendOmit is appendKey for an omitempty string: nothing when s is empty.
+func appendOmit(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendKey(b, key, s)
+}
+
+// appendInt appends key and an omitempty integer: nothing when it is 0.
+func appendInt(b []byte, key string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return strconv.AppendInt(append(b, key...), v, 10)
+}
+
+// appendTime appends t as time.Time's MarshalJSON does; ok is false when
+// it has no RFC 3339 form (MarshalJSON's error).
+func appendTime(b []byte, t time.Time) ([]byte, bool) {
+	b, err := t.AppendText(append(b, '"'))
+	return append(b, '"'), err == nil
+}
+
+// appendFloat appends f as encoding/json does (ES6 number formatting);
+// ok is false for NaN and infinities, which it refuses.
+func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+// appendRaw appends a raw JSON value as encoding/json does for a
+// json.RawMessage: compacted, with <, >, &, U+2028 and U+2029 escaped
+// inside strings; ok is false when raw is not valid JSON.
+func appendRaw(b []byte, raw []byte) ([]byte, bool) {
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return b, false
+	}
+	out := buf.Bytes()
+	if !needsHTMLEscape(out[len(b):]) {
+		return out, true
+	}
+	esc := bytes.NewBuffer(out[:len(b):len(b)])
+	json.HTMLEscape(esc, out[len(b):])
+	return esc.Bytes(), true
+}
+
+// needsHTMLEscape reports whether compacted JSON holds a byte that
+// encoding/json escapes inside strings: <, >, &, or the lead byte of
+// U+2028 and U+2029.
+func needsHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return true
+		}
+	}
+	return false
+}
+
+// appendString appends s as a JSON string, as encoding/json does with
+// HTML escaping on (json.Marshal's default).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
