@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -121,13 +122,16 @@ func (s *Step) appendWire(b []byte) (_ []byte, ok bool) {
 		b = append(b, '}')
 	}
 	if len(s.Metadata) > 0 {
-		// Arbitrary values: encoding/json's own encoding of the map, as
-		// inside the struct.
-		m, err := json.Marshal(s.Metadata)
-		if err != nil {
-			return b, false
+		n := len(b)
+		if b, ok = appendAny(append(b, `,"metadata":`...), s.Metadata, 0); !ok {
+			// Other values: encoding/json's own encoding of the map, as
+			// inside the struct.
+			m, err := json.Marshal(s.Metadata)
+			if err != nil {
+				return b, false
+			}
+			b = append(append(b[:n], `,"metadata":`...), m...)
 		}
-		b = append(append(b, `,"metadata":`...), m...)
 	}
 	if b, ok = appendTime(append(b, `,"created_at":`...), s.CreatedAt); !ok {
 		return b, false
@@ -169,6 +173,68 @@ func (m *Metrics) appendWire(b []byte) (_ []byte, ok bool) {
 	}
 	b[n] = '{' // the first field's comma
 	return append(b, '}'), true
+}
+
+// appendAny appends v as encoding/json does when v holds only the types
+// JSON decodes to (nil, bool, float64, string, []any, map[string]any) and
+// Go integers, nested at most 8 deep; ok is false for anything else.
+func appendAny(b []byte, v any, depth int) (_ []byte, ok bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		return appendString(b, v), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case float64:
+		return appendFloat(b, v, 64)
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	case []any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		if depth >= 8 {
+			return b, false
+		}
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendAny(b, x, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case map[string]any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		if depth >= 8 {
+			return b, false
+		}
+		var buf [8]string
+		keys := buf[:0]
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // encoding/json's order: the keys' bytes
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(appendString(b, k), ':')
+			if b, ok = appendAny(b, v[k], depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	}
+	return b, false
 }
 
 // appendKey appends key (with its punctuation) and s as a JSON string.

@@ -87,9 +87,17 @@ func TestAppendWireMatchesEncodingJSON(t *testing.T) {
 		"progress empty":        {Progress: &Progress{}},
 		"metadata":              {Metadata: map[string]any{"b": []any{1, "<x>", nil}, "a": map[string]any{"z": 1.5, "y": true}}},
 		"metadata empty":        {Metadata: map[string]any{}},
-		"replay":                {Replay: "r", Fingerprint: "f", ParentID: "p", Hop: -1, Sequence: -9},
-		"time zone":             {CreatedAt: time.Date(2026, 11, 27, 8, 0, 0, 123456789, zone)},
-		"time nanos trailing":   {CreatedAt: time.Date(2026, 11, 27, 8, 0, 0, 120000000, time.UTC)},
+		"metadata strings":      {Metadata: map[string]any{"response_model": "m<1>", "finish_reason": "stop", "é": "\u2028", "": ""}},
+		"metadata numbers": {Metadata: map[string]any{"i": -3, "i64": int64(math.MinInt64), "f": 1e21, "g": 1e-7, "h": -0.0,
+			"n": nil, "t": true, "l": []any{}, "ln": []any(nil), "m": map[string]any{}, "mn": map[string]any(nil)}},
+		"metadata many keys": {Metadata: map[string]any{"k9": 1, "k1": 2, "k10": 3, "K": 4, "k": 5, "a": 6, "b": 7, "c": 8, "d": 9, "e": 10}},
+		"metadata deep":      {Metadata: map[string]any{"a": []any{[]any{[]any{[]any{[]any{[]any{[]any{[]any{[]any{[]any{1}}}}}}}}}}}},
+		"metadata other types": {Metadata: map[string]any{"t": time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "r": json.RawMessage(` {"x" : 1}`),
+			"s": []string{"<"}, "f32": float32(0.1), "u": uint8(3), "num": json.Number("12")}},
+		"metadata nan":        {Metadata: map[string]any{"x": []any{math.NaN()}}},
+		"replay":              {Replay: "r", Fingerprint: "f", ParentID: "p", Hop: -1, Sequence: -9},
+		"time zone":           {CreatedAt: time.Date(2026, 11, 27, 8, 0, 0, 123456789, zone)},
+		"time nanos trailing": {CreatedAt: time.Date(2026, 11, 27, 8, 0, 0, 120000000, time.UTC)},
 		// Values encoding/json refuses: the same error.
 		"bad raw":         {Outputs: json.RawMessage(`{"a":`)},
 		"bad raw arg":     {ToolCalls: []ToolCall{{Arguments: json.RawMessage{}}}},
@@ -183,7 +191,8 @@ func TestAppendWireRandomSteps(t *testing.T) {
 			}
 		}
 		if r.IntN(4) == 0 {
-			s.Metadata = map[string]any{str(): str(), "n": f64()}
+			s.Metadata = map[string]any{str(): str(), "n": f64(), str(): []any{str(), r.IntN(9) - 4, nil, r.IntN(2) == 0},
+				str(): map[string]any{str(): f64(), str(): int64(r.IntN(100))}}
 		}
 		t.Run(strconv.Itoa(i), func(t *testing.T) { checkSameWire(t, &s) })
 	}
