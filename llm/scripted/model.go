@@ -28,9 +28,9 @@ type Model struct {
 	exhausted cturn
 
 	seed  maphash.Seed
-	mu    sync.Mutex      // guards fails and memo
-	fails map[failKey]int // failures served per turn and request
-	memo  memo            // tally of the last request
+	mu    sync.Mutex       // guards fails and memo
+	fails map[failKey]int  // failures served per turn and request
+	memo  *[memoSlots]memo // tallies of recent requests, by their first message's address (allocated on first use)
 }
 
 var (

@@ -1,6 +1,8 @@
 package scripted
 
 import (
+	"hash/maphash"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -15,7 +17,7 @@ type tally struct {
 	chars      int // bytes of content, reasoning, ids, names and arguments
 }
 
-// memo remembers the tally of the last request, so that the next call of a
+// memo remembers the tally of a request, so that the next call of a
 // growing conversation (the engine appends steps to its in-memory context)
 // only reads the new messages. It is valid for a request whose messages
 // start at the same address, are at least as many, and whose first and
@@ -29,12 +31,24 @@ type memo struct {
 	tally
 }
 
+// memoSlots is how many conversations a Model remembers at once: a
+// table indexed by a hash of the first message's address, so that
+// concurrent runs sharing one model (stepwise bench --runs 100) each keep
+// their tally instead of evicting each other's on every call. A slot
+// holds on to one context's backing array until another conversation
+// takes it.
+const memoSlots = 256
+
 func (m *Model) tally(msgs []llm.Message) tally {
 	if len(msgs) == 0 {
 		return tally{lastUser: -1}
 	}
 	m.mu.Lock()
-	c := m.memo
+	if m.memo == nil {
+		m.memo = new([memoSlots]memo)
+	}
+	slot := &m.memo[maphash.Comparable(m.seed, &msgs[0])%memoSlots]
+	c := *slot
 	m.mu.Unlock()
 	t, from := tally{lastUser: -1}, 0
 	if c.base == &msgs[0] && c.n <= len(msgs) && same(&c.first, &msgs[0]) && same(&c.last, &msgs[c.n-1]) {
@@ -57,7 +71,7 @@ func (m *Model) tally(msgs []llm.Message) tally {
 	}
 	if from < len(msgs) {
 		m.mu.Lock()
-		m.memo = memo{base: &msgs[0], n: len(msgs), first: msgs[0], last: msgs[len(msgs)-1], tally: t}
+		*slot = memo{base: &msgs[0], n: len(msgs), first: msgs[0], last: msgs[len(msgs)-1], tally: t}
 		m.mu.Unlock()
 	}
 	return t
