@@ -94,6 +94,14 @@ func (stringsPlan) Encode(value any, buf []byte) ([]byte, error) {
 	if v == nil {
 		return nil, nil
 	}
+	size := 20
+	for _, s := range v {
+		size += 4 + len(s)
+	}
+	if cap(buf)-len(buf) < size {
+		// One growth for the whole array.
+		buf = append(make([]byte, 0, len(buf)+size), buf...)
+	}
 	buf = arrayHeader(buf, len(v), false, pgtype.TextOID)
 	for _, s := range v {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))

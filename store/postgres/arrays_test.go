@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // fastArrays writes the bytes pgx's own array codec writes for every value
@@ -85,5 +88,53 @@ func TestFastArraysAllocations(t *testing.T) {
 		if n > 2 {
 			t.Errorf("encoding %T of 30 elements: %.0f allocations, want at most 2", c.value, n)
 		}
+	}
+}
+
+// An array of long elements is written with one growth of the parameter
+// buffer, whatever its size (the text ids and the bodies of a group):
+// appending element by element doubled the buffer about ten times for 30
+// elements of 700 bytes.
+func TestFastArraysGrowOnce(t *testing.T) {
+	fast := pgtype.NewMap()
+	for oid := range fastArrayOIDs {
+		typ, _ := fast.TypeForOID(oid)
+		fast.RegisterType(&pgtype.Type{Name: typ.Name, OID: typ.OID, Codec: fastArrays{Codec: typ.Codec}})
+	}
+	texts := make([]string, 30)
+	bodies := make([][]byte, 30)
+	for i := range texts {
+		texts[i] = strings.Repeat("x", 700)
+		bodies[i] = []byte(texts[i])
+	}
+	for _, c := range []struct {
+		oid   uint32
+		value any
+	}{{pgtype.TextArrayOID, texts}, {pgtype.ByteaArrayOID, bodies}} {
+		n := testing.AllocsPerRun(20, func() {
+			if _, err := fast.Encode(c.oid, pgtype.BinaryFormatCode, c.value, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n > 2 {
+			t.Errorf("encoding %T of 30 elements of 700 bytes into an empty buffer: %.0f allocations, want at most 2", c.value, n)
+		}
+	}
+}
+
+// A group's step columns are allocated once for all its steps (grow),
+// not doubled step by step.
+func TestStepColumnsGrowOnce(t *testing.T) {
+	st := &steptype.Step{ID: "s", SessionID: "x", RunID: "r", Kind: steptype.KindLLM, Status: steptype.StepCompleted}
+	body := []byte(`{}`)
+	n := testing.AllocsPerRun(20, func() {
+		var c stepColumns
+		c.grow(30)
+		for range 30 {
+			c.add(st, 1, body)
+		}
+	})
+	if n > 15 {
+		t.Errorf("30 steps into 15 columns: %.0f allocations, want one per column", n)
 	}
 }

@@ -69,6 +69,7 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	runIDs = slices.Compact(runIDs)
 	g := &groupState{sessions: map[string]*steptype.Session{}, stored: map[string][]byte{}, runs: map[string]*steptype.Run{},
 		runErr: map[string][]byte{}, seen: map[string]bool{}, sessTouch: map[string]bool{}}
+	g.cols.grow(len(stepIDs))
 	b := &pgx.Batch{}
 	grp := "" // prefix of the group's statements
 	if len(reqs) > 1 {
