@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -195,6 +196,20 @@ func TestAppendWireRandomSteps(t *testing.T) {
 				str(): map[string]any{str(): f64(), str(): int64(r.IntN(100))}}
 		}
 		t.Run(strconv.Itoa(i), func(t *testing.T) { checkSameWire(t, &s) })
+	}
+}
+
+// appendWire writes the fields of stepWire and metricsWire by hand: a
+// field added to either must be added there too (and to the cases above).
+func TestAppendWireKnowsEveryField(t *testing.T) {
+	for _, c := range []struct {
+		typ  reflect.Type
+		want int
+	}{{reflect.TypeFor[stepWire](), 29}, {reflect.TypeFor[metricsWire](), 12}, {reflect.TypeFor[StepError](), 6},
+		{reflect.TypeFor[Annotations](), 6}, {reflect.TypeFor[Progress](), 2}, {reflect.TypeFor[ToolCall](), 3}} {
+		if n := c.typ.NumField(); n != c.want {
+			t.Errorf("%v has %d fields, appendWire writes %d: update it", c.typ, n, c.want)
+		}
 	}
 }
 
