@@ -1,8 +1,8 @@
 package scripted
 
 import (
-	"hash/maphash"
 	"testing"
+	"weak"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -14,19 +14,18 @@ import (
 // after another conversation's read its whole context again.
 func TestMemoKeepsConcurrentConversations(t *testing.T) {
 	m := Loop("t", "", 1000, "done")
-	convs := make([][]llm.Message, 20)
+	convs := make([][]llm.Message, 100)
 	for i := range convs {
 		convs[i] = make([]llm.Message, 1, 64)
 		convs[i][0] = llm.Message{Role: steptype.RoleUser, Content: "go"}
 	}
-	hits := 0
 	for round := range 10 {
 		for i := range convs {
 			msgs := append(convs[i], llm.Message{Role: steptype.RoleAssistant, Content: "x"})
 			convs[i] = msgs
-			if round > 0 && m.memo != nil {
-				if c := m.memo[maphash.Comparable(m.seed, &msgs[0])%memoSlots]; c.base == &msgs[0] && c.n == len(msgs)-1 {
-					hits++
+			if round > 0 {
+				if c, ok := m.memo[weak.Make(&msgs[0])]; !ok || c.n != len(msgs)-1 {
+					t.Fatalf("round %d, conversation %d: the tally of its previous %d messages is not remembered", round, i, len(msgs)-1)
 				}
 			}
 			if got, want := m.tally(msgs), Loop("t", "", 1000, "done").tally(msgs); got != want {
@@ -34,9 +33,17 @@ func TestMemoKeepsConcurrentConversations(t *testing.T) {
 			}
 		}
 	}
-	// 20 conversations in 256 slots share one now and then (a pair
-	// misses every time); with a single memo no call finds its tally.
-	if want := 9 * len(convs) / 2; hits < want {
-		t.Errorf("%d of %d calls found their conversation's previous tally, want at least %d", hits, 9*len(convs), want)
+}
+
+// The table is bounded: conversations beyond maxMemos evict others.
+func TestMemoBounded(t *testing.T) {
+	m := Loop("t", "", 1000, "done")
+	keep := make([][]llm.Message, maxMemos+50) // alive, so no entry is a dead one
+	for i := range keep {
+		keep[i] = []llm.Message{{Role: steptype.RoleUser, Content: "go"}}
+		m.tally(keep[i])
+	}
+	if len(m.memo) != maxMemos {
+		t.Errorf("%d conversations remembered, want %d", len(m.memo), maxMemos)
 	}
 }

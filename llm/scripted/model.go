@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"weak"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -28,9 +29,9 @@ type Model struct {
 	exhausted cturn
 
 	seed  maphash.Seed
-	mu    sync.Mutex       // guards fails and memo
-	fails map[failKey]int  // failures served per turn and request
-	memo  *[memoSlots]memo // tallies of recent requests, by their first message's address (allocated on first use)
+	mu    sync.Mutex                         // guards fails and memo
+	fails map[failKey]int                    // failures served per turn and request
+	memo  map[weak.Pointer[llm.Message]]memo // tallies of recent requests, by their first message's address
 }
 
 var (

@@ -1,7 +1,7 @@
 package scripted
 
 import (
-	"hash/maphash"
+	"weak"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -25,33 +25,29 @@ type tally struct {
 // The result is the same either way as long as callers do not rewrite,
 // in place, messages they have already passed to Generate.
 type memo struct {
-	base        *llm.Message
 	n           int
 	first, last llm.Message
 	tally
 }
 
-// memoSlots is how many conversations a Model remembers at once: a
-// table indexed by a hash of the first message's address, so that
-// concurrent runs sharing one model (stepwise bench --runs 100) each keep
-// their tally instead of evicting each other's on every call. A slot
-// holds on to one context's backing array until another conversation
-// takes it.
-const memoSlots = 256
+// maxMemos is how many conversations a Model remembers at once, keyed by
+// the address of their first message, so that concurrent runs sharing one
+// model (stepwise bench --runs 100) each keep their tally instead of
+// evicting each other's on every call. The key is a weak pointer: a
+// remembered conversation does not keep its messages alive. When the
+// table is full an arbitrary entry makes room.
+const maxMemos = 1024
 
 func (m *Model) tally(msgs []llm.Message) tally {
 	if len(msgs) == 0 {
 		return tally{lastUser: -1}
 	}
+	key := weak.Make(&msgs[0])
 	m.mu.Lock()
-	if m.memo == nil {
-		m.memo = new([memoSlots]memo)
-	}
-	slot := &m.memo[maphash.Comparable(m.seed, &msgs[0])%memoSlots]
-	c := *slot
+	c, ok := m.memo[key]
 	m.mu.Unlock()
 	t, from := tally{lastUser: -1}, 0
-	if c.base == &msgs[0] && c.n <= len(msgs) && same(&c.first, &msgs[0]) && same(&c.last, &msgs[c.n-1]) {
+	if ok && c.n <= len(msgs) && same(&c.first, &msgs[0]) && same(&c.last, &msgs[c.n-1]) {
 		t, from = c.tally, c.n
 	}
 	for i := from; i < len(msgs); i++ {
@@ -71,7 +67,16 @@ func (m *Model) tally(msgs []llm.Message) tally {
 	}
 	if from < len(msgs) {
 		m.mu.Lock()
-		*slot = memo{base: &msgs[0], n: len(msgs), first: msgs[0], last: msgs[len(msgs)-1], tally: t}
+		if m.memo == nil {
+			m.memo = map[weak.Pointer[llm.Message]]memo{}
+		}
+		if _, ok := m.memo[key]; !ok && len(m.memo) >= maxMemos {
+			for k := range m.memo {
+				delete(m.memo, k)
+				break
+			}
+		}
+		m.memo[key] = memo{n: len(msgs), first: msgs[0], last: msgs[len(msgs)-1], tally: t}
 		m.mu.Unlock()
 	}
 	return t
