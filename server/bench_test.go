@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -15,28 +16,74 @@ import (
 // the delivery latency of deltas from the model to the subscriber (p50,
 // p99), CPU per event and the peak live heap. See RunLoad and
 // `stepwise bench --http`.
+//
+// The subscribers run in a process of their own (this test binary, started
+// again: TestLoadClientProcess), as real clients on other machines do;
+// the inprocess/ variants keep them in the benchmark's process, the
+// harness of the earlier rounds, whose figures they compare with.
 func BenchmarkHTTPStreaming(b *testing.B) {
-	for _, c := range []LoadConfig{{Runs: 10}, {Runs: 100}, {Runs: 1000}, {Runs: 1000, Burst: true}} {
-		name := fmt.Sprintf("runs=%d", c.Runs)
-		if c.Burst {
-			name += "/burst"
-		}
-		b.Run(name, func(b *testing.B) {
-			var last *LoadResult
-			for b.Loop() {
-				res, err := RunLoad(context.Background(), c)
-				if err != nil {
-					b.Fatal(err)
-				}
-				last = res
+	for _, inproc := range []bool{false, true} {
+		for _, c := range []LoadConfig{{Runs: 10}, {Runs: 100}, {Runs: 1000}, {Runs: 1000, Burst: true}} {
+			name := fmt.Sprintf("runs=%d", c.Runs)
+			if c.Burst {
+				name += "/burst"
 			}
-			b.ReportMetric(last.StepsPerS, "steps/s")
-			b.ReportMetric(float64(last.P50.Microseconds())/1000, "p50_ms")
-			b.ReportMetric(float64(last.P99.Microseconds())/1000, "p99_ms")
-			b.ReportMetric(last.PeakHeapMB, "peak_heap_MB")
-			b.Logf("%s", last)
-		})
+			if inproc {
+				name = "inprocess/" + name
+			} else {
+				c.ClientCommand = loadClientCommand()
+			}
+			b.Run(name, func(b *testing.B) {
+				var last *LoadResult
+				for b.Loop() {
+					res, err := RunLoad(context.Background(), c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					last = res
+				}
+				b.ReportMetric(last.StepsPerS, "steps/s")
+				b.ReportMetric(float64(last.P50.Microseconds())/1000, "p50_ms")
+				b.ReportMetric(float64(last.P99.Microseconds())/1000, "p99_ms")
+				b.ReportMetric(last.PeakHeapMB, "peak_heap_MB")
+				b.Logf("%s", last)
+			})
+		}
 	}
+}
+
+// loadClientCommand starts this test binary again as RunLoad's client
+// process: it runs TestLoadClientProcess alone.
+func loadClientCommand() []string {
+	return []string{os.Args[0], "-test.run=^TestLoadClientProcess$", "-test.bench=^$", "-test.count=1"}
+}
+
+// TestLoadClientProcess is RunLoad's client process when this test binary
+// is started by loadClientCommand; otherwise it has nothing to do.
+func TestLoadClientProcess(t *testing.T) {
+	if !IsLoadClient() {
+		t.Skip("only as RunLoad's client process")
+	}
+	if err := LoadClientMain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunLoadClientProcess runs the subscribers in their own process: the
+// same counts as in process, every delta delivered and measured.
+func TestRunLoadClientProcess(t *testing.T) {
+	t.Parallel()
+	res, err := RunLoad(context.Background(), LoadConfig{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, ClientCommand: loadClientCommand()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.ClientProcess || res.Runs != 5 || res.Steps != 5*6 || res.Deltas != 5*3*4 || res.P50 <= 0 || res.P99 < res.P50 || res.Max < res.P99 || res.StepsPerS <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.ServerCPUPerEvent <= 0 || res.CPUPerEvent <= res.ServerCPUPerEvent {
+		t.Fatalf("CPU per event %s, server's %s: want the client's counted in the first only", res.CPUPerEvent, res.ServerCPUPerEvent)
+	}
+	t.Log(res)
 }
 
 func TestRunLoadSmall(t *testing.T) {

@@ -48,6 +48,13 @@ type LoadConfig struct {
 	Store store.Store
 	// Logger receives server and engine errors. Default: discarded.
 	Logger *slog.Logger
+	// ClientCommand, if set, runs the subscribers in a process of their
+	// own: the command (program and arguments) is started with
+	// LoadClientEnv set, and must call LoadClientMain. The kernel then
+	// schedules server and clients as it would on separate machines;
+	// without it (nil) they share the server's process and Go scheduler,
+	// where goroutines woken by the network poller wait behind the runs'.
+	ClientCommand []string
 	// GCPercent is the collector's target during the run (TuneGC): 0 is
 	// DefaultGCPercent, what `stepwise serve` runs with; GOGC in the
 	// environment overrides it.
@@ -77,13 +84,24 @@ type LoadResult struct {
 	// together: a measure that holds on a busy machine, where latency does
 	// not. Zero where not measured.
 	CPUPerEvent time.Duration `json:"cpu_per_event_ns"`
+	// ServerCPUPerEvent is the CPU of the server's process alone (engine,
+	// server, model) per event, what a deployment pays: with the clients
+	// in their own process (ClientProcess), CPUPerEvent less theirs.
+	ServerCPUPerEvent time.Duration `json:"server_cpu_per_event_ns"`
+	// ClientProcess reports that the subscribers ran in a process of
+	// their own (LoadConfig.ClientCommand).
+	ClientProcess bool `json:"client_process"`
 }
 
 // String summarizes the result on one line.
 func (r *LoadResult) String() string {
-	return fmt.Sprintf("%d runs, %d steps, %d deltas in %s: %.0f steps/s, %.0f deltas/s; delivery p50 %s p99 %s max %s; %s CPU/event; peak heap %.1f MB, %d goroutines",
+	clients := "clients in process"
+	if r.ClientProcess {
+		clients = fmt.Sprintf("clients in their own process, server %s CPU/event", r.ServerCPUPerEvent.Round(100*time.Nanosecond))
+	}
+	return fmt.Sprintf("%d runs, %d steps, %d deltas in %s: %.0f steps/s, %.0f deltas/s; delivery p50 %s p99 %s max %s; %s CPU/event (%s); peak heap %.1f MB, %d goroutines",
 		r.Runs, r.Steps, r.Deltas, r.Elapsed.Round(time.Millisecond), r.StepsPerS, r.DeltasPerS,
-		r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond), r.CPUPerEvent.Round(100*time.Nanosecond), r.PeakHeapMB, r.PeakGoroutines)
+		r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond), r.CPUPerEvent.Round(100*time.Nanosecond), clients, r.PeakHeapMB, r.PeakGoroutines)
 }
 
 func (c LoadConfig) withDefaults() LoadConfig {
@@ -119,7 +137,8 @@ func (c LoadConfig) withDefaults() LoadConfig {
 // subscriber to each, then starts a run in every session (spread over
 // Ramp), on a model that stamps each delta with the time it was produced. It reports
 // steps/s, the delivery latency of deltas (model to subscriber) and memory.
-// The subscribers run in the same process and count against the same CPUs.
+// The subscribers run in the same process and count against the same CPUs,
+// unless ClientCommand starts them in a process of their own.
 // It backs BenchmarkHTTPStreaming and `stepwise bench --http`.
 func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	cfg = cfg.withDefaults()
@@ -148,13 +167,71 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	defer hs.Close()
-	base := "http://" + ln.Addr().String()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * cfg.Runs, DisableCompression: true}}
-	defer hc.CloseIdleConnections()
 
 	var peakHeap, peakG atomic.Int64
 	stopSampling := sampleMemory(&peakHeap, &peakG)
 	defer stopSampling()
+	cc := loadClientConfig{Base: "http://" + ln.Addr().String(), Runs: cfg.Runs, Turns: cfg.Turns, Deltas: cfg.Deltas, Ramp: cfg.Ramp}
+	var cpu0 time.Duration
+	var out *loadClientResult
+	if len(cfg.ClientCommand) > 0 {
+		out, err = runClientProcess(ctx, cfg.ClientCommand, cc, func() { cpu0 = processCPU() })
+	} else {
+		out, err = runLoadClients(ctx, cc, func() { cpu0 = processCPU() })
+		if out != nil {
+			out.CPU = 0 // counted in this process's time
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	server := processCPU() - cpu0
+	stopSampling()
+	all := slices.Clone(out.Lats)
+	slices.Sort(all)
+	res := &LoadResult{Runs: cfg.Runs, Steps: out.Steps, Deltas: out.Deltas, Elapsed: out.Elapsed,
+		PeakHeapMB: float64(peakHeap.Load()) / (1 << 20), PeakGoroutines: int(peakG.Load()),
+		ClientProcess: len(cfg.ClientCommand) > 0}
+	res.StepsPerS = float64(res.Steps) / res.Elapsed.Seconds()
+	res.DeltasPerS = float64(res.Deltas) / res.Elapsed.Seconds()
+	if n := res.Steps + res.Deltas; n > 0 && server > 0 {
+		res.CPUPerEvent = (server + out.CPU) / time.Duration(n)
+		res.ServerCPUPerEvent = server / time.Duration(n)
+	}
+	if n := len(all); n > 0 {
+		res.P50, res.P99, res.Max = all[n/2], all[min(n-1, n*99/100)], all[n-1]
+	}
+	return res, nil
+}
+
+// loadClientConfig is what the subscribers of RunLoad need to know; a
+// client process reads it as JSON.
+type loadClientConfig struct {
+	Base   string        `json:"base"`
+	Runs   int           `json:"runs"`
+	Turns  int           `json:"turns"`
+	Deltas int           `json:"deltas"`
+	Ramp   time.Duration `json:"ramp"`
+}
+
+// loadClientResult is what the subscribers measured; a client process
+// writes it as JSON.
+type loadClientResult struct {
+	Steps   int64           `json:"steps"`
+	Deltas  int64           `json:"deltas"`
+	Elapsed time.Duration   `json:"elapsed"`
+	Lats    []time.Duration `json:"lats"`
+	CPU     time.Duration   `json:"cpu"` // of the client process, from ready to the end
+	Err     string          `json:"err,omitempty"`
+}
+
+// runLoadClients connects a subscriber to a new session per run, calls
+// ready once all are connected, then starts every run (spread over Ramp)
+// and reads each stream until its run finished. The latencies come back
+// in no particular order.
+func runLoadClients(ctx context.Context, cfg loadClientConfig, ready func()) (*loadClientResult, error) {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * cfg.Runs, DisableCompression: true}}
+	defer hc.CloseIdleConnections()
 	// Phase 1: every subscriber connects. Phase 2, once all are connected:
 	// every run starts.
 	streams := make([]*loadStream, cfg.Runs)
@@ -167,7 +244,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			st, err := connectLoad(ctx, hc, base)
+			st, err := connectLoad(ctx, hc, cfg.Base)
 			if err != nil {
 				errs <- err
 				return
@@ -185,11 +262,12 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	}()
 	if len(errs) > 0 {
 		close(errs)
-		return nil, fmt.Errorf("load: connect: %w", errors.Join(collect(errs)...))
+		return nil, fmt.Errorf("connect: %w", errors.Join(collect(errs)...))
 	}
+	ready()
 	lats := make([][]time.Duration, cfg.Runs)
 	var steps, deltas atomic.Int64
-	start, cpu0 := time.Now(), processCPU()
+	start := time.Now()
 	for i, st := range streams {
 		wg.Add(1)
 		go func() {
@@ -197,7 +275,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 			if cfg.Ramp > 0 {
 				time.Sleep(time.Until(start.Add(cfg.Ramp * time.Duration(i) / time.Duration(cfg.Runs))))
 			}
-			l, err := st.run(ctx, hc, base, &steps, &deltas)
+			l, err := st.run(ctx, hc, cfg, &steps, &deltas)
 			lats[i] = l
 			if err != nil {
 				errs <- err
@@ -205,25 +283,12 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		}()
 	}
 	wg.Wait()
-	elapsed, cpu := time.Since(start), processCPU()-cpu0
-	stopSampling()
+	elapsed := time.Since(start)
 	close(errs)
 	if err := errors.Join(collect(errs)...); err != nil {
-		return nil, fmt.Errorf("load: %w", err)
+		return nil, err
 	}
-	all := slices.Concat(lats...)
-	slices.Sort(all)
-	res := &LoadResult{Runs: cfg.Runs, Steps: steps.Load(), Deltas: deltas.Load(), Elapsed: elapsed,
-		PeakHeapMB: float64(peakHeap.Load()) / (1 << 20), PeakGoroutines: int(peakG.Load())}
-	res.StepsPerS = float64(res.Steps) / elapsed.Seconds()
-	res.DeltasPerS = float64(res.Deltas) / elapsed.Seconds()
-	if n := res.Steps + res.Deltas; n > 0 && cpu > 0 {
-		res.CPUPerEvent = cpu / time.Duration(n)
-	}
-	if n := len(all); n > 0 {
-		res.P50, res.P99, res.Max = all[n/2], all[min(n-1, n*99/100)], all[n-1]
-	}
-	return res, nil
+	return &loadClientResult{Steps: steps.Load(), Deltas: deltas.Load(), Elapsed: elapsed, Lats: slices.Concat(lats...)}, nil
 }
 
 func collect(ch <-chan error) []error {
@@ -266,21 +331,35 @@ var (
 
 // run starts the session's run and reads the stream until it finishes,
 // returning the delivery latencies of the deltas. It reads only what it
-// needs from each event (the event line, the stamp of a delta), so that
-// the measuring client costs little next to the server it measures.
-func (l *loadStream) run(ctx context.Context, hc *http.Client, base string, steps, deltas *atomic.Int64) ([]time.Duration, error) {
+// needs from each event (the event's id and type, the stamp of a delta),
+// so that the measuring client costs little next to the server it
+// measures, and checks delivery: event ids strictly increasing, every
+// delta's stamp later than the one before (in order, none twice), and
+// the run's deltas and steps all there when it finishes.
+func (l *loadStream) run(ctx context.Context, hc *http.Client, cfg loadClientConfig, steps, deltas *atomic.Int64) ([]time.Duration, error) {
 	var created runCreated
-	if err := loadPost(ctx, hc, base+"/v1/runs", `{"agent":"load","input":"go","session_id":"`+l.sessionID+`"}`, &created); err != nil {
+	if err := loadPost(ctx, hc, cfg.Base+"/v1/runs", `{"agent":"load","input":"go","session_id":"`+l.sessionID+`"}`, &created); err != nil {
 		return nil, err
 	}
 	runID := []byte(`"run_id":"` + created.Run.ID + `"`)
-	var lats []time.Duration
+	lats := make([]time.Duration, 0, cfg.Turns*cfg.Deltas)
 	var typ []byte
+	var last stepwise.Position
+	var stamp int64
+	var nDeltas, nSteps int
 	delta, step, finished := []byte(stepwise.EventStepDelta), []byte(stepwise.EventStepCompleted), []byte(stepwise.EventRunFinished)
 	for {
 		line, err := l.r.ReadSlice('\n')
 		if err != nil {
 			return lats, fmt.Errorf("stream of run %s: %w", created.Run.ID, err)
+		}
+		if id, ok := bytes.CutPrefix(line, []byte("id: ")); ok {
+			pos, ok := parsePosition(bytes.TrimSpace(id))
+			if !ok || !last.Less(pos) {
+				return lats, fmt.Errorf("stream of run %s: event id %q after %d:%d", created.Run.ID, bytes.TrimSpace(id), last.Seq, last.Idx)
+			}
+			last = pos
+			continue
 		}
 		if t, ok := bytes.CutPrefix(line, []byte("event: ")); ok {
 			typ = append(typ[:0], bytes.TrimSpace(t)...)
@@ -293,26 +372,46 @@ func (l *loadStream) run(ctx context.Context, hc *http.Client, base string, step
 		switch {
 		case bytes.Equal(typ, delta):
 			now := time.Now()
+			n, ok := int64(0), false
 			if i := bytes.Index(data, contentStamp); i >= 0 {
 				rest := data[i+len(contentStamp):]
 				if j := bytes.IndexByte(rest, '|'); j > 0 {
-					if n, ok := parseStamp(rest[:j]); ok {
-						lats = append(lats, now.Sub(time.Unix(0, n)))
-					}
+					n, ok = parseStamp(rest[:j])
 				}
 			}
+			if !ok || n <= stamp {
+				return lats, fmt.Errorf("stream of run %s: delta %q out of order (stamp %d after %d)", created.Run.ID, data, n, stamp)
+			}
+			stamp = n
+			lats = append(lats, now.Sub(time.Unix(0, n)))
+			nDeltas++
 			deltas.Add(1)
 		case bytes.Equal(typ, step):
+			nSteps++
 			steps.Add(1)
 		case bytes.Equal(typ, finished):
 			if bytes.Contains(data, runID) {
 				if !bytes.Contains(data, completed) {
 					return lats, fmt.Errorf("run %s did not complete: %s", created.Run.ID, data)
 				}
+				if cfg.Turns > 0 && (nDeltas != cfg.Turns*cfg.Deltas || nSteps != 2*cfg.Turns) {
+					return lats, fmt.Errorf("run %s: %d deltas and %d steps delivered, want %d and %d", created.Run.ID, nDeltas, nSteps, cfg.Turns*cfg.Deltas, 2*cfg.Turns)
+				}
 				return lats, nil
 			}
 		}
 	}
+}
+
+// parsePosition parses an SSE event id, SEQ:IDX.
+func parsePosition(b []byte) (stepwise.Position, bool) {
+	i := bytes.IndexByte(b, ':')
+	if i < 0 {
+		return stepwise.Position{}, false
+	}
+	seq, ok1 := parseStamp(b[:i])
+	idx, ok2 := parseStamp(b[i+1:])
+	return stepwise.Position{Seq: seq, Idx: idx}, ok1 && ok2
 }
 
 func loadPost(ctx context.Context, hc *http.Client, url, body string, out any) error {

@@ -28,7 +28,7 @@ func benchCmd(e *env) *cobra.Command {
 	var steps, runs, gcPct int
 	var jsonOut bool
 	var sync, dir, provider, cpuProfile string
-	var httpMode, floor bool
+	var httpMode, floor, inProcess, loadClient bool
 	var latency time.Duration
 	c := &cobra.Command{
 		Use:   "bench [--store memory|sqlite|postgres] [--steps N] [--runs N] [--json]",
@@ -43,10 +43,27 @@ process runs with the garbage-collection target of ` + "`stepwise serve`" + ` (-
 default 400; GOGC in the environment wins), and prints it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if loadClient {
+				// The subscribers of --http, started by it in a process
+				// of their own.
+				if !server.IsLoadClient() {
+					return usagef("--http-client is the client process of bench --http, not for direct use")
+				}
+				return server.LoadClientMain(cmd.Context())
+			}
 			if httpMode {
 				// Concurrent streaming runs over the HTTP API on loopback,
-				// each with an SSE subscriber.
-				r, err := server.RunLoad(cmd.Context(), server.LoadConfig{Runs: runs, Latency: latency, GCPercent: gcPct})
+				// each with an SSE subscriber, by default in a process of
+				// their own (this program again, with --http-client).
+				cfg := server.LoadConfig{Runs: runs, Latency: latency, GCPercent: gcPct}
+				if !inProcess {
+					exe, err := os.Executable()
+					if err != nil {
+						return fmt.Errorf("bench --http: the client process: %w", err)
+					}
+					cfg.ClientCommand = []string{exe, "bench", "--http-client"}
+				}
+				r, err := server.RunLoad(cmd.Context(), cfg)
 				if err != nil {
 					return err
 				}
@@ -143,6 +160,9 @@ default 400; GOGC in the environment wins), and prints it.`,
 	c.Flags().StringVar(&sync, "sync", "NORMAL", "SQLite synchronous mode: NORMAL or FULL")
 	c.Flags().StringVar(&dir, "dir", "", "directory for the SQLite file (default: a temp dir)")
 	c.Flags().BoolVar(&httpMode, "http", false, "measure streaming over the HTTP API instead: --runs concurrent runs, each with an SSE subscriber")
+	c.Flags().BoolVar(&inProcess, "in-process", false, "with --http: run the subscribers in the benchmark's process (sharing its CPUs and Go scheduler) instead of a process of their own")
+	c.Flags().BoolVar(&loadClient, "http-client", false, "the client process of --http (internal)")
+	_ = c.Flags().MarkHidden("http-client")
 	c.Flags().DurationVar(&latency, "latency", 2*time.Millisecond, "with --http: model latency before each delta")
 	c.Flags().BoolVar(&floor, "floor", false, "with --store sqlite: also measure the raw cost of one step's transaction on the same file and print the engine's ratio to it")
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark to this file")

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// LoadClientEnv is set (to "1") in the environment of the client process
+// RunLoad starts for LoadConfig.ClientCommand: the program that finds it
+// calls LoadClientMain.
+const LoadClientEnv = "STEPWISE_LOAD_CLIENT"
+
+// IsLoadClient reports whether this process was started by RunLoad as its
+// client process.
+func IsLoadClient() bool { return os.Getenv(LoadClientEnv) == "1" }
+
+// LoadClientMain is the client process of RunLoad: it reads the clients'
+// configuration (JSON) from standard input, connects the subscribers and
+// reports on file descriptor 3, one JSON line when all are connected (the
+// measurement starts), then one with the result. Its standard output stays
+// free for whatever else the program prints.
+func LoadClientMain(ctx context.Context) error {
+	out := os.NewFile(3, "load-results")
+	if out == nil {
+		return errors.New("load client: no results pipe (fd 3)")
+	}
+	defer out.Close()
+	return loadClientMain(ctx, os.Stdin, out)
+}
+
+func loadClientMain(ctx context.Context, in io.Reader, out io.Writer) error {
+	var cfg loadClientConfig
+	if err := json.NewDecoder(in).Decode(&cfg); err != nil {
+		return fmt.Errorf("load client: read config: %w", err)
+	}
+	// A load generator, not the server it stands for: it runs at the
+	// server's collector target too, to stay cheap.
+	defer TuneGC(0)()
+	enc := json.NewEncoder(out)
+	var cpu0 time.Duration
+	res, err := runLoadClients(ctx, cfg, func() {
+		cpu0 = processCPU()
+		_ = enc.Encode(loadClientResult{})
+	})
+	if err != nil {
+		res = &loadClientResult{Err: err.Error()}
+	} else {
+		res.CPU = processCPU() - cpu0
+	}
+	return enc.Encode(res)
+}
+
+// runClientProcess starts argv as RunLoad's client process, hands it cfg,
+// calls ready when it reports its subscribers connected and returns what it
+// measured.
+func runClientProcess(ctx context.Context, argv []string, cfg loadClientConfig, ready func()) (*loadClientResult, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer pr.Close()
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		pw.Close()
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), LoadClientEnv+"=1")
+	cmd.Stdin = bytes.NewReader(cfgJSON)
+	var output bytes.Buffer // shown if it fails (a test binary prints PASS)
+	cmd.Stdout, cmd.Stderr = &output, &output
+	cmd.ExtraFiles = []*os.File{pw}
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return nil, fmt.Errorf("client process: %w", err)
+	}
+	pw.Close() // the child holds its copy; EOF when it exits
+	dec := json.NewDecoder(bufio.NewReader(pr))
+	var first, res loadClientResult
+	errRead := dec.Decode(&first)
+	if errRead == nil {
+		ready()
+		errRead = dec.Decode(&res)
+	}
+	errWait := cmd.Wait()
+	switch {
+	case errRead == nil && res.Err != "":
+		return nil, fmt.Errorf("client process: %s", res.Err)
+	case errRead != nil:
+		return nil, fmt.Errorf("client process: %w; its output: %s", errors.Join(errRead, errWait), output.Bytes()[max(0, output.Len()-4096):])
+	}
+	return &res, nil
+}
