@@ -50,6 +50,7 @@ type topic struct {
 	pokes    uint64
 	subs     []*subscriber // a slice: publishing ranges over it per event
 	active   int           // executions publishing into the topic
+	sh       *brokerShard  // the shard holding it
 	idleElem *list.Element // position in the shard's idle list while idle
 }
 
@@ -73,7 +74,7 @@ func (b *broker) lock(sessionID string) *brokerShard {
 func (sh *brokerShard) topicLocked(sessionID string) *topic {
 	t := sh.topics[sessionID]
 	if t == nil {
-		t = &topic{id: sessionID}
+		t = &topic{id: sessionID, sh: sh}
 		sh.topics[sessionID] = t
 	}
 	if t.idleElem != nil {
@@ -120,13 +121,16 @@ func (t *topic) trimLocked(n int) {
 }
 
 // acquire marks an execution publishing into a session whose last committed
-// sequence is lastSeq.
-func (b *broker) acquire(sessionID string, lastSeq int64) {
+// sequence is lastSeq. It returns the session's topic, which stays the
+// session's until the matching release: the execution publishes into it
+// (publishTo) without looking it up per event.
+func (b *broker) acquire(sessionID string, lastSeq int64) *topic {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	t := sh.topicLocked(sessionID)
 	t.active++
 	t.advanceLocked(lastSeq)
+	return t
 }
 
 // advanceLocked records that the store holds steps up to seq; when the
@@ -152,23 +156,37 @@ func (b *broker) release(sessionID string) {
 
 // publish assigns ev its position and delivers it. A subscriber whose buffer
 // is full is marked lagged and stops receiving; it catches up from the store.
-func (b *broker) publish(ev *Event) {
+func (b *broker) publish(ev *Event) { b.publishTo(nil, ev) }
+
+// publishTo is publish into the topic acquire returned for ev's session
+// (nil: look it up). A topic no longer acquired may have left the
+// session's shard: then it is looked up too.
+func (b *broker) publishTo(t *topic, ev *Event) {
 	// Consumers are woken after the shard is unlocked: waking a goroutine
 	// is a scheduler call, and every other session of the shard would wait
 	// on it.
 	var wakeBuf [4]*subscriber
-	wake := b.publishLocked(ev, wakeBuf[:0])
+	wake := b.publishLocked(t, ev, wakeBuf[:0])
 	for _, s := range wake {
 		s.wake()
 	}
 }
 
-// publishLocked is publish under the shard lock; it returns the
+// publishLocked is publishTo under the shard lock; it returns the
 // subscribers to wake, appended to wake.
-func (b *broker) publishLocked(ev *Event, wake []*subscriber) []*subscriber {
-	sh := b.lock(ev.SessionID)
+func (b *broker) publishLocked(t *topic, ev *Event, wake []*subscriber) []*subscriber {
+	var sh *brokerShard
+	if t != nil && t.id == ev.SessionID {
+		sh = t.sh
+		sh.mu.Lock()
+		if t.active == 0 { // released: it may be idle or gone
+			t = sh.topicLocked(ev.SessionID)
+		}
+	} else {
+		sh = b.lock(ev.SessionID)
+		t = sh.topicLocked(ev.SessionID)
+	}
 	defer sh.mu.Unlock()
-	t := sh.topicLocked(ev.SessionID)
 	if ev.Type == EventStepCompleted && ev.Step != nil && ev.Step.Sequence > t.seq {
 		t.seq, t.idx = ev.Step.Sequence, 0
 	} else {

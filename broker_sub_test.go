@@ -137,3 +137,25 @@ func TestSubscribeFlushPerBatch(t *testing.T) {
 		t.Fatalf("calls %s, want %s", got, want)
 	}
 }
+
+// An execution publishes into the topic acquire returned, without a lookup;
+// once released (the topic may have been evicted and the session given a
+// new one), publishing into it reaches the session's current topic.
+func TestBrokerPublishToAcquiredTopic(t *testing.T) {
+	t.Parallel()
+	b := newBroker()
+	b.maxIdle = 0 // a released topic nobody watches is evicted at once
+	tp := b.acquire("s", 4)
+	s1, _, _ := b.subscribe("s", "", Position{})
+	b.publishTo(tp, &Event{Type: EventStepDelta, SessionID: "s"})
+	if got := s1.take(nil); len(got) != 1 || got[0].Position != (Position{Seq: 4, Idx: 1}) {
+		t.Fatalf("acquired topic: got %d events", len(got))
+	}
+	b.unsubscribe("s", s1)
+	b.release("s")
+	s2, _, _ := b.subscribe("s", "", Position{})
+	b.publishTo(tp, &Event{Type: EventStepDelta, SessionID: "s"})
+	if got := s2.take(nil); len(got) != 1 {
+		t.Fatalf("released topic: the session's subscriber got %d events", len(got))
+	}
+}

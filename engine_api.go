@@ -300,7 +300,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	}
 	e.active[runID] = x
 	e.mu.Unlock()
-	e.broker.acquire(r.SessionID, x.lastSeq)
+	x.topic = e.broker.acquire(r.SessionID, x.lastSeq)
 	e.startHeartbeat()
 	return x, nil
 }

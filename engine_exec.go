@@ -53,7 +53,8 @@ func (x *execution) interrupted() bool { return context.Cause(x.ctx) != nil }
 type execution struct {
 	e      *Engine
 	agent  *Agent
-	run    *Run // current row; updated in memory after each commit
+	run    *Run   // current row; updated in memory after each commit
+	topic  *topic // the session's broker topic, from acquire to release
 	conv   *conversation
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -170,7 +171,7 @@ func (x *execution) publishAt(ev *Event, t time.Time) {
 		ev.RunID = x.run.ID
 	}
 	ev.Time = t
-	x.e.broker.publish(ev)
+	x.e.broker.publishTo(x.topic, ev)
 	if x.sink != nil {
 		select {
 		case x.sink <- ev: // room in the buffer: no two-way select
