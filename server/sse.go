@@ -59,14 +59,27 @@ func (s *sseWriter) event(id, typ string, data []byte) error {
 	return s.finish(b, typ, data)
 }
 
-// positioned writes one event whose id is pos.
-func (s *sseWriter) positioned(pos stepwise.Position, typ string, data []byte) error {
+// eventHead starts, in the writer's buffer, an event whose id is pos: the
+// caller appends its data (one line) and hands the buffer to eventEnd.
+// Encoding straight into the buffer saves a copy of every event.
+func (s *sseWriter) eventHead(pos stepwise.Position, typ string) []byte {
 	b := append(s.buf[:0], "id: "...)
 	b = strconv.AppendInt(b, pos.Seq, 10)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, pos.Idx, 10)
 	b = append(b, '\n')
-	return s.finish(b, typ, data)
+	if typ != "" {
+		b = append(b, "event: "...)
+		b = append(b, typ...)
+		b = append(b, '\n')
+	}
+	return append(b, "data: "...)
+}
+
+// eventEnd writes the event eventHead started.
+func (s *sseWriter) eventEnd(b []byte) error {
+	s.buf = append(b, '\n', '\n')
+	return s.write()
 }
 
 func (s *sseWriter) finish(b []byte, typ string, data []byte) error {
@@ -170,20 +183,20 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p stepwise.Subsc
 	hb := startHeartbeat(sw, s.cfg.Heartbeat, cancel)
 	defer hb.stop()
 	p.Flush = hb.flush
-	var data []byte
 	for ev, err := range s.eng.Subscribe(ctx, p) {
 		if hb.failed() {
 			return nil
 		}
+		var werr error
 		if err == nil {
-			data, err = appendEvent(data[:0], ev)
+			err, werr = hb.event(ev)
 		}
 		if err != nil {
 			hb.stop() // the writer is the handler's alone again
 			s.streamError(sw, r, err)
 			return nil
 		}
-		if hb.positioned(ev.Position, string(ev.Type), data) != nil {
+		if werr != nil {
 			return nil
 		}
 	}
@@ -239,19 +252,24 @@ func (h *heartbeat) beat() {
 	h.t.Reset(h.every - quiet)
 }
 
-// positioned writes one event (see sseWriter.positioned).
-func (h *heartbeat) positioned(pos stepwise.Position, typ string, data []byte) error {
+// event encodes ev (appendEvent) into the writer's buffer and writes it:
+// an error encoding it (nothing written) or writing it.
+func (h *heartbeat) event(ev *stepwise.Event) (encodeErr, writeErr error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil {
-		return h.err
+		return nil, h.err
 	}
-	if err := h.sw.positioned(pos, typ, data); err != nil {
+	b, err := appendEvent(h.sw.eventHead(ev.Position, string(ev.Type)), ev)
+	if err != nil {
+		return err, nil
+	}
+	if err := h.sw.eventEnd(b); err != nil {
 		h.fail(err)
-		return err
+		return nil, err
 	}
 	h.dirty = true
-	return nil
+	return nil, nil
 }
 
 // flush sends what was written, if anything: SubscribeParams.Flush.
