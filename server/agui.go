@@ -122,13 +122,11 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, agent *st
 		}
 		return err
 	}
-	events, stop := s.followRun(ctx, run.ID, after)
-	defer stop()
 	out := s.newAGUIStream(w, in, run)
 	if err := out.start(); err != nil {
 		return nil
 	}
-	s.aguiFollow(ctx, out, run, after, events, false)
+	s.aguiFollow(ctx, out, run, after, false)
 	return nil
 }
 
@@ -239,23 +237,19 @@ func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, agent *s
 	for _, step := range answered {
 		out.t.answered(step)
 	}
-	events, stop := s.followRun(ctx, run.ID, after)
-	defer stop()
-	s.aguiFollow(ctx, out, cur, after, events, true)
+	s.aguiFollow(ctx, out, cur, after, true)
 	return nil
 }
 
-// followRun subscribes to a run that (re)started after the session
-// position after. It resumes after (after.Seq, 1), the position of the
-// run_started event of an execution that acquires the session at after.Seq:
-// the engine's in-memory ring then covers the subscription whenever the
+// followFrom is where an AG-UI stream subscribes to a run that (re)started
+// after the session position after: (after.Seq, 1), the position of the
+// run_started event of an execution that acquires the session at after.Seq.
+// The engine's in-memory ring then covers the subscription whenever the
 // execution is live, so deltas are streamed even when the subscription
 // comes after the first commits; a run that already ended is replayed
 // from the store.
-func (s *Server) followRun(ctx context.Context, runID string, after stepwise.Position) (<-chan item, func()) {
-	sub, cancel := context.WithCancel(ctx)
-	events := pump(sub, s.eng.Subscribe(sub, stepwise.SubscribeParams{RunID: runID, After: stepwise.Position{Seq: after.Seq, Idx: 1}}))
-	return events, func() { drain(cancel, events) }
+func followFrom(after stepwise.Position) stepwise.Position {
+	return stepwise.Position{Seq: after.Seq, Idx: 1}
 }
 
 // sessionPending lists the pending requests of a session's waiting runs.

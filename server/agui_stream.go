@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stepwise-run/stepwise"
@@ -217,101 +218,176 @@ func interruptOf(p *stepwise.PendingInput) aguiInterrupt {
 	return in
 }
 
-// aguiFollow streams a run's events (from followRun) as AG-UI events until
-// it parks, finishes or the client leaves. after is the session position
-// before the run started or resumed.
-func (s *Server) aguiFollow(ctx context.Context, out *aguiStream, run *stepwise.Run, after stepwise.Position, events <-chan item, resumed bool) {
+// aguiFollow streams a run's events as AG-UI events until it parks,
+// finishes or the client leaves. after is the session position before the
+// run started or resumed. The handler's goroutine ranges over the run's
+// subscription (resuming after (after.Seq, 1), see followRun) and writes
+// each event as it comes, flushing once per batch (SubscribeParams.Flush,
+// and every maxBatch events); a watcher on a timer checks the store for a
+// run that settled without this stream seeing it and sends heartbeats
+// (aguiWatch).
+func (s *Server) aguiFollow(ctx context.Context, out *aguiStream, run *stepwise.Run, after stepwise.Position, resumed bool) {
 	t := out.t
 	out.flush()
-	check := time.NewTicker(aguiCheckInterval)
-	defer check.Stop()
-	settledTicks := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-check.C:
-			// A subscription opened while the engine's in-memory ring
-			// was gone may miss lifecycle events; the store has the truth.
-			settled, err := s.runSettled(ctx, run.ID, after)
-			if err != nil {
+	if out.err != nil {
+		return
+	}
+	sub, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := startAGUIWatch(s, sub, cancel, out, run.ID, after)
+	n := 0 // events written since the last flush
+	p := stepwise.SubscribeParams{RunID: run.ID, After: followFrom(after), Flush: func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		n = 0
+		out.flush()
+		return out.err
+	}}
+	for ev, err := range s.eng.Subscribe(sub, p) {
+		w.mu.Lock()
+		done := false
+		switch {
+		case err != nil:
+			if sub.Err() == nil { // not stopped by the watcher or the client
 				out.runError(err)
-				return
+				done = true
 			}
-			if settledTicks++; settled == nil {
-				settledTicks = 0
-			}
-			if settledTicks >= 2 {
-				s.aguiCatchUp(ctx, out, run, after)
-				if settled.Status == steptype.RunWaiting {
+		case ev.RunID == run.ID:
+			switch ev.Type {
+			case stepwise.EventRunWaiting:
+				// A resumed run parks again only after a new step
+				// (its new request); an older run_waiting is stale.
+				if !resumed || t.lastSeq > after.Seq {
+					w.mu.Unlock()
+					w.stop()
 					out.interrupt(ctx, s)
-				} else {
-					out.finish(settled)
-				}
-				return
-			}
-			if time.Since(out.lastWrite) >= s.cfg.Heartbeat {
-				if out.sw.comment("heartbeat") != nil || out.sw.flush() != nil {
 					return
 				}
-				out.lastWrite = time.Now()
-			}
-		case it, ok := <-events:
-			for n := 0; ; n++ {
-				if !ok {
-					if ctx.Err() == nil {
-						out.runError(errors.New("stepwise: run stream ended unexpectedly"))
-					}
-					return
+			case stepwise.EventRunFinished:
+				if ev.Run != nil {
+					out.finish(ev.Run)
+					done = true
 				}
-				if it.err != nil {
-					out.runError(it.err)
-					return
+			case stepwise.EventStepStarted:
+				t.stepStarted(ev.StepName)
+			case stepwise.EventStepDelta:
+				t.delta(ev.Delta)
+			case stepwise.EventStepReset:
+				t.reset(ev.StepName, ev.Reset)
+			case stepwise.EventStepProgress, stepwise.EventStepYield:
+				t.custom(ev)
+			case stepwise.EventStepCompleted:
+				if ev.Step != nil && ev.Step.Sequence > after.Seq && ev.Step.Sequence > t.lastSeq {
+					t.step(ev.Step)
 				}
-				if ev := it.ev; ev.RunID == run.ID {
-					switch ev.Type {
-					case stepwise.EventRunWaiting:
-						// A resumed run parks again only after a new step
-						// (its new request); an older run_waiting is stale.
-						if !resumed || t.lastSeq > after.Seq {
-							out.interrupt(ctx, s)
-							return
-						}
-					case stepwise.EventRunFinished:
-						if ev.Run != nil {
-							out.finish(ev.Run)
-							return
-						}
-					case stepwise.EventStepStarted:
-						t.stepStarted(ev.StepName)
-					case stepwise.EventStepDelta:
-						t.delta(ev.Delta)
-					case stepwise.EventStepReset:
-						t.reset(ev.StepName, ev.Reset)
-					case stepwise.EventStepProgress, stepwise.EventStepYield:
-						t.custom(ev)
-					case stepwise.EventStepCompleted:
-						if ev.Step != nil && ev.Step.Sequence > after.Seq && ev.Step.Sequence > t.lastSeq {
-							t.step(ev.Step)
-						}
-					}
-				}
-				if out.err != nil || n == maxBatch {
-					break
-				}
-				select {
-				case it, ok = <-events:
-					continue
-				default:
-				}
-				break
-			}
-			out.flush()
-			if out.err != nil {
-				return
 			}
 		}
+		if n++; !done && out.err == nil && n >= maxBatch {
+			n = 0
+			out.flush()
+		}
+		done = done || out.err != nil
+		w.mu.Unlock()
+		if done {
+			w.stop()
+			return
+		}
 	}
+	w.stop() // from here on the writer is this goroutine's alone
+	switch {
+	case out.err != nil:
+	case w.settled != nil:
+		s.aguiCatchUp(ctx, out, run, after)
+		if w.settled.Status == steptype.RunWaiting {
+			out.interrupt(ctx, s)
+		} else {
+			out.finish(w.settled)
+		}
+	case w.err != nil:
+		out.runError(w.err)
+	case ctx.Err() == nil:
+		out.runError(errors.New("stepwise: run stream ended unexpectedly"))
+	}
+}
+
+// aguiWatch checks, every aguiCheckInterval, whether the run settled (a
+// subscription opened while the engine's in-memory ring was gone may miss
+// lifecycle events; the store has the truth) and, when the stream has been
+// quiet for the heartbeat interval, writes a heartbeat. Twice settled in a
+// row, or a store or write error, stops the subscription (cancel); the
+// handler then finishes the stream. Writes take mu, which the handler holds
+// while it writes.
+type aguiWatch struct {
+	s       *Server
+	ctx     context.Context
+	cancel  context.CancelFunc
+	out     *aguiStream
+	runID   string
+	after   stepwise.Position
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+	running sync.WaitGroup
+	ticks   int           // consecutive checks that found the run settled
+	settled *stepwise.Run // set before cancel: the run settled
+	err     error         // set before cancel: the check failed
+}
+
+func startAGUIWatch(s *Server, ctx context.Context, cancel context.CancelFunc, out *aguiStream, runID string, after stepwise.Position) *aguiWatch {
+	w := &aguiWatch{s: s, ctx: ctx, cancel: cancel, out: out, runID: runID, after: after}
+	w.t = time.AfterFunc(aguiCheckInterval, w.check)
+	return w
+}
+
+func (w *aguiWatch) check() {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	w.running.Add(1)
+	w.mu.Unlock()
+	defer w.running.Done()
+	settled, err := w.s.runSettled(w.ctx, w.runID, w.after)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped || w.ctx.Err() != nil {
+		return
+	}
+	switch {
+	case err != nil:
+		w.err = err
+		w.cancel()
+		return
+	case settled == nil:
+		w.ticks = 0
+	default:
+		if w.ticks++; w.ticks >= 2 {
+			w.settled = settled
+			w.cancel()
+			return
+		}
+	}
+	if o := w.out; o.err == nil && time.Since(o.lastWrite) >= w.s.cfg.Heartbeat {
+		if o.err = o.sw.comment("heartbeat"); o.err == nil {
+			o.err = o.sw.flush()
+		}
+		if o.err != nil {
+			w.cancel()
+			return
+		}
+		o.lastWrite = time.Now()
+	}
+	w.t.Reset(aguiCheckInterval)
+}
+
+// stop ends the checks; once it returns none runs or writes any more.
+func (w *aguiWatch) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	w.t.Stop()
+	w.running.Wait()
 }
 
 // runSettled returns the run when it has finished, or parked on a request
@@ -337,13 +413,6 @@ func (s *Server) runSettled(ctx context.Context, runID string, after stepwise.Po
 		}
 	}
 	return nil, nil
-}
-
-// drain stops a pump and waits for its goroutine.
-func drain(cancel context.CancelFunc, events <-chan item) {
-	cancel()
-	for range events {
-	}
 }
 
 // aguiCatchUp translates the run's committed steps the stream has not seen.

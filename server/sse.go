@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"iter"
 	"net/http"
 	"strconv"
 	"sync"
@@ -130,35 +129,6 @@ func (s *sseWriter) extendDeadline() error {
 		return err
 	}
 	return nil
-}
-
-// item is one pair of an event sequence.
-type item struct {
-	ev  *stepwise.Event
-	err error
-}
-
-// pump ranges over seq in a goroutine and hands the pairs over a small
-// channel, so the writer can interleave heartbeats. The channel is bounded:
-// a slow writer slows only this subscription, which the engine then
-// switches to catch-up. The channel is closed when seq ends or ctx is done;
-// the caller must cancel ctx and drain it before returning.
-func pump(ctx context.Context, seq iter.Seq2[*stepwise.Event, error]) <-chan item {
-	ch := make(chan item, 16)
-	go func() {
-		defer close(ch)
-		for ev, err := range seq {
-			select {
-			case ch <- item{ev, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return ch
 }
 
 // maxBatch bounds the events an AG-UI stream writes between two flushes.

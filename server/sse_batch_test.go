@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"iter"
@@ -129,5 +130,53 @@ func TestSSEBurstInOneFlush(t *testing.T) {
 	deltas := strings.Join(got, " ")
 	if !strings.Contains(deltas, "d0 | d1 d2 d3 d4 d5 d6 d7 d8 d9") || strings.Count(deltas, "d") != 10 {
 		t.Fatalf("deltas and flushes: %s, want d0, a flush, then d1..d9 in one flush, each once", deltas)
+	}
+}
+
+// An AG-UI stream, written by the handler's goroutine as the run's events
+// come (no pump), sends heartbeats from its watcher while the run is quiet
+// and delivers every delta in order, once, around them.
+func TestAGUIHeartbeatWhileQuiet(t *testing.T) {
+	t.Parallel()
+	m := &burstModel{wait: make(chan struct{}), burst: make(chan struct{})}
+	env := newEnv(t, []*stepwise.Agent{{Name: "burst", Model: m}}, withHeartbeat(10*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body := `{"threadId":"t-hb","runId":"r-hb","messages":[{"id":"m1","role":"user","content":"go"}]}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.ts.URL+"/v1/agui/burst", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	r := bufio.NewReader(resp.Body)
+	var got []string
+	released := false
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended after %v: %v", got, err)
+		}
+		switch {
+		case line == ": heartbeat\n":
+			got = append(got, "hb")
+			if !released { // the run waits until the stream had a heartbeat
+				released = true
+				close(m.wait)
+			}
+		case strings.Contains(line, `"TEXT_MESSAGE_CONTENT"`):
+			i := strings.Index(line, `"delta":"`) + len(`"delta":"`)
+			got = append(got, line[i:i+2])
+		case strings.Contains(line, `"RUN_FINISHED"`):
+			s := strings.Join(got, " ")
+			if !strings.HasPrefix(s, "d0 hb") || !strings.Contains(s, "d1 d2 d3 d4 d5 d6 d7 d8 d9") || strings.Count(s, "d") != 10 {
+				t.Fatalf("deltas and heartbeats: %s, want d0, a heartbeat, then d1..d9, each once", s)
+			}
+			return
+		}
 	}
 }
