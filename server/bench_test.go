@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,9 +54,12 @@ func BenchmarkHTTPStreaming(b *testing.B) {
 }
 
 // loadClientCommand starts this test binary again as RunLoad's client
-// process: it runs TestLoadClientProcess alone.
+// process: it runs TestLoadClientProcess alone. STEPWISE_LOAD_CLIENT_PREFIX
+// (words separated by spaces) is put before it, to measure with the
+// clients under another scheduling policy (e.g. "chrt -r 11": the clients
+// read as soon as data arrives, as on machines of their own).
 func loadClientCommand() []string {
-	return []string{os.Args[0], "-test.run=^TestLoadClientProcess$", "-test.bench=^$", "-test.count=1"}
+	return append(strings.Fields(os.Getenv("STEPWISE_LOAD_CLIENT_PREFIX")), os.Args[0], "-test.run=^TestLoadClientProcess$", "-test.bench=^$", "-test.count=1")
 }
 
 // TestLoadClientProcess is RunLoad's client process when this test binary
