@@ -71,3 +71,37 @@ func TestBenchGCPercent(t *testing.T) {
 		t.Errorf("text output: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// `stepwise bench --http` runs its subscribers in a client process of its
+// own (this program again, --http-client) unless --in-process is given;
+// every delta of every run is delivered either way.
+func TestBenchHTTPClientProcess(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args    []string
+		process bool
+	}{{nil, true}, {[]string{"--in-process"}, false}} {
+		args := append([]string{"bench", "--http", "--runs", "3", "--latency", "1ms", "--json"}, tc.args...)
+		out, errOut, code := stepwise(t, t.TempDir(), args...)
+		var res struct {
+			HTTP struct {
+				Runs          int   `json:"runs"`
+				Steps         int64 `json:"steps"`
+				Deltas        int64 `json:"deltas"`
+				CPU           int64 `json:"cpu_per_event_ns"`
+				ServerCPU     int64 `json:"server_cpu_per_event_ns"`
+				ClientProcess bool  `json:"client_process"`
+			} `json:"http"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+		h := res.HTTP
+		if h.Runs != 3 || h.Steps != 3*16 || h.Deltas != 3*80 || h.ClientProcess != tc.process || h.ServerCPU <= 0 || (tc.process && h.CPU <= h.ServerCPU) {
+			t.Errorf("%v: %+v", args, h)
+		}
+	}
+	if _, errOut, code := stepwise(t, t.TempDir(), "bench", "--http-client"); code == 0 || !strings.Contains(errOut, "client process") {
+		t.Errorf("--http-client by hand: exit %d %q", code, errOut)
+	}
+}
