@@ -85,8 +85,9 @@ type LoadResult struct {
 	// not. Zero where not measured.
 	CPUPerEvent time.Duration `json:"cpu_per_event_ns"`
 	// ServerCPUPerEvent is the CPU of the server's process alone (engine,
-	// server, model) per event, what a deployment pays: with the clients
-	// in their own process (ClientProcess), CPUPerEvent less theirs.
+	// server, model) per event, what a deployment pays: CPUPerEvent less
+	// the clients'. Measured only with the clients in their own process
+	// (ClientProcess); zero otherwise.
 	ServerCPUPerEvent time.Duration `json:"server_cpu_per_event_ns"`
 	// ClientProcess reports that the subscribers ran in a process of
 	// their own (LoadConfig.ClientCommand).
@@ -196,7 +197,9 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	res.DeltasPerS = float64(res.Deltas) / res.Elapsed.Seconds()
 	if n := res.Steps + res.Deltas; n > 0 && server > 0 {
 		res.CPUPerEvent = (server + out.CPU) / time.Duration(n)
-		res.ServerCPUPerEvent = server / time.Duration(n)
+		if res.ClientProcess {
+			res.ServerCPUPerEvent = server / time.Duration(n)
+		}
 	}
 	if n := len(all); n > 0 {
 		res.P50, res.P99, res.Max = all[n/2], all[min(n-1, n*99/100)], all[n-1]

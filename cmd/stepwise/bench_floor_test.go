@@ -97,7 +97,7 @@ func TestBenchHTTPClientProcess(t *testing.T) {
 			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errOut)
 		}
 		h := res.HTTP
-		if h.Runs != 3 || h.Steps != 3*16 || h.Deltas != 3*80 || h.ClientProcess != tc.process || h.ServerCPU <= 0 || (tc.process && h.CPU <= h.ServerCPU) {
+		if h.Runs != 3 || h.Steps != 3*16 || h.Deltas != 3*80 || h.ClientProcess != tc.process || h.CPU <= 0 || (tc.process && (h.ServerCPU <= 0 || h.CPU <= h.ServerCPU)) || (!tc.process && h.ServerCPU != 0) {
 			t.Errorf("%v: %+v", args, h)
 		}
 	}
