@@ -76,8 +76,8 @@ type LoadResult struct {
 	Max time.Duration `json:"max_ns"`
 	// PeakHeapMB is the peak of live heap objects sampled during the run.
 	PeakHeapMB float64 `json:"peak_heap_mb"`
-	// PeakGoroutines is the peak goroutine count (server, engine and
-	// clients together, in one process).
+	// PeakGoroutines is the peak goroutine count of the server's process
+	// (the clients' included when they run in it).
 	PeakGoroutines int `json:"peak_goroutines"`
 	// CPUPerEvent is the process CPU time (user and system) spent per
 	// delivered event (delta or step), engine, server and subscribers
@@ -188,7 +188,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	}
 	server := processCPU() - cpu0
 	stopSampling()
-	all := slices.Clone(out.Lats)
+	all := out.Lats
 	slices.Sort(all)
 	res := &LoadResult{Runs: cfg.Runs, Steps: out.Steps, Deltas: out.Deltas, Elapsed: out.Elapsed,
 		PeakHeapMB: float64(peakHeap.Load()) / (1 << 20), PeakGoroutines: int(peakG.Load()),
