@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/stepwise-run/stepwise/internal/jsonstr"
 )
 
 // appendWire appends the version-1 wire format of s to b, byte for byte
@@ -183,7 +184,7 @@ func appendAny(b []byte, v any, depth int) (_ []byte, ok bool) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return appendString(b, v), true
+		return jsonstr.Append(b, v), true
 	case bool:
 		return strconv.AppendBool(b, v), true
 	case float64:
@@ -227,7 +228,7 @@ func appendAny(b []byte, v any, depth int) (_ []byte, ok bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(appendString(b, k), ':')
+			b = append(jsonstr.Append(b, k), ':')
 			if b, ok = appendAny(b, v[k], depth+1); !ok {
 				return b, false
 			}
@@ -239,7 +240,7 @@ func appendAny(b []byte, v any, depth int) (_ []byte, ok bool) {
 
 // appendKey appends key (with its punctuation) and s as a JSON string.
 func appendKey(b []byte, key, s string) []byte {
-	return appendString(append(b, key...), s)
+	return jsonstr.Append(append(b, key...), s)
 }
 
 // appendOmit is appendKey for an omitempty string: nothing when s is empty.
@@ -293,6 +294,9 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 // json.RawMessage: compacted, with <, >, &, U+2028 and U+2029 escaped
 // inside strings; ok is false when raw is not valid JSON.
 func appendRaw(b []byte, raw []byte) ([]byte, bool) {
+	if compactAsIs(raw) {
+		return append(b, raw...), true
+	}
 	buf := bytes.NewBuffer(b)
 	if err := json.Compact(buf, raw); err != nil {
 		return b, false
@@ -306,6 +310,19 @@ func appendRaw(b []byte, raw []byte) ([]byte, bool) {
 	return esc.Bytes(), true
 }
 
+// compactAsIs reports whether encoding/json writes raw unchanged: valid
+// JSON with no white space to compact and nothing to escape (the common
+// case: arguments and outputs the engine compacted when it stored them).
+func compactAsIs(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			return false
+		}
+	}
+	return !needsHTMLEscape(raw) && json.Valid(raw)
+}
+
 // needsHTMLEscape reports whether compacted JSON holds a byte that
 // encoding/json escapes inside strings: <, >, &, or the lead byte of
 // U+2028 and U+2029.
@@ -317,59 +334,3 @@ func needsHTMLEscape(b []byte) bool {
 	}
 	return false
 }
-
-// appendString appends s as a JSON string, as encoding/json does with
-// HTML escaping on (json.Marshal's default).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
