@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stepwise-run/stepwise/store/memory"
 )
 
 // BenchmarkHTTPStreaming measures streaming over HTTP on loopback: N
@@ -37,7 +39,7 @@ func BenchmarkHTTPStreaming(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				var last *LoadResult
 				for b.Loop() {
-					res, err := RunLoad(context.Background(), c)
+					res, err := runLoad(b, c)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -77,7 +79,7 @@ func TestLoadClientProcess(t *testing.T) {
 // same counts as in process, every delta delivered and measured.
 func TestRunLoadClientProcess(t *testing.T) {
 	t.Parallel()
-	res, err := RunLoad(context.Background(), LoadConfig{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, ClientCommand: loadClientCommand()})
+	res, err := runLoad(t, LoadConfig{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, ClientCommand: loadClientCommand()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func TestRunLoadClientProcess(t *testing.T) {
 
 func TestRunLoadSmall(t *testing.T) {
 	t.Parallel()
-	res, err := RunLoad(context.Background(), LoadConfig{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, Burst: true})
+	res, err := runLoad(t, LoadConfig{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, Burst: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,4 +102,13 @@ func TestRunLoadSmall(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	t.Log(res)
+}
+
+// runLoad is RunLoad on a new in-memory store, closed when it returns.
+func runLoad(tb testing.TB, c LoadConfig) (*LoadResult, error) {
+	tb.Helper()
+	st := memory.New()
+	defer st.Close()
+	c.Store = st
+	return RunLoad(context.Background(), c)
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
-	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
@@ -44,7 +43,9 @@ type LoadConfig struct {
 	Ramp time.Duration
 	// Burst starts every run at once instead (the worst case).
 	Burst bool
-	// Store backs the engine. Default: a new in-memory store.
+	// Store backs the engine (required; RunLoad does not close it). The
+	// caller chooses the driver, as everywhere in the serving layer: the
+	// CLI and the benchmark pass a new in-memory store.
 	Store store.Store
 	// Logger receives server and engine errors. Default: discarded.
 	Logger *slog.Logger
@@ -146,8 +147,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	defer TuneGC(cfg.GCPercent)()
 	st := cfg.Store
 	if st == nil {
-		st = memory.New()
-		defer st.Close()
+		return nil, errors.New("server: RunLoad needs a store (LoadConfig.Store)")
 	}
 	noop := tool.Func(loadToolDef, func(context.Context, *tool.Call) (*tool.Result, error) { return &tool.Result{Content: "ok"}, nil })
 	eng, err := stepwise.New(stepwise.Config{Store: st, Workers: cfg.Runs, Logger: cfg.Logger,

@@ -55,7 +55,9 @@ default 400; GOGC in the environment wins), and prints it.`,
 				// Concurrent streaming runs over the HTTP API on loopback,
 				// each with an SSE subscriber, by default in a process of
 				// their own (this program again, with --http-client).
-				cfg := server.LoadConfig{Runs: runs, Latency: latency, GCPercent: gcPct}
+				st := memory.New()
+				defer st.Close()
+				cfg := server.LoadConfig{Runs: runs, Latency: latency, GCPercent: gcPct, Store: st}
 				if !inProcess {
 					exe, err := os.Executable()
 					if err != nil {
