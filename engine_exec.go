@@ -103,6 +103,12 @@ type execution struct {
 	leanStep     Step     // see runStep
 	leanScope    Scope
 	builtNext    Next // see builtinNext
+	priced       struct {
+		model string
+		price Price
+		ok    bool
+		set   bool
+	} // see price
 }
 
 // load builds the in-memory context of the run from the store, once. A
