@@ -190,9 +190,17 @@ func (x *execution) publishAt(ev *Event, t time.Time) {
 	}
 }
 
-func (x *execution) emitDelta(stepName string, d *Delta) {
+func (x *execution) emitDelta(stepName string, d Delta) {
 	x.deltas.Add(1)
-	x.publish(&Event{Type: EventStepDelta, StepName: stepName, Delta: d})
+	ed := &eventDelta{Event: Event{Type: EventStepDelta, StepName: stepName}, d: d}
+	ed.Event.Delta = &ed.d
+	x.publish(&ed.Event)
+}
+
+// eventDelta is a step_delta event and its delta in one allocation.
+type eventDelta struct {
+	Event Event
+	d     Delta
 }
 
 func (x *execution) runSnapshot() *Run {

@@ -143,10 +143,10 @@ func (m *modelStream) yield(resp *llm.Response, err error) bool {
 		m.step.Metrics.FirstTokenLatency = m.x.e.now().Sub(m.start)
 	}
 	if resp.Content != "" || resp.Reasoning != "" {
-		m.x.emitDelta(m.name, &Delta{Content: resp.Content, Reasoning: resp.Reasoning})
+		m.x.emitDelta(m.name, Delta{Content: resp.Content, Reasoning: resp.Reasoning})
 	}
 	for i := range resp.ToolCallDeltas {
-		m.x.emitDelta(m.name, &Delta{ToolCall: &resp.ToolCallDeltas[i]})
+		m.x.emitDelta(m.name, Delta{ToolCall: &resp.ToolCallDeltas[i]})
 	}
 	return true
 }
