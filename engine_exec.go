@@ -456,10 +456,12 @@ func (x *execution) handler(name string) Handler {
 	return nil
 }
 
-// scopedStep is a step's scope and record in one allocation.
+// scopedStep is a step's scope, record and step_started event in one
+// allocation.
 type scopedStep struct {
-	Scope Scope
-	step  Step
+	Scope   Scope
+	step    Step
+	started Event
 }
 
 // runStep executes one step with the retry policy. It returns the handler's
@@ -473,18 +475,20 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	lean := name == StepTools && x.agent.Steps[StepTools] == nil && !x.hooks(name) && x.e.eventsState() == nil
 	for attempt := 1; ; attempt++ {
 		var scope *Scope
+		var started *Event
 		if lean {
 			x.leanStep = Step{Name: name}
 			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
-			scope = &x.leanScope
+			scope, started = &x.leanScope, &Event{}
 		} else {
 			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: NewID(), Name: name}}
 			ss.Scope.step = &ss.step
-			scope = &ss.Scope
+			scope, started = &ss.Scope, &ss.started
 		}
 		scope.step.Metrics.Attempt = attempt
 		scope.step.Metrics.StartedAt = x.e.now()
-		x.publishAt(&Event{Type: EventStepStarted, StepName: name}, scope.step.Metrics.StartedAt)
+		started.Type, started.StepName = EventStepStarted, name
+		x.publishAt(started, scope.step.Metrics.StartedAt)
 		streamed := x.deltas.Load()
 		next, err := x.call(x.hooked(name, h), scope)
 		if err == nil && next != nil && next.State != nil && !next.committed {

@@ -279,7 +279,7 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 	}
 	for _, row := range newRows {
 		sr := m.sessions[row.sessionID()]
-		sr.steps = append(sr.steps, row)
+		sr.steps = appendDoubling(sr.steps, row)
 		m.waits.track(row)
 	}
 	// The session record is changed in place, in the fields an append
