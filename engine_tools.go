@@ -139,6 +139,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
+		idemBase := idemBase // the goroutines' own: the one-call path keeps it on the stack
 		for _, call := range run {
 			wg.Add(1)
 			go func() {

@@ -35,12 +35,19 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 	if err != nil {
 		return nil, err
 	}
+	if p.InPlace && !slices.ContainsFunc(placed, func(pl placedStep) bool { return !pl.fresh }) {
+		// New rows, handed over: the caller's steps get what was placed and
+		// are returned, in the caller's slice; the store keeps its packed
+		// copies.
+		for i := range placed {
+			rules.HandOver(p.Steps[i], placed[i].p.seq, placed[i].p.created.time())
+		}
+		return p.Steps, nil
+	}
 	out := make([]*steptype.Step, len(placed))
 	for i := range placed {
 		pl := &placed[i]
 		if p.InPlace && pl.fresh {
-			// A new row, handed over: the caller's step gets what was
-			// placed and is returned; the store keeps its packed copy.
 			out[i] = rules.HandOver(p.Steps[i], pl.p.seq, pl.p.created.time())
 			continue
 		}
