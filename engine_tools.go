@@ -249,7 +249,9 @@ func (x *execution) commitToolStep(s *Step, last bool) error {
 		}
 	}
 	if last {
-		u.cursor = &cursorLLM
+		// The tools step ends with this commit: the loop goes on to the
+		// llm step.
+		u.cursor, u.hold = &cursorLLM, true
 	}
 	return x.commit(x.one(s), u)
 }
