@@ -61,7 +61,11 @@ type execution struct {
 	// unwatch stops relaying the consumer's cancellation (inline runs).
 	unwatch func() bool
 	sink    chan<- *Event // inline consumer, nil for background runs
-	parent  *execution
+	// held is a step_completed event not sent to sink yet (publishHeld);
+	// sinkMu orders the sends to sink (a handler's goroutines may publish).
+	sinkMu sync.Mutex
+	held   *Event
+	parent *execution
 
 	prevStepID  string
 	lastSeq     int64
@@ -104,6 +108,12 @@ type execution struct {
 	leanStep     Step     // see runStep
 	leanScope    Scope
 	builtNext    Next // see builtinNext
+	priced       struct {
+		model string
+		price Price
+		ok    bool
+		set   bool
+	} // see price
 }
 
 // load builds the in-memory context of the run from the store, once. A
@@ -173,21 +183,79 @@ func (x *execution) publishAt(ev *Event, t time.Time) {
 	ev.Time = t
 	x.e.broker.publishTo(x.topic, ev)
 	if x.sink != nil {
-		select {
-		case x.sink <- ev: // room in the buffer: no two-way select
-			return
-		default:
+		x.sinkMu.Lock()
+		if h := x.held; h != nil {
+			x.held = nil
+			x.send(h)
 		}
-		select {
-		case x.sink <- ev:
-		case <-x.ctx.Done():
-		}
+		x.send(ev)
+		x.sinkMu.Unlock()
 	}
 }
 
-func (x *execution) emitDelta(stepName string, d *Delta) {
+// publishHeld is publishAt for a step_completed event that the execution's
+// next event follows at once (the next step's step_started, with no user
+// code and no store write between; see runUpdate.hold): subscribers get it
+// now, the inline consumer with that next event, so that the consumer's
+// goroutine is woken once for both. Every later publish and every flush
+// sends it first.
+func (x *execution) publishHeld(ev *Event, t time.Time) {
+	if x.sink == nil {
+		x.publishAt(ev, t)
+		return
+	}
+	ev.SessionID = x.run.SessionID
+	if ev.RunID == "" {
+		ev.RunID = x.run.ID
+	}
+	ev.Time = t
+	x.e.broker.publish(ev)
+	x.sinkMu.Lock()
+	if h := x.held; h != nil {
+		x.send(h)
+	}
+	x.held = ev
+	x.sinkMu.Unlock()
+}
+
+// flush sends the held event to the inline consumer: before anything that
+// may take time (a store write, user code) and when the loop ends.
+func (x *execution) flush() {
+	if x.sink == nil {
+		return
+	}
+	x.sinkMu.Lock()
+	if h := x.held; h != nil {
+		x.held = nil
+		x.send(h)
+	}
+	x.sinkMu.Unlock()
+}
+
+// send delivers an event to the inline consumer; the caller holds sinkMu.
+func (x *execution) send(ev *Event) {
+	select {
+	case x.sink <- ev: // room in the buffer: no two-way select
+		return
+	default:
+	}
+	select {
+	case x.sink <- ev:
+	case <-x.ctx.Done():
+	}
+}
+
+func (x *execution) emitDelta(stepName string, d Delta) {
 	x.deltas.Add(1)
-	x.publish(&Event{Type: EventStepDelta, StepName: stepName, Delta: d})
+	ed := &eventDelta{Event: Event{Type: EventStepDelta, StepName: stepName}, d: d}
+	ed.Event.Delta = &ed.d
+	x.publish(&ed.Event)
+}
+
+// eventDelta is a step_delta event and its delta in one allocation.
+type eventDelta struct {
+	Event Event
+	d     Delta
 }
 
 func (x *execution) runSnapshot() *Run {
@@ -211,6 +279,10 @@ type runUpdate struct {
 	// them (no handler or hook of the user saw them), so the store may
 	// return them placed instead of copies (StepAppendParams.InPlace).
 	inPlace bool
+	// hold: the loop goes on to its next step at once after the commit, so
+	// the last step_completed event may wait for the next event to reach
+	// the inline consumer with it (publishHeld).
+	hold bool
 }
 
 // commit writes steps and the run change in one transaction, then updates
@@ -307,9 +379,14 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	x.run.StepCount += int64(len(steps))
 	x.run.UpdatedAt = now
 	x.mu.Unlock()
-	for _, s := range stored {
+	for i, s := range stored {
 		x.conv.add(s)
-		x.publishAt(&Event{Type: EventStepCompleted, StepName: s.Name, Step: s}, now)
+		ev := &Event{Type: EventStepCompleted, StepName: s.Name, Step: s}
+		if u.hold && i == len(stored)-1 && s.Metadata["tool_attachments"] == nil {
+			x.publishHeld(ev, now) // (a step's attachments are written after it)
+		} else {
+			x.publishAt(ev, now)
+		}
 	}
 	if len(stored) > 0 {
 		x.e.afterCommit(stored)
@@ -361,6 +438,7 @@ func (x *execution) loop() error {
 		x.e.unrefSession(x.run.SessionID, x.sessLock)
 		x.sessLock = nil
 	}()
+	defer x.flush()
 	x.publish(&Event{Type: EventRunStarted, Run: x.runSnapshot()})
 	if ended, err := x.upgrade(); ended || err != nil {
 		if err != nil {
@@ -369,10 +447,14 @@ func (x *execution) loop() error {
 		return nil
 	}
 	for {
+		cursor := x.run.Cursor
+		if cursor == "" || cursor == StepEnd || x.run.StepCount >= int64(x.agent.Limits.MaxSteps) {
+			x.flush() // a commit or the run's end comes next, not a step_started
+		}
 		if err := context.Cause(x.ctx); err != nil {
+			x.flush()
 			return x.stopped(err)
 		}
-		cursor := x.run.Cursor
 		switch {
 		case cursor == "":
 			if err := x.commitInput(); err != nil {
@@ -390,6 +472,7 @@ func (x *execution) loop() error {
 		}
 		h := x.handler(cursor)
 		if h == nil {
+			x.flush()
 			serr := &StepError{Message: fmt.Sprintf("step %q is not defined in agent %q (version %s); a renamed step is mapped with step_map", cursor, x.agent.Name, x.agent.Version), Class: steptype.ErrorPermanent, Code: "unknown_step"}
 			return x.finish(steptype.RunFailed, serr)
 		}
@@ -443,10 +526,12 @@ func (x *execution) handler(name string) Handler {
 	return nil
 }
 
-// scopedStep is a step's scope and record in one allocation.
+// scopedStep is a step's scope, record and step_started event in one
+// allocation.
 type scopedStep struct {
-	Scope Scope
-	step  Step
+	Scope   Scope
+	step    Step
+	started Event
 }
 
 // runStep executes one step with the retry policy. It returns the handler's
@@ -460,18 +545,20 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	lean := name == StepTools && x.agent.Steps[StepTools] == nil && !x.hooks(name) && x.e.eventsState() == nil
 	for attempt := 1; ; attempt++ {
 		var scope *Scope
+		var started *Event
 		if lean {
 			x.leanStep = Step{Name: name}
 			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
-			scope = &x.leanScope
+			scope, started = &x.leanScope, &Event{}
 		} else {
 			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: NewID(), Name: name}}
 			ss.Scope.step = &ss.step
-			scope = &ss.Scope
+			scope, started = &ss.Scope, &ss.started
 		}
 		scope.step.Metrics.Attempt = attempt
 		scope.step.Metrics.StartedAt = x.e.now()
-		x.publishAt(&Event{Type: EventStepStarted, StepName: name}, scope.step.Metrics.StartedAt)
+		started.Type, started.StepName = EventStepStarted, name
+		x.publishAt(started, scope.step.Metrics.StartedAt)
 		streamed := x.deltas.Load()
 		next, err := x.call(x.hooked(name, h), scope)
 		if err == nil && next != nil && next.State != nil && !next.committed {
@@ -583,7 +670,8 @@ func (x *execution) record(name string, next *Next) (bool, error) {
 	}
 	// The built-in llm step's record is the engine's own unless a hook
 	// could read it (Scope.Record).
-	u := runUpdate{cursor: &next.Step, inPlace: name == StepLLM && x.agent.Steps[StepLLM] == nil && !x.hooks(name)}
+	u := runUpdate{cursor: &next.Step, inPlace: name == StepLLM && x.agent.Steps[StepLLM] == nil && !x.hooks(name),
+		hold: next.Input == nil} // no park: the loop goes on
 	if next.State != nil {
 		patch, err := toRaw(next.State)
 		if err != nil {

@@ -100,10 +100,21 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	if final.Model != "" {
 		step.Metadata = map[string]any{"response_model": x.boxed(0, final.Model), "finish_reason": x.boxed(1, final.FinishReason)}
 	}
-	if price, ok := x.e.cfg.Prices.Lookup(model.Name()); ok {
+	if price, ok := x.price(model.Name()); ok {
 		m.Cost = price.Cost(m.InputTokens, m.OutputTokens, m.CachedTokens)
 	}
 	return x.builtinNext(StepLLM, Next{Step: x.afterLLM(step), record: step}), nil
+}
+
+// price is the engine's Prices.Lookup(model), the last answer kept: a
+// model name that matches no entry costs a walk of the whole table (the
+// longest prefix), and the table does not change while runs execute.
+func (x *execution) price(model string) (Price, bool) {
+	if pc := &x.priced; !pc.set || pc.model != model {
+		pc.price, pc.ok = x.e.cfg.Prices.Lookup(model)
+		pc.model, pc.set = model, true
+	}
+	return x.priced.price, x.priced.ok
 }
 
 // modelStream receives the responses of one model call of llmStep.
@@ -132,10 +143,10 @@ func (m *modelStream) yield(resp *llm.Response, err error) bool {
 		m.step.Metrics.FirstTokenLatency = m.x.e.now().Sub(m.start)
 	}
 	if resp.Content != "" || resp.Reasoning != "" {
-		m.x.emitDelta(m.name, &Delta{Content: resp.Content, Reasoning: resp.Reasoning})
+		m.x.emitDelta(m.name, Delta{Content: resp.Content, Reasoning: resp.Reasoning})
 	}
 	for i := range resp.ToolCallDeltas {
-		m.x.emitDelta(m.name, &Delta{ToolCall: &resp.ToolCallDeltas[i]})
+		m.x.emitDelta(m.name, Delta{ToolCall: &resp.ToolCallDeltas[i]})
 	}
 	return true
 }

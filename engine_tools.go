@@ -139,6 +139,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
+		idemBase := idemBase // the goroutines' own: the one-call path keeps it on the stack
 		for _, call := range run {
 			wg.Add(1)
 			go func() {
@@ -248,7 +249,9 @@ func (x *execution) commitToolStep(s *Step, last bool) error {
 		}
 	}
 	if last {
-		u.cursor = &cursorLLM
+		// The tools step ends with this commit: the loop goes on to the
+		// llm step.
+		u.cursor, u.hold = &cursorLLM, true
 	}
 	return x.commit(x.one(s), u)
 }

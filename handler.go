@@ -128,7 +128,7 @@ func (s *Scope) LastAnswer() *Step { return s.exec.lastAnswer }
 // Emit streams a custom delta (e.g. progress text) to subscribers. Deltas
 // are not stored; the committed step is.
 func (s *Scope) Emit(text string) {
-	s.exec.emitDelta(s.name, &Delta{Content: text})
+	s.exec.emitDelta(s.name, Delta{Content: text})
 }
 
 // Annotate sets the state/goal/action annotations of the step being built.

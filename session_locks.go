@@ -1,6 +1,9 @@
 package stepwise
 
-import "sync"
+import (
+	"hash/maphash"
+	"sync"
+)
 
 // sessionLocks holds the per-session commit locks of lockSession, spread
 // over shards by session ID so that commits of different sessions do not
@@ -42,13 +45,11 @@ func (sl *sessionLocks) release(id string, l *sessionLock) {
 	sh.mu.Unlock()
 }
 
-// shardIndex is the shard of a session ID (FNV-1a), for the broker and the
-// session locks.
+// shardIndex is the shard of a session ID (the runtime's string hash, seeded
+// per process), for the broker and the session locks.
 func shardIndex(id string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(id); i++ {
-		h ^= uint32(id[i])
-		h *= 16777619
-	}
-	return h & (brokerShards - 1)
+	return uint32(maphash.String(shardSeed, id) & (brokerShards - 1))
 }
+
+// shardSeed seeds shardIndex.
+var shardSeed = maphash.MakeSeed()

@@ -168,7 +168,8 @@ type StepAppendParams struct {
 	// given step itself, with what it placed set on it (Sequence, CreatedAt
 	// and the normalization every stored step gets, so it equals what
 	// StepGet reads back), instead of a fresh copy. It is for a caller that
-	// built the steps for this call and reads only what is returned. The
+	// built the steps for this call and reads only what is returned (when
+	// every step is returned itself, the result may be the given slice). The
 	// store never keeps a given step or any of its memory either way; a
 	// step already stored under its id is returned as a copy of the stored
 	// row, and a driver may ignore InPlace (returning copies). On error the

@@ -68,7 +68,8 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		for i, tc := range t.ToolCalls {
 			id := tc.ID
 			if id == "" {
-				id = "call_" + strconv.Itoa(p) + "_" + strconv.Itoa(i)
+				var b [48]byte // one allocation: "call_" + p + "_" + i
+				id = string(strconv.AppendInt(append(strconv.AppendInt(append(b[:0], "call_"...), int64(p), 10), '_'), int64(i), 10))
 			}
 			// Arguments share the script's bytes (capacity clipped): read-only.
 			f.ToolCalls[i] = steptype.ToolCall{ID: id, Name: tc.Name, Arguments: t.raw[i]}

@@ -35,12 +35,19 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 	if err != nil {
 		return nil, err
 	}
+	if p.InPlace && !slices.ContainsFunc(placed, func(pl placedStep) bool { return !pl.fresh }) {
+		// New rows, handed over: the caller's steps get what was placed and
+		// are returned, in the caller's slice; the store keeps its packed
+		// copies.
+		for i := range placed {
+			rules.HandOver(p.Steps[i], placed[i].p.seq, placed[i].p.created.time())
+		}
+		return p.Steps, nil
+	}
 	out := make([]*steptype.Step, len(placed))
 	for i := range placed {
 		pl := &placed[i]
 		if p.InPlace && pl.fresh {
-			// A new row, handed over: the caller's step gets what was
-			// placed and is returned; the store keeps its packed copy.
 			out[i] = rules.HandOver(p.Steps[i], pl.p.seq, pl.p.created.time())
 			continue
 		}
@@ -115,10 +122,25 @@ type stagedSession struct {
 	s  steptype.Session
 }
 
-// stagedRun is a run as an append leaves it.
+// stagedRun is a run as an append leaves it: r is a copy of cur, changed
+// by the update. A step's own update (stepOnly) is written back into cur
+// field by field; any other replaces cur by a copy of r.
 type stagedRun struct {
-	cur, r *steptype.Run
-	closed []*stepRow
+	cur      *steptype.Run
+	r        steptype.Run
+	stepOnly bool
+	closed   []*stepRow
+}
+
+// stepOnly reports whether u changes a run only in the fields a step moves
+// (its cursor, state, step count and activity time): the fields that every
+// reader of a stored run reads under its session's lock or the exclusive
+// lock. The others (status, lease, output, error, options) are read
+// without the session's lock by RunClaim, so a run whose update changes
+// them is replaced, never changed in place.
+func stepOnly(u *store.RunUpdateParams) bool {
+	return u.Status == nil && u.Output == nil && !u.ClearError && u.Error == nil && u.Options == nil &&
+		u.LeaseExpires == nil && u.LeaseFor <= 0 && !u.ClearLease
 }
 
 // counted is rules.Counted without a closure: a step of the run that was
@@ -213,30 +235,36 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 		out = append(out, placedStep{p: row.p, fresh: row == rows[i]})
 	}
 	for _, u := range p.Runs {
-		k := slices.IndexFunc(runs, func(st stagedRun) bool { return st.r.ID == u.ID })
+		k := -1
+		for j := range runs {
+			if runs[j].r.ID == u.ID {
+				k = j
+				break
+			}
+		}
 		if k < 0 {
 			cur := m.runs.get(u.ID)
 			if cur == nil {
 				return nil, rules.NotFound("run", u.ID)
 			}
-			c := *cur // shallow, as the session above
-			runs = append(runs, stagedRun{cur: cur, r: &c})
+			runs = append(runs, stagedRun{cur: cur, r: *cur, stepOnly: true}) // shallow, as the session above
 			k = len(runs) - 1
 		}
-		if err := rules.UpdateRun(runs[k].r, counted(u, p.Steps, inserted), now); err != nil {
+		runs[k].stepOnly = runs[k].stepOnly && stepOnly(u)
+		if err := rules.UpdateRun(&runs[k].r, counted(u, p.Steps, inserted), now); err != nil {
 			return nil, err
 		}
 	}
 	for i := range runs {
 		st := &runs[i]
-		if err := m.busy(st.r); err != nil {
+		if err := m.busy(&st.r); err != nil {
 			return nil, err
 		}
-		closed, err := m.closing(st.cur, st.r, locked)
+		closed, err := m.closing(st.cur, &st.r, locked)
 		if err != nil {
 			return nil, err
 		}
-		if closed != nil || rules.Finishing(st.cur, st.r) {
+		if closed != nil || rules.Finishing(st.cur, &st.r) {
 			for _, row := range newRows {
 				if row.runID() == st.r.ID && row.status == steptype.StepWaiting {
 					closed = append(closed, row)
@@ -258,7 +286,7 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 	}
 	for _, row := range newRows {
 		sr := m.sessions[row.sessionID()]
-		sr.steps = append(sr.steps, row)
+		sr.steps = appendDoubling(sr.steps, row)
 		m.waits.track(row)
 	}
 	// The session record is changed in place, in the fields an append
@@ -270,8 +298,18 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 		cur.LastSequence, cur.UpdatedAt = st.LastSequence, st.UpdatedAt
 		cur.InputTokens, cur.OutputTokens, cur.Cost = st.InputTokens, st.OutputTokens, st.Cost
 	}
-	for _, st := range runs {
-		m.putRun(st.r, st.closed)
+	// A step's own run update is written into the stored record, in the
+	// fields it moves only (see stepOnly); any other replaces the record.
+	for i := range runs {
+		st := &runs[i]
+		if st.stepOnly && st.closed == nil {
+			cur := st.cur
+			cur.Cursor, cur.State, cur.StepCount, cur.UpdatedAt = st.r.Cursor, st.r.State, st.r.StepCount, st.r.UpdatedAt
+			continue
+		}
+		r := new(steptype.Run)
+		*r = st.r
+		m.putRun(r, st.closed)
 	}
 	return out, nil
 }

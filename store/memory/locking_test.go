@@ -96,19 +96,26 @@ func TestConcurrentSessions(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				switch rng.IntN(5) {
+				other := "r" + fmt.Sprint("s", (i+1)%sessions) // a run another goroutine appends to
+				switch rng.IntN(6) {
 				case 0:
 					_, _ = st.RunList(ctx, &store.RunListParams{})
 				case 1:
 					_, _ = st.StepList(ctx, &store.StepListParams{SessionID: "shared"})
 				case 2:
-					_, _ = st.RunClaim(ctx, &store.RunClaimParams{Owner: "o", Lease: time.Minute, Limit: 2})
+					// A lease that expires at once: every claim takes runs
+					// that other goroutines append to.
+					_, _ = st.RunClaim(ctx, &store.RunClaimParams{Owner: "o", Lease: time.Nanosecond, Limit: 2})
 				case 3:
 					_, _ = st.StepList(ctx, &store.StepListParams{RunID: "r" + sid})
 				case 4: // reads of records an append changes in place
 					_, _ = st.SessionGet(ctx, &store.SessionGetParams{ID: "shared"})
 					_, _ = st.StepLast(ctx, &store.StepLastParams{SessionID: "shared"})
 					_, _ = st.StepGet(ctx, &store.StepGetParams{ID: s.ID})
+				case 5: // an append changes a run's step fields in place
+					_, _ = st.RunGet(ctx, &store.RunGetParams{ID: other})
+					_, _ = st.RunUpdate(ctx, &store.RunUpdateParams{ID: other, Output: &sid})
+					_, _ = st.RunClaim(ctx, &store.RunClaimParams{ID: other, Owner: "o", Lease: time.Nanosecond})
 				}
 			}
 		})

@@ -25,7 +25,11 @@ var ErrClosed = rules.ErrClosed
 // entry's session never changes, so a reader finds the session by id and
 // then reads the entry again under that session's lock. Everything a
 // session owns (its record, its steps and their status, its runs) is
-// written only under its lock or under the exclusive lock.
+// written only under its lock or under the exclusive lock. A stored run is
+// replaced by every write except an append's own update of it, which
+// changes the fields a step moves (cursor, state, step count, activity) in
+// place (see stepOnly): whoever reads those fields, or copies a run for a
+// caller, holds its session's lock.
 type Store struct {
 	mu       sync.RWMutex
 	closed   bool                   // written under the exclusive lock

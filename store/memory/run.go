@@ -57,12 +57,14 @@ func (m *Store) RunGet(_ context.Context, p *store.RunGetParams) (*steptype.Run,
 		m.mu.RUnlock()
 		return nil, rules.NotFound("run", p.ID)
 	}
+	// Copied under the session's lock: an append changes a step's fields
+	// of the stored run in place.
 	sr := m.sessions[r.SessionID]
 	sr.mu.Lock()
-	r = m.runs.get(p.ID)
+	c := rules.CloneRun(m.runs.get(p.ID))
 	sr.mu.Unlock()
 	m.mu.RUnlock()
-	return rules.CloneRun(r), nil
+	return c, nil
 }
 
 // newestFirst orders runs by creation time, then id, descending.
@@ -144,16 +146,13 @@ func (m *Store) RunClaim(_ context.Context, p *store.RunClaimParams) ([]*steptyp
 		sr := m.sessions[r.SessionID]
 		sr.mu.Lock()
 		cur := m.runs.get(r.ID)
-		var c *steptype.Run
 		if rules.Claimable(cur, p, now) {
-			c = rules.CloneRun(cur)
+			c := rules.CloneRun(cur)
 			rules.Claim(c, p, now)
 			m.setRun(c)
+			out = append(out, rules.CloneRun(c)) // under the lock: see RunGet
 		}
 		sr.mu.Unlock()
-		if c != nil {
-			out = append(out, rules.CloneRun(c))
-		}
 	}
 	return out, nil
 }
@@ -170,11 +169,13 @@ func (m *Store) RunUpdate(_ context.Context, p *store.RunUpdateParams) (*steptyp
 	if err != nil {
 		return nil, err
 	}
-	return rules.CloneRun(r), nil
+	return r, nil
 }
 
 // runUpdate applies p under the shared lock and the run's session lock
-// (shared) or under the exclusive lock.
+// (shared) or under the exclusive lock. It returns the caller's copy of the
+// stored run, made under the lock (an append changes a stored run's step
+// fields in place).
 func (m *Store) runUpdate(p *store.RunUpdateParams, shared bool) (*steptype.Run, error) {
 	var locked []*sessionRow
 	if shared {
@@ -199,7 +200,7 @@ func (m *Store) runUpdate(p *store.RunUpdateParams, shared bool) (*steptype.Run,
 	if cur == nil {
 		return nil, rules.NotFound("run", p.ID)
 	}
-	c := *cur // shallow: a stored run is replaced, never changed in place
+	c := *cur // shallow: RunUpdate replaces the stored run
 	r := &c
 	if err := rules.UpdateRun(r, p, rules.Now(time.Time{})); err != nil {
 		return nil, err
@@ -212,5 +213,5 @@ func (m *Store) runUpdate(p *store.RunUpdateParams, shared bool) (*steptype.Run,
 		return nil, err
 	}
 	m.putRun(r, closed)
-	return r, nil
+	return rules.CloneRun(r), nil
 }

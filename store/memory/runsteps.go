@@ -36,7 +36,7 @@ func (ri *runIndex) track(row *stepRow) {
 	sh.mu.Lock()
 	rows := sh.m[run]
 	row.runPos = len(rows)
-	sh.m[run] = append(rows, row)
+	sh.m[run] = appendDoubling(rows, row)
 	sh.mu.Unlock()
 }
 

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"hash/maphash"
 	"iter"
 	"slices"
 	"strings"
@@ -30,13 +31,14 @@ func newIndex[V comparable]() *index[V] {
 	return ix
 }
 
+// shardSeed seeds shardOf: a shard is chosen anew in every process.
+var shardSeed = maphash.MakeSeed()
+
+// shardOf is the shard of an id: the runtime's string hash, several times
+// faster than a byte loop on a 36-character id (an append looks ids up
+// about eight times).
 func shardOf(id string) int {
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(id); i++ {
-		h ^= uint32(id[i])
-		h *= 16777619
-	}
-	return int(h & (indexShards - 1))
+	return int(maphash.String(shardSeed, id) & (indexShards - 1))
 }
 
 // get returns the value of id, or the zero value.

@@ -96,7 +96,7 @@ func (ix *stepIndex) swap(id string, row *stepRow) (old *stepRow) {
 		}
 		sh.ordered[i].row = row
 	case i == len(sh.ordered):
-		sh.ordered = append(sh.ordered, stepEntry{id, row})
+		sh.ordered = appendDoubling(sh.ordered, stepEntry{id, row})
 	default:
 		sh.other[id] = row
 	}
@@ -129,7 +129,7 @@ func (ix *stepIndex) insert(id string, row *stepRow) bool {
 		sh.ordered[i].row = row
 		sh.dead--
 	case i == len(sh.ordered):
-		sh.ordered = append(sh.ordered, stepEntry{id, row})
+		sh.ordered = appendDoubling(sh.ordered, stepEntry{id, row})
 	default:
 		sh.other[id] = row
 	}
@@ -189,3 +189,13 @@ func (ix *stepIndex) each(f func(id string, row *stepRow) bool) {
 
 // all ranges over every entry. Only under the exclusive store lock.
 func (ix *stepIndex) all() iter.Seq2[string, *stepRow] { return ix.each }
+
+// appendDoubling is append that doubles a full slice's capacity: append
+// grows a large slice by a quarter, so an index of n entries would have
+// allocated and copied about 5n of them; doubling makes it about 2n.
+func appendDoubling[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 8))
+	}
+	return append(s, v)
+}
