@@ -62,7 +62,8 @@ func TestBrowserAgentOverviewAndGraph(t *testing.T) {
 	p.waitJS(`document.querySelector('.agent-card')`)
 	p.screenshot("agents")
 	p.do(chromedp.Click(chromedp.CSS(`.agent-card`)))
-	p.waitJS(`document.querySelector('.kpis') && document.querySelector('.overview table')`)
+	// The overview and the recent sessions are two requests: wait for both.
+	p.waitJS(`document.querySelector('.kpis') && document.querySelector('.overview table') && document.querySelector('ul.recent')`)
 	text := strings.ToLower(eval[string](p, `document.querySelector('#main').innerText`))
 	for _, want := range []string{"runs", "error rate", "repeated-step ratio", "latency per step kind", "p99", "recent sessions"} {
 		if !strings.Contains(text, want) {
