@@ -64,6 +64,9 @@ func TestFastArraysMatchPgx(t *testing.T) {
 // The arrays of a group's statements are encoded without an allocation
 // per element (pgx's codec boxes every string and int64 element).
 func TestFastArraysAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are checked without -race (scripts/test)")
+	}
 	fast := pgtype.NewMap()
 	for oid := range fastArrayOIDs {
 		typ, _ := fast.TypeForOID(oid)
@@ -96,6 +99,9 @@ func TestFastArraysAllocations(t *testing.T) {
 // appending element by element doubled the buffer about ten times for 30
 // elements of 700 bytes.
 func TestFastArraysGrowOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are checked without -race (scripts/test)")
+	}
 	fast := pgtype.NewMap()
 	for oid := range fastArrayOIDs {
 		typ, _ := fast.TypeForOID(oid)
@@ -125,6 +131,9 @@ func TestFastArraysGrowOnce(t *testing.T) {
 // A group's step columns are allocated once for all its steps (grow),
 // not doubled step by step.
 func TestStepColumnsGrowOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are checked without -race (scripts/test)")
+	}
 	st := &steptype.Step{ID: "s", SessionID: "x", RunID: "r", Kind: steptype.KindLLM, Status: steptype.StepCompleted}
 	body := []byte(`{}`)
 	n := testing.AllocsPerRun(20, func() {
