@@ -250,3 +250,25 @@ func BenchmarkStepMarshalJSON(b *testing.B) {
 		}
 	})
 }
+
+// A committed step as the event streams carry it — with an error,
+// annotations, metadata of JSON's own types and compact raw JSON — is
+// appended into a reused buffer without allocating (the SSE handler writes
+// one per step_completed event).
+func TestAppendJSONAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are checked without -race (scripts/test)")
+	}
+	s := fullStep()
+	s.Vector = nil
+	buf := make([]byte, 0, 4096)
+	n := testing.AllocsPerRun(100, func() {
+		var err error
+		if buf, err = s.AppendJSON(buf[:0]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per step, want 0", n)
+	}
+}
