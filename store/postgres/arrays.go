@@ -31,13 +31,18 @@ var fastArrayOIDs = map[uint32]uint32{
 // registerFastArrays replaces, in the connection's type map, the codecs
 // of the fastArrayOIDs by fastArrays wrapping them.
 func registerFastArrays(_ context.Context, conn *pgx.Conn) error {
-	m := conn.TypeMap()
+	useFastArrays(conn.TypeMap())
+	return nil
+}
+
+// useFastArrays replaces, in m, the codecs of the fastArrayOIDs by
+// fastArrays wrapping them.
+func useFastArrays(m *pgtype.Map) {
 	for oid := range fastArrayOIDs {
 		if t, ok := m.TypeForOID(oid); ok {
 			m.RegisterType(&pgtype.Type{Name: t.Name, OID: t.OID, Codec: fastArrays{Codec: t.Codec}})
 		}
 	}
-	return nil
 }
 
 // fastArrays is pgx's codec of an array type, with binary encode plans of

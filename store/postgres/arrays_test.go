@@ -19,10 +19,7 @@ import (
 func TestFastArraysMatchPgx(t *testing.T) {
 	std := pgtype.NewMap()
 	fast := pgtype.NewMap()
-	for oid := range fastArrayOIDs {
-		typ, _ := fast.TypeForOID(oid)
-		fast.RegisterType(&pgtype.Type{Name: typ.Name, OID: typ.OID, Codec: fastArrays{Codec: typ.Codec}})
-	}
+	useFastArrays(fast)
 	long := bytes.Repeat([]byte("{\"k\":\"v\"}"), 500)
 	cases := []struct {
 		oid   uint32
@@ -68,10 +65,7 @@ func TestFastArraysAllocations(t *testing.T) {
 		t.Skip("allocation counts are checked without -race (scripts/test)")
 	}
 	fast := pgtype.NewMap()
-	for oid := range fastArrayOIDs {
-		typ, _ := fast.TypeForOID(oid)
-		fast.RegisterType(&pgtype.Type{Name: typ.Name, OID: typ.OID, Codec: fastArrays{Codec: typ.Codec}})
-	}
+	useFastArrays(fast)
 	ids := make([]string, 30)
 	nums := make([]int64, 30)
 	bodies := make([][]byte, 30)
@@ -103,10 +97,7 @@ func TestFastArraysGrowOnce(t *testing.T) {
 		t.Skip("allocation counts are checked without -race (scripts/test)")
 	}
 	fast := pgtype.NewMap()
-	for oid := range fastArrayOIDs {
-		typ, _ := fast.TypeForOID(oid)
-		fast.RegisterType(&pgtype.Type{Name: typ.Name, OID: typ.OID, Codec: fastArrays{Codec: typ.Codec}})
-	}
+	useFastArrays(fast)
 	texts := make([]string, 30)
 	bodies := make([][]byte, 30)
 	for i := range texts {
