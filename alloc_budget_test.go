@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/stepwise-run/stepwise/internal/raceflag"
 	"github.com/stepwise-run/stepwise/llm/scripted"
 	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/tool"
@@ -17,7 +18,7 @@ import (
 // 4,278 before round six, 35 and 5,760 before round five). It is not
 // parallel, so that no other test allocates meanwhile.
 func TestStepAllocationBudget(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("the race detector changes what is allocated")
 	}
 	type args struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stepwise-run/stepwise/internal/raceflag"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -181,7 +182,7 @@ func TestChainHashAllocatesNothing(t *testing.T) {
 	m := llm.Message{Role: steptype.RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"n":1}`)}}}
 	prev := make([]byte, 32)
 	c.chainHash(prev, m)
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Log("allocations not counted under the race detector")
 		return
 	}
@@ -208,7 +209,7 @@ func TestNewIDSortableV7(t *testing.T) {
 		}
 		prev = id
 	}
-	if n := testing.AllocsPerRun(100, func() { NewID() }); n != 1 && !raceEnabled {
+	if n := testing.AllocsPerRun(100, func() { NewID() }); n != 1 && !raceflag.Enabled {
 		t.Errorf("NewID allocates %.0f times, want 1", n)
 	}
 }

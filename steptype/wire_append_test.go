@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/stepwise-run/stepwise/internal/raceflag"
 )
 
 // reflectWire is the encoding the hand-written one must reproduce byte for
@@ -256,7 +258,7 @@ func BenchmarkStepMarshalJSON(b *testing.B) {
 // appended into a reused buffer without allocating (the SSE handler writes
 // one per step_completed event).
 func TestAppendJSONAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocation counts are checked without -race (scripts/test)")
 	}
 	s := fullStep()

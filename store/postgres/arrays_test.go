@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/stepwise-run/stepwise/internal/raceflag"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
@@ -61,7 +62,7 @@ func TestFastArraysMatchPgx(t *testing.T) {
 // The arrays of a group's statements are encoded without an allocation
 // per element (pgx's codec boxes every string and int64 element).
 func TestFastArraysAllocations(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocation counts are checked without -race (scripts/test)")
 	}
 	fast := pgtype.NewMap()
@@ -93,7 +94,7 @@ func TestFastArraysAllocations(t *testing.T) {
 // appending element by element doubled the buffer about ten times for 30
 // elements of 700 bytes.
 func TestFastArraysGrowOnce(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocation counts are checked without -race (scripts/test)")
 	}
 	fast := pgtype.NewMap()
@@ -122,7 +123,7 @@ func TestFastArraysGrowOnce(t *testing.T) {
 // A group's step columns are allocated once for all its steps (grow),
 // not doubled step by step.
 func TestStepColumnsGrowOnce(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocation counts are checked without -race (scripts/test)")
 	}
 	st := &steptype.Step{ID: "s", SessionID: "x", RunID: "r", Kind: steptype.KindLLM, Status: steptype.StepCompleted}
