@@ -78,12 +78,7 @@ func TestFastArraysAllocations(t *testing.T) {
 		oid   uint32
 		value any
 	}{{pgtype.TextArrayOID, ids}, {pgtype.Int8ArrayOID, nums}, {pgtype.ByteaArrayOID, bodies}} {
-		n := testing.AllocsPerRun(20, func() {
-			if _, err := fast.Encode(c.oid, pgtype.BinaryFormatCode, c.value, buf[:0]); err != nil {
-				t.Fatal(err)
-			}
-		})
-		if n > 2 {
+		if n := encodeAllocs(t, fast, c.oid, c.value, buf[:0]); n > 2 {
 			t.Errorf("encoding %T of 30 elements: %.0f allocations, want at most 2", c.value, n)
 		}
 	}
@@ -109,12 +104,7 @@ func TestFastArraysGrowOnce(t *testing.T) {
 		oid   uint32
 		value any
 	}{{pgtype.TextArrayOID, texts}, {pgtype.ByteaArrayOID, bodies}} {
-		n := testing.AllocsPerRun(20, func() {
-			if _, err := fast.Encode(c.oid, pgtype.BinaryFormatCode, c.value, nil); err != nil {
-				t.Fatal(err)
-			}
-		})
-		if n > 2 {
+		if n := encodeAllocs(t, fast, c.oid, c.value, nil); n > 2 {
 			t.Errorf("encoding %T of 30 elements of 700 bytes into an empty buffer: %.0f allocations, want at most 2", c.value, n)
 		}
 	}
@@ -138,4 +128,15 @@ func TestStepColumnsGrowOnce(t *testing.T) {
 	if n > 15 {
 		t.Errorf("30 steps into 15 columns: %.0f allocations, want one per column", n)
 	}
+}
+
+// encodeAllocs is the allocations of encoding value (binary, as type oid)
+// with m, appended to buf.
+func encodeAllocs(t *testing.T, m *pgtype.Map, oid uint32, value any, buf []byte) float64 {
+	t.Helper()
+	return testing.AllocsPerRun(20, func() {
+		if _, err := m.Encode(oid, pgtype.BinaryFormatCode, value, buf); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
