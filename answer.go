@@ -110,7 +110,7 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	if err != nil {
 		return nil, fmt.Errorf("answer: %w", err)
 	}
-	e.broker.publish(&Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
+	e.broker.publishResolution(&Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
 	e.wake()
 	return out, nil
 }

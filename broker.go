@@ -154,6 +154,24 @@ func (b *broker) release(sessionID string) {
 	}
 }
 
+// publishResolution publishes the step_completed event of a step resolved
+// after its commit (an answer). When this broker never saw that commit
+// (another instance made it, and its notification has not been handled
+// here yet), the topic is behind the store: its subscribers are sent to
+// the store first (they read the steps up to the resolved one, which they
+// may not have yet), and the resolution is positioned after the commit's
+// (seq, 0), never at it, or a subscriber that read the step from the store
+// would take it for the commit it has and drop it.
+func (b *broker) publishResolution(ev *Event) {
+	sh := b.lock(ev.SessionID)
+	if t := sh.topicLocked(ev.SessionID); t.seq < ev.Step.Sequence {
+		t.pokeLocked()
+		t.advanceLocked(ev.Step.Sequence)
+	}
+	sh.mu.Unlock()
+	b.publish(ev)
+}
+
 // publish assigns ev its position and delivers it. A subscriber whose buffer
 // is full is marked lagged and stops receiving; it catches up from the store.
 func (b *broker) publish(ev *Event) { b.publishTo(nil, ev) }
