@@ -176,18 +176,10 @@ func (x *execution) publish(ev *Event) { x.publishAt(ev, x.e.now()) }
 // publishAt delivers an event stamped with t: the time just read for what
 // the event tells (a step's start, its commit), not read again.
 func (x *execution) publishAt(ev *Event, t time.Time) {
-	ev.SessionID = x.run.SessionID
-	if ev.RunID == "" {
-		ev.RunID = x.run.ID
-	}
-	ev.Time = t
-	x.e.broker.publishTo(x.topic, ev)
+	x.toSubscribers(ev, t)
 	if x.sink != nil {
 		x.sinkMu.Lock()
-		if h := x.held; h != nil {
-			x.held = nil
-			x.send(h)
-		}
+		x.sendHeld()
 		x.send(ev)
 		x.sinkMu.Unlock()
 	}
@@ -204,18 +196,22 @@ func (x *execution) publishHeld(ev *Event, t time.Time) {
 		x.publishAt(ev, t)
 		return
 	}
+	x.toSubscribers(ev, t)
+	x.sinkMu.Lock()
+	x.sendHeld()
+	x.held = ev
+	x.sinkMu.Unlock()
+}
+
+// toSubscribers stamps ev with its session, run and time t and publishes
+// it into the topic the execution acquired.
+func (x *execution) toSubscribers(ev *Event, t time.Time) {
 	ev.SessionID = x.run.SessionID
 	if ev.RunID == "" {
 		ev.RunID = x.run.ID
 	}
 	ev.Time = t
-	x.e.broker.publish(ev)
-	x.sinkMu.Lock()
-	if h := x.held; h != nil {
-		x.send(h)
-	}
-	x.held = ev
-	x.sinkMu.Unlock()
+	x.e.broker.publishTo(x.topic, ev)
 }
 
 // flush sends the held event to the inline consumer: before anything that
@@ -225,11 +221,16 @@ func (x *execution) flush() {
 		return
 	}
 	x.sinkMu.Lock()
+	x.sendHeld()
+	x.sinkMu.Unlock()
+}
+
+// sendHeld sends the held event, if any; the caller holds sinkMu.
+func (x *execution) sendHeld() {
 	if h := x.held; h != nil {
 		x.held = nil
 		x.send(h)
 	}
-	x.sinkMu.Unlock()
 }
 
 // send delivers an event to the inline consumer; the caller holds sinkMu.
