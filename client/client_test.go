@@ -28,7 +28,9 @@ func newServer(t *testing.T, agents ...*stepwise.Agent) (*httptest.Server, *step
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ConnContext = server.ConnContext // as server.Serve
+	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close)
 	return ts, eng

@@ -57,7 +57,9 @@ func newEnv(t *testing.T, agents []*stepwise.Agent, opts ...envOption) *testEnv 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ConnContext = ConnContext // as Serve: streams write their chunks directly
+	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close) // runs first: ends streams so that ts.Close does not wait for them
 	var copts []client.Option

@@ -89,6 +89,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) error {
 	}
 	hs := &http.Server{
 		Handler:           s.WithDashboard(dashboard.Config{}),
+		ConnContext:       ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

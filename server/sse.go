@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -25,6 +26,13 @@ type sseWriter struct {
 	deadline time.Time // the write deadline last set
 	now      time.Time // the time of the last write or flush
 	buf      []byte
+	// direct is the connection the response may write its chunks to
+	// (directConn), nil if none; conn is set to it once net/http sent the
+	// response's head (start). buf then holds, after chunkRoom bytes kept
+	// for the chunk's size line, every event written since the last
+	// flush, and a flush sends them as one chunk in one write.
+	direct, conn net.Conn
+	broken       bool // a write to conn failed, or the stream ended
 }
 
 func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
@@ -43,13 +51,22 @@ func (s *sseWriter) start() error {
 	if err := s.write(); err != nil {
 		return err
 	}
-	return s.flush()
+	if err := s.flush(); err != nil {
+		return err
+	}
+	if s.direct != nil {
+		// net/http sent the head and the first chunk and holds nothing:
+		// the next chunks go straight to the connection.
+		s.conn = s.direct
+		s.buf = append(s.buf[:0], make([]byte, chunkRoom)...)
+	}
+	return nil
 }
 
 // event writes one event; id and typ may be empty. data must be one line
 // (compact JSON is). Call flush to send it.
 func (s *sseWriter) event(id, typ string, data []byte) error {
-	b := s.buf[:0]
+	b := s.next()
 	if id != "" {
 		b = append(b, "id: "...)
 		b = append(b, id...)
@@ -62,7 +79,7 @@ func (s *sseWriter) event(id, typ string, data []byte) error {
 // caller appends its data (one line) and hands the buffer to eventEnd.
 // Encoding straight into the buffer saves a copy of every event.
 func (s *sseWriter) eventHead(pos stepwise.Position, typ string) []byte {
-	b := append(s.buf[:0], "id: "...)
+	b := append(s.next(), "id: "...)
 	b = strconv.AppendInt(b, pos.Seq, 10)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, pos.Idx, 10)
@@ -96,11 +113,28 @@ func (s *sseWriter) finish(b []byte, typ string, data []byte) error {
 
 // comment writes a comment line (a heartbeat).
 func (s *sseWriter) comment(text string) error {
-	s.buf = append(append(append(s.buf[:0], ": "...), text...), '\n', '\n')
+	s.buf = append(append(append(s.next(), ": "...), text...), '\n', '\n')
 	return s.write()
 }
 
+// next returns the buffer to append the next event to: empty, or on a
+// connection taken over, what is not flushed yet.
+func (s *sseWriter) next() []byte {
+	if s.conn != nil {
+		return s.buf
+	}
+	return s.buf[:0]
+}
+
 func (s *sseWriter) write() error {
+	if s.conn != nil {
+		// The event stays in the buffer until the flush, unless the
+		// buffer grew large (a long replay): then it goes as a chunk.
+		if len(s.buf) >= connFlushAt {
+			return s.flush()
+		}
+		return nil
+	}
 	if err := s.extendDeadline(); err != nil {
 		return err
 	}
@@ -112,6 +146,9 @@ func (s *sseWriter) write() error {
 func (s *sseWriter) flush() error {
 	if err := s.extendDeadline(); err != nil {
 		return err
+	}
+	if s.conn != nil {
+		return s.flushConn()
 	}
 	return s.rc.Flush()
 }
@@ -125,6 +162,9 @@ func (s *sseWriter) extendDeadline() error {
 		return nil
 	}
 	s.deadline = now.Add(s.timeout)
+	if s.conn != nil {
+		return s.conn.SetWriteDeadline(s.deadline)
+	}
 	if err := s.rc.SetWriteDeadline(s.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
@@ -142,11 +182,14 @@ const maxBatch = 64
 // The handler's goroutine ranges over the subscription itself and writes
 // each event as it comes; the subscription calls back (Flush) when it has
 // handed over every event it has, so one write sends what was queued
-// together. Heartbeats come from a timer (see heartbeat).
+// together. Heartbeats come from a timer (see heartbeat). An HTTP/1.1
+// stream writes its chunks to the connection itself (directConn).
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, p stepwise.SubscribeParams) error {
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
 	sw := newSSEWriter(w, s.cfg.WriteTimeout)
+	sw.direct = directConn(w, r)
+	defer sw.end() // after the heartbeats stopped (deferred below)
 	if err := sw.start(); err != nil {
 		return nil
 	}
