@@ -9,22 +9,38 @@ import (
 	"github.com/stepwise-run/stepwise/internal/jsonstr"
 )
 
-// appendEvent appends the JSON of an SSE event (the shape of eventJSON) to
-// b. It is written by hand because it runs once per event per subscriber:
-// no reflection, and the step is encoded once, not re-validated.
-func appendEvent(b []byte, ev *stepwise.Event) ([]byte, error) {
+// eventEncoder appends the JSON of an SSE event (the shape of eventJSON).
+// It is written by hand because it runs once per event per subscriber: no
+// reflection, and the step is encoded once, not re-validated. A stream
+// keeps one for its events, and with it what they share from one event to
+// the next: the encoded session and run ids (a stream's events mostly come
+// from one run) and the time's date, clock to the second and zone (many
+// events a second). The zero value is ready to use.
+type eventEncoder struct {
+	sessionID, runID string
+	ids              []byte // `,"session_id":…,"run_id":…`
+	sec              int64  // the second of date, with loc
+	loc              *time.Location
+	date, zone       []byte // "2006-01-02T15:04:05", "Z07:00"
+}
+
+func (e *eventEncoder) append(b []byte, ev *stepwise.Event) ([]byte, error) {
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendInt(b, ev.Position.Seq, 10)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, ev.Position.Idx, 10)
 	b = append(b, `","type":`...)
 	b = jsonstr.Append(b, string(ev.Type))
-	b = append(b, `,"session_id":`...)
-	b = jsonstr.Append(b, ev.SessionID)
-	b = append(b, `,"run_id":`...)
-	b = jsonstr.Append(b, ev.RunID)
+	if e.ids == nil || ev.SessionID != e.sessionID || ev.RunID != e.runID {
+		e.sessionID, e.runID = ev.SessionID, ev.RunID
+		e.ids = append(e.ids[:0], `,"session_id":`...)
+		e.ids = jsonstr.Append(e.ids, ev.SessionID)
+		e.ids = append(e.ids, `,"run_id":`...)
+		e.ids = jsonstr.Append(e.ids, ev.RunID)
+	}
+	b = append(b, e.ids...)
 	b = append(b, `,"time":"`...)
-	b = ev.Time.AppendFormat(b, time.RFC3339Nano)
+	b = e.appendTime(b, ev.Time)
 	b = append(b, '"')
 	if ev.StepName != "" {
 		b = append(b, `,"step_name":`...)
@@ -91,4 +107,34 @@ func appendEvent(b []byte, ev *stepwise.Event) ([]byte, error) {
 		b = append(append(b, f.name...), raw...)
 	}
 	return append(b, '}'), nil
+}
+
+// appendTime appends t as time.RFC3339Nano does: the date, clock and zone
+// formatted once per second (and location), the fraction by hand.
+func (e *eventEncoder) appendTime(b []byte, t time.Time) []byte {
+	sec, ns, loc := t.Unix(), t.Nanosecond(), t.Location()
+	if e.date == nil || sec != e.sec || loc != e.loc {
+		y := t.Year()
+		if y < 0 || y > 9999 {
+			return t.AppendFormat(b, time.RFC3339Nano) // its own rules
+		}
+		e.sec, e.loc = sec, loc
+		e.date = t.AppendFormat(e.date[:0], "2006-01-02T15:04:05")
+		e.zone = t.AppendFormat(e.zone[:0], "Z07:00")
+	}
+	b = append(b, e.date...)
+	if ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i > 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, e.zone...)
 }

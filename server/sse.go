@@ -232,6 +232,7 @@ type heartbeat struct {
 	broken  atomic.Bool // err is set (read without the lock)
 	last    time.Time   // of the last flush
 	dirty   bool        // written since the last flush
+	enc     eventEncoder
 	cancel  context.CancelFunc
 }
 
@@ -265,7 +266,7 @@ func (h *heartbeat) beat() {
 	h.t.Reset(h.every - quiet)
 }
 
-// event encodes ev (appendEvent) into the writer's buffer and writes it:
+// event encodes ev (eventEncoder) into the writer's buffer and writes it:
 // an error encoding it (nothing written) or writing it.
 func (h *heartbeat) event(ev *stepwise.Event) (encodeErr, writeErr error) {
 	h.mu.Lock()
@@ -273,7 +274,7 @@ func (h *heartbeat) event(ev *stepwise.Event) (encodeErr, writeErr error) {
 	if h.err != nil {
 		return nil, h.err
 	}
-	b, err := appendEvent(h.sw.eventHead(ev.Position, string(ev.Type)), ev)
+	b, err := h.enc.append(h.sw.eventHead(ev.Position, string(ev.Type)), ev)
 	if err != nil {
 		return err, nil
 	}

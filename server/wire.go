@@ -132,7 +132,7 @@ type truncateResult struct {
 }
 
 // eventJSON is the data of an SSE event; ID repeats the event's id line.
-// The server writes it with appendEvent (event_json.go), without
+// The server writes it with an eventEncoder (event_json.go), without
 // reflection; eventWire and encoding/json are the reference it is tested
 // against.
 type eventJSON struct {
