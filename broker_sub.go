@@ -62,9 +62,11 @@ func (s *subscriber) take(buf []*Event) []*Event {
 	return out
 }
 
-// markLagged switches the subscriber to catch-up from the store.
+// markLagged switches the subscriber to catch-up from the store; its
+// consumer is woken (ready) as well as told (lag).
 func (s *subscriber) markLagged() {
 	if s.lagged.CompareAndSwap(false, true) {
 		close(s.lag)
+		s.wake()
 	}
 }

@@ -187,3 +187,60 @@ func TestBrokerResolutionAfterRemoteCommit(t *testing.T) {
 		t.Fatalf("resolution after step 5: %+v", got)
 	}
 }
+
+// A live subscription waits on its subscriber's ready channel alone: a poke
+// (another instance committed) on a quiet session wakes it to catch up
+// from the store and subscribe again, and the end of its context ends it.
+func TestSubscribeWakesOnLagAndCancel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := memory.New()
+	defer mem.Close()
+	e, err := New(Config{Store: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	current := func() *subscriber {
+		sh := e.broker.lock("s")
+		defer sh.mu.Unlock()
+		if t := sh.topics["s"]; t != nil && len(t.subs) == 1 {
+			return t.subs[0]
+		}
+		return nil
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10s", what)
+			}
+		}
+	}
+	subCtx, stop := context.WithCancel(ctx)
+	ended := make(chan error, 1)
+	go func() {
+		var last error
+		for _, err := range e.Subscribe(subCtx, SubscribeParams{SessionID: "s"}) {
+			last = err
+		}
+		ended <- last
+	}()
+	waitFor("subscribed", func() bool { return current() != nil })
+	first := current()
+	e.broker.poke("s")
+	waitFor("subscribed again after the poke", func() bool { s := current(); return s != nil && s != first })
+	stop()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the stream ended without its context's error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end with its context")
+	}
+}
