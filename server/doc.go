@@ -12,6 +12,10 @@
 //
 //	err := server.ListenAndServe(ctx, "127.0.0.1:7700", server.Config{Engine: eng})
 //
+// Under an http.Server of your own, set its ConnContext to ConnContext (as
+// Serve does): SSE streams then write their chunks to the connection
+// themselves, with less CPU per event and the same bytes.
+//
 // Errors are RFC 9457 problem details with stable codes (see
 // docs/http_api.md); the client package decodes them back into errors that
 // match the stepwise sentinels.
