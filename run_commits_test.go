@@ -1,0 +1,106 @@
+package stepwise_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/memory"
+	"github.com/stepwise-run/stepwise/tool"
+)
+
+// commitLog records the writes an engine makes to its store.
+type commitLog struct {
+	store.Store
+	mu      sync.Mutex
+	updates []*store.RunUpdateParams
+	appends []*store.StepAppendParams
+}
+
+func (c *commitLog) RunUpdate(ctx context.Context, p *store.RunUpdateParams) (*stepwise.Run, error) {
+	c.mu.Lock()
+	cp := *p
+	c.updates = append(c.updates, &cp)
+	c.mu.Unlock()
+	return c.Store.RunUpdate(ctx, p)
+}
+
+func (c *commitLog) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*stepwise.Step, error) {
+	c.mu.Lock()
+	cp := *p
+	cp.Runs = nil
+	for _, r := range p.Runs {
+		rc := *r
+		cp.Runs = append(cp.Runs, &rc)
+	}
+	c.appends = append(c.appends, &cp)
+	c.mu.Unlock()
+	return c.Store.StepAppend(ctx, p)
+}
+
+// The run's final answer and its completion commit together: a run of the
+// tool loop makes no write of its own to finish (a transaction fewer per
+// run), and what it leaves is what a separate finish left — completed, the
+// answer (as masked) for output, the lease released, run_finished after
+// the answer's step_completed.
+func TestRunCompletesWithItsLastStep(t *testing.T) {
+	t.Parallel()
+	m := &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) {
+		if assistantTurns(req) == 0 {
+			return &llm.Response{ToolCalls: []stepwise.ToolCall{call("c1", "echo", `{}`)}}, nil
+		}
+		return &llm.Response{Content: "the answer"}, nil
+	}}
+	echo := tool.Func(llm.ToolDef{Name: "echo", Parameters: []byte(`{"type":"object"}`)}, func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
+		return &tool.Result{Content: "echoed"}, nil
+	})
+	st := &commitLog{Store: memory.New()}
+	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "loop", Model: m, Tools: []tool.Tool{echo}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.Mask(func(s *stepwise.Step) { s.Content = strings.ReplaceAll(s.Content, "answer", "[masked]") })
+	ctx := context.Background()
+	r, err := e.StartRun(ctx, stepwise.StartParams{Agent: "loop", Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for ev, err := range e.Execute(ctx, r.ID) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case stepwise.EventStepCompleted:
+			order = append(order, string(ev.Step.Kind))
+		case stepwise.EventRunFinished:
+			order = append(order, "finished:"+string(ev.Run.Status)+":"+ev.Run.Output)
+		}
+	}
+	if got, want := strings.Join(order, " "), "user llm tool llm finished:completed:the [masked]"; got != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	got, err := st.RunGet(ctx, &store.RunGetParams{ID: r.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != steptype.RunCompleted || got.Output != "the [masked]" || got.LeaseOwner != "" || got.FinishedAt.IsZero() || got.StepCount != 4 {
+		t.Errorf("run %+v, want completed with the masked answer, no lease, finished, 4 steps", got)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.updates) != 0 {
+		t.Errorf("%d RunUpdate calls (the first %+v), want none: the last append completes the run", len(st.updates), st.updates[0])
+	}
+	last := st.appends[len(st.appends)-1]
+	if len(last.Runs) != 1 || last.Runs[0].Status == nil || *last.Runs[0].Status != steptype.RunCompleted ||
+		!last.Runs[0].ClearLease || last.Runs[0].Output == nil || len(last.Steps) != 1 || last.Steps[0].Kind != steptype.KindLLM {
+		t.Errorf("last append %+v (run %+v), want the answer with the run's completion", last, last.Runs)
+	}
+}
