@@ -128,7 +128,7 @@ func (x *execution) load(ctx context.Context) error {
 	// The run's own steps: its approvals, pending requests, progress, last
 	// answer and previous step (bounded by the run, not the session).
 	var own []*Step
-	if x.run.ID != "" {
+	if x.run.ID != "" && sess.LastSequence > 0 { // a session without steps has none of the run
 		if own, err = x.e.store.StepList(ctx, &store.StepListParams{RunID: x.run.ID}); err != nil {
 			return fmt.Errorf("load context: %w", err)
 		}

@@ -20,6 +20,16 @@ type commitLog struct {
 	mu      sync.Mutex
 	updates []*store.RunUpdateParams
 	appends []*store.StepAppendParams
+	runRead int // StepList calls by run
+}
+
+func (c *commitLog) StepList(ctx context.Context, p *store.StepListParams) ([]*stepwise.Step, error) {
+	if p.RunID != "" {
+		c.mu.Lock()
+		c.runRead++
+		c.mu.Unlock()
+	}
+	return c.Store.StepList(ctx, p)
 }
 
 func (c *commitLog) RunUpdate(ctx context.Context, p *store.RunUpdateParams) (*stepwise.Run, error) {
@@ -102,5 +112,46 @@ func TestRunCompletesWithItsLastStep(t *testing.T) {
 	if len(last.Runs) != 1 || last.Runs[0].Status == nil || *last.Runs[0].Status != steptype.RunCompleted ||
 		!last.Runs[0].ClearLease || last.Runs[0].Output == nil || len(last.Steps) != 1 || last.Steps[0].Kind != steptype.KindLLM {
 		t.Errorf("last append %+v (run %+v), want the answer with the run's completion", last, last.Runs)
+	}
+}
+
+// A run of a session without steps does not read its own steps when it
+// starts (there can be none): one read fewer per new conversation. A run
+// of a session with steps still reads them, and a resumed run continues
+// from them.
+func TestNewSessionRunSkipsItsStepRead(t *testing.T) {
+	t.Parallel()
+	m := &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) {
+		return &llm.Response{Content: "turn " + string(rune('0'+assistantTurns(req)))}, nil
+	}}
+	st := &commitLog{Store: memory.New()}
+	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "chat", Model: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	first, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "chat", Input: "hi"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	reads := st.runRead
+	st.mu.Unlock()
+	if reads != 0 {
+		t.Errorf("the first run of a new session read its steps %d times, want 0", reads)
+	}
+	second, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "chat", SessionID: first.SessionID, Input: "again"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	reads = st.runRead
+	st.mu.Unlock()
+	if reads != 1 {
+		t.Errorf("the second run of the session read its steps %d times, want 1", reads)
+	}
+	if first.Output != "turn 0" || second.Output != "turn 1" {
+		t.Errorf("outputs %q, %q, want the second turn to see the first", first.Output, second.Output)
 	}
 }
