@@ -2,9 +2,12 @@ package stepwise_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm"
@@ -153,5 +156,91 @@ func TestNewSessionRunSkipsItsStepRead(t *testing.T) {
 	}
 	if first.Output != "turn 0" || second.Output != "turn 1" {
 		t.Errorf("outputs %q, %q, want the second turn to see the first", first.Output, second.Output)
+	}
+}
+
+// sharedLog is a commitLog standing for a store shared with other
+// processes (not Exclusive), counting the runs read one by one.
+type sharedLog struct {
+	commitLog
+	gets int
+}
+
+func (s *sharedLog) Exclusive() bool { return false }
+
+func (s *sharedLog) RunGet(ctx context.Context, p *store.RunGetParams) (*stepwise.Run, error) {
+	s.mu.Lock()
+	s.gets++
+	s.mu.Unlock()
+	return s.Store.RunGet(ctx, p)
+}
+
+// On a store shared with other processes, executing a run claims it
+// without reading it first (the claim reads it): one read fewer per
+// execution. A refusal still says why, and leaves the run as it was.
+func TestSharedStoreClaimsWithoutReadingFirst(t *testing.T) {
+	t.Parallel()
+	m := &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) { return &llm.Response{Content: "ok"}, nil }}
+	st := &sharedLog{commitLog: commitLog{Store: memory.New()}}
+	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "a", Model: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	r, err := e.StartRun(ctx, stepwise.StartParams{Agent: "a", Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range e.Execute(ctx, r.ID) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.mu.Lock()
+	gets := st.gets
+	st.mu.Unlock()
+	if gets != 0 {
+		t.Errorf("executing a queued run read it %d times, want 0 (the claim reads it)", gets)
+	}
+	// Refusals: a finished run, a run leased elsewhere, a run of an agent
+	// this engine does not have.
+	for _, err := range e.Execute(ctx, r.ID) {
+		if !errors.Is(err, stepwise.ErrRunFinished) {
+			t.Errorf("executing a finished run: %v, want ErrRunFinished", err)
+		}
+	}
+	sess, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s2", Agent: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leased, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &stepwise.Run{ID: "leased", SessionID: sess.ID, Agent: "a", Status: steptype.RunRunning, LeaseOwner: "other"}, LeaseFor: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range e.Execute(ctx, leased.ID) {
+		if !errors.Is(err, stepwise.ErrConflict) || !strings.Contains(fmt.Sprint(err), "leased by another owner") {
+			t.Errorf("executing a run leased elsewhere: %v, want a conflict", err)
+		}
+	}
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s3", Agent: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &stepwise.Run{ID: "other-agent", SessionID: "s3", Agent: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range e.Execute(ctx, "other-agent") {
+		if !errors.Is(err, stepwise.ErrUnknownAgent) {
+			t.Errorf("executing a run of an unknown agent: %v, want ErrUnknownAgent", err)
+		}
+	}
+	for id, want := range map[string]string{"leased": "running other", "other-agent": "queued "} {
+		got, err := st.RunGet(ctx, &store.RunGetParams{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := string(got.Status) + " " + got.LeaseOwner; s != want {
+			t.Errorf("run %s left %q, want %q", id, s, want)
+		}
 	}
 }
