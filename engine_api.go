@@ -71,6 +71,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 	}
 	now := e.now()
 	sid := p.SessionID
+	var newSession *store.SessionCreateParams // created with the run, in its transaction
 	if sid == "" {
 		sid = NewID()
 		var meta json.RawMessage
@@ -79,9 +80,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 				return nil, fmt.Errorf("%w: session metadata: %v", store.ErrInvalid, err)
 			}
 		}
-		if _, err := e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: a.Name, Title: p.Title, Metadata: meta, Now: now}); err != nil {
-			return nil, fmt.Errorf("create session: %w", err)
-		}
+		newSession = &store.SessionCreateParams{ID: sid, Agent: a.Name, Title: p.Title, Metadata: meta, Now: now}
 	} else if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sid}); err != nil {
 		return nil, fmt.Errorf("session %q: %w", sid, err)
 	}
@@ -105,7 +104,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay, ClientTools: p.ClientTools})
 	}
 	r.Options = withVersion(r.Options, a.Version)
-	cp := &store.RunCreateParams{Run: r}
+	cp := &store.RunCreateParams{Run: r, Session: newSession}
 	if own {
 		r.Status, r.LeaseOwner = steptype.RunRunning, e.cfg.Owner
 		cp.LeaseFor = e.cfg.Lease // from the database's clock

@@ -23,7 +23,26 @@ type commitLog struct {
 	mu      sync.Mutex
 	updates []*store.RunUpdateParams
 	appends []*store.StepAppendParams
-	runRead int // StepList calls by run
+	runRead int      // StepList calls by run
+	creates []string // SessionCreate calls, and RunCreate calls with a session ("run+session")
+}
+
+func (c *commitLog) SessionCreate(ctx context.Context, p *store.SessionCreateParams) (*stepwise.Session, error) {
+	c.mu.Lock()
+	c.creates = append(c.creates, "session")
+	c.mu.Unlock()
+	return c.Store.SessionCreate(ctx, p)
+}
+
+func (c *commitLog) RunCreate(ctx context.Context, p *store.RunCreateParams) (*stepwise.Run, error) {
+	c.mu.Lock()
+	if p.Session != nil {
+		c.creates = append(c.creates, "run+session")
+	} else {
+		c.creates = append(c.creates, "run")
+	}
+	c.mu.Unlock()
+	return c.Store.RunCreate(ctx, p)
 }
 
 func (c *commitLog) StepList(ctx context.Context, p *store.StepListParams) ([]*stepwise.Step, error) {
@@ -242,5 +261,42 @@ func TestSharedStoreClaimsWithoutReadingFirst(t *testing.T) {
 		if s := string(got.Status) + " " + got.LeaseOwner; s != want {
 			t.Errorf("run %s left %q, want %q", id, s, want)
 		}
+	}
+}
+
+// A run that starts a new session creates it in its own RunCreate (one
+// transaction), not with a SessionCreate before it; a run of an existing
+// session creates the run only.
+func TestNewSessionCreatedWithItsRun(t *testing.T) {
+	t.Parallel()
+	m := &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) { return &llm.Response{Content: "ok"}, nil }}
+	st := &commitLog{Store: memory.New()}
+	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "a", Model: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	r, err := e.StartRun(ctx, stepwise.StartParams{Agent: "a", Input: "go", Title: "t", Metadata: map[string]any{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := st.SessionGet(ctx, &store.SessionGetParams{ID: r.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Agent != "a" || sess.Title != "t" || string(sess.Metadata) != `{"k":"v"}` {
+		t.Errorf("session %+v", sess)
+	}
+	if _, err := e.Wait(ctx, e.Execute(ctx, r.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.StartRun(ctx, stepwise.StartParams{Agent: "a", SessionID: r.SessionID, Input: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if got := strings.Join(st.creates, " "); got != "run+session run" {
+		t.Errorf("creations %q, want %q", got, "run+session run")
 	}
 }
