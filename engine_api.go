@@ -71,6 +71,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 	}
 	now := e.now()
 	sid := p.SessionID
+	var newSession *store.SessionCreateParams // created with the run, in its transaction
 	if sid == "" {
 		sid = NewID()
 		var meta json.RawMessage
@@ -79,9 +80,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 				return nil, fmt.Errorf("%w: session metadata: %v", store.ErrInvalid, err)
 			}
 		}
-		if _, err := e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: a.Name, Title: p.Title, Metadata: meta, Now: now}); err != nil {
-			return nil, fmt.Errorf("create session: %w", err)
-		}
+		newSession = &store.SessionCreateParams{ID: sid, Agent: a.Name, Title: p.Title, Metadata: meta, Now: now}
 	} else if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sid}); err != nil {
 		return nil, fmt.Errorf("session %q: %w", sid, err)
 	}
@@ -105,7 +104,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay, ClientTools: p.ClientTools})
 	}
 	r.Options = withVersion(r.Options, a.Version)
-	cp := &store.RunCreateParams{Run: r}
+	cp := &store.RunCreateParams{Run: r, Session: newSession}
 	if own {
 		r.Status, r.LeaseOwner = steptype.RunRunning, e.cfg.Owner
 		cp.LeaseFor = e.cfg.Lease // from the database's clock
@@ -226,47 +225,61 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	if busy {
 		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
 	}
-	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID})
-	if err != nil {
-		return nil, fmt.Errorf("run %q: %w", runID, err)
+	// On a store shared with other processes the claim comes first (it
+	// reads the run); the run is read on its own only to explain a refusal:
+	// an execution costs one read fewer. An exclusive store's run is read
+	// first, for the takeover of a dead process's lease.
+	shared := !owned && !e.store.Exclusive()
+	var run *Run
+	if shared {
+		var err error
+		if run, err = e.claimOne(ctx, runID, time.Time{}, e.agentNames()); err != nil {
+			return nil, err
+		}
 	}
-	switch {
-	case r.Status.Terminal():
-		return nil, fmt.Errorf("%w: run %s is %s", ErrRunFinished, runID, r.Status)
-	case r.Status == steptype.RunWaiting:
-		return nil, fmt.Errorf("%w: run %s is waiting for input; answer its pending requests first", ErrConflict, runID)
+	r := run
+	if r == nil {
+		var err error
+		if r, err = e.store.RunGet(ctx, &store.RunGetParams{ID: runID}); err != nil {
+			return nil, fmt.Errorf("run %q: %w", runID, err)
+		}
+		switch {
+		case r.Status.Terminal():
+			return nil, fmt.Errorf("%w: run %s is %s", ErrRunFinished, runID, r.Status)
+		case r.Status == steptype.RunWaiting:
+			return nil, fmt.Errorf("%w: run %s is waiting for input; answer its pending requests first", ErrConflict, runID)
+		}
 	}
 	a, err := e.Agent(r.Agent)
 	if err != nil {
+		if run != nil { // claimed, and the agent went away meanwhile
+			e.leases.drop(runID)
+			e.requeue([]*Run{run})
+		}
 		return nil, err
 	}
-	var now time.Time // zero: the database's clock
-	if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && e.store.Exclusive() && !ownerAlive(r.LeaseOwner) {
-		// The store is exclusive to this process and no engine of this
-		// process holds the lease, so its owner is a process that died:
-		// take the lease over at once. A lease held by another engine of
-		// this process is never taken.
-		if now = r.LeaseExpires.Add(time.Millisecond); now.Before(time.Now()) {
-			now = time.Now()
+	switch {
+	case owned:
+		run = r
+	case shared && run == nil:
+		return nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
+	case !shared:
+		var now time.Time // zero: the database's clock
+		if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && !ownerAlive(r.LeaseOwner) {
+			// The store is exclusive to this process and no engine of this
+			// process holds the lease, so its owner is a process that died:
+			// take the lease over at once. A lease held by another engine of
+			// this process is never taken.
+			if now = r.LeaseExpires.Add(time.Millisecond); now.Before(time.Now()) {
+				now = time.Now()
+			}
 		}
-	}
-	run := r
-	if !owned {
-		e.leases.set(runID, time.Now())
-		claimed, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, ID: runID, Limit: 1, Now: now})
-		if err != nil || len(claimed) == 0 {
-			e.leases.drop(runID)
+		if run, err = e.claimOne(ctx, runID, now, nil); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			// The claim may have been written before the failure (a context
-			// cancelled mid-call): hand it back if it is ours.
-			e.requeue([]*Run{r})
-			return nil, fmt.Errorf("claim run: %w", err)
-		}
-		if len(claimed) == 0 {
+		if run == nil {
 			return nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
 		}
-		run = claimed[0]
 	}
 	x := &execution{e: e, agent: a, run: run, parent: parent}
 	if parent != nil {
@@ -303,6 +316,27 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	x.topic = e.broker.acquire(r.SessionID, x.lastSeq)
 	e.startHeartbeat()
 	return x, nil
+}
+
+// claimOne leases one run to this engine (now: zero for the database's
+// clock; agents: when set, only a run of one of them); nil when the run is
+// not claimable.
+func (e *Engine) claimOne(ctx context.Context, runID string, now time.Time, agents []string) (*Run, error) {
+	e.leases.set(runID, time.Now())
+	claimed, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, ID: runID, Limit: 1, Now: now, Agents: agents})
+	if err != nil || len(claimed) == 0 {
+		e.leases.drop(runID)
+	}
+	if err != nil {
+		// The claim may have been written before the failure (a context
+		// cancelled mid-call): hand it back if it is ours.
+		e.requeue([]*Run{{ID: runID}})
+		return nil, fmt.Errorf("claim run: %w", err)
+	}
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	return claimed[0], nil
 }
 
 // abandon releases the contexts of an execution that never started.

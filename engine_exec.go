@@ -128,7 +128,7 @@ func (x *execution) load(ctx context.Context) error {
 	// The run's own steps: its approvals, pending requests, progress, last
 	// answer and previous step (bounded by the run, not the session).
 	var own []*Step
-	if x.run.ID != "" {
+	if x.run.ID != "" && sess.LastSequence > 0 { // a session without steps has none of the run
 		if own, err = x.e.store.StepList(ctx, &store.StepListParams{RunID: x.run.ID}); err != nil {
 			return fmt.Errorf("load context: %w", err)
 		}
@@ -276,6 +276,10 @@ type runUpdate struct {
 	output    *string
 	err       *StepError
 	finish    bool
+	// completes: the steps are the run's last; the same commit completes
+	// the run (status completed, its output the last assistant text with
+	// these steps, the lease released), instead of a commit of its own.
+	completes bool
 	// inPlace: the engine built the steps and nothing outside it can hold
 	// them (no handler or hook of the user saw them), so the store may
 	// return them placed instead of copies (StepAppendParams.InPlace).
@@ -323,6 +327,10 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	}
 	if err := x.e.maskSteps(steps); err != nil {
 		return err
+	}
+	if u.completes {
+		completed, out := steptype.RunCompleted, x.outputWith(steps)
+		u.status, u.output, u.finish = &completed, &out, true
 	}
 	x.runParams = store.RunUpdateParams{
 		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: expectRunning,
@@ -490,9 +498,12 @@ func (x *execution) loop() error {
 			}
 			continue
 		}
-		parked, err := x.record(cursor, next)
+		parked, completed, err := x.record(cursor, next)
 		if err != nil {
 			return x.stopped(err)
+		}
+		if completed {
+			return x.finished(steptype.RunCompleted, nil)
 		}
 		if parked {
 			return nil
@@ -654,8 +665,9 @@ func (x *execution) call(h Handler, s *Scope) (next *Next, err error) {
 }
 
 // record commits the step a handler produced, with the cursor move and state
-// patch. It reports whether the run parked waiting for input.
-func (x *execution) record(name string, next *Next) (bool, error) {
+// patch. It reports whether the run parked waiting for input, or completed
+// with the step (its cursor moved to the end: see runUpdate.completes).
+func (x *execution) record(name string, next *Next) (parked, completed bool, err error) {
 	s := next.record
 	if s.Kind == "" {
 		s.Kind = steptype.KindCustom
@@ -673,17 +685,22 @@ func (x *execution) record(name string, next *Next) (bool, error) {
 	// could read it (Scope.Record).
 	u := runUpdate{cursor: &next.Step, inPlace: name == StepLLM && x.agent.Steps[StepLLM] == nil && !x.hooks(name),
 		hold: next.Input == nil} // no park: the loop goes on
+	if next.Step == StepEnd && next.Input == nil {
+		// The loop would finish the run next, with nothing in between but
+		// the held event: the step's commit completes it (one transaction).
+		u.completes, u.hold = true, false
+	}
 	if next.State != nil {
 		patch, err := toRaw(next.State)
 		if err != nil {
-			return false, fmt.Errorf("step %q state: %w", name, err)
+			return false, false, fmt.Errorf("step %q state: %w", name, err)
 		}
 		s.StatePatch, u.patch, u.patchStep = patch, patch, s
 	}
 	if next.Output != nil {
 		out, err := toRaw(next.Output)
 		if err != nil {
-			return false, fmt.Errorf("step %q output: %w", name, err)
+			return false, false, fmt.Errorf("step %q output: %w", name, err)
 		}
 		s.Outputs = out
 	}
@@ -700,20 +717,36 @@ func (x *execution) record(name string, next *Next) (bool, error) {
 	if next.Input != nil {
 		in, err := x.inputStep(name, next.Input, nil)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		steps = append(steps, in)
 		waiting := steptype.RunWaiting
 		u.status = &waiting
 	}
 	if err := x.commit(steps, u); err != nil {
-		return false, err
+		return false, false, err
+	}
+	if u.completes {
+		x.flush()
+		return false, true, nil
 	}
 	if u.status != nil {
 		x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
-		return true, nil
+		return true, false, nil
 	}
-	return false, nil
+	return false, false, nil
+}
+
+// outputWith is the run's output once steps are committed: the content of
+// the last assistant message, as lastAssistantText reads it after the
+// steps are added to the context.
+func (x *execution) outputWith(steps []*Step) string {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if s := steps[i]; inContext(s) && s.Role == steptype.RoleAssistant {
+			return s.Content
+		}
+	}
+	return x.lastAssistantText()
 }
 
 // finish ends the run.
@@ -722,6 +755,11 @@ func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
 	if err := x.commit(nil, runUpdate{status: &status, output: &out, err: serr, finish: true}); err != nil {
 		return x.stopped(err)
 	}
+	return x.finished(status, serr)
+}
+
+// finished announces a run whose finish has committed.
+func (x *execution) finished(status steptype.RunStatus, serr *StepError) error {
 	x.publish(&Event{Type: EventRunFinished, Run: x.runSnapshot()})
 	x.e.observeRunFinished(x.runSnapshot(), serr)
 	if status == steptype.RunCompleted {

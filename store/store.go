@@ -262,6 +262,10 @@ type RunCreateParams struct {
 	// LeaseFor, with Run.LeaseOwner set, leases the new run until the
 	// database's now plus LeaseFor (Run.LeaseExpires is then ignored).
 	LeaseFor time.Duration
+	// Session, when set, creates the run's session (its ID must be
+	// Run.SessionID) in the same transaction, first: both are written or
+	// neither. A session that exists already fails with ErrConflict.
+	Session *SessionCreateParams
 }
 
 // RunGetParams are the parameters of Store.RunGet.

@@ -18,6 +18,9 @@ func (m *Store) RunCreate(_ context.Context, p *store.RunCreateParams) (*steptyp
 	if err != nil {
 		return nil, err
 	}
+	if p.Session != nil {
+		return m.runCreateWithSession(p, r)
+	}
 	if err := m.rlock(); err != nil {
 		return nil, err
 	}
@@ -38,6 +41,35 @@ func (m *Store) RunCreate(_ context.Context, p *store.RunCreateParams) (*steptyp
 		r.LeaseExpires = rules.Now(time.Time{}).Add(p.LeaseFor)
 	}
 	if !m.runs.add(r.ID, r) {
+		return nil, rules.Conflict("run %q already exists", r.ID)
+	}
+	m.setRun(r)
+	return rules.CloneRun(r), nil
+}
+
+// runCreateWithSession is RunCreate with RunCreateParams.Session, under
+// the exclusive lock: the session and the run appear together.
+func (m *Store) runCreateWithSession(p *store.RunCreateParams, r *steptype.Run) (*steptype.Run, error) {
+	s, err := rules.NewSession(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	if _, ok := m.sessions[s.ID]; ok {
+		return nil, rules.Conflict("session %q already exists", s.ID)
+	}
+	if m.runs.get(r.ID) != nil {
+		return nil, rules.Conflict("run %q already exists", r.ID)
+	}
+	if r.LeaseOwner != "" && p.LeaseFor > 0 {
+		r.LeaseExpires = rules.Now(time.Time{}).Add(p.LeaseFor)
+	}
+	m.sessions[s.ID] = newSessionRow(s)
+	if !m.runs.add(r.ID, r) {
+		delete(m.sessions, s.ID)
 		return nil, rules.Conflict("run %q already exists", r.ID)
 	}
 	m.setRun(r)

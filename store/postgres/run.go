@@ -22,6 +22,12 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*stept
 	if err != nil {
 		return nil, err
 	}
+	var sess *steptype.Session
+	if p.Session != nil {
+		if sess, err = rules.NewSession(p.Session); err != nil {
+			return nil, err
+		}
+	}
 	if r.LeaseOwner != "" && p.LeaseFor > 0 {
 		var now int64
 		if err := s.pool.QueryRow(ctx, `SELECT `+dbNowSQL).Scan(&now); err != nil {
@@ -42,7 +48,21 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*stept
 		q = `WITH ins AS (` + q + ` RETURNING id) SELECT pg_notify($20, $21) FROM ins`
 		args = append(args, ch, c.payloads[0])
 	}
-	_, err = s.pool.Exec(ctx, q, args...)
+	if sess != nil {
+		// The session and the run in one transaction, one round trip
+		// (runTx: the errors below need the server's).
+		_, err = runTx(s, ctx, func(tx *wtx) (struct{}, error) {
+			b := &pgx.Batch{}
+			b.Queue(sessionInsertSQL, sessionArgs(sess)...)
+			b.Queue(q, args...)
+			return struct{}{}, tx.send(ctx, b, true)
+		})
+		if pe := pgError(err); pe != nil && pe.Code == codeUniqueViolation && pe.TableName == "sessions" {
+			return nil, rules.Conflict("session %q already exists", sess.ID)
+		}
+	} else {
+		_, err = s.pool.Exec(ctx, q, args...)
+	}
 	switch {
 	case err == nil:
 	case isBusy(err):

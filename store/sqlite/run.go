@@ -17,8 +17,18 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*stept
 	if err != nil {
 		return nil, err
 	}
+	var sess *steptype.Session
+	if p.Session != nil {
+		if sess, err = rules.NewSession(p.Session); err != nil {
+			return nil, err
+		}
+	}
 	return write(s, ctx, func(tx *wtx) (*steptype.Run, error) {
-		if _, err := tx.session(r.SessionID); err != nil {
+		if sess != nil {
+			if err := tx.insertSession(sess); err != nil {
+				return nil, err
+			}
+		} else if _, err := tx.session(r.SessionID); err != nil {
 			return nil, err
 		}
 		if r.LeaseOwner != "" && p.LeaseFor > 0 {

@@ -104,6 +104,56 @@ func testRuns(t *testing.T, h *harness) {
 		_, err = st.RunGet(ctx, &store.RunGetParams{ID: "r3"})
 		wantErr(t, "no run created", err, store.ErrNotFound)
 	})
+	h.sub(t, "CreateWithSession", func(t *testing.T, st store.Store) {
+		// RunCreateParams.Session: the session and its run in one
+		// transaction, both or neither.
+		ctx := t.Context()
+		created, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "r1", SessionID: "s1", Agent: "a", CreatedAt: t0},
+			Session: &store.SessionCreateParams{ID: "s1", Agent: "a", Title: "t", Metadata: json.RawMessage(`{"k":"v"}`), Now: t0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if created.Status != steptype.RunQueued || created.SessionID != "s1" {
+			t.Errorf("created %+v", created)
+		}
+		sameJSON(t, "run", getRun(t, st, "r1"), created)
+		sess, err := st.SessionGet(ctx, &store.SessionGetParams{ID: "s1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sess.Agent != "a" || sess.Title != "t" || string(sess.Metadata) != `{"k":"v"}` || !sess.CreatedAt.Equal(t0) || sess.LastSequence != 0 {
+			t.Errorf("session %+v", sess)
+		}
+		// The session exists already: nothing is written.
+		_, err = st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "r2", SessionID: "s1", Agent: "a"},
+			Session: &store.SessionCreateParams{ID: "s1", Agent: "a"}})
+		wantErr(t, "existing session", err, store.ErrConflict)
+		_, err = st.RunGet(ctx, &store.RunGetParams{ID: "r2"})
+		wantErr(t, "no run with an existing session", err, store.ErrNotFound)
+		// The run cannot be created (its id is taken): no session either.
+		_, err = st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "r1", SessionID: "s2", Agent: "a"},
+			Session: &store.SessionCreateParams{ID: "s2", Agent: "a"}})
+		wantErr(t, "duplicate run", err, store.ErrConflict)
+		_, err = st.SessionGet(ctx, &store.SessionGetParams{ID: "s2"})
+		wantErr(t, "no session without its run", err, store.ErrNotFound)
+		// A session that is not the run's.
+		_, err = st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "r3", SessionID: "s3", Agent: "a"},
+			Session: &store.SessionCreateParams{ID: "s4", Agent: "a"}})
+		wantErr(t, "another session", err, store.ErrInvalid)
+		for _, id := range []string{"s3", "s4"} {
+			_, err = st.SessionGet(ctx, &store.SessionGetParams{ID: id})
+			wantErr(t, "no session "+id, err, store.ErrNotFound)
+		}
+		// A leased run with its session, as an engine's own run starts.
+		leased, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "r5", SessionID: "s5", Agent: "a", Status: steptype.RunRunning, LeaseOwner: "w"},
+			LeaseFor: time.Hour, Session: &store.SessionCreateParams{ID: "s5", Agent: "a"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leased.LeaseExpires.Before(time.Now().Add(50*time.Minute)) || getRun(t, st, "r5").LeaseOwner != "w" {
+			t.Errorf("leased run %+v", leased)
+		}
+	})
 	h.sub(t, "List", func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		mustSession(t, st, "s1")

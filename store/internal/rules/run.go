@@ -18,6 +18,9 @@ func NewRun(p *store.RunCreateParams) (*steptype.Run, error) {
 	if r.ID == "" || r.SessionID == "" || r.Agent == "" {
 		return nil, Invalid("run needs an id, a session id and an agent")
 	}
+	if p.Session != nil && p.Session.ID != r.SessionID {
+		return nil, Invalid("run of session %q created with session %q", r.SessionID, p.Session.ID)
+	}
 	if r.Status == "" {
 		r.Status = steptype.RunQueued
 	}
