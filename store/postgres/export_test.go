@@ -2,6 +2,11 @@ package postgres
 
 import (
 	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // MigrateTo creates cfg's schema as migrations 1..version leave it, as an
@@ -91,4 +96,26 @@ func (s *Store) FastArraysRegistered(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// ReadRuns reads the runs of ids (sorted) as a group does and as scanRuns
+// does, and reports the allocations of each read (query included).
+func (s *Store) ReadRuns(ctx context.Context, ids, sessionIDs []string) (group, plain []*steptype.Run, groupAllocs, plainAllocs float64, err error) {
+	read := func(scan func(pgx.Rows) ([]*steptype.Run, error)) ([]*steptype.Run, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id`, ids)
+		if err != nil {
+			return nil, err
+		}
+		return scan(rows)
+	}
+	groupScan := func(rows pgx.Rows) ([]*steptype.Run, error) { return scanGroupRuns(rows, ids, sessionIDs) }
+	if group, err = read(groupScan); err != nil {
+		return
+	}
+	if plain, err = read(scanRuns); err != nil {
+		return
+	}
+	groupAllocs = testing.AllocsPerRun(20, func() { _, _ = read(groupScan) })
+	plainAllocs = testing.AllocsPerRun(20, func() { _, _ = read(scanRuns) })
+	return
 }

@@ -65,6 +65,7 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 		}
 	}
 	slices.Sort(sessionIDs)
+	sessionIDs = slices.Compact(sessionIDs)
 	slices.Sort(runIDs)
 	runIDs = slices.Compact(runIDs)
 	g := &groupState{sessions: map[string]*steptype.Session{}, stored: map[string][]byte{}, runs: map[string]*steptype.Run{},
@@ -96,7 +97,7 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	}
 	if len(sessionIDs) > 0 {
 		b.Queue(grp+`SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
-			slices.Compact(sessionIDs)).Query(func(rows pgx.Rows) error {
+			sessionIDs).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				sess, err := scanSession(rows)
 				if err != nil {
@@ -121,7 +122,7 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	}
 	if len(runIDs) > 0 {
 		b.Queue(grp+`SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, runIDs).Query(func(rows pgx.Rows) error {
-			runs, err := scanRuns(rows)
+			runs, err := scanGroupRuns(rows, runIDs, sessionIDs)
 			for _, r := range runs {
 				g.runs[r.ID] = r
 			}

@@ -1,0 +1,63 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stepwise-run/stepwise/internal/raceflag"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// A group reads its locked runs with a decoder of its own: the runs equal
+// what pgx's scan reads (every column, NULL and empty byte columns, an
+// error, multibyte text), the texts the group already holds are its own
+// strings, and the read allocates less than pgx's scan.
+func TestGroupReadsRunsAsScanRuns(t *testing.T) {
+	f := newGroupFixture(t)
+	ctx := t.Context()
+	for _, id := range []string{"s1", "s2", "s3"} {
+		f.session(id)
+	}
+	f.run("r1", "s1", steptype.RunRunning)
+	f.run("r2", "s2", steptype.RunRunning)
+	f.run("r3", "s3", steptype.RunQueued)
+	r4 := &steptype.Run{ID: "r4", SessionID: "s3", Agent: "agent ✓", Status: steptype.RunFailed, Hop: 2, ParentRunID: "r3",
+		ParentStepID: "st-9", Cursor: "c-ü", Input: "input <&>", Output: "out", State: json.RawMessage(`{"k":[1,2]}`),
+		Options: json.RawMessage(`{"o":true}`), Error: &steptype.StepError{Message: "boom", Code: "E1"}, StepCount: 41,
+		LeaseOwner: "other", LeaseExpires: time.Now().Add(time.Minute), FinishedAt: time.Now()}
+	if _, err := f.st.RunCreate(ctx, &store.RunCreateParams{Run: r4}); err != nil {
+		t.Fatal(err)
+	}
+	conn := rawConn(t)
+	runs := pgx.Identifier{f.schema, "runs"}.Sanitize()
+	// An empty (not NULL) state and a NULL options on r2.
+	if _, err := conn.Exec(ctx, `UPDATE `+runs+` SET state = ''::bytea, options = NULL, cursor = 'x' WHERE id = 'r2'`); err != nil {
+		t.Fatal(err)
+	}
+	ids, sessions := []string{"r1", "r2", "r3", "r4"}, []string{"s1", "s2", "s3"}
+	group, plain, groupAllocs, plainAllocs, err := f.st.ReadRuns(ctx, ids, sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain) != 4 || !reflect.DeepEqual(group, plain) {
+		t.Fatalf("the group read\n%#v\npgx's scan\n%#v", group, plain)
+	}
+	for i, r := range group {
+		if unsafe.StringData(r.ID) != unsafe.StringData(ids[i]) {
+			t.Errorf("run %s: its id is a new string, not the group's", r.ID)
+		}
+	}
+	if raceflag.Enabled {
+		return // allocation counts are checked without -race (scripts/test)
+	}
+	if groupAllocs > plainAllocs-4*6 {
+		t.Errorf("reading 4 runs: %.0f allocations, pgx's scan %.0f; want at least 6 fewer per run", groupAllocs, plainAllocs)
+	}
+	t.Logf("reading 4 runs: %.0f allocations, pgx's scan %.0f", groupAllocs, plainAllocs)
+}
