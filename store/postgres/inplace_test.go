@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -75,5 +76,40 @@ func TestAppendInPlaceReturnsGivenStep(t *testing.T) {
 	}
 	if g1.Sequence != 3 || g2.Sequence != 1 {
 		t.Errorf("group: sequences %d and %d, want 3 and 1", g1.Sequence, g2.Sequence)
+	}
+}
+
+// An id given twice in one append is inserted once and returned twice as
+// the first, in a short append (looked up among the steps before) and in
+// a long one (looked up in a map).
+func TestAppendSameIDTwice(t *testing.T) {
+	t.Parallel()
+	f := newGroupFixture(t)
+	ctx := t.Context()
+	f.session("a")
+	for _, n := range []int{3, 20} {
+		var steps []*steptype.Step
+		for i := range n {
+			steps = append(steps, userStep("a", fmt.Sprintf("n%d-%d", n, i)))
+		}
+		steps[n-1] = userStep("a", steps[1].ID)
+		steps[n-1].Content = "another"
+		got, err := f.st.StepAppend(ctx, &store.StepAppendParams{Steps: steps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n || got[n-1].Sequence != got[1].Sequence || got[n-1].Content != got[1].Content {
+			t.Fatalf("%d steps: the repeated id returned %+v, want the first, %+v", n, got[n-1], got[1])
+		}
+		if s := f.stored(steps[1].ID); s == nil || s.Sequence != got[1].Sequence || s.Content != got[1].Content {
+			t.Errorf("%d steps: stored %+v, want %+v", n, s, got[1])
+		}
+	}
+	all, err := f.st.StepList(ctx, &store.StepListParams{SessionID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2+19 {
+		t.Errorf("%d steps stored, want %d", len(all), 2+19)
 	}
 }

@@ -145,14 +145,14 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 // request that fails changes nothing: it works on copies of the rows.
 func (g *groupState) apply(r *appendReq) ([]appended, error) {
 	var sessions []*steptype.Session // this request's copies, first-touch order
-	var stored map[string][]byte     // ids this request inserts
+	var stored map[string][]byte     // ids this request inserts, when it has many steps
 	out := make([]appended, 0, len(r.pre))
 	inserted := make([]bool, len(r.pre))
 	for i, pe := range r.pre {
 		in := pe.Step
 		// A stored id (before this call, or earlier in it) is returned as
 		// stored, whatever the new step asks for.
-		if body, ok := stored[in.ID]; ok {
+		if body, ok := insertedBody(out, stored, in.ID); ok {
 			out = append(out, appended{body: body})
 			continue
 		}
@@ -183,10 +183,12 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 		if err != nil {
 			return nil, err
 		}
-		if stored == nil {
-			stored = map[string][]byte{}
+		if len(r.pre) > manySteps {
+			if stored == nil {
+				stored = map[string][]byte{}
+			}
+			stored[in.ID] = body
 		}
-		stored[in.ID] = body
 		inserted[i] = true
 		sess.LastSequence, sess.UpdatedAt = seq, r.now
 		rules.AddTotals(sess, in, 1)
@@ -230,6 +232,25 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 	g.merge(out, sessions, runs, before, errs)
 	g.closed(closes, finished)
 	return out, nil
+}
+
+// manySteps is the number of steps of an append from which its ids are
+// looked up in a map rather than among the steps before.
+const manySteps = 16
+
+// insertedBody returns the body of the step id that the append inserted
+// earlier (in out, or in stored when it has more than manySteps steps).
+func insertedBody(out []appended, stored map[string][]byte, id string) ([]byte, bool) {
+	if stored != nil {
+		body, ok := stored[id]
+		return body, ok
+	}
+	for _, a := range out {
+		if a.pre != nil && a.pre.Step.ID == id {
+			return a.body, true
+		}
+	}
+	return nil, false
 }
 
 // closing adds to closes the closing of run's waiting steps, as stored
