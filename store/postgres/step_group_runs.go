@@ -101,10 +101,20 @@ func scanGroupRuns(rows pgx.Rows, ids, sessionIDs []string) ([]*steptype.Run, er
 	return out, rows.Err()
 }
 
-// known returns the string of sorted equal to b, or b as a new string.
+// known returns the string of sorted equal to b, or b as a new string
+// (comparisons of string(b) make no string; a call's argument would).
 func known(b []byte, sorted []string) string {
-	if i, ok := slices.BinarySearch(sorted, string(b)); ok {
-		return sorted[i]
+	lo, hi := 0, len(sorted)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if sorted[m] < string(b) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(sorted) && sorted[lo] == string(b) {
+		return sorted[lo]
 	}
 	return string(b)
 }

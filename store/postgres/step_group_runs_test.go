@@ -56,6 +56,24 @@ func TestGroupReadsRunsAsScanRuns(t *testing.T) {
 	if raceflag.Enabled {
 		return // allocation counts are checked without -race (scripts/test)
 	}
+	// Long ids too (a string made for a lookup would be on the heap).
+	long := []string{"run-0000000000000000000000000000000000000001", "run-0000000000000000000000000000000000000002"}
+	longSessions := []string{"session-00000000000000000000000000000000000000001", "session-00000000000000000000000000000000000000002"}
+	for i, id := range long {
+		f.session(longSessions[i])
+		f.run(id, longSessions[i], steptype.RunRunning)
+	}
+	_, _, longAllocs, _, err := f.st.ReadRuns(ctx, long, longSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, shortAllocs, _, err := f.st.ReadRuns(ctx, []string{"r1", "r2"}, []string{"s1", "s2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if longAllocs > shortAllocs {
+		t.Errorf("reading 2 runs of long ids: %.0f allocations, of short ids %.0f; want no more", longAllocs, shortAllocs)
+	}
 	if groupAllocs > plainAllocs-4*6 {
 		t.Errorf("reading 4 runs: %.0f allocations, pgx's scan %.0f; want at least 6 fewer per run", groupAllocs, plainAllocs)
 	}
