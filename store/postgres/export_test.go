@@ -119,3 +119,37 @@ func (s *Store) ReadRuns(ctx context.Context, ids, sessionIDs []string) (group, 
 	plainAllocs = testing.AllocsPerRun(20, func() { _, _ = read(scanRuns) })
 	return
 }
+
+// ReadSessions reads the sessions of ids (sorted) as a group does and as
+// scanSession does, and reports the allocations of each read.
+func (s *Store) ReadSessions(ctx context.Context, ids []string) (group, plain []*steptype.Session, groupAllocs, plainAllocs float64, err error) {
+	read := func(grouped bool) ([]*steptype.Session, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id`, ids)
+		if err != nil {
+			return nil, err
+		}
+		var out []*steptype.Session
+		if grouped {
+			err = scanGroupSessions(rows, ids, func(s *steptype.Session) { out = append(out, s) })
+			return out, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			s, err := scanSession(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		return out, rows.Err()
+	}
+	if group, err = read(true); err != nil {
+		return
+	}
+	if plain, err = read(false); err != nil {
+		return
+	}
+	groupAllocs = testing.AllocsPerRun(20, func() { _, _ = read(true) })
+	plainAllocs = testing.AllocsPerRun(20, func() { _, _ = read(false) })
+	return
+}

@@ -98,14 +98,7 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	if len(sessionIDs) > 0 {
 		b.Queue(grp+`SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
 			sessionIDs).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				sess, err := scanSession(rows)
-				if err != nil {
-					return err
-				}
-				g.sessions[sess.ID] = sess
-			}
-			return rows.Err()
+			return scanGroupSessions(rows, sessionIDs, func(sess *steptype.Session) { g.sessions[sess.ID] = sess })
 		})
 		// After the lock: sees every step committed by the previous holder.
 		b.Queue(grp+`SELECT id, body FROM steps WHERE id = ANY($1)`, stepIDs).Query(func(rows pgx.Rows) error {

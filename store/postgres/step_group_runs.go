@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -22,20 +23,6 @@ var runColTypes = [...]uint32{
 	pgtype.TextOID, pgtype.Int8OID, pgtype.Int8OID, pgtype.Int8OID, pgtype.Int8OID, // lease_owner, lease_expires, created_at, updated_at, finished_at
 }
 
-// runsDecodable reports whether rows of runCols come as runColTypes, the
-// numbers and byte strings in binary (text is the same either way).
-func runsDecodable(fds []pgconn.FieldDescription) bool {
-	if len(fds) != len(runColTypes) {
-		return false
-	}
-	for i, fd := range fds {
-		if fd.DataTypeOID != runColTypes[i] || (fd.DataTypeOID != pgtype.TextOID && fd.Format != pgtype.BinaryFormatCode) {
-			return false
-		}
-	}
-	return true
-}
-
 // scanGroupRuns reads the runs a group locked (rows of runCols), as scanRuns
 // does, decoding pgx's raw values itself: the run rows of a group are read
 // for every append, and pgx's scan of 19 columns through their scan plans,
@@ -45,7 +32,7 @@ func runsDecodable(fds []pgconn.FieldDescription) bool {
 // a status, and the agent, owner, cursor, input and output of the row
 // read before. Rows in another shape go to scanRuns.
 func scanGroupRuns(rows pgx.Rows, ids, sessionIDs []string) ([]*steptype.Run, error) {
-	if !runsDecodable(rows.FieldDescriptions()) {
+	if !decodable(rows.FieldDescriptions(), runColTypes[:]) {
 		return scanRuns(rows)
 	}
 	defer rows.Close()
@@ -53,28 +40,11 @@ func scanGroupRuns(rows pgx.Rows, ids, sessionIDs []string) ([]*steptype.Run, er
 	var prev *steptype.Run
 	for rows.Next() {
 		v := rows.RawValues()
-		if len(v) != len(runColTypes) {
-			return nil, fmt.Errorf("postgres: a run row of %d columns, want %d", len(v), len(runColTypes))
+		if err := checkRaw(v, runColTypes[:], "run"); err != nil {
+			return nil, err
 		}
 		r := &steptype.Run{}
 		var errb []byte
-		var err error
-		for i, b := range v {
-			switch runColTypes[i] {
-			case pgtype.TextOID:
-				if b == nil {
-					return nil, fmt.Errorf("postgres: run column %d is NULL", i)
-				}
-			case pgtype.Int4OID:
-				if len(b) != 4 {
-					return nil, fmt.Errorf("postgres: run column %d: %d bytes for an integer", i, len(b))
-				}
-			case pgtype.Int8OID:
-				if len(b) != 8 {
-					return nil, fmt.Errorf("postgres: run column %d: %d bytes for a bigint", i, len(b))
-				}
-			}
-		}
 		r.ID = known(v[0], ids)
 		r.SessionID = known(v[1], sessionIDs)
 		r.Hop = int(int32(binary.BigEndian.Uint32(v[5])))
@@ -91,7 +61,7 @@ func scanGroupRuns(rows pgx.Rows, ids, sessionIDs []string) ([]*steptype.Run, er
 		r.UpdatedAt, r.FinishedAt = fromNanos(int64(binary.BigEndian.Uint64(v[17]))), fromNanos(int64(binary.BigEndian.Uint64(v[18])))
 		if len(errb) > 0 {
 			r.Error = new(steptype.StepError)
-			if err = json.Unmarshal(errb, r.Error); err != nil {
+			if err := json.Unmarshal(errb, r.Error); err != nil {
 				return nil, fmt.Errorf("%w: run %q error column: %v", store.ErrCorrupt, r.ID, err)
 			}
 		}
@@ -146,4 +116,90 @@ func owned(b []byte) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(slices.Clone(b))
+}
+
+// sessionColTypes are the types of sessionCols, in order.
+var sessionColTypes = [...]uint32{
+	pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, // id, agent, title, parent_session_id
+	pgtype.Int8OID, pgtype.Int8OID, pgtype.Int8OID, pgtype.Int8OID, // fork_sequence, last_seq, input_tokens, output_tokens
+	pgtype.Float8OID, pgtype.ByteaOID, pgtype.Int8OID, pgtype.Int8OID, // cost, metadata, created_at, updated_at
+}
+
+// decodable reports whether rows described by fds come as types, the
+// numbers and byte strings in binary (text is the same either way).
+func decodable(fds []pgconn.FieldDescription, types []uint32) bool {
+	if len(fds) != len(types) {
+		return false
+	}
+	for i, fd := range fds {
+		if fd.DataTypeOID != types[i] || (fd.DataTypeOID != pgtype.TextOID && fd.Format != pgtype.BinaryFormatCode) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRaw checks that the raw values v fit types: no NULL text or
+// number, numbers of their binary width.
+func checkRaw(v [][]byte, types []uint32, what string) error {
+	if len(v) != len(types) {
+		return fmt.Errorf("postgres: a %s row of %d columns, want %d", what, len(v), len(types))
+	}
+	for i, b := range v {
+		width := -1
+		switch types[i] {
+		case pgtype.TextOID:
+			if b == nil {
+				return fmt.Errorf("postgres: %s column %d is NULL", what, i)
+			}
+		case pgtype.Int4OID:
+			width = 4
+		case pgtype.Int8OID, pgtype.Float8OID:
+			width = 8
+		}
+		if width >= 0 && len(b) != width {
+			return fmt.Errorf("postgres: %s column %d: %d bytes, want %d", what, i, len(b), width)
+		}
+	}
+	return nil
+}
+
+// scanGroupSessions reads the sessions a group locked (rows of
+// sessionCols), as scanSession does, decoding pgx's raw values itself
+// (see scanGroupRuns): the id is the group's string (ids, sorted), the
+// agent and title the previous row's when equal. Rows in another shape go
+// to scanSession.
+func scanGroupSessions(rows pgx.Rows, ids []string, each func(*steptype.Session)) error {
+	defer rows.Close()
+	if !decodable(rows.FieldDescriptions(), sessionColTypes[:]) {
+		for rows.Next() {
+			s, err := scanSession(rows)
+			if err != nil {
+				return err
+			}
+			each(s)
+		}
+		return rows.Err()
+	}
+	var prev *steptype.Session
+	for rows.Next() {
+		v := rows.RawValues()
+		if err := checkRaw(v, sessionColTypes[:], "session"); err != nil {
+			return err
+		}
+		s := &steptype.Session{ID: known(v[0], ids), ParentSessionID: string(v[3])}
+		if prev != nil {
+			s.Agent, s.Title = same(v[1], prev.Agent), same(v[2], prev.Title)
+		} else {
+			s.Agent, s.Title = string(v[1]), string(v[2])
+		}
+		s.ForkSequence, s.LastSequence = int64(binary.BigEndian.Uint64(v[4])), int64(binary.BigEndian.Uint64(v[5]))
+		s.InputTokens, s.OutputTokens = int64(binary.BigEndian.Uint64(v[6])), int64(binary.BigEndian.Uint64(v[7]))
+		s.Cost = math.Float64frombits(binary.BigEndian.Uint64(v[8]))
+		s.Metadata = owned(v[9])
+		s.CreatedAt, s.UpdatedAt = fromNanos(int64(binary.BigEndian.Uint64(v[10]))), fromNanos(int64(binary.BigEndian.Uint64(v[11])))
+		each(s)
+		prev = s
+	}
+	return rows.Err()
 }

@@ -79,3 +79,43 @@ func TestGroupReadsRunsAsScanRuns(t *testing.T) {
 	}
 	t.Logf("reading 4 runs: %.0f allocations, pgx's scan %.0f", groupAllocs, plainAllocs)
 }
+
+// A group reads its locked sessions with a decoder of its own: the
+// sessions equal what pgx's scan reads (metadata, a parent, a fork
+// sequence, totals, multibyte text), their ids are the group's strings,
+// and the read allocates less.
+func TestGroupReadsSessionsAsScanSession(t *testing.T) {
+	f := newGroupFixture(t)
+	ctx := t.Context()
+	f.session("session-00000000000000000000000000000000000000001")
+	if _, err := f.st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s2", Agent: "agent ✓", Title: "title <&>",
+		Metadata: json.RawMessage(`{"k":"v"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	conn := rawConn(t)
+	sessions := pgx.Identifier{f.schema, "sessions"}.Sanitize()
+	if _, err := conn.Exec(ctx, `UPDATE `+sessions+` SET parent_session_id = 'session-00000000000000000000000000000000000000001',
+		fork_sequence = 7, last_seq = 9, input_tokens = 11, output_tokens = 13, cost = 0.125 WHERE id = 's2'`); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"s2", "session-00000000000000000000000000000000000000001"}
+	group, plain, groupAllocs, plainAllocs, err := f.st.ReadSessions(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain) != 2 || !reflect.DeepEqual(group, plain) {
+		t.Fatalf("the group read\n%#v\npgx's scan\n%#v", group, plain)
+	}
+	for i, s := range group {
+		if unsafe.StringData(s.ID) != unsafe.StringData(ids[i]) {
+			t.Errorf("session %s: its id is a new string, not the group's", s.ID)
+		}
+	}
+	if raceflag.Enabled {
+		return // allocation counts are checked without -race (scripts/test)
+	}
+	if groupAllocs > plainAllocs-2*2 {
+		t.Errorf("reading 2 sessions: %.0f allocations, pgx's scan %.0f; want at least 2 fewer per session", groupAllocs, plainAllocs)
+	}
+	t.Logf("reading 2 sessions: %.0f allocations, pgx's scan %.0f", groupAllocs, plainAllocs)
+}
