@@ -152,8 +152,8 @@ func preEncode(s, c *steptype.Step) (*PreEncoded, error) {
 	// Sequence is always written and no earlier field can contain the
 	// marker (strings escape their quotes), so a single occurrence is the
 	// field itself; nested metadata may repeat it, then Body re-encodes.
-	if bytes.Count(body, seqZero) == 1 {
-		p.at = bytes.Index(body, seqZero)
+	if at := bytes.Index(body, seqZero); at >= 0 && !bytes.Contains(body[at+1:], seqZero) {
+		p.at = at
 	}
 	return p, nil
 }

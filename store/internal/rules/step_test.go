@@ -13,7 +13,9 @@ func TestPreEncodedBodyMatchesEncode(t *testing.T) {
 	for name, s := range map[string]*steptype.Step{
 		"plain":    {ID: "a", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted, Content: `,"sequence":0,`},
 		"metadata": {ID: "b", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted, Metadata: map[string]any{"x": map[string]any{"sequence": 0, "y": 1}}},
-		"ids":      {ID: `q",` + `"sequence":0,`, SessionID: "s", Kind: steptype.KindLLM, Status: steptype.StepCompleted},
+		"marker in metadata": {ID: "c", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted,
+			Metadata: map[string]any{"a": 1, "sequence": 0, "t": map[string]any{"a": 1, "sequence": 0, "z": 0}}},
+		"ids": {ID: `q",` + `"sequence":0,`, SessionID: "s", Kind: steptype.KindLLM, Status: steptype.StepCompleted},
 	} {
 		p, err := PreEncode(s, now)
 		if err != nil {
