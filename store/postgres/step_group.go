@@ -55,22 +55,7 @@ type closing struct {
 // id order, FOR NO KEY UPDATE, so concurrent groups and single writers,
 // in any process, queue on them without deadlocking.
 func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, error) {
-	var sessionIDs, stepIDs, runIDs []string
-	for _, r := range reqs {
-		for _, st := range r.p.Steps {
-			sessionIDs, stepIDs = append(sessionIDs, st.SessionID), append(stepIDs, st.ID)
-		}
-		for _, u := range r.p.Runs {
-			runIDs = append(runIDs, u.ID)
-		}
-	}
-	slices.Sort(sessionIDs)
-	sessionIDs = slices.Compact(sessionIDs)
-	slices.Sort(runIDs)
-	runIDs = slices.Compact(runIDs)
-	g := &groupState{sessions: map[string]*steptype.Session{}, stored: map[string][]byte{}, runs: map[string]*steptype.Run{},
-		runErr: map[string][]byte{}, seen: map[string]bool{}, sessTouch: map[string]bool{}}
-	g.cols.grow(len(stepIDs))
+	g, sessionIDs, stepIDs, runIDs := newGroupState(reqs)
 	b := &pgx.Batch{}
 	grp := "" // prefix of the group's statements
 	if len(reqs) > 1 {
@@ -131,6 +116,36 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 		b.Queue(`SET LOCAL plan_cache_mode TO DEFAULT`)
 	}
 	return g, tx.send(ctx, b, false)
+}
+
+// newGroupState returns the state of a group of reqs, its maps and
+// columns made at their size, and the sorted session ids, the step ids and
+// the sorted run ids the group locks or reads.
+func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runIDs []string) {
+	steps, runs := 0, 0
+	for _, r := range reqs {
+		steps, runs = steps+len(r.p.Steps), runs+len(r.p.Runs)
+	}
+	sessionIDs, stepIDs, runIDs = make([]string, 0, steps), make([]string, 0, steps), make([]string, 0, runs)
+	for _, r := range reqs {
+		for _, st := range r.p.Steps {
+			sessionIDs, stepIDs = append(sessionIDs, st.SessionID), append(stepIDs, st.ID)
+		}
+		for _, u := range r.p.Runs {
+			runIDs = append(runIDs, u.ID)
+		}
+	}
+	slices.Sort(sessionIDs)
+	sessionIDs = slices.Compact(sessionIDs)
+	slices.Sort(runIDs)
+	runIDs = slices.Compact(runIDs)
+	// The maps are made at their size: growing them step by step was a
+	// few per cent of the bench process.
+	g = &groupState{sessions: make(map[string]*steptype.Session, len(sessionIDs)), stored: make(map[string][]byte, len(stepIDs)),
+		runs: make(map[string]*steptype.Run, len(runIDs)), runErr: make(map[string][]byte, len(runIDs)),
+		seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
+	g.cols.grow(len(stepIDs))
+	return g, sessionIDs, stepIDs, runIDs
 }
 
 // apply runs the checks of one request on the rows as the requests before
