@@ -67,6 +67,11 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	}
 	req := &appendReq{ctx: ctx, p: p, pre: pre, now: now}
 	s.appendGrouped(req)
+	// Answered: no group works on req any more, and the rows it wrote are
+	// Body's copies; the pre-encoded bodies' buffers serve the next appends.
+	for _, pe := range pre {
+		pe.Release()
+	}
 	if req.err != nil {
 		return nil, req.err
 	}
