@@ -27,7 +27,7 @@ func benchCmd(e *env) *cobra.Command {
 	var stores []string
 	var steps, runs, gcPct int
 	var jsonOut bool
-	var sync, dir, provider, cpuProfile string
+	var sync, dir, provider, cpuProfile, memProfile string
 	var httpMode, floor, inProcess, loadClient bool
 	var latency time.Duration
 	c := &cobra.Command{
@@ -88,6 +88,17 @@ default 400; GOGC in the environment wins), and prints it.`,
 					return err
 				}
 				defer pprof.StopCPUProfile()
+			}
+			if memProfile != "" {
+				f, err := os.Create(memProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				// Written at the end: every allocation of the benchmark
+				// (alloc_space, alloc_objects), sampled at Go's default
+				// rate.
+				defer func() { _ = pprof.Lookup("allocs").WriteTo(f, 0) }()
 			}
 			// The engine runs at the collector's target of the server
 			// process it stands for (stepwise serve), not Go's default.
@@ -168,6 +179,7 @@ default 400; GOGC in the environment wins), and prints it.`,
 	c.Flags().DurationVar(&latency, "latency", 2*time.Millisecond, "with --http: model latency before each delta")
 	c.Flags().BoolVar(&floor, "floor", false, "with --store sqlite: also measure the raw cost of one step's transaction on the same file and print the engine's ratio to it")
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark to this file")
+	c.Flags().StringVar(&memProfile, "memprofile", "", "write an allocation profile of the whole benchmark to this file (go tool pprof -sample_index=alloc_space)")
 	c.Flags().StringVar(&provider, "provider", "scripted", "model: scripted (zero latency), or openai (the OpenAI provider against a local fake server)")
 	c.AddCommand(benchFillCmd(e), benchQueriesCmd(e))
 	return c

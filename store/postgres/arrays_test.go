@@ -140,3 +140,72 @@ func encodeAllocs(t *testing.T, m *pgtype.Map, oid uint32, value any, buf []byte
 		}
 	})
 }
+
+// The parameters of one statement are encoded into one buffer (pgx's,
+// which it replaces by a new 256-byte one before each statement): a
+// group's arrays that outgrow it move into the connection's scratch
+// buffer, which every later statement reuses, so that a group's insert
+// allocates no parameter buffer once the connection has made one. The
+// bytes are pgx's, and moving into the scratch buffer keeps what was
+// encoded before.
+func TestFastArraysReuseScratch(t *testing.T) {
+	std := pgtype.NewMap()
+	fast := pgtype.NewMap()
+	useFastArrays(fast)
+	ids := make([]string, 30)
+	nums := make([]int64, 30)
+	hops := make([]int32, 30)
+	costs := make([]float64, 30)
+	bodies := make([][]byte, 30)
+	for i := range ids {
+		ids[i], nums[i], hops[i], costs[i] = fmt.Sprintf("step-%d", i), int64(1e18)+int64(i), int32(i), float64(i)/3
+		bodies[i] = bytes.Repeat([]byte{'a' + byte(i%26)}, 700)
+	}
+	args := []struct {
+		oid   uint32
+		value any
+	}{
+		{pgtype.TextArrayOID, ids}, {pgtype.Int8ArrayOID, nums}, {pgtype.Int4ArrayOID, hops},
+		{pgtype.ByteaArrayOID, bodies}, {pgtype.Float8ArrayOID, costs}, {pgtype.TextArrayOID, ids},
+	}
+	// statement encodes args as pgx does: into one buffer, each parameter
+	// a slice of it.
+	statement := func(m *pgtype.Map, buf []byte) (params [][]byte) {
+		for _, a := range args {
+			pos := len(buf)
+			var err error
+			if buf, err = m.Encode(a.oid, pgtype.BinaryFormatCode, a.value, buf); err != nil {
+				t.Fatal(err)
+			}
+			params = append(params, buf[pos:])
+		}
+		return params
+	}
+	want := statement(std, nil)
+	for round := range 3 {
+		got := statement(fast, make([]byte, 0, 256))
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("round %d, parameter %d: encoded\n got %x\nwant %x", round, i, got[i], want[i])
+			}
+		}
+	}
+	if raceflag.Enabled {
+		return // allocation counts are checked without -race (scripts/test)
+	}
+	start := make([]byte, 0, 256)
+	params := make([][]byte, 0, len(args))
+	n := testing.AllocsPerRun(20, func() {
+		buf := start[:0]
+		params = params[:0]
+		for _, a := range args {
+			pos := len(buf)
+			buf, _ = fast.Encode(a.oid, pgtype.BinaryFormatCode, a.value, buf)
+			params = append(params, buf[pos:])
+		}
+	})
+	if n != 0 {
+		t.Errorf("a statement of %d arrays (%d bytes of bodies): %.0f allocations, want none once the scratch buffer is made",
+			len(args), 30*700, n)
+	}
+}

@@ -2,6 +2,11 @@ package postgres
 
 import (
 	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // MigrateTo creates cfg's schema as migrations 1..version leave it, as an
@@ -91,4 +96,60 @@ func (s *Store) FastArraysRegistered(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// ReadRuns reads the runs of ids (sorted) as a group does and as scanRuns
+// does, and reports the allocations of each read (query included).
+func (s *Store) ReadRuns(ctx context.Context, ids, sessionIDs []string) (group, plain []*steptype.Run, groupAllocs, plainAllocs float64, err error) {
+	read := func(scan func(pgx.Rows) ([]*steptype.Run, error)) ([]*steptype.Run, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id`, ids)
+		if err != nil {
+			return nil, err
+		}
+		return scan(rows)
+	}
+	groupScan := func(rows pgx.Rows) ([]*steptype.Run, error) { return scanGroupRuns(rows, ids, sessionIDs) }
+	if group, err = read(groupScan); err != nil {
+		return
+	}
+	if plain, err = read(scanRuns); err != nil {
+		return
+	}
+	groupAllocs = testing.AllocsPerRun(20, func() { _, _ = read(groupScan) })
+	plainAllocs = testing.AllocsPerRun(20, func() { _, _ = read(scanRuns) })
+	return
+}
+
+// ReadSessions reads the sessions of ids (sorted) as a group does and as
+// scanSession does, and reports the allocations of each read.
+func (s *Store) ReadSessions(ctx context.Context, ids []string) (group, plain []*steptype.Session, groupAllocs, plainAllocs float64, err error) {
+	read := func(grouped bool) ([]*steptype.Session, error) {
+		rows, err := s.pool.Query(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id`, ids)
+		if err != nil {
+			return nil, err
+		}
+		var out []*steptype.Session
+		if grouped {
+			err = scanGroupSessions(rows, ids, func(s *steptype.Session) { out = append(out, s) })
+			return out, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			s, err := scanSession(rows)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		return out, rows.Err()
+	}
+	if group, err = read(true); err != nil {
+		return
+	}
+	if plain, err = read(false); err != nil {
+		return
+	}
+	groupAllocs = testing.AllocsPerRun(20, func() { _, _ = read(true) })
+	plainAllocs = testing.AllocsPerRun(20, func() { _, _ = read(false) })
+	return
 }

@@ -165,13 +165,14 @@ func groupContext(reqs []*appendReq) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(reqs[0].ctx))
 	var left atomic.Int64
 	left.Store(int64(len(reqs)))
+	ended := func() { // one function for every request: a closure each was an allocation per append
+		if left.Add(-1) == 0 {
+			cancel()
+		}
+	}
 	stops := make([]func() bool, len(reqs))
 	for i, r := range reqs {
-		stops[i] = context.AfterFunc(r.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
+		stops[i] = context.AfterFunc(r.ctx, ended)
 	}
 	return ctx, func() {
 		for _, stop := range stops {

@@ -55,21 +55,7 @@ type closing struct {
 // id order, FOR NO KEY UPDATE, so concurrent groups and single writers,
 // in any process, queue on them without deadlocking.
 func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, error) {
-	var sessionIDs, stepIDs, runIDs []string
-	for _, r := range reqs {
-		for _, st := range r.p.Steps {
-			sessionIDs, stepIDs = append(sessionIDs, st.SessionID), append(stepIDs, st.ID)
-		}
-		for _, u := range r.p.Runs {
-			runIDs = append(runIDs, u.ID)
-		}
-	}
-	slices.Sort(sessionIDs)
-	slices.Sort(runIDs)
-	runIDs = slices.Compact(runIDs)
-	g := &groupState{sessions: map[string]*steptype.Session{}, stored: map[string][]byte{}, runs: map[string]*steptype.Run{},
-		runErr: map[string][]byte{}, seen: map[string]bool{}, sessTouch: map[string]bool{}}
-	g.cols.grow(len(stepIDs))
+	g, sessionIDs, stepIDs, runIDs := newGroupState(reqs)
 	b := &pgx.Batch{}
 	grp := "" // prefix of the group's statements
 	if len(reqs) > 1 {
@@ -96,15 +82,8 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	}
 	if len(sessionIDs) > 0 {
 		b.Queue(grp+`SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
-			slices.Compact(sessionIDs)).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				sess, err := scanSession(rows)
-				if err != nil {
-					return err
-				}
-				g.sessions[sess.ID] = sess
-			}
-			return rows.Err()
+			sessionIDs).Query(func(rows pgx.Rows) error {
+			return scanGroupSessions(rows, sessionIDs, func(sess *steptype.Session) { g.sessions[sess.ID] = sess })
 		})
 		// After the lock: sees every step committed by the previous holder.
 		b.Queue(grp+`SELECT id, body FROM steps WHERE id = ANY($1)`, stepIDs).Query(func(rows pgx.Rows) error {
@@ -121,7 +100,7 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	}
 	if len(runIDs) > 0 {
 		b.Queue(grp+`SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, runIDs).Query(func(rows pgx.Rows) error {
-			runs, err := scanRuns(rows)
+			runs, err := scanGroupRuns(rows, runIDs, sessionIDs)
 			for _, r := range runs {
 				g.runs[r.ID] = r
 			}
@@ -139,19 +118,49 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	return g, tx.send(ctx, b, false)
 }
 
+// newGroupState returns the state of a group of reqs, its maps and
+// columns made at their size, and the sorted session ids, the step ids and
+// the sorted run ids the group locks or reads.
+func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runIDs []string) {
+	steps, runs := 0, 0
+	for _, r := range reqs {
+		steps, runs = steps+len(r.p.Steps), runs+len(r.p.Runs)
+	}
+	sessionIDs, stepIDs, runIDs = make([]string, 0, steps), make([]string, 0, steps), make([]string, 0, runs)
+	for _, r := range reqs {
+		for _, st := range r.p.Steps {
+			sessionIDs, stepIDs = append(sessionIDs, st.SessionID), append(stepIDs, st.ID)
+		}
+		for _, u := range r.p.Runs {
+			runIDs = append(runIDs, u.ID)
+		}
+	}
+	slices.Sort(sessionIDs)
+	sessionIDs = slices.Compact(sessionIDs)
+	slices.Sort(runIDs)
+	runIDs = slices.Compact(runIDs)
+	// The maps are made at their size: growing them step by step was a
+	// few per cent of the bench process.
+	g = &groupState{sessions: make(map[string]*steptype.Session, len(sessionIDs)), stored: make(map[string][]byte, len(stepIDs)),
+		runs: make(map[string]*steptype.Run, len(runIDs)), runErr: make(map[string][]byte, len(runIDs)),
+		seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
+	g.cols.grow(len(stepIDs))
+	return g, sessionIDs, stepIDs, runIDs
+}
+
 // apply runs the checks of one request on the rows as the requests before
 // it left them and, when they pass, adds its writes to the group. A
 // request that fails changes nothing: it works on copies of the rows.
 func (g *groupState) apply(r *appendReq) ([]appended, error) {
 	var sessions []*steptype.Session // this request's copies, first-touch order
-	var stored map[string][]byte     // ids this request inserts
+	var stored map[string][]byte     // ids this request inserts, when it has many steps
 	out := make([]appended, 0, len(r.pre))
 	inserted := make([]bool, len(r.pre))
 	for i, pe := range r.pre {
 		in := pe.Step
 		// A stored id (before this call, or earlier in it) is returned as
 		// stored, whatever the new step asks for.
-		if body, ok := stored[in.ID]; ok {
+		if body, ok := insertedBody(out, stored, in.ID); ok {
 			out = append(out, appended{body: body})
 			continue
 		}
@@ -182,10 +191,12 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 		if err != nil {
 			return nil, err
 		}
-		if stored == nil {
-			stored = map[string][]byte{}
+		if len(r.pre) > manySteps {
+			if stored == nil {
+				stored = map[string][]byte{}
+			}
+			stored[in.ID] = body
 		}
-		stored[in.ID] = body
 		inserted[i] = true
 		sess.LastSequence, sess.UpdatedAt = seq, r.now
 		rules.AddTotals(sess, in, 1)
@@ -229,6 +240,25 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 	g.merge(out, sessions, runs, before, errs)
 	g.closed(closes, finished)
 	return out, nil
+}
+
+// manySteps is the number of steps of an append from which its ids are
+// looked up in a map rather than among the steps before.
+const manySteps = 16
+
+// insertedBody returns the body of the step id that the append inserted
+// earlier (in out, or in stored when it has more than manySteps steps).
+func insertedBody(out []appended, stored map[string][]byte, id string) ([]byte, bool) {
+	if stored != nil {
+		body, ok := stored[id]
+		return body, ok
+	}
+	for _, a := range out {
+		if a.pre != nil && a.pre.Step.ID == id {
+			return a.body, true
+		}
+	}
+	return nil, false
 }
 
 // closing adds to closes the closing of run's waiting steps, as stored

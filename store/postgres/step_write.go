@@ -55,25 +55,35 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	// splices in new sequences.
 	now := rules.Now(time.Time{})
 	pre := make([]*rules.PreEncoded, len(p.Steps))
+	encode := rules.PreEncodeClone
+	if p.InPlace {
+		encode = rules.PreEncode // the given step is returned: no copy to make
+	}
 	for i, st := range p.Steps {
 		var err error
-		if pre[i], err = rules.PreEncodeClone(st, now); err != nil {
+		if pre[i], err = encode(st, now); err != nil {
 			return nil, err
 		}
 	}
 	req := &appendReq{ctx: ctx, p: p, pre: pre, now: now}
 	s.appendGrouped(req)
+	// Answered: no group works on req any more, and the rows it wrote are
+	// Body's copies; the pre-encoded bodies' buffers serve the next appends.
+	for _, pe := range pre {
+		pe.Release()
+	}
 	if req.err != nil {
 		return nil, req.err
 	}
-	return placedSteps(req.out)
+	return placedSteps(req.out, p.InPlace)
 }
 
 // placedSteps returns the steps of an append: a new row as the placed copy
 // it was encoded from (a deep copy made before encoding, normalized as the
-// wire format would, without decoding the JSON just encoded), a stored one
-// (an idempotent re-append) decoded from its body.
-func placedSteps(placed []appended) ([]*steptype.Step, error) {
+// wire format would, without decoding the JSON just encoded) or, with
+// inPlace, as the given step itself, placed (nothing was copied); a stored
+// one (an idempotent re-append) decoded from its body.
+func placedSteps(placed []appended, inPlace bool) ([]*steptype.Step, error) {
 	out := make([]*steptype.Step, len(placed))
 	for i, a := range placed {
 		if a.pre == nil || !rules.WireStable(a.pre.Step) {
@@ -81,6 +91,13 @@ func placedSteps(placed []appended) ([]*steptype.Step, error) {
 			if out[i], err = rules.DecodeStep(a.body); err != nil {
 				return nil, err
 			}
+			continue
+		}
+		if inPlace {
+			// Handed over: the given step gets what was placed; the
+			// shallow placed copy it was encoded from shares its memory
+			// and is dropped.
+			out[i] = rules.HandOver(a.pre.In, a.seq, a.pre.Step.CreatedAt)
 			continue
 		}
 		c := a.pre.Step // a deep copy already (PreEncodeClone), used by nothing else now

@@ -84,6 +84,7 @@ func (t *wtx) send(ctx context.Context, b *pgx.Batch, commit bool) error {
 		})
 	}
 	t.begun = true // whatever happened: the runner ends it
+	useSendBuffer(t.conn.Conn().PgConn(), all)
 	err := t.conn.SendBatch(ctx, all).Close()
 	t.committed = commit && err == nil
 	return err

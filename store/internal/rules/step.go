@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
@@ -123,6 +124,29 @@ type PreEncoded struct {
 	Step *steptype.Step // placed at sequence 0, CreatedAt set
 	body []byte         // wire JSON of Step
 	at   int            // offset of seqZero in body, or -1
+	buf  *[]byte        // body's buffer, from bodyPool
+}
+
+// bodyPool holds the buffers of pre-encoded bodies given back by Release.
+var bodyPool sync.Pool // of *[]byte
+
+// maxPooledBody bounds the buffers kept in bodyPool.
+const maxPooledBody = 64 << 10
+
+// Release gives the buffer of the pre-encoded body back for a later
+// PreEncode: a driver calls it when it no longer needs p (after its last
+// Body call); p must not be used after. The bodies Body returned are
+// copies and stay valid.
+func (p *PreEncoded) Release() {
+	if p.body == nil || cap(p.body) > maxPooledBody {
+		return
+	}
+	if p.buf == nil {
+		p.buf = new([]byte)
+	}
+	*p.buf = p.body[:0]
+	bodyPool.Put(p.buf)
+	p.body, p.buf, p.at = nil, nil, -1
 }
 
 // PreEncode places s at sequence 0 and encodes it.
@@ -144,16 +168,27 @@ func PreEncodeClone(s *steptype.Step, now time.Time) (*PreEncoded, error) {
 
 // preEncode encodes c, the placed copy of s.
 func preEncode(s, c *steptype.Step) (*PreEncoded, error) {
-	body, err := EncodeStep(c)
+	var body []byte
+	var err error
+	buf, _ := bodyPool.Get().(*[]byte)
+	if buf != nil {
+		// A released body's buffer: the body Body splices from is only
+		// needed until the driver's last Body call.
+		if body, err = c.AppendJSON((*buf)[:0]); err != nil {
+			err = fmt.Errorf("encode step %q: %w", c.ID, err)
+		}
+	} else {
+		body, err = EncodeStep(c)
+	}
 	if err != nil {
 		return nil, err
 	}
-	p := &PreEncoded{In: s, Step: c, body: body, at: -1}
+	p := &PreEncoded{In: s, Step: c, body: body, at: -1, buf: buf}
 	// Sequence is always written and no earlier field can contain the
 	// marker (strings escape their quotes), so a single occurrence is the
 	// field itself; nested metadata may repeat it, then Body re-encodes.
-	if bytes.Count(body, seqZero) == 1 {
-		p.at = bytes.Index(body, seqZero)
+	if at := bytes.Index(body, seqZero); at >= 0 && !bytes.Contains(body[at+1:], seqZero) {
+		p.at = at
 	}
 	return p, nil
 }
