@@ -7,8 +7,10 @@
 -- and each write fired up to three PL/pgSQL calls: a finish called
 -- metric_hours_row(), which called metric_hours_touch(), and
 -- runs_stats_change(). The hour invalidation is inlined here (as 00090 did
--- for steps); the session's run counts are kept by the same statements as
--- before. The UPDATE trigger fires, as before, only when the status, or a
+-- for steps), and a change of status moves the run between the session's
+-- counts with one upsert of both rows (in status order, so two changes of
+-- one session lock them in the same order) instead of an UPDATE and an
+-- upsert. The UPDATE trigger fires, as before, only when the status, or a
 -- column of a finished run's hour, changed: the per-step updates of a run
 -- (cursor, step count, state) fire nothing.
 -- +goose StatementBegin
@@ -45,12 +47,12 @@ BEGIN
             NEW.finished_at - NEW.finished_at % 3600000000000);
     END IF;
     -- runs_stats_status (00065): one run less in the old status, one more
-    -- in the new. (One upsert of both rows measured slower: it inserts
-    -- speculatively and sorts.)
+    -- in the new.
     IF OLD.status IS DISTINCT FROM NEW.status THEN
-        UPDATE session_run_stats SET runs = runs - 1 WHERE session_id = OLD.session_id AND status = OLD.status;
-        INSERT INTO session_run_stats AS st VALUES (NEW.session_id, NEW.status, 1)
-        ON CONFLICT (session_id, status) DO UPDATE SET runs = st.runs + 1;
+        INSERT INTO session_run_stats AS st
+        SELECT * FROM (VALUES (OLD.session_id, OLD.status, -1), (NEW.session_id, NEW.status, 1)) v (session_id, status, runs)
+        ORDER BY status
+        ON CONFLICT (session_id, status) DO UPDATE SET runs = st.runs + excluded.runs;
     END IF;
     RETURN NULL;
 END
