@@ -362,17 +362,17 @@ type toolResult struct {
 	ev Event
 }
 
-// fillToolResult makes the zero step s the tool step of a call.
+// fillToolResult makes the zero step s the tool step of a call. (Field by
+// field: assigning a whole Step to *s copies all of it, write barriers
+// included.)
 func (x *execution) fillToolResult(s *Step, call ToolCall, r *tool.Result) {
 	content := r.Content
 	if content == "" && len(r.Output) > 0 {
 		content = string(r.Output)
 	}
-	*s = Step{
-		Kind: steptype.KindTool, Name: StepTools, Role: steptype.RoleTool,
-		Content: content, ToolCallID: call.ID, ToolName: call.Name, Inputs: call.Arguments, Outputs: r.Output,
-		StatePatch: r.State,
-	}
+	s.Kind, s.Name, s.Role = steptype.KindTool, StepTools, steptype.RoleTool
+	s.Content, s.ToolCallID, s.ToolName = content, call.ID, call.Name
+	s.Inputs, s.Outputs, s.StatePatch = call.Arguments, r.Output, r.State
 	if r.IsError {
 		s.Error = &StepError{Message: content, Class: steptype.ErrorPermanent, Code: "tool_error"}
 	}

@@ -93,16 +93,15 @@ func pack(s *steptype.Step, ar *arena) packedStep {
 	return p
 }
 
-// packTo is pack into *p (a row's, without a copy of the packed step).
+// packTo is pack into the zero *p (a new row's), field by field: without
+// a copy of the packed step, write barriers included.
 func packTo(p *packedStep, s *steptype.Step, ar *arena) {
 	m := &s.Metrics
-	*p = packedStep{
-		prog: s.Progress, seq: s.Sequence, hop: s.Hop,
-		started: packTime(m.StartedAt), finished: packTime(m.FinishedAt), created: packTime(s.CreatedAt),
-		dur: m.Duration, ftl: m.FirstTokenLatency,
-		in: m.InputTokens, out: m.OutputTokens, cached: m.CachedTokens, reasoning: m.ReasoningTokens,
-		cost: m.Cost, attempt: m.Attempt,
-	}
+	p.prog, p.seq, p.hop = s.Progress, s.Sequence, s.Hop
+	p.started, p.finished, p.created = packTime(m.StartedAt), packTime(m.FinishedAt), packTime(s.CreatedAt)
+	p.dur, p.ftl = m.Duration, m.FirstTokenLatency
+	p.in, p.out, p.cached, p.reasoning = m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens
+	p.cost, p.attempt = m.Cost, m.Attempt
 	if s.Vector != nil {
 		p.vec = slices.Clone(s.Vector)
 	}
