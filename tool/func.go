@@ -137,14 +137,15 @@ func (t *funcTool[A, R]) decodeFlat(raw json.RawMessage, args *A) bool {
 // text or the string itself.
 func marshalResult(v any) (*Result, error) {
 	var b []byte
+	var buf [20]byte
 	switch x := v.(type) {
 	// An int or a bool — exactly these types: a named one may marshal
 	// itself — is written as encoding/json writes it, without its
-	// encoder.
+	// encoder, in a slice of its size.
 	case int:
-		b = strconv.AppendInt(make([]byte, 0, 20), int64(x), 10)
+		b = append([]byte(nil), strconv.AppendInt(buf[:0], int64(x), 10)...)
 	case int64:
-		b = strconv.AppendInt(make([]byte, 0, 20), x, 10)
+		b = append([]byte(nil), strconv.AppendInt(buf[:0], x, 10)...)
 	case bool:
 		b = strconv.AppendBool(nil, x)
 	default:
