@@ -47,6 +47,9 @@ type outcome struct {
 	final bool   // the call is done (step is its result)
 	park  bool   // the call needs a human: step is a waiting input step
 	child string // a child run that parked waiting for input
+	// completed is the zero event allocated with step (toolResult), for
+	// its step_completed event; nil: a new one.
+	completed *Event
 }
 
 // toolsStep is the built-in "tools" step: it executes every pending tool
@@ -237,8 +240,8 @@ func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
 }
 
 // commitToolStep commits a tool result; the last one moves the cursor on.
-func (x *execution) commitToolStep(s *Step, last bool) error {
-	u := runUpdate{patch: s.StatePatch, patchStep: s, inPlace: true} // tool results are built by the engine
+func (x *execution) commitToolStep(s *Step, completed *Event, last bool) error {
+	u := runUpdate{patch: s.StatePatch, patchStep: s, inPlace: true, completed: completed} // tool results are built by the engine
 	if len(s.StatePatch) > 0 {
 		if err := x.checkState(s.StatePatch); err != nil {
 			// The call happened; its state update cannot apply: the model
@@ -305,7 +308,9 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 			if err != nil {
 				res = &tool.Result{Content: "error: " + err.Error(), IsError: true}
 			}
-			s := x.toolResultStep(call, res)
+			tr := new(toolResult)
+			s := &tr.s
+			x.fillToolResult(s, call, res)
 			s.Metrics.StartedAt, s.Metrics.Attempt, s.Fingerprint = start, attempt, fp
 			if x.replay != nil {
 				s.Replay = "live"
@@ -313,7 +318,8 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 			if err != nil {
 				s.Error = &StepError{Message: err.Error(), Class: llm.Classify(err), Attempt: attempt, Code: "tool_error"}
 			}
-			send(&outcome{step: s, final: true})
+			tr.o = outcome{step: s, final: true, completed: &tr.ev}
+			send(&tr.o)
 			return
 		}
 		es := &Step{Kind: steptype.KindError, Name: StepTools, Status: steptype.StepFailed, ToolName: call.Name,
@@ -343,22 +349,36 @@ func callTool(ctx context.Context, t tool.Tool, c *tool.Call) (res *tool.Result,
 
 // toolResultStep builds the tool step of a call.
 func (x *execution) toolResultStep(call ToolCall, r *tool.Result) *Step {
+	s := new(Step)
+	x.fillToolResult(s, call, r)
+	return s
+}
+
+// toolResult is a call's tool step, its outcome and the step's
+// step_completed event in one allocation (execCall).
+type toolResult struct {
+	o  outcome
+	s  Step
+	ev Event
+}
+
+// fillToolResult makes the zero step s the tool step of a call. (Field by
+// field: assigning a whole Step to *s copies all of it, write barriers
+// included.)
+func (x *execution) fillToolResult(s *Step, call ToolCall, r *tool.Result) {
 	content := r.Content
 	if content == "" && len(r.Output) > 0 {
 		content = string(r.Output)
 	}
-	s := &Step{
-		Kind: steptype.KindTool, Name: StepTools, Role: steptype.RoleTool,
-		Content: content, ToolCallID: call.ID, ToolName: call.Name, Inputs: call.Arguments, Outputs: r.Output,
-		StatePatch: r.State,
-	}
-	if r.IsError && s.Error == nil {
+	s.Kind, s.Name, s.Role = steptype.KindTool, StepTools, steptype.RoleTool
+	s.Content, s.ToolCallID, s.ToolName = content, call.ID, call.Name
+	s.Inputs, s.Outputs, s.StatePatch = call.Arguments, r.Output, r.State
+	if r.IsError {
 		s.Error = &StepError{Message: content, Class: steptype.ErrorPermanent, Code: "tool_error"}
 	}
 	s.Metrics.StartedAt = x.e.now()
 	s.Metrics.FinishedAt = s.Metrics.StartedAt
 	x.e.stageAttachments(s, r.Attachments)
-	return s
 }
 
 func (x *execution) tool(name string) tool.Tool {

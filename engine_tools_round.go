@@ -39,7 +39,7 @@ func (r *toolsRound) handle(o *outcome) bool {
 	case o.final:
 		r.remaining--
 		last := r.remaining == 0 && !r.deferCursor && len(r.approvals) == 0 && !x.anyWaiting()
-		err = x.commitToolStep(o.step, last)
+		err = x.commitToolStep(o.step, o.completed, last)
 		r.moved = r.moved || last
 	default:
 		err = x.commit([]*Step{o.step}, runUpdate{})

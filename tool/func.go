@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stepwise-run/stepwise/llm"
@@ -135,9 +136,23 @@ func (t *funcTool[A, R]) decodeFlat(raw json.RawMessage, args *A) bool {
 // marshalResult renders a typed result: Output is its JSON, Content the JSON
 // text or the string itself.
 func marshalResult(v any) (*Result, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, Permanent(fmt.Errorf("marshal result: %w", err))
+	var b []byte
+	var buf [20]byte
+	switch x := v.(type) {
+	// An int or a bool — exactly these types: a named one may marshal
+	// itself — is written as encoding/json writes it, without its
+	// encoder, in a slice of its size.
+	case int:
+		b = append([]byte(nil), strconv.AppendInt(buf[:0], int64(x), 10)...)
+	case int64:
+		b = append([]byte(nil), strconv.AppendInt(buf[:0], x, 10)...)
+	case bool:
+		b = strconv.AppendBool(nil, x)
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return nil, Permanent(fmt.Errorf("marshal result: %w", err))
+		}
 	}
 	if s, ok := v.(string); ok {
 		return &Result{Content: s, Output: b}, nil

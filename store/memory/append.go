@@ -77,9 +77,12 @@ func (m *Store) arenaOf(sessionID string) *arena {
 }
 
 // appendLocks locks, under the shared lock, the sessions an append
-// touches: those of its steps (and of steps already stored under their
-// ids) and those of its runs. An unknown session or run escalates: the
-// exclusive path reports it.
+// touches: those of its steps and those of its runs. An unknown session or
+// run escalates: the exclusive path reports it. A step stored already
+// under its id in another session (a re-append with the wrong session,
+// rare) escalates in stepAppend, which looks the ids up under these locks:
+// looking each id up here as well cost every append a second visit of the
+// step-id index.
 func (m *Store) appendLocks(p *store.StepAppendParams, rows []*sessionRow) ([]*sessionRow, error) {
 	for _, in := range p.Steps {
 		sr := m.sessions[in.SessionID]
@@ -87,9 +90,6 @@ func (m *Store) appendLocks(p *store.StepAppendParams, rows []*sessionRow) ([]*s
 			return nil, errEscalate
 		}
 		rows = append(rows, sr)
-		if old := m.steps.get(in.ID); old != nil && old.sessionID() != in.SessionID {
-			rows = append(rows, m.sessions[old.sessionID()])
-		}
 	}
 	for _, u := range p.Runs {
 		r := m.runs.get(u.ID)

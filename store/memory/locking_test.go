@@ -147,3 +147,31 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	}
 }
+
+// A step re-appended under its id with another session than the one
+// storing it: the append takes the store-wide lock (the per-session path
+// holds only the new session's lock) and answers as for any re-append, the
+// stored step, without touching either session.
+func TestReappendInAnotherSession(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	m := memory.New()
+	for _, id := range []string{"s1", "s2"} {
+		must(m.SessionCreate(ctx, &store.SessionCreateParams{ID: id, Agent: "a"}))
+	}
+	first := must(m.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{
+		{ID: "x", SessionID: "s1", Kind: steptype.KindCustom, Name: "n", Status: steptype.StepCompleted, Content: "one"}}}))[0]
+	got := must(m.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{
+		{ID: "x", SessionID: "s2", Kind: steptype.KindCustom, Name: "n", Status: steptype.StepCompleted, Content: "two"}}, InPlace: true}))[0]
+	if got.SessionID != "s1" || got.Sequence != first.Sequence || got.Content != "one" {
+		t.Errorf("re-append in s2 returned %s/%d %q, want the stored s1/%d %q", got.SessionID, got.Sequence, got.Content, first.Sequence, "one")
+	}
+	for id, want := range map[string]int64{"s1": 1, "s2": 0} {
+		if s := must(m.SessionGet(ctx, &store.SessionGetParams{ID: id})); s.LastSequence != want {
+			t.Errorf("session %s: last sequence %d, want %d", id, s.LastSequence, want)
+		}
+	}
+	if steps := must(m.StepList(ctx, &store.StepListParams{SessionID: "s2"})); len(steps) != 0 {
+		t.Errorf("s2 has %d steps, want none", len(steps))
+	}
+}

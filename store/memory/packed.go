@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 	"unsafe"
@@ -87,21 +88,35 @@ const (
 //
 // Its bytes come from ar (nil: allocated on their own).
 func pack(s *steptype.Step, ar *arena) packedStep {
+	var p packedStep
+	packTo(&p, s, ar)
+	return p
+}
+
+// packTo is pack into the zero *p (a new row's), field by field: without
+// a copy of the packed step, write barriers included.
+func packTo(p *packedStep, s *steptype.Step, ar *arena) {
 	m := &s.Metrics
-	p := packedStep{
-		prog: s.Progress, seq: s.Sequence, hop: s.Hop,
-		started: packTime(m.StartedAt), finished: packTime(m.FinishedAt), created: packTime(s.CreatedAt),
-		dur: m.Duration, ftl: m.FirstTokenLatency,
-		in: m.InputTokens, out: m.OutputTokens, cached: m.CachedTokens, reasoning: m.ReasoningTokens,
-		cost: m.Cost, attempt: m.Attempt,
-	}
+	p.prog, p.seq, p.hop = s.Progress, s.Sequence, s.Hop
+	p.started, p.finished, p.created = packTime(m.StartedAt), packTime(m.FinishedAt), packTime(s.CreatedAt)
+	p.dur, p.ftl = m.Duration, m.FirstTokenLatency
+	p.in, p.out, p.cached, p.reasoning = m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens
+	p.cost, p.attempt = m.Cost, m.Attempt
 	if s.Vector != nil {
 		p.vec = slices.Clone(s.Vector)
 	}
+	// A flat map of scalars is JSON already (NormalizeMetadata would
+	// return it as it is): one pass tells so and sizes it. Any other map is
+	// normalized first, and may be flat then (an int becomes a float64).
 	meta := s.Metadata
+	metaSize := 0
 	if meta != nil {
-		meta = rules.NormalizeMetadata(meta)
-		if flatScalars(meta) {
+		flat := false
+		if metaSize, flat = flatSize(meta); !flat {
+			meta = rules.NormalizeMetadata(meta)
+			metaSize, flat = flatSize(meta)
+		}
+		if flat {
 			p.flags |= packMetaFlat
 		} else {
 			p.flags |= packMetaPointer
@@ -125,16 +140,7 @@ func pack(s *steptype.Step, ar *arena) packedStep {
 		n += sizeOf(len(e.Message)) + sizeOf(len(e.Cause)) + sizeOf(len(e.Class)) + sizeOf(len(e.Code))
 	}
 	if p.flags&packMetaFlat != 0 {
-		n += sizeOf(len(meta))
-		for k, v := range meta {
-			n += sizeOf(len(k)) + 1
-			switch v := v.(type) {
-			case string:
-				n += sizeOf(len(v))
-			case float64:
-				n += 8
-			}
-		}
+		n += metaSize
 	}
 	a := an
 	b := ar.bytes(n)
@@ -180,7 +186,6 @@ func pack(s *steptype.Step, ar *arena) packedStep {
 		}
 	}
 	p.b = b
-	return p
 }
 
 // normalized truncates the durations to whole microseconds (see pack).
@@ -192,24 +197,33 @@ func (p *packedStep) normalized() {
 // prefixed field with n-1 elements, a raw field of n-1 bytes: the prefix
 // of n).
 func sizeOf(n int) int {
-	var tmp [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(tmp[:], uint64(n)) + n
+	return (bits.Len64(uint64(n)|1)+6)/7 + n // the uvarint's bytes: 7 bits each
 }
 
-// flatScalars reports whether m holds only what a flat map in b holds:
-// nil, strings, float64 and bools (as decoded JSON has them).
-func flatScalars(m map[string]any) bool {
-	for _, v := range m {
-		switch v.(type) {
-		case nil, string, float64, bool:
+// flatSize reports whether m holds only what a flat map in b holds: nil,
+// strings, float64 and bools (as decoded JSON has them), and if so its
+// size in b.
+func flatSize(m map[string]any) (int, bool) {
+	n := sizeOf(len(m))
+	for k, v := range m {
+		n += sizeOf(len(k)) + 1
+		switch v := v.(type) {
+		case nil, bool:
+		case string:
+			n += sizeOf(len(v))
+		case float64:
+			n += 8
 		default:
-			return false
+			return 0, false
 		}
 	}
-	return true
+	return n, true
 }
 
 func putString(b []byte, s string) []byte {
+	if len(s) < 0x80 { // the common short field: a one-byte length
+		return append(append(b, byte(len(s))), s...)
+	}
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
@@ -276,8 +290,9 @@ func (r *reader) count() (n int, isNil bool) {
 // newRow returns a row holding the stored form of s (at its sequence),
 // from ar (nil: allocated on its own).
 func newRow(s *steptype.Step, ar *arena) *stepRow {
-	row := ar.row()
-	*row = stepRow{p: pack(s, ar), seq: s.Sequence, kind: s.Kind, status: s.Status}
+	row := ar.row() // zero
+	row.seq, row.kind, row.status = s.Sequence, s.Kind, s.Status
+	packTo(&row.p, s, ar)
 	r := reader{b: row.p.b}
 	r.str()
 	r.str()
