@@ -96,9 +96,17 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	if err != nil {
 		return nil, err
 	}
+	// From the commit to the publication, this broker holds the session's
+	// pokes: the run is queued by the commit, and another instance may
+	// resume it and commit its next steps before the answer is published
+	// here; subscribers must not read those from the store first.
+	e.broker.beginResolution(s.SessionID)
 	out, err := e.store.StepResolve(ctx, &store.StepResolveParams{
 		ID: s.ID, RunID: run.ID, Status: steptype.StepCompleted, Content: content, Outputs: canonicalJSON(p.Answer), Now: e.now(), QueueRun: true,
 	})
+	if err != nil {
+		e.broker.publishResolution(s.SessionID, nil)
+	}
 	if errors.Is(err, store.ErrConflict) {
 		// The step was resolved, or its run finished (a cancel closes its
 		// requests in the same transaction): exactly one of them won.
@@ -110,7 +118,10 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	if err != nil {
 		return nil, fmt.Errorf("answer: %w", err)
 	}
-	e.broker.publishResolution(&Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
+	if testHookAnswerPublish != nil {
+		testHookAnswerPublish()
+	}
+	e.broker.publishResolution(s.SessionID, &Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
 	e.wake()
 	return out, nil
 }
@@ -186,3 +197,7 @@ func (e *Engine) expireInputs(ctx context.Context) {
 		}
 	}
 }
+
+// testHookAnswerPublish, when set (tests), runs between an answer's commit and
+// its publication.
+var testHookAnswerPublish func()

@@ -47,11 +47,22 @@ type topic struct {
 	startKnown bool
 	// pokes counts the pokes: a store read that a poke overtook does not
 	// make the ring complete again (see observe).
-	pokes    uint64
-	subs     []*subscriber // a slice: publishing ranges over it per event
-	active   int           // executions publishing into the topic
-	sh       *brokerShard  // the shard holding it
-	idleElem *list.Element // position in the shard's idle list while idle
+	pokes  uint64
+	subs   []*subscriber // a slice: publishing ranges over it per event
+	active int           // executions publishing into the topic
+	// resolving counts this process's answers between the start of their
+	// commit and their publication (beginResolution, publishResolution).
+	// The answer's commit queues its run, which an execution of this or
+	// another instance may resume and commit steps of before the answer is
+	// published here. Until it is, a poke switches no subscriber to the
+	// store (heldPoke: a subscriber that read those steps from the store
+	// first would get the answer after them), and an execution of this
+	// process waits in acquire before it publishes anything.
+	resolving int
+	heldPoke  bool
+	resolved  chan struct{} // closed when resolving returns to 0
+	sh        *brokerShard  // the shard holding it
+	idleElem  *list.Element // position in the shard's idle list while idle
 }
 
 func newBroker() *broker {
@@ -87,7 +98,7 @@ func (sh *brokerShard) topicLocked(sessionID string) *topic {
 // settleLocked parks a topic nobody uses any more on the idle list with a
 // short ring, evicting the least recently used idle topics beyond maxIdle.
 func (b *broker) settleLocked(sh *brokerShard, t *topic) {
-	if t.active > 0 || len(t.subs) > 0 || t.idleElem != nil {
+	if t.active > 0 || len(t.subs) > 0 || t.resolving > 0 || t.idleElem != nil {
 		return
 	}
 	t.trimLocked(b.idleRing)
@@ -124,13 +135,24 @@ func (t *topic) trimLocked(n int) {
 // sequence is lastSeq. It returns the session's topic, which stays the
 // session's until the matching release: the execution publishes into it
 // (publishTo) without looking it up per event.
+//
+// An execution that resumes a run whose answer this process has committed
+// but not published yet waits for that publication (bounded by the
+// answer's commit): its steps come after the answer (see topic.resolving).
 func (b *broker) acquire(sessionID string, lastSeq int64) *topic {
-	sh := b.lock(sessionID)
-	defer sh.mu.Unlock()
-	t := sh.topicLocked(sessionID)
-	t.active++
-	t.advanceLocked(lastSeq)
-	return t
+	for {
+		sh := b.lock(sessionID)
+		t := sh.topicLocked(sessionID)
+		if t.resolving == 0 {
+			t.active++
+			t.advanceLocked(lastSeq)
+			sh.mu.Unlock()
+			return t
+		}
+		wait := t.resolved
+		sh.mu.Unlock()
+		<-wait
+	}
 }
 
 // advanceLocked records that the store holds steps up to seq; when the
@@ -154,22 +176,53 @@ func (b *broker) release(sessionID string) {
 	}
 }
 
-// publishResolution publishes the step_completed event of a step resolved
-// after its commit (an answer). When this broker never saw that commit
-// (another instance made it, and its notification has not been handled
-// here yet), the topic is behind the store: its subscribers are sent to
-// the store first (they read the steps up to the resolved one, which they
-// may not have yet), and the resolution is positioned after the commit's
-// (seq, 0), never at it, or a subscriber that read the step from the store
-// would take it for the commit it has and drop it.
-func (b *broker) publishResolution(ev *Event) {
-	sh := b.lock(ev.SessionID)
-	if t := sh.topicLocked(ev.SessionID); t.seq < ev.Step.Sequence {
-		t.pokeLocked()
-		t.advanceLocked(ev.Step.Sequence)
+// beginResolution is called before the commit of an answer in a session;
+// publishResolution ends it. In between, pokes of the session are held and
+// executions of the session wait in acquire (see topic.resolving).
+func (b *broker) beginResolution(sessionID string) {
+	sh := b.lock(sessionID)
+	t := sh.topicLocked(sessionID)
+	if t.resolving++; t.resolving == 1 {
+		t.resolved = make(chan struct{})
 	}
 	sh.mu.Unlock()
-	b.publish(ev)
+}
+
+// publishResolution publishes the step_completed event of a step resolved
+// after its commit (an answer), then applies the pokes held since
+// beginResolution; ev nil (the answer failed) only does the latter. When
+// this broker never saw the step's commit (another instance made it, and
+// its notification has not been handled here yet), the topic is behind the
+// store: its subscribers are sent to the store first (they read the steps
+// up to the resolved one, which they may not have yet), and the resolution
+// is positioned after the commit's (seq, 0), never at it, or a subscriber
+// that read the step from the store would take it for the commit it has
+// and drop it.
+func (b *broker) publishResolution(sessionID string, ev *Event) {
+	if ev != nil {
+		sh := b.lock(sessionID)
+		if t := sh.topicLocked(sessionID); t.seq < ev.Step.Sequence {
+			t.startKnown = false
+			t.pokes++
+			t.lagSubsLocked()
+			t.advanceLocked(ev.Step.Sequence)
+		}
+		sh.mu.Unlock()
+		b.publish(ev)
+	}
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	t := sh.topicLocked(sessionID)
+	if t.resolving > 0 { // 0: a test's call without beginResolution
+		if t.resolving--; t.resolving == 0 {
+			close(t.resolved)
+			if t.heldPoke {
+				t.heldPoke = false
+				t.lagSubsLocked()
+			}
+		}
+	}
+	b.settleLocked(sh, t)
 }
 
 // publish assigns ev its position and delivers it. A subscriber whose buffer
@@ -282,6 +335,15 @@ func (b *broker) poke(sessionID string) {
 func (t *topic) pokeLocked() {
 	t.startKnown = false
 	t.pokes++
+	if t.resolving > 0 {
+		t.heldPoke = true // see topic.resolving
+		return
+	}
+	t.lagSubsLocked()
+}
+
+// lagSubsLocked switches the topic's subscribers to catch-up.
+func (t *topic) lagSubsLocked() {
 	for _, s := range t.subs {
 		s.markLagged()
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
 )
@@ -172,7 +173,8 @@ func TestBrokerResolutionAfterRemoteCommit(t *testing.T) {
 	t.Parallel()
 	b := newBroker()
 	s1, _, _ := b.subscribe("s", "", Position{})
-	b.publishResolution(&Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 3}})
+	b.beginResolution("s")
+	b.publishResolution("s", &Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 3}})
 	if !s1.lagged.Load() || len(s1.take(nil)) != 0 {
 		t.Fatal("the live subscriber was not sent to the store")
 	}
@@ -182,9 +184,86 @@ func TestBrokerResolutionAfterRemoteCommit(t *testing.T) {
 	}
 	// A topic that has seen later steps publishes as before.
 	b.publish(&Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 5}})
-	b.publishResolution(&Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 4}})
+	b.beginResolution("s")
+	b.publishResolution("s", &Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 4}})
 	if got := s2.take(nil); s2.lagged.Load() || len(got) != 2 || got[1].Position != (Position{Seq: 5, Idx: 1}) {
 		t.Fatalf("resolution after step 5: %+v", got)
+	}
+}
+
+// Another instance resumes an answered run as soon as the answer's commit
+// queues it, and may commit the next step before this instance publishes
+// the answer. A poke for that commit, between the answer's commit and its
+// publication, is held: the live subscriber gets the answer first, then
+// goes to the store for the later step. Before, it read step 4 from the
+// store first and got the answer after it (TestTwoInstancesAnswerPublishedLate
+// saw 1, 2, 4, then 3). A failed answer releases a held poke too.
+func TestBrokerHoldsPokesWhileAnswering(t *testing.T) {
+	t.Parallel()
+	b := newBroker()
+	s1, _, _ := b.subscribe("s", "", Position{})
+	b.publish(&Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 3, Status: steptype.StepWaiting}})
+	_ = s1.take(nil)
+	b.beginResolution("s")
+	b.poke("s") // another instance committed step 4
+	if s1.lagged.Load() {
+		t.Fatal("a poke during an answer's commit sent the subscriber to the store before the answer")
+	}
+	b.publishResolution("s", &Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 3, Status: steptype.StepCompleted}})
+	if got := s1.take(nil); len(got) != 1 || got[0].Step.Status != steptype.StepCompleted || got[0].Position != (Position{Seq: 3, Idx: 1}) {
+		t.Fatalf("live events %+v, want the answer at (3, 1)", got)
+	}
+	if !s1.lagged.Load() {
+		t.Fatal("the held poke was not applied after the answer")
+	}
+	s2, _, storeTo := b.subscribe("s", "", Position{Seq: 3, Idx: 1})
+	if storeTo != -1 {
+		t.Fatalf("store to %d after a poke, want the whole store (-1)", storeTo)
+	}
+	b.beginResolution("s")
+	b.poke("s")
+	if s2.lagged.Load() {
+		t.Fatal("a poke during an answer's commit sent the subscriber to the store")
+	}
+	b.publishResolution("s", nil) // the answer failed
+	if !s2.lagged.Load() {
+		t.Fatal("a failed answer kept the poke held")
+	}
+	b.poke("s")
+	s3, _, _ := b.subscribe("s", "", Position{})
+	b.poke("s")
+	if !s3.lagged.Load() {
+		t.Fatal("a poke with no answer in progress was held")
+	}
+}
+
+// An execution of this process that resumes the answered run before the
+// answer is published waits in acquire: its first step comes after the
+// answer (before, step 4 came first and the answer after it).
+func TestBrokerExecutionWaitsForAnswer(t *testing.T) {
+	t.Parallel()
+	b := newBroker()
+	sub, _, _ := b.subscribe("s", "", Position{})
+	b.publish(&Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 3, Status: steptype.StepWaiting}})
+	b.beginResolution("s")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tp := b.acquire("s", 3)
+		b.publishTo(tp, &Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 4, Status: steptype.StepCompleted}})
+		b.release("s")
+	}()
+	time.Sleep(50 * time.Millisecond) // the execution would publish meanwhile
+	b.publishResolution("s", &Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 3, Status: steptype.StepCompleted}})
+	<-done
+	var seqs []int64
+	for _, ev := range sub.take(nil) {
+		if ev.Step.Status == steptype.StepCompleted {
+			seqs = append(seqs, ev.Step.Sequence)
+		}
+	}
+	if fmt.Sprint(seqs) != "[3 4]" {
+		t.Fatalf("completed steps delivered %v, want the answer (3) before step 4", seqs)
 	}
 }
 

@@ -23,7 +23,17 @@ import (
 // through B, and is finished by whichever instance claims it; a session
 // subscriber on B sees every step committed by A (LISTEN/NOTIFY wake-up,
 // store as the source of truth).
-func TestTwoInstancesOnPostgres(t *testing.T) {
+func TestTwoInstancesOnPostgres(t *testing.T) { testTwoInstances(t) }
+
+// The same, with the answer published 300 ms after its commit: the run is
+// resumed and finished meanwhile (by either instance), and the subscriber
+// on B still gets the answer before the step that follows it.
+func TestTwoInstancesAnswerPublishedLate(t *testing.T) {
+	defer stepwise.SetTestHookAnswerPublish(func() { time.Sleep(300 * time.Millisecond) })()
+	testTwoInstances(t)
+}
+
+func testTwoInstances(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
