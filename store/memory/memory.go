@@ -210,11 +210,19 @@ func (m *Store) SessionCreate(_ context.Context, p *store.SessionCreateParams) (
 		return nil, err
 	}
 	defer m.mu.Unlock()
+	if err := m.addSessionLocked(s); err != nil {
+		return nil, err
+	}
+	return rules.CloneSession(s), nil
+}
+
+// addSessionLocked stores a new session, under the exclusive lock.
+func (m *Store) addSessionLocked(s *steptype.Session) error {
 	if _, ok := m.sessions[s.ID]; ok {
-		return nil, rules.Conflict("session %q already exists", s.ID)
+		return rules.Conflict("session %q already exists", s.ID)
 	}
 	m.sessions[s.ID] = newSessionRow(s)
-	return rules.CloneSession(s), nil
+	return nil
 }
 
 // SessionGet implements store.Store.

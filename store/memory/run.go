@@ -58,16 +58,15 @@ func (m *Store) runCreateWithSession(p *store.RunCreateParams, r *steptype.Run) 
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	if _, ok := m.sessions[s.ID]; ok {
-		return nil, rules.Conflict("session %q already exists", s.ID)
-	}
 	if m.runs.get(r.ID) != nil {
 		return nil, rules.Conflict("run %q already exists", r.ID)
+	}
+	if err := m.addSessionLocked(s); err != nil {
+		return nil, err
 	}
 	if r.LeaseOwner != "" && p.LeaseFor > 0 {
 		r.LeaseExpires = rules.Now(time.Time{}).Add(p.LeaseFor)
 	}
-	m.sessions[s.ID] = newSessionRow(s)
 	if !m.runs.add(r.ID, r) {
 		delete(m.sessions, s.ID)
 		return nil, rules.Conflict("run %q already exists", r.ID)
