@@ -37,14 +37,24 @@ func (m *Store) RunCreate(_ context.Context, p *store.RunCreateParams) (*steptyp
 	if err := m.busy(r); err != nil {
 		return nil, err
 	}
-	if r.LeaseOwner != "" && p.LeaseFor > 0 {
-		r.LeaseExpires = rules.Now(time.Time{}).Add(p.LeaseFor)
+	if err := m.addRunLocked(r, p.LeaseFor); err != nil {
+		return nil, err
+	}
+	return rules.CloneRun(r), nil
+}
+
+// addRunLocked stores a new run, leased for leaseFor from now when it has
+// an owner; the caller holds the lock of the run's session (or the store's
+// exclusive lock).
+func (m *Store) addRunLocked(r *steptype.Run, leaseFor time.Duration) error {
+	if r.LeaseOwner != "" && leaseFor > 0 {
+		r.LeaseExpires = rules.Now(time.Time{}).Add(leaseFor)
 	}
 	if !m.runs.add(r.ID, r) {
-		return nil, rules.Conflict("run %q already exists", r.ID)
+		return rules.Conflict("run %q already exists", r.ID)
 	}
 	m.setRun(r)
-	return rules.CloneRun(r), nil
+	return nil
 }
 
 // runCreateWithSession is RunCreate with RunCreateParams.Session, under
@@ -64,14 +74,10 @@ func (m *Store) runCreateWithSession(p *store.RunCreateParams, r *steptype.Run) 
 	if err := m.addSessionLocked(s); err != nil {
 		return nil, err
 	}
-	if r.LeaseOwner != "" && p.LeaseFor > 0 {
-		r.LeaseExpires = rules.Now(time.Time{}).Add(p.LeaseFor)
-	}
-	if !m.runs.add(r.ID, r) {
+	if err := m.addRunLocked(r, p.LeaseFor); err != nil {
 		delete(m.sessions, s.ID)
-		return nil, rules.Conflict("run %q already exists", r.ID)
+		return nil, err
 	}
-	m.setRun(r)
 	return rules.CloneRun(r), nil
 }
 
