@@ -230,32 +230,19 @@ type loadClientResult struct {
 
 // runLoadClients connects a subscriber to a new session per run, calls
 // ready once all are connected, then starts every run (spread over Ramp)
-// and reads each stream until its run finished. The latencies come back
-// in no particular order.
+// and reads each stream until its run finished, each on a goroutine of its
+// own through net/http. The latencies come back in no particular order.
 func runLoadClients(ctx context.Context, cfg loadClientConfig, ready func()) (*loadClientResult, error) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * cfg.Runs, DisableCompression: true}}
 	defer hc.CloseIdleConnections()
 	// Phase 1: every subscriber connects. Phase 2, once all are connected:
 	// every run starts.
 	streams := make([]*loadStream, cfg.Runs)
-	errs := make(chan error, cfg.Runs)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64) // bound the connection storm
-	for i := range cfg.Runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			st, err := connectLoad(ctx, hc, cfg.Base)
-			if err != nil {
-				errs <- err
-				return
-			}
-			streams[i] = st
-		}()
-	}
-	wg.Wait()
+	err := forEachLimited(cfg.Runs, 64, func(i int) error { // bound the connection storm
+		st, err := connectLoad(ctx, hc, cfg.Base)
+		streams[i] = st
+		return err
+	})
 	defer func() {
 		for _, st := range streams {
 			if st != nil {
@@ -263,13 +250,12 @@ func runLoadClients(ctx context.Context, cfg loadClientConfig, ready func()) (*l
 			}
 		}
 	}()
-	if len(errs) > 0 {
-		close(errs)
-		return nil, fmt.Errorf("connect: %w", errors.Join(collect(errs)...))
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
 	}
 	ready()
-	lats := make([][]time.Duration, cfg.Runs)
-	var steps, deltas atomic.Int64
+	errs := make(chan error, cfg.Runs)
+	var wg sync.WaitGroup
 	start := time.Now()
 	for i, st := range streams {
 		wg.Add(1)
@@ -278,9 +264,7 @@ func runLoadClients(ctx context.Context, cfg loadClientConfig, ready func()) (*l
 			if cfg.Ramp > 0 {
 				time.Sleep(time.Until(start.Add(cfg.Ramp * time.Duration(i) / time.Duration(cfg.Runs))))
 			}
-			l, err := st.run(ctx, hc, cfg, &steps, &deltas)
-			lats[i] = l
-			if err != nil {
+			if err := st.run(ctx, hc, cfg); err != nil {
 				errs <- err
 			}
 		}()
@@ -291,7 +275,49 @@ func runLoadClients(ctx context.Context, cfg loadClientConfig, ready func()) (*l
 	if err := errors.Join(collect(errs)...); err != nil {
 		return nil, err
 	}
-	return &loadClientResult{Steps: steps.Load(), Deltas: deltas.Load(), Elapsed: elapsed, Lats: slices.Concat(lats...)}, nil
+	checks := make([]*streamCheck, len(streams))
+	for i, st := range streams {
+		checks[i] = &st.check
+	}
+	return loadResultOf(checks, elapsed), nil
+}
+
+// forEachLimited calls f(0) … f(n-1), at most limit at a time, and
+// returns their errors joined.
+func forEachLimited(n, limit int, f func(i int) error) error {
+	errs := make(chan error, n)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := f(i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+// loadResultOf sums what the streams' checks counted and measured.
+func loadResultOf(checks []*streamCheck, elapsed time.Duration) *loadClientResult {
+	res := &loadClientResult{Elapsed: elapsed}
+	n := 0
+	for _, c := range checks {
+		n += len(c.lats)
+	}
+	res.Lats = make([]time.Duration, 0, n)
+	for _, c := range checks {
+		res.Steps += int64(c.nSteps)
+		res.Deltas += int64(c.nDeltas)
+		res.Lats = append(res.Lats, c.lats...)
+	}
+	return res
 }
 
 func collect(ch <-chan error) []error {
@@ -307,15 +333,16 @@ type loadStream struct {
 	sessionID string
 	body      io.ReadCloser
 	r         *bufio.Reader
+	check     streamCheck
 }
 
 // connectLoad creates a session and subscribes to it.
 func connectLoad(ctx context.Context, hc *http.Client, base string) (*loadStream, error) {
-	var sess stepwise.Session
-	if err := loadPost(ctx, hc, base+"/v1/sessions", `{"agent":"load"}`, &sess); err != nil {
+	sid, err := createLoadSession(ctx, hc, base)
+	if err != nil {
 		return nil, err
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/sessions/"+sess.ID+"/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/sessions/"+sid+"/events", nil)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -324,86 +351,169 @@ func connectLoad(ctx context.Context, hc *http.Client, base string) (*loadStream
 		resp.Body.Close()
 		return nil, fmt.Errorf("subscribe: status %d", resp.StatusCode)
 	}
-	return &loadStream{sessionID: sess.ID, body: resp.Body, r: bufio.NewReaderSize(resp.Body, 8<<10)}, nil
+	return &loadStream{sessionID: sid, body: resp.Body, r: bufio.NewReaderSize(resp.Body, 8<<10)}, nil
+}
+
+// createLoadSession creates a session for one run of the load.
+func createLoadSession(ctx context.Context, hc *http.Client, base string) (string, error) {
+	var sess stepwise.Session
+	if err := loadPost(ctx, hc, base+"/v1/sessions", `{"agent":"load"}`, &sess); err != nil {
+		return "", err
+	}
+	return sess.ID, nil
+}
+
+// startLoadRun starts the run of a session and returns its id.
+func startLoadRun(ctx context.Context, hc *http.Client, base, sessionID string) (string, error) {
+	var created runCreated
+	if err := loadPost(ctx, hc, base+"/v1/runs", `{"agent":"load","input":"go","session_id":"`+sessionID+`"}`, &created); err != nil {
+		return "", err
+	}
+	return created.Run.ID, nil
+}
+
+// run starts the session's run and reads the stream until it finishes
+// (streamCheck measures and checks each line).
+func (l *loadStream) run(ctx context.Context, hc *http.Client, cfg loadClientConfig) error {
+	l.check.init(cfg, l.sessionID)
+	id, err := startLoadRun(ctx, hc, cfg.Base, l.sessionID)
+	if err != nil {
+		return err
+	}
+	l.check.setRun(id)
+	for {
+		line, err := l.r.ReadSlice('\n')
+		if err != nil {
+			return fmt.Errorf("stream of run %s: %w", id, err)
+		}
+		if done, err := l.check.line(line); err != nil || done {
+			return err
+		}
+	}
 }
 
 var (
 	contentStamp = []byte(`"content":"t`)
 	completed    = []byte(`"status":"completed"`)
+	lineID       = []byte("id: ")
+	lineEvent    = []byte("event: ")
+	lineData     = []byte("data: ")
+	typeDelta    = []byte(stepwise.EventStepDelta)
+	typeStep     = []byte(stepwise.EventStepCompleted)
+	typeFinished = []byte(stepwise.EventRunFinished)
 )
 
-// run starts the session's run and reads the stream until it finishes,
-// returning the delivery latencies of the deltas. It reads only what it
-// needs from each event (the event's id and type, the stamp of a delta),
-// so that the measuring client costs little next to the server it
-// measures, and checks delivery: event ids strictly increasing, every
-// delta's stamp later than the one before (in order, none twice), and
-// the run's deltas and steps all there when it finishes.
-func (l *loadStream) run(ctx context.Context, hc *http.Client, cfg loadClientConfig, steps, deltas *atomic.Int64) ([]time.Duration, error) {
-	var created runCreated
-	if err := loadPost(ctx, hc, cfg.Base+"/v1/runs", `{"agent":"load","input":"go","session_id":"`+l.sessionID+`"}`, &created); err != nil {
-		return nil, err
+// streamCheck reads a load stream line by line, as any reader of it does.
+// It reads only what it needs from each event (the event's id and type, the
+// stamp of a delta), so that the measuring client costs little next to the
+// server it measures; it records each delta's delivery latency (from its
+// stamp to the moment its line is parsed) and checks delivery: event ids
+// strictly increasing, every delta's stamp later than the one before (in
+// order, none twice), and the run's deltas and steps all there when it
+// finishes.
+type streamCheck struct {
+	turns, deltas int
+	session       string
+	// run is `"run_id":"ID"` of the stream's run once its creation
+	// returned (setRun); a run_finished event for another run is skipped.
+	run atomic.Pointer[[]byte]
+	// unconfirmed holds a run_finished event read before the run's id was
+	// known: confirm checks that it was the run's.
+	unconfirmed     []byte
+	typ             []byte
+	last            stepwise.Position
+	stamp           int64
+	nDeltas, nSteps int
+	lats            []time.Duration
+}
+
+func (c *streamCheck) init(cfg loadClientConfig, session string) {
+	c.turns, c.deltas, c.session = cfg.Turns, cfg.Deltas, session
+	c.lats = make([]time.Duration, 0, cfg.Turns*cfg.Deltas)
+}
+
+// setRun names the stream's run; it may be called while line runs on
+// another goroutine.
+func (c *streamCheck) setRun(id string) {
+	b := []byte(`"run_id":"` + id + `"`)
+	c.run.Store(&b)
+}
+
+// name names the stream in errors: its run, else its session.
+func (c *streamCheck) name() string {
+	if p := c.run.Load(); p != nil {
+		return "run " + strings.TrimSuffix(strings.TrimPrefix(string(*p), `"run_id":"`), `"`)
 	}
-	runID := []byte(`"run_id":"` + created.Run.ID + `"`)
-	lats := make([]time.Duration, 0, cfg.Turns*cfg.Deltas)
-	var typ []byte
-	var last stepwise.Position
-	var stamp int64
-	var nDeltas, nSteps int
-	delta, step, finished := []byte(stepwise.EventStepDelta), []byte(stepwise.EventStepCompleted), []byte(stepwise.EventRunFinished)
-	for {
-		line, err := l.r.ReadSlice('\n')
-		if err != nil {
-			return lats, fmt.Errorf("stream of run %s: %w", created.Run.ID, err)
+	return "the run of session " + c.session
+}
+
+// line takes one line of the stream (its newline included or not) and
+// reports whether the run finished with it.
+func (c *streamCheck) line(line []byte) (bool, error) {
+	if id, ok := bytes.CutPrefix(line, lineID); ok {
+		pos, ok := parsePosition(bytes.TrimSpace(id))
+		if !ok || !c.last.Less(pos) {
+			return false, fmt.Errorf("stream of %s: event id %q after %d:%d", c.name(), bytes.TrimSpace(id), c.last.Seq, c.last.Idx)
 		}
-		if id, ok := bytes.CutPrefix(line, []byte("id: ")); ok {
-			pos, ok := parsePosition(bytes.TrimSpace(id))
-			if !ok || !last.Less(pos) {
-				return lats, fmt.Errorf("stream of run %s: event id %q after %d:%d", created.Run.ID, bytes.TrimSpace(id), last.Seq, last.Idx)
-			}
-			last = pos
-			continue
-		}
-		if t, ok := bytes.CutPrefix(line, []byte("event: ")); ok {
-			typ = append(typ[:0], bytes.TrimSpace(t)...)
-			continue
-		}
-		data, ok := bytes.CutPrefix(line, []byte("data: "))
-		if !ok {
-			continue
-		}
-		switch {
-		case bytes.Equal(typ, delta):
-			now := time.Now()
-			n, ok := int64(0), false
-			if i := bytes.Index(data, contentStamp); i >= 0 {
-				rest := data[i+len(contentStamp):]
-				if j := bytes.IndexByte(rest, '|'); j > 0 {
-					n, ok = parseStamp(rest[:j])
-				}
-			}
-			if !ok || n <= stamp {
-				return lats, fmt.Errorf("stream of run %s: delta %q out of order (stamp %d after %d)", created.Run.ID, data, n, stamp)
-			}
-			stamp = n
-			lats = append(lats, now.Sub(time.Unix(0, n)))
-			nDeltas++
-			deltas.Add(1)
-		case bytes.Equal(typ, step):
-			nSteps++
-			steps.Add(1)
-		case bytes.Equal(typ, finished):
-			if bytes.Contains(data, runID) {
-				if !bytes.Contains(data, completed) {
-					return lats, fmt.Errorf("run %s did not complete: %s", created.Run.ID, data)
-				}
-				if cfg.Turns > 0 && (nDeltas != cfg.Turns*cfg.Deltas || nSteps != 2*cfg.Turns) {
-					return lats, fmt.Errorf("run %s: %d deltas and %d steps delivered, want %d and %d", created.Run.ID, nDeltas, nSteps, cfg.Turns*cfg.Deltas, 2*cfg.Turns)
-				}
-				return lats, nil
-			}
-		}
+		c.last = pos
+		return false, nil
 	}
+	if t, ok := bytes.CutPrefix(line, lineEvent); ok {
+		c.typ = append(c.typ[:0], bytes.TrimSpace(t)...)
+		return false, nil
+	}
+	data, ok := bytes.CutPrefix(line, lineData)
+	if !ok {
+		return false, nil
+	}
+	switch {
+	case bytes.Equal(c.typ, typeDelta):
+		now := time.Now()
+		n, ok := int64(0), false
+		if i := bytes.Index(data, contentStamp); i >= 0 {
+			rest := data[i+len(contentStamp):]
+			if j := bytes.IndexByte(rest, '|'); j > 0 {
+				n, ok = parseStamp(rest[:j])
+			}
+		}
+		if !ok || n <= c.stamp {
+			return false, fmt.Errorf("stream of %s: delta %q out of order (stamp %d after %d)", c.name(), data, n, c.stamp)
+		}
+		c.stamp = n
+		c.lats = append(c.lats, now.Sub(time.Unix(0, n)))
+		c.nDeltas++
+	case bytes.Equal(c.typ, typeStep):
+		c.nSteps++
+	case bytes.Equal(c.typ, typeFinished):
+		run := c.run.Load()
+		if run != nil && !bytes.Contains(data, *run) {
+			return false, nil
+		}
+		if !bytes.Contains(data, completed) {
+			return false, fmt.Errorf("%s did not complete: %s", c.name(), data)
+		}
+		if c.turns > 0 && (c.nDeltas != c.turns*c.deltas || c.nSteps != 2*c.turns) {
+			return false, fmt.Errorf("%s: %d deltas and %d steps delivered, want %d and %d", c.name(), c.nDeltas, c.nSteps, c.turns*c.deltas, 2*c.turns)
+		}
+		if run == nil {
+			c.unconfirmed = bytes.Clone(data)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// confirm checks, once the run's id is known, that a run_finished event
+// read before it was the run's.
+func (c *streamCheck) confirm() error {
+	run := c.run.Load()
+	if c.unconfirmed == nil {
+		return nil
+	}
+	if run == nil || !bytes.Contains(c.unconfirmed, *run) {
+		return fmt.Errorf("stream of %s: finished with another run: %s", c.name(), c.unconfirmed)
+	}
+	return nil
 }
 
 // parsePosition parses an SSE event id, SEQ:IDX.

@@ -18,6 +18,13 @@ import (
 // calls LoadClientMain.
 const LoadClientEnv = "STEPWISE_LOAD_CLIENT"
 
+// LoadClientReaderEnv, set to "net/http" in the environment of the client
+// process, makes it read each stream on a goroutine of its own through
+// net/http (as the in-process clients do, and as the client process did
+// before round seven) instead of all streams on one goroutine waiting on
+// epoll (Linux; readLoadStreams): to compare the two.
+const LoadClientReaderEnv = "STEPWISE_LOAD_CLIENT_READER"
+
 // IsLoadClient reports whether this process was started by RunLoad as its
 // client process.
 func IsLoadClient() bool { return os.Getenv(LoadClientEnv) == "1" }
@@ -46,7 +53,11 @@ func loadClientMain(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer TuneGC(0)()
 	enc := json.NewEncoder(out)
 	var cpu0 time.Duration
-	res, err := runLoadClients(ctx, cfg, func() {
+	read := readLoadStreams
+	if !readLoadStreamsSupported || os.Getenv(LoadClientReaderEnv) == "net/http" {
+		read = runLoadClients
+	}
+	res, err := read(ctx, cfg, func() {
 		cpu0 = processCPU()
 		_ = enc.Encode(loadClientResult{})
 	})
