@@ -36,6 +36,10 @@ func (m *loadModel) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*l
 			}
 		}
 		text := make([]byte, 0, m.deltas*21)
+		// The partial responses are one, reused: the engine copies a
+		// delta's text out of it before yield returns.
+		part := &llm.Response{Partial: true}
+		done := ctx.Done()
 		for range m.deltas {
 			// Real streams are not phase-locked: jitter each delay by ±50%.
 			// A plain sleep parks the goroutine on its timer alone (no
@@ -43,14 +47,17 @@ func (m *loadModel) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*l
 			// what the benchmark measures. Cancellation is seen within
 			// one delay.
 			time.Sleep(m.latency/2 + rand.N(m.latency))
-			if err := ctx.Err(); err != nil {
-				yield(nil, err)
+			select {
+			case <-done:
+				yield(nil, ctx.Err())
 				return
+			default:
 			}
 			start := len(text)
 			text = strconv.AppendInt(append(text, 't'), time.Now().UnixNano(), 10)
 			text = append(text, '|')
-			if !yield(&llm.Response{Partial: true, Content: string(text[start:])}, nil) {
+			part.Content = string(text[start:])
+			if !yield(part, nil) {
 				return
 			}
 		}
