@@ -39,7 +39,7 @@ type rawStream struct {
 // decoded here, wireStream) and each line is checked and measured as
 // before (streamCheck). Sessions and runs are created through net/http.
 func readLoadStreams(ctx context.Context, cfg loadClientConfig, ready func()) (*loadClientResult, error) {
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Runs, DisableCompression: true}} // as many as runLoadClients keeps for its POSTs
 	defer hc.CloseIdleConnections()
 	u, err := url.Parse(cfg.Base)
 	if err != nil {
