@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,9 @@ func TestWireStreamRejects(t *testing.T) {
 // every delta of a real server's streams.
 func TestRunLoadClientReaders(t *testing.T) {
 	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("sets the client's environment with env(1)")
+	}
 	for _, reader := range []string{"", "net/http"} {
 		cmd := append([]string{"env", LoadClientReaderEnv + "=" + reader}, loadClientCommand()...)
 		res, err := runLoad(t, LoadConfig{Runs: 20, Turns: 3, Deltas: 4, Latency: time.Millisecond, ClientCommand: cmd})
