@@ -68,11 +68,13 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	// selectivity of = ANY($1) is estimated element by element, each
 	// reading (and decompressing) the column's statistics. A lone append
 	// planned its reads for its parameters too (the default plan_cache_mode
-	// keeps custom plans for = ANY($1) of one element, which the planner
-	// costs below its generic plan): 100–200 µs of the server's CPU per read,
-	// ~0.4 ms per lone append. The statements have texts of their own
-	// ("/* group */"), so the plans made under these settings are never
-	// shared with the statements of other paths, planned with the defaults.
+	// kept custom plans for the steps and runs reads of one id, which the
+	// planner costs below their generic plans): its four reads cost the
+	// server ~190 µs per append, ~110 µs on generic plans with the three
+	// SET LOCALs (docs/PERFORMANCE.md, round seven). The statements have
+	// texts of their own ("/* group */"), so the plans made under these
+	// settings are never shared with the statements of other paths,
+	// planned with the defaults.
 	// Sequential scans stay off to the end of the transaction: the group's
 	// multi-row updates then join their unnest(…) to sessions and runs by
 	// primary key instead of scanning the tables (and, in a small busy
