@@ -153,3 +153,28 @@ func (s *Store) ReadSessions(ctx context.Context, ids []string) (group, plain []
 	plainAllocs = testing.AllocsPerRun(20, func() { _, _ = read(false) })
 	return
 }
+
+// PlanCounts reports the generic and custom plans made so far for each
+// statement prepared on one of the store's connections
+// (pg_prepared_statements of that session): with MaxConns 1, all of them.
+func (s *Store) PlanCounts(ctx context.Context) (map[string][2]int64, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][2]int64{}
+	for rows.Next() {
+		var q string
+		var g, c int64
+		if err := rows.Scan(&q, &g, &c); err != nil {
+			return nil, err
+		}
+		out[q] = [2]int64{g, c}
+	}
+	return out, rows.Err()
+}

@@ -57,29 +57,31 @@ type closing struct {
 func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, error) {
 	g, sessionIDs, stepIDs, runIDs := newGroupState(reqs)
 	b := &pgx.Batch{}
-	grp := "" // prefix of the group's statements
-	if len(reqs) > 1 {
-		// A group's reads run on generic plans made with sequential scans
-		// off, so they are the primary-key and partial-index scans their
-		// = ANY($1) wants whatever the tables' statistics: a generic plan
-		// chosen while a table was nearly empty (a fresh schema, until
-		// autovacuum analyzes it) scanned the whole steps table for every
-		// group (6.4 ms a call) and kept doing so until the next ANALYZE,
-		// and planning each group's reads for its parameters instead
-		// (force_custom_plan) cost an eighth of the server's CPU: the
-		// selectivity of = ANY($1) is estimated element by element, each
-		// reading (and decompressing) the column's statistics. The
-		// statements have texts of their own ("/* group */"), so a lone
-		// append's plans, made with the default settings, are never
-		// shared with a group. Sequential scans stay off to the end of the
-		// transaction: the group's multi-row updates then join their
-		// unnest(…) to sessions and runs by primary key instead of
-		// scanning the tables (and, in a small busy table, every dead
-		// version a HOT update left on its pages).
-		grp = "/* group */ "
-		b.Queue(`SET LOCAL enable_seqscan = off`)
-		b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
-	}
+	// A group's reads, a group of one included, run on generic plans made
+	// with sequential scans off, so they are the primary-key and
+	// partial-index scans their = ANY($1) wants whatever the tables'
+	// statistics: a generic plan chosen while a table was nearly empty (a
+	// fresh schema, until autovacuum analyzes it) scanned the whole steps
+	// table for every group (6.4 ms a call) and kept doing so until the
+	// next ANALYZE, and planning each group's reads for its parameters
+	// instead (force_custom_plan) cost an eighth of the server's CPU: the
+	// selectivity of = ANY($1) is estimated element by element, each
+	// reading (and decompressing) the column's statistics. A lone append
+	// planned its reads for its parameters too (the default plan_cache_mode
+	// kept custom plans for the steps and runs reads of one id, which the
+	// planner costs below their generic plans): its four reads cost the
+	// server ~190 µs per append, ~110 µs on generic plans with the three
+	// SET LOCALs (docs/PERFORMANCE.md, round seven). The statements have
+	// texts of their own ("/* group */"), so the plans made under these
+	// settings are never shared with the statements of other paths,
+	// planned with the defaults.
+	// Sequential scans stay off to the end of the transaction: the group's
+	// multi-row updates then join their unnest(…) to sessions and runs by
+	// primary key instead of scanning the tables (and, in a small busy
+	// table, every dead version a HOT update left on its pages).
+	const grp = "/* group */ " // prefix of the group's statements
+	b.Queue(`SET LOCAL enable_seqscan = off`)
+	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	if len(sessionIDs) > 0 {
 		b.Queue(grp+`SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
 			sessionIDs).Query(func(rows pgx.Rows) error {
@@ -109,12 +111,10 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 		queueDBNow(b, &g.dbNow)
 		queueWaiting(b, grp, runIDs, &g.waiting)
 	}
-	if b.Len() == 0 {
+	if len(sessionIDs) == 0 && len(runIDs) == 0 {
 		return g, nil
 	}
-	if len(reqs) > 1 {
-		b.Queue(`SET LOCAL plan_cache_mode TO DEFAULT`)
-	}
+	b.Queue(`SET LOCAL plan_cache_mode TO DEFAULT`)
 	return g, tx.send(ctx, b, false)
 }
 
