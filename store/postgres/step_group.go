@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -165,7 +166,11 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 			continue
 		}
 		if body, ok := g.stored[in.ID]; ok {
-			out = append(out, appended{body: body})
+			// A copy: the body may be one that an earlier append of the
+			// group wrote into its own buffer (Sequenced), which that
+			// append gives back once answered, maybe before this one
+			// decodes it.
+			out = append(out, appended{body: bytes.Clone(body)})
 			continue
 		}
 		var sess *steptype.Session
@@ -187,7 +192,9 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 		if err := rules.CheckSequence(pe.In, seq); err != nil {
 			return nil, err
 		}
-		body, err := pe.Body(seq)
+		// The body in pe's own buffer: it serves the group's insert and
+		// this append's answer, both done before StepAppend releases pe.
+		body, err := pe.Sequenced(seq)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -108,4 +109,52 @@ func TestGroupContextAllocations(t *testing.T) {
 		t.Errorf("the context of a group of %d appends: %.0f allocations, want at most %d", n, allocs, 2*n+10)
 	}
 	t.Logf("the context of a group of %d appends: %.0f allocations", n, allocs)
+}
+
+// An append that re-appends a step id an earlier append of its group
+// inserted returns that step as stored, from a copy of its body: the
+// earlier append's body is written in its pre-encoded buffer (Sequenced),
+// which it gives back once answered and the next append encodes into,
+// maybe before the later append has decoded its answer.
+func TestGroupReappendKeepsItsBody(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	step := func(content string) *steptype.Step {
+		return &steptype.Step{ID: "step-1", SessionID: "session-1", Kind: steptype.KindTool, Status: steptype.StepCompleted, Content: content}
+	}
+	req := func(st *steptype.Step) *appendReq {
+		pe, err := rules.PreEncode(st, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &appendReq{ctx: context.Background(), p: &store.StepAppendParams{Steps: []*steptype.Step{st}},
+			pre: []*rules.PreEncoded{pe}, now: now}
+	}
+	first, again := req(step("first")), req(step("again"))
+	g, _, _, _ := newGroupState([]*appendReq{first, again})
+	g.sessions["session-1"] = &steptype.Session{ID: "session-1", LastSequence: 4}
+	if _, err := g.apply(first); err != nil {
+		t.Fatal(err)
+	}
+	out, err := g.apply(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := *step("first")
+	placed.Sequence, placed.CreatedAt = 5, now
+	want, _ := rules.EncodeStep(&placed)
+	// The first append is answered and releases its buffer; the next
+	// append encodes into it.
+	first.pre[0].Release()
+	next, err := rules.PreEncode(&steptype.Step{ID: "step-2", SessionID: "session-2", Kind: steptype.KindUser,
+		Status: steptype.StepCompleted, Content: "a longer content that overwrites the buffer"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Release()
+	if _, err := next.Sequenced(77); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].pre != nil || !bytes.Equal(out[0].body, want) {
+		t.Fatalf("the re-append's answer:\n got %s\nwant %s", out[0].body, want)
+	}
 }

@@ -67,15 +67,18 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	}
 	req := &appendReq{ctx: ctx, p: p, pre: pre, now: now}
 	s.appendGrouped(req)
-	// Answered: no group works on req any more, and the rows it wrote are
-	// Body's copies; the pre-encoded bodies' buffers serve the next appends.
+	var out []*steptype.Step
+	err := req.err
+	if err == nil {
+		out, err = placedSteps(req.out, p.InPlace)
+	}
+	// Answered: no group works on req any more, and its result no longer
+	// reads the bodies (Sequenced) in the pre-encoded steps' buffers, which
+	// serve the next appends with the PreEncoded themselves.
 	for _, pe := range pre {
 		pe.Release()
 	}
-	if req.err != nil {
-		return nil, req.err
-	}
-	return placedSteps(req.out, p.InPlace)
+	return out, err
 }
 
 // placedSteps returns the steps of an append: a new row as the placed copy
