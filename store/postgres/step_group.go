@@ -43,6 +43,9 @@ type groupState struct {
 	seen      map[string]bool   // payloads queued
 	busy      string            // a session of the runs written
 	sessTouch map[string]bool
+
+	runSlab  []steptype.Run     // the requests' copies of runs (runCopy)
+	sessSlab []steptype.Session // the requests' copies of sessions
 }
 
 // closing is the new row of a waiting step closed with its run.
@@ -146,6 +149,7 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 		runs: make(map[string]*steptype.Run, len(runIDs)), runErr: make(map[string][]byte, len(runIDs)),
 		seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
 	g.cols.grow(len(stepIDs))
+	g.runSlab, g.sessSlab = make([]steptype.Run, 0, runs), make([]steptype.Session, 0, steps)
 	return g, sessionIDs, stepIDs, runIDs
 }
 
@@ -184,8 +188,7 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 			if base == nil {
 				return nil, rules.NotFound("session", in.SessionID)
 			}
-			c := *base
-			sess = &c
+			sess = g.sessionCopy(base)
 			sessions = append(sessions, sess)
 		}
 		seq := sess.LastSequence + 1
@@ -222,7 +225,7 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 			if base == nil {
 				return nil, rules.NotFound("run", u.ID)
 			}
-			run = rules.CloneRun(base)
+			run = g.runCopy(base)
 			runs, before = append(runs, run), append(before, base)
 		}
 		if err := rules.UpdateRun(run, rules.Counted(u, r.p.Steps, func(i int) bool { return inserted[i] }), fromNanos(g.dbNow)); err != nil {
@@ -247,6 +250,32 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 	g.merge(out, sessions, runs, before, errs)
 	g.closed(closes, finished)
 	return out, nil
+}
+
+// runCopy returns a copy of the group's row of a run, for a request to
+// change. A shallow one: UpdateRun replaces the state, options and error
+// of the run it updates, never writes into them, and the group's rows
+// (decoded from the database, or a request's copies) are its own. The
+// copies are taken from one slab per group, made for the requests' run
+// updates.
+func (g *groupState) runCopy(base *steptype.Run) *steptype.Run {
+	if len(g.runSlab) == cap(g.runSlab) {
+		c := *base
+		return &c
+	}
+	g.runSlab = append(g.runSlab, *base)
+	return &g.runSlab[len(g.runSlab)-1]
+}
+
+// sessionCopy is runCopy for a session row, from a slab made for the
+// requests' steps.
+func (g *groupState) sessionCopy(base *steptype.Session) *steptype.Session {
+	if len(g.sessSlab) == cap(g.sessSlab) {
+		c := *base
+		return &c
+	}
+	g.sessSlab = append(g.sessSlab, *base)
+	return &g.sessSlab[len(g.sessSlab)-1]
 }
 
 // manySteps is the number of steps of an append from which its ids are

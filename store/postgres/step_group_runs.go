@@ -36,14 +36,22 @@ func scanGroupRuns(rows pgx.Rows, ids, sessionIDs []string) ([]*steptype.Run, er
 		return scanRuns(rows)
 	}
 	defer rows.Close()
-	var out []*steptype.Run
+	// The rows are at most the ids: allocated together, one allocation
+	// per group instead of one per run.
+	slab := make([]steptype.Run, len(ids))
+	out := make([]*steptype.Run, 0, len(ids))
 	var prev *steptype.Run
 	for rows.Next() {
 		v := rows.RawValues()
 		if err := checkRaw(v, runColTypes[:], "run"); err != nil {
 			return nil, err
 		}
-		r := &steptype.Run{}
+		var r *steptype.Run
+		if len(out) < len(slab) {
+			r = &slab[len(out)]
+		} else {
+			r = new(steptype.Run)
+		}
 		var errb []byte
 		r.ID = known(v[0], ids)
 		r.SessionID = known(v[1], sessionIDs)
@@ -182,12 +190,21 @@ func scanGroupSessions(rows pgx.Rows, ids []string, each func(*steptype.Session)
 		return rows.Err()
 	}
 	var prev *steptype.Session
+	slab := make([]steptype.Session, len(ids)) // the rows, one allocation per group
+	n := 0
 	for rows.Next() {
 		v := rows.RawValues()
 		if err := checkRaw(v, sessionColTypes[:], "session"); err != nil {
 			return err
 		}
-		s := &steptype.Session{ID: known(v[0], ids), ParentSessionID: string(v[3])}
+		var s *steptype.Session
+		if n < len(slab) {
+			s = &slab[n]
+		} else {
+			s = new(steptype.Session)
+		}
+		n++
+		*s = steptype.Session{ID: known(v[0], ids), ParentSessionID: string(v[3])}
 		if prev != nil {
 			s.Agent, s.Title = same(v[1], prev.Agent), same(v[2], prev.Title)
 		} else {
