@@ -71,14 +71,30 @@ func (s *Store) appendGrouped(req *appendReq) {
 		s.lead([]*appendReq{req})
 		return
 	}
-	req.wake = make(chan []*appendReq, 1)
+	req.wake = newWake()
 	c.queue = append(c.queue, req)
 	c.mu.Unlock()
 	// Once queued the request is always answered, whatever its ctx does:
 	// a leader may be handing it the next group.
-	if group := <-req.wake; group != nil {
+	if group := req.wait(); group != nil {
 		s.lead(group)
 	}
+}
+
+// wakePool holds the wake channels of answered requests: a queued append
+// (most of them, under concurrency) made a channel each.
+var wakePool = sync.Pool{New: func() any { return make(chan []*appendReq, 1) }}
+
+// newWake returns an empty wake channel.
+func newWake() chan []*appendReq { return wakePool.Get().(chan []*appendReq) }
+
+// wait returns the one message req.wake receives, and gives the channel,
+// empty again and sent to by nobody else, back to wakePool.
+func (req *appendReq) wait() []*appendReq {
+	group := <-req.wake
+	wakePool.Put(req.wake)
+	req.wake = nil
+	return group
 }
 
 // lead commits group (whose first request is the caller's), passes the

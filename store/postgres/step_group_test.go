@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -40,7 +41,8 @@ func TestGroupApplyAllocations(t *testing.T) {
 			Runs: []*store.RunUpdateParams{{ID: rid, Owner: "me", ExpectStatus: running, Cursor: &cursor, StepDelta: 1}}}
 		reqs[i] = &appendReq{ctx: context.Background(), p: p, pre: []*rules.PreEncoded{pe}, now: now}
 		sessions[i] = &steptype.Session{ID: sid, LastSequence: int64(i)}
-		runs[i] = &steptype.Run{ID: rid, SessionID: sid, Status: steptype.RunRunning, LeaseOwner: "me", LeaseExpires: now.Add(time.Hour)}
+		runs[i] = &steptype.Run{ID: rid, SessionID: sid, Status: steptype.RunRunning, LeaseOwner: "me", LeaseExpires: now.Add(time.Hour),
+			State: json.RawMessage(`{"n":1}`), Options: json.RawMessage(`{"limits":{}}`)}
 	}
 	group := func() {
 		g, _, _, _ := newGroupState(reqs)
@@ -56,11 +58,12 @@ func TestGroupApplyAllocations(t *testing.T) {
 	}
 	group()
 	allocs := testing.AllocsPerRun(10, group)
-	// Per append: its body, its result, its flags, its copies of the
-	// session and the run and the slices holding them, its notification,
-	// its run's error column: 7 (254 with maps grown as they fill, 7.5 per
-	// append more with a map of its own ids per append).
-	const limit = n * 15 / 2
+	// Per append: its result, its flags, the slices holding its copies of
+	// the session and the run, its notification: 4 (254 with maps grown
+	// as they fill, 7.5 per append more with a map of its own ids per
+	// append; 7 with its body spliced into a new slice and its copies
+	// allocated one by one, 9 with the run's state and options copied).
+	const limit = n*9/2 + 5
 	if allocs > limit {
 		t.Errorf("a group of %d appends: %.0f allocations, want at most %d", n, allocs, limit)
 	}
@@ -156,5 +159,30 @@ func TestGroupReappendKeepsItsBody(t *testing.T) {
 	}
 	if len(out) != 1 || out[0].pre != nil || !bytes.Equal(out[0].body, want) {
 		t.Fatalf("the re-append's answer:\n got %s\nwant %s", out[0].body, want)
+	}
+}
+
+// A queued append waits on a channel from a pool, given back once it has
+// received its one message: queueing costs no allocation (one channel per
+// queued append before).
+func TestQueuedAppendWaitAllocatesNothing(t *testing.T) {
+	req := &appendReq{}
+	req.wake = newWake()
+	req.wake <- []*appendReq{req}
+	if got := req.wait(); len(got) != 1 || got[0] != req || req.wake != nil {
+		t.Fatalf("wait returned %v, wake %v", got, req.wake)
+	}
+	if raceflag.Enabled {
+		return // allocation counts are checked without -race (scripts/test)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		req.wake = newWake()
+		req.wake <- nil
+		if req.wait() != nil {
+			t.Fatal("a nil message changed")
+		}
+	})
+	if allocs > 0 {
+		t.Errorf("queueing and waking an append: %.0f allocations, want none", allocs)
 	}
 }
