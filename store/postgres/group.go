@@ -179,21 +179,60 @@ func groupContext(reqs []*appendReq) (context.Context, func()) {
 		return reqs[0].ctx, func() {}
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(reqs[0].ctx))
-	var left atomic.Int64
-	left.Store(int64(len(reqs)))
-	ended := func() { // one function for every request: a closure each was an allocation per append
-		if left.Add(-1) == 0 {
-			cancel()
+	w := &groupWatch{reqs: reqs, cancel: cancel}
+	w.mu.Lock()
+	w.watch()
+	w.mu.Unlock()
+	return ctx, w.stop
+}
+
+// groupWatch watches the contexts of a group's requests one at a time, in
+// order: when the watched one ends it moves to the next that has not
+// ended, and cancels the group past the last. An ended context stays
+// ended, so the ones it skips (ended when it looked) need no watching: the
+// group ends exactly when they all have, with one registration in flight
+// (context.AfterFunc on every request's context, before, cost two
+// allocations per append and a registration in each).
+type groupWatch struct {
+	mu      sync.Mutex
+	reqs    []*appendReq
+	next    int         // the first request not yet looked at
+	unwatch func() bool // stops the registration in flight
+	cancel  func()      // ends the group's context
+	stopped bool        // the group is over: watch nothing more
+}
+
+// watch registers on the next request whose context has not ended, or
+// cancels the group. w.mu is held.
+func (w *groupWatch) watch() {
+	for w.next < len(w.reqs) {
+		ctx := w.reqs[w.next].ctx
+		w.next++
+		if ctx.Err() == nil {
+			w.unwatch = context.AfterFunc(ctx, w.ended)
+			return
 		}
 	}
-	stops := make([]func() bool, len(reqs))
-	for i, r := range reqs {
-		stops[i] = context.AfterFunc(r.ctx, ended)
+	w.unwatch = nil
+	w.cancel()
+}
+
+// ended runs when the watched context ends.
+func (w *groupWatch) ended() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.watch()
 	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
+}
+
+// stop ends the watching and the group's context.
+func (w *groupWatch) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	if w.unwatch != nil {
+		w.unwatch()
 	}
+	w.mu.Unlock()
+	w.cancel()
 }
