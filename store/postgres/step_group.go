@@ -46,6 +46,7 @@ type groupState struct {
 
 	runSlab  []steptype.Run     // the requests' copies of runs (runCopy)
 	sessSlab []steptype.Session // the requests' copies of sessions
+	outSlab  []appended         // the requests' results (results)
 }
 
 // closing is the new row of a waiting step closed with its run.
@@ -149,7 +150,7 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 		runs: make(map[string]*steptype.Run, len(runIDs)), runErr: make(map[string][]byte, len(runIDs)),
 		seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
 	g.cols.grow(len(stepIDs))
-	g.runSlab, g.sessSlab = make([]steptype.Run, 0, runs), make([]steptype.Session, 0, steps)
+	g.runSlab, g.sessSlab, g.outSlab = make([]steptype.Run, 0, runs), make([]steptype.Session, 0, steps), make([]appended, 0, steps)
 	return g, sessionIDs, stepIDs, runIDs
 }
 
@@ -159,9 +160,8 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 func (g *groupState) apply(r *appendReq) ([]appended, error) {
 	var sessions []*steptype.Session // this request's copies, first-touch order
 	var stored map[string][]byte     // ids this request inserts, when it has many steps
-	out := make([]appended, 0, len(r.pre))
-	inserted := make([]bool, len(r.pre))
-	for i, pe := range r.pre {
+	out := g.results(len(r.pre))
+	for _, pe := range r.pre {
 		in := pe.Step
 		// A stored id (before this call, or earlier in it) is returned as
 		// stored, whatever the new step asks for.
@@ -207,7 +207,6 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 			}
 			stored[in.ID] = body
 		}
-		inserted[i] = true
 		sess.LastSequence, sess.UpdatedAt = seq, r.now
 		rules.AddTotals(sess, in, 1)
 		out = append(out, appended{pre: pe, seq: seq, body: body})
@@ -228,7 +227,7 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 			run = g.runCopy(base)
 			runs, before = append(runs, run), append(before, base)
 		}
-		if err := rules.UpdateRun(run, rules.Counted(u, r.p.Steps, func(i int) bool { return inserted[i] }), fromNanos(g.dbNow)); err != nil {
+		if err := rules.UpdateRun(run, rules.Counted(u, r.p.Steps, func(i int) bool { return out[i].pre != nil }), fromNanos(g.dbNow)); err != nil {
 			return nil, err
 		}
 	}
@@ -250,6 +249,18 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 	g.merge(out, sessions, runs, before, errs)
 	g.closed(closes, finished)
 	return out, nil
+}
+
+// results returns an empty slice for the n results of a request, from
+// one slab per group made for the requests' steps (each request's results
+// live as long as its answer; the slab until the last is read).
+func (g *groupState) results(n int) []appended {
+	if cap(g.outSlab)-len(g.outSlab) < n {
+		return make([]appended, 0, n)
+	}
+	out := g.outSlab[len(g.outSlab) : len(g.outSlab) : len(g.outSlab)+n]
+	g.outSlab = g.outSlab[:len(g.outSlab)+n]
+	return out
 }
 
 // runCopy returns a copy of the group's row of a run, for a request to

@@ -70,7 +70,7 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	var out []*steptype.Step
 	err := req.err
 	if err == nil {
-		out, err = placedSteps(req.out, p.InPlace)
+		out, err = placedSteps(req.out, p.Steps, p.InPlace)
 	}
 	// Answered: no group works on req any more, and its result no longer
 	// reads the bodies (Sequenced) in the pre-encoded steps' buffers, which
@@ -85,27 +85,42 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 // it was encoded from (a deep copy made before encoding, normalized as the
 // wire format would, without decoding the JSON just encoded) or, with
 // inPlace, as the given step itself, placed (nothing was copied); a stored
-// one (an idempotent re-append) decoded from its body.
-func placedSteps(placed []appended, inPlace bool) ([]*steptype.Step, error) {
-	out := make([]*steptype.Step, len(placed))
+// one (an idempotent re-append) decoded from its body. When every step is
+// the given one, the result is the given slice (StepAppendParams.InPlace):
+// no slice is made.
+func placedSteps(placed []appended, given []*steptype.Step, inPlace bool) ([]*steptype.Step, error) {
+	var out []*steptype.Step // nil while every step so far is the given one
 	for i, a := range placed {
-		if a.pre == nil || !rules.WireStable(a.pre.Step) {
+		var st *steptype.Step
+		switch {
+		case a.pre == nil || !rules.WireStable(a.pre.Step):
 			var err error
-			if out[i], err = rules.DecodeStep(a.body); err != nil {
+			if st, err = rules.DecodeStep(a.body); err != nil {
 				return nil, err
 			}
-			continue
-		}
-		if inPlace {
+		case inPlace:
 			// Handed over: the given step gets what was placed; the
 			// shallow placed copy it was encoded from shares its memory
 			// and is dropped.
-			out[i] = rules.HandOver(a.pre.In, a.seq, a.pre.Step.CreatedAt)
-			continue
+			st = rules.HandOver(a.pre.In, a.seq, a.pre.Step.CreatedAt)
+		default:
+			st = a.pre.Step // a deep copy already (PreEncodeClone), used by nothing else now
+			st.Sequence = a.seq
+			st = rules.NormalizeStep(st)
 		}
-		c := a.pre.Step // a deep copy already (PreEncodeClone), used by nothing else now
-		c.Sequence = a.seq
-		out[i] = rules.NormalizeStep(c)
+		if out == nil && (!inPlace || st != given[i]) {
+			out = make([]*steptype.Step, len(placed))
+			copy(out, given[:i])
+		}
+		if out != nil {
+			out[i] = st
+		}
+	}
+	if out == nil && len(placed) > 0 {
+		return given, nil
+	}
+	if out == nil {
+		out = []*steptype.Step{}
 	}
 	return out, nil
 }
