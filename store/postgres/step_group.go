@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -144,14 +145,47 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 	sessionIDs = slices.Compact(sessionIDs)
 	slices.Sort(runIDs)
 	runIDs = slices.Compact(runIDs)
-	// The maps are made at their size: growing them step by step was a
+	// A released group's maps and columns serve again (release), emptied;
+	// new ones are made at their size: growing them step by step was a
 	// few per cent of the bench process.
-	g = &groupState{sessions: make(map[string]*steptype.Session, len(sessionIDs)), stored: make(map[string][]byte, len(stepIDs)),
-		runs: make(map[string]*steptype.Run, len(runIDs)), runErr: make(map[string][]byte, len(runIDs)),
-		seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
+	g, _ = groupPool.Get().(*groupState)
+	if g == nil {
+		g = &groupState{sessions: make(map[string]*steptype.Session, len(sessionIDs)), stored: make(map[string][]byte, len(stepIDs)),
+			runs: make(map[string]*steptype.Run, len(runIDs)), runErr: make(map[string][]byte, len(runIDs)),
+			seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
+	}
 	g.cols.grow(len(stepIDs))
 	g.runSlab, g.sessSlab, g.outSlab = make([]steptype.Run, 0, runs), make([]steptype.Session, 0, steps), make([]appended, 0, steps)
 	return g, sessionIDs, stepIDs, runIDs
+}
+
+// groupPool holds released group states, their maps and columns empty.
+var groupPool sync.Pool // of *groupState
+
+// release empties g and gives it back for a later group: its maps and
+// columns (a group's dozen maps and slices were made for every group). The
+// group's transaction is over: its statements were sent, its callbacks
+// ran. The slabs are not kept: the requests' results live in one.
+func (g *groupState) release() {
+	clear(g.sessions)
+	clear(g.stored)
+	clear(g.runs)
+	clear(g.runErr)
+	clear(g.seen)
+	clear(g.sessTouch)
+	g.cols.reset()
+	g.waiting, g.sessOrder, g.runOrder = emptied(g.waiting), emptied(g.sessOrder), emptied(g.runOrder)
+	g.closes, g.payloads = emptied(g.closes), emptied(g.payloads)
+	g.dbNow, g.busy = 0, ""
+	g.runSlab, g.sessSlab, g.outSlab = nil, nil, nil
+	groupPool.Put(g)
+}
+
+// emptied returns s emptied, its elements zeroed so that it keeps nothing
+// alive.
+func emptied[T any](s []T) []T {
+	clear(s)
+	return s[:0]
 }
 
 // apply runs the checks of one request on the rows as the requests before

@@ -151,6 +151,16 @@ func (c *stepColumns) grow(n int) {
 	c.cost, c.hops, c.bodies = slices.Grow(c.cost, n), slices.Grow(c.hops, n), slices.Grow(c.bodies, n)
 }
 
+// reset empties every column, keeping their arrays (zeroed: they keep
+// nothing alive).
+func (c *stepColumns) reset() {
+	c.ids, c.sessions, c.runs = emptied(c.ids), emptied(c.sessions), emptied(c.runs)
+	c.kinds, c.statuses, c.roles = emptied(c.kinds), emptied(c.statuses), emptied(c.roles)
+	c.seqs, c.created, c.expires = c.seqs[:0], c.created[:0], c.expires[:0]
+	c.inTok, c.outTok, c.cachedTok = c.inTok[:0], c.outTok[:0], c.cachedTok[:0]
+	c.cost, c.hops, c.bodies = c.cost[:0], c.hops[:0], emptied(c.bodies)
+}
+
 func (c *stepColumns) add(st *steptype.Step, seq int64, body []byte) {
 	c.ids, c.sessions, c.runs = append(c.ids, st.ID), append(c.sessions, st.SessionID), append(c.runs, st.RunID)
 	c.kinds, c.statuses = append(c.kinds, string(st.Kind)), append(c.statuses, string(st.Status))
