@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,6 +39,7 @@ func scanGroupRuns(rows pgx.Rows, ids, sessionIDs []string) ([]*steptype.Run, er
 	// per group instead of one per run.
 	slab := make([]steptype.Run, len(ids))
 	out := make([]*steptype.Run, 0, len(ids))
+	var arena rawArena // the rows' state and options
 	var prev *steptype.Run
 	for rows.Next() {
 		v := rows.RawValues()
@@ -57,7 +57,7 @@ func scanGroupRuns(rows pgx.Rows, ids, sessionIDs []string) ([]*steptype.Run, er
 		r.SessionID = known(v[1], sessionIDs)
 		r.Hop = int(int32(binary.BigEndian.Uint32(v[5])))
 		r.Status = runStatus(v[6])
-		r.State, errb, r.StepCount, r.Options = owned(v[8]), v[11], int64(binary.BigEndian.Uint64(v[12])), owned(v[13])
+		r.State, errb, r.StepCount, r.Options = arena.own(v[8]), v[11], int64(binary.BigEndian.Uint64(v[12])), arena.own(v[13])
 		r.ParentRunID, r.ParentStepID = string(v[3]), string(v[4])
 		if prev != nil {
 			r.Agent, r.Cursor, r.Input = same(v[2], prev.Agent), same(v[7], prev.Cursor), same(v[9], prev.Input)
@@ -117,13 +117,24 @@ func runStatus(b []byte) steptype.RunStatus {
 	return steptype.RunStatus(b)
 }
 
-// owned is a copy of a byte column as a run's JSON (nil when empty, as
-// rules.Raw).
-func owned(b []byte) json.RawMessage {
+// rawArena copies the byte columns of the rows of one read, as a run's or
+// session's JSON, into shared buffers (a new one when the last is full; a
+// full one stays alive through the values in it) instead of allocating
+// each value.
+type rawArena struct{ buf []byte }
+
+// own returns a copy of b, nil when b is empty (as rules.Raw). The copy's
+// capacity is its length: appending to it never writes into the next.
+func (a *rawArena) own(b []byte) json.RawMessage {
 	if len(b) == 0 {
 		return nil
 	}
-	return json.RawMessage(slices.Clone(b))
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, max(4<<10, len(b)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return json.RawMessage(a.buf[start:len(a.buf):len(a.buf)])
 }
 
 // sessionColTypes are the types of sessionCols, in order.
@@ -191,6 +202,7 @@ func scanGroupSessions(rows pgx.Rows, ids []string, each func(*steptype.Session)
 	}
 	var prev *steptype.Session
 	slab := make([]steptype.Session, len(ids)) // the rows, one allocation per group
+	var arena rawArena                         // their metadata
 	n := 0
 	for rows.Next() {
 		v := rows.RawValues()
@@ -213,7 +225,7 @@ func scanGroupSessions(rows pgx.Rows, ids []string, each func(*steptype.Session)
 		s.ForkSequence, s.LastSequence = int64(binary.BigEndian.Uint64(v[4])), int64(binary.BigEndian.Uint64(v[5]))
 		s.InputTokens, s.OutputTokens = int64(binary.BigEndian.Uint64(v[6])), int64(binary.BigEndian.Uint64(v[7]))
 		s.Cost = math.Float64frombits(binary.BigEndian.Uint64(v[8]))
-		s.Metadata = owned(v[9])
+		s.Metadata = arena.own(v[9])
 		s.CreatedAt, s.UpdatedAt = fromNanos(int64(binary.BigEndian.Uint64(v[10]))), fromNanos(int64(binary.BigEndian.Uint64(v[11])))
 		each(s)
 		prev = s
