@@ -36,6 +36,42 @@ type appendReq struct {
 	wake chan []*appendReq
 }
 
+// reqPool holds answered requests, with their pre-encoded steps' slice.
+var reqPool sync.Pool // of *appendReq
+
+// newAppendReq returns the request of a StepAppend call (a released one
+// when there is one), its pre-encoded steps to fill.
+func newAppendReq(ctx context.Context, p *store.StepAppendParams, now time.Time) *appendReq {
+	r, _ := reqPool.Get().(*appendReq)
+	if r == nil {
+		r = new(appendReq)
+	}
+	r.ctx, r.p, r.now = ctx, p, now
+	if cap(r.pre) >= len(p.Steps) {
+		r.pre = r.pre[:len(p.Steps)]
+	} else {
+		r.pre = make([]*rules.PreEncoded, len(p.Steps))
+	}
+	return r
+}
+
+// maxPooledPre bounds the pre-encoded slices kept with pooled requests.
+const maxPooledPre = 64
+
+// release empties r and gives it back for a later StepAppend. Only its
+// caller does, once answered: no group holds r any more (a leader sends
+// each request of its group one message and reads nothing of it after),
+// and the results (a group's slab) were read.
+func (r *appendReq) release() {
+	clear(r.pre)
+	pre := r.pre[:0]
+	if cap(pre) > maxPooledPre {
+		pre = nil
+	}
+	*r = appendReq{pre: pre}
+	reqPool.Put(r)
+}
+
 // committer groups the appends of a Store. At most maxInFlight group
 // transactions are in flight; appends that arrive meanwhile queue, and
 // when one ends the whole queue becomes the next group, led by its first

@@ -254,3 +254,31 @@ func TestPlacedStepsReturnGivenSlice(t *testing.T) {
 		t.Fatal("the given slice was changed")
 	}
 }
+
+// A StepAppend's request, and its slice of pre-encoded steps, serve the
+// next call once answered (2 allocations per append before), emptied:
+// nothing of the previous call is left in it.
+func TestAppendReqReusedEmpty(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := &store.StepAppendParams{Steps: []*steptype.Step{{ID: "a", SessionID: "s", Kind: steptype.KindUser, Status: steptype.StepCompleted}}}
+	r := newAppendReq(context.Background(), p, now)
+	pe, err := rules.PreEncode(p.Steps[0], now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.pre[0], r.out, r.err = pe, []appended{{seq: 1}}, errNothingToCommit
+	r.release()
+	for range 3 {
+		q := newAppendReq(context.Background(), p, now)
+		if len(q.pre) != 1 || q.pre[0] != nil || q.out != nil || q.err != nil || q.wake != nil || q.p != p {
+			t.Fatalf("a reused request keeps the previous call's: pre %v, out %v, err %v", q.pre, q.out, q.err)
+		}
+		q.release()
+	}
+	if raceflag.Enabled {
+		return // allocation counts are checked without -race (scripts/test)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { newAppendReq(context.Background(), p, now).release() }); allocs > 0 {
+		t.Errorf("a StepAppend's request: %.0f allocations, want none", allocs)
+	}
+}

@@ -54,18 +54,18 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	// The JSON work happens once, outside the transaction; a retry only
 	// splices in new sequences.
 	now := rules.Now(time.Time{})
-	pre := make([]*rules.PreEncoded, len(p.Steps))
+	req := newAppendReq(ctx, p, now)
+	defer req.release()
 	encode := rules.PreEncodeClone
 	if p.InPlace {
 		encode = rules.PreEncode // the given step is returned: no copy to make
 	}
 	for i, st := range p.Steps {
 		var err error
-		if pre[i], err = encode(st, now); err != nil {
+		if req.pre[i], err = encode(st, now); err != nil {
 			return nil, err
 		}
 	}
-	req := &appendReq{ctx: ctx, p: p, pre: pre, now: now}
 	s.appendGrouped(req)
 	var out []*steptype.Step
 	err := req.err
@@ -75,7 +75,7 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	// Answered: no group works on req any more, and its result no longer
 	// reads the bodies (Sequenced) in the pre-encoded steps' buffers, which
 	// serve the next appends with the PreEncoded themselves.
-	for _, pe := range pre {
+	for _, pe := range req.pre {
 		pe.Release()
 	}
 	return out, err
