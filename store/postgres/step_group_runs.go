@@ -39,7 +39,7 @@ func scanGroupRuns(rows pgx.Rows, ids, sessionIDs []string) ([]*steptype.Run, er
 	// per group instead of one per run.
 	slab := make([]steptype.Run, len(ids))
 	out := make([]*steptype.Run, 0, len(ids))
-	var arena rawArena // the rows' state and options
+	arena := rawArena{rows: len(ids)} // the rows' state and options
 	var prev *steptype.Run
 	for rows.Next() {
 		v := rows.RawValues()
@@ -121,7 +121,10 @@ func runStatus(b []byte) steptype.RunStatus {
 // session's JSON, into shared buffers (a new one when the last is full; a
 // full one stays alive through the values in it) instead of allocating
 // each value.
-type rawArena struct{ buf []byte }
+type rawArena struct {
+	buf  []byte
+	rows int // rows read: a buffer is sized for their values, up to 4 KB
+}
 
 // own returns a copy of b, nil when b is empty (as rules.Raw). The copy's
 // capacity is its length: appending to it never writes into the next.
@@ -130,7 +133,9 @@ func (a *rawArena) own(b []byte) json.RawMessage {
 		return nil
 	}
 	if cap(a.buf)-len(a.buf) < len(b) {
-		a.buf = make([]byte, 0, max(4<<10, len(b)))
+		// Room for two values like b per row (a lone append reads one row:
+		// a few hundred bytes, not kilobytes).
+		a.buf = make([]byte, 0, max(min(4<<10, 2*len(b)*max(a.rows, 1)), len(b)))
 	}
 	start := len(a.buf)
 	a.buf = append(a.buf, b...)
@@ -202,7 +207,7 @@ func scanGroupSessions(rows pgx.Rows, ids []string, each func(*steptype.Session)
 	}
 	var prev *steptype.Session
 	slab := make([]steptype.Session, len(ids)) // the rows, one allocation per group
-	var arena rawArena                         // their metadata
+	arena := rawArena{rows: len(ids)}          // their metadata
 	n := 0
 	for rows.Next() {
 		v := rows.RawValues()
