@@ -162,11 +162,19 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 // groupPool holds released group states, their maps and columns empty.
 var groupPool sync.Pool // of *groupState
 
+// maxPooledGroup bounds the steps of a group whose state is kept.
+const maxPooledGroup = 1024
+
 // release empties g and gives it back for a later group: its maps and
 // columns (a group's dozen maps and slices were made for every group). The
 // group's transaction is over: its statements were sent, its callbacks
 // ran. The slabs are not kept: the requests' results live in one.
 func (g *groupState) release() {
+	if len(g.stored) > maxPooledGroup {
+		// A map's clear costs its capacity: a rare huge group's maps
+		// would slow every group after it.
+		return
+	}
 	clear(g.sessions)
 	clear(g.stored)
 	clear(g.runs)
