@@ -282,3 +282,26 @@ func TestAppendReqReusedEmpty(t *testing.T) {
 		t.Errorf("a StepAppend's request: %.0f allocations, want none", allocs)
 	}
 }
+
+// A released group state serves the next group, unless it held more than
+// maxPooledGroup steps: clearing its maps would cost every later group
+// their capacity.
+func TestHugeGroupStateNotKept(t *testing.T) {
+	if raceflag.Enabled {
+		t.Skip("sync.Pool drops items at random under -race")
+	}
+	reqs := []*appendReq{{p: &store.StepAppendParams{Steps: []*steptype.Step{{ID: "a", SessionID: "s"}}}}}
+	g, _, _, _ := newGroupState(reqs)
+	g.release()
+	if again, _, _, _ := newGroupState(reqs); again != g {
+		t.Fatal("a released group state was not reused")
+	}
+	huge, _, _, _ := newGroupState(reqs)
+	for i := range maxPooledGroup + 1 {
+		huge.stored[fmt.Sprint(i)] = nil
+	}
+	huge.release()
+	if again, _, _, _ := newGroupState(reqs); again == huge {
+		t.Fatal("a group state of more than maxPooledGroup steps was kept")
+	}
+}
