@@ -36,6 +36,42 @@ type appendReq struct {
 	wake chan []*appendReq
 }
 
+// reqPool holds answered requests, with their pre-encoded steps' slice.
+var reqPool sync.Pool // of *appendReq
+
+// newAppendReq returns the request of a StepAppend call (a released one
+// when there is one), its pre-encoded steps to fill.
+func newAppendReq(ctx context.Context, p *store.StepAppendParams, now time.Time) *appendReq {
+	r, _ := reqPool.Get().(*appendReq)
+	if r == nil {
+		r = new(appendReq)
+	}
+	r.ctx, r.p, r.now = ctx, p, now
+	if cap(r.pre) >= len(p.Steps) {
+		r.pre = r.pre[:len(p.Steps)]
+	} else {
+		r.pre = make([]*rules.PreEncoded, len(p.Steps))
+	}
+	return r
+}
+
+// maxPooledPre bounds the pre-encoded slices kept with pooled requests.
+const maxPooledPre = 64
+
+// release empties r and gives it back for a later StepAppend. Only its
+// caller does, once answered: no group holds r any more (a leader sends
+// each request of its group one message and reads nothing of it after),
+// and the results (a group's slab) were read.
+func (r *appendReq) release() {
+	clear(r.pre)
+	pre := r.pre[:0]
+	if cap(pre) > maxPooledPre {
+		pre = nil
+	}
+	*r = appendReq{pre: pre}
+	reqPool.Put(r)
+}
+
 // committer groups the appends of a Store. At most maxInFlight group
 // transactions are in flight; appends that arrive meanwhile queue, and
 // when one ends the whole queue becomes the next group, led by its first
@@ -71,14 +107,30 @@ func (s *Store) appendGrouped(req *appendReq) {
 		s.lead([]*appendReq{req})
 		return
 	}
-	req.wake = make(chan []*appendReq, 1)
+	req.wake = newWake()
 	c.queue = append(c.queue, req)
 	c.mu.Unlock()
 	// Once queued the request is always answered, whatever its ctx does:
 	// a leader may be handing it the next group.
-	if group := <-req.wake; group != nil {
+	if group := req.wait(); group != nil {
 		s.lead(group)
 	}
+}
+
+// wakePool holds the wake channels of answered requests: a queued append
+// (most of them, under concurrency) made a channel each.
+var wakePool = sync.Pool{New: func() any { return make(chan []*appendReq, 1) }}
+
+// newWake returns an empty wake channel.
+func newWake() chan []*appendReq { return wakePool.Get().(chan []*appendReq) }
+
+// wait returns the one message req.wake receives, and gives the channel,
+// empty again and sent to by nobody else, back to wakePool.
+func (req *appendReq) wait() []*appendReq {
+	group := <-req.wake
+	wakePool.Put(req.wake)
+	req.wake = nil
+	return group
 }
 
 // lead commits group (whose first request is the caller's), passes the
@@ -163,21 +215,60 @@ func groupContext(reqs []*appendReq) (context.Context, func()) {
 		return reqs[0].ctx, func() {}
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(reqs[0].ctx))
-	var left atomic.Int64
-	left.Store(int64(len(reqs)))
-	ended := func() { // one function for every request: a closure each was an allocation per append
-		if left.Add(-1) == 0 {
-			cancel()
+	w := &groupWatch{reqs: reqs, cancel: cancel}
+	w.mu.Lock()
+	w.watch()
+	w.mu.Unlock()
+	return ctx, w.stop
+}
+
+// groupWatch watches the contexts of a group's requests one at a time, in
+// order: when the watched one ends it moves to the next that has not
+// ended, and cancels the group past the last. An ended context stays
+// ended, so the ones it skips (ended when it looked) need no watching: the
+// group ends exactly when they all have, with one registration in flight
+// (context.AfterFunc on every request's context, before, cost two
+// allocations per append and a registration in each).
+type groupWatch struct {
+	mu      sync.Mutex
+	reqs    []*appendReq
+	next    int         // the first request not yet looked at
+	unwatch func() bool // stops the registration in flight
+	cancel  func()      // ends the group's context
+	stopped bool        // the group is over: watch nothing more
+}
+
+// watch registers on the next request whose context has not ended, or
+// cancels the group. w.mu is held.
+func (w *groupWatch) watch() {
+	for w.next < len(w.reqs) {
+		ctx := w.reqs[w.next].ctx
+		w.next++
+		if ctx.Err() == nil {
+			w.unwatch = context.AfterFunc(ctx, w.ended)
+			return
 		}
 	}
-	stops := make([]func() bool, len(reqs))
-	for i, r := range reqs {
-		stops[i] = context.AfterFunc(r.ctx, ended)
+	w.unwatch = nil
+	w.cancel()
+}
+
+// ended runs when the watched context ends.
+func (w *groupWatch) ended() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.watch()
 	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
+}
+
+// stop ends the watching and the group's context.
+func (w *groupWatch) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	if w.unwatch != nil {
+		w.unwatch()
 	}
+	w.mu.Unlock()
+	w.cancel()
 }

@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -42,6 +44,10 @@ type groupState struct {
 	seen      map[string]bool   // payloads queued
 	busy      string            // a session of the runs written
 	sessTouch map[string]bool
+
+	runSlab  []steptype.Run     // the requests' copies of runs (runCopy)
+	sessSlab []steptype.Session // the requests' copies of sessions
+	outSlab  []appended         // the requests' results (results)
 }
 
 // closing is the new row of a waiting step closed with its run.
@@ -139,13 +145,55 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 	sessionIDs = slices.Compact(sessionIDs)
 	slices.Sort(runIDs)
 	runIDs = slices.Compact(runIDs)
-	// The maps are made at their size: growing them step by step was a
+	// A released group's maps and columns serve again (release), emptied;
+	// new ones are made at their size: growing them step by step was a
 	// few per cent of the bench process.
-	g = &groupState{sessions: make(map[string]*steptype.Session, len(sessionIDs)), stored: make(map[string][]byte, len(stepIDs)),
-		runs: make(map[string]*steptype.Run, len(runIDs)), runErr: make(map[string][]byte, len(runIDs)),
-		seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
+	g, _ = groupPool.Get().(*groupState)
+	if g == nil {
+		g = &groupState{sessions: make(map[string]*steptype.Session, len(sessionIDs)), stored: make(map[string][]byte, len(stepIDs)),
+			runs: make(map[string]*steptype.Run, len(runIDs)), runErr: make(map[string][]byte, len(runIDs)),
+			seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
+	}
 	g.cols.grow(len(stepIDs))
+	g.runSlab, g.sessSlab, g.outSlab = make([]steptype.Run, 0, runs), make([]steptype.Session, 0, steps), make([]appended, 0, steps)
 	return g, sessionIDs, stepIDs, runIDs
+}
+
+// groupPool holds released group states, their maps and columns empty.
+var groupPool sync.Pool // of *groupState
+
+// maxPooledGroup bounds the steps of a group whose state is kept.
+const maxPooledGroup = 1024
+
+// release empties g and gives it back for a later group: its maps and
+// columns (a group's dozen maps and slices were made for every group). The
+// group's transaction is over: its statements were sent, its callbacks
+// ran. The slabs are not kept: the requests' results live in one.
+func (g *groupState) release() {
+	if len(g.stored) > maxPooledGroup {
+		// A map's clear costs its capacity: a rare huge group's maps
+		// would slow every group after it.
+		return
+	}
+	clear(g.sessions)
+	clear(g.stored)
+	clear(g.runs)
+	clear(g.runErr)
+	clear(g.seen)
+	clear(g.sessTouch)
+	g.cols.reset()
+	g.waiting, g.sessOrder, g.runOrder = emptied(g.waiting), emptied(g.sessOrder), emptied(g.runOrder)
+	g.closes, g.payloads = emptied(g.closes), emptied(g.payloads)
+	g.dbNow, g.busy = 0, ""
+	g.runSlab, g.sessSlab, g.outSlab = nil, nil, nil
+	groupPool.Put(g)
+}
+
+// emptied returns s emptied, its elements zeroed so that it keeps nothing
+// alive.
+func emptied[T any](s []T) []T {
+	clear(s)
+	return s[:0]
 }
 
 // apply runs the checks of one request on the rows as the requests before
@@ -154,9 +202,8 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 func (g *groupState) apply(r *appendReq) ([]appended, error) {
 	var sessions []*steptype.Session // this request's copies, first-touch order
 	var stored map[string][]byte     // ids this request inserts, when it has many steps
-	out := make([]appended, 0, len(r.pre))
-	inserted := make([]bool, len(r.pre))
-	for i, pe := range r.pre {
+	out := g.results(len(r.pre))
+	for _, pe := range r.pre {
 		in := pe.Step
 		// A stored id (before this call, or earlier in it) is returned as
 		// stored, whatever the new step asks for.
@@ -165,7 +212,11 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 			continue
 		}
 		if body, ok := g.stored[in.ID]; ok {
-			out = append(out, appended{body: body})
+			// A copy: the body may be one that an earlier append of the
+			// group wrote into its own buffer (Sequenced), which that
+			// append gives back once answered, maybe before this one
+			// decodes it.
+			out = append(out, appended{body: bytes.Clone(body)})
 			continue
 		}
 		var sess *steptype.Session
@@ -179,15 +230,16 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 			if base == nil {
 				return nil, rules.NotFound("session", in.SessionID)
 			}
-			c := *base
-			sess = &c
+			sess = g.sessionCopy(base)
 			sessions = append(sessions, sess)
 		}
 		seq := sess.LastSequence + 1
 		if err := rules.CheckSequence(pe.In, seq); err != nil {
 			return nil, err
 		}
-		body, err := pe.Body(seq)
+		// The body in pe's own buffer: it serves the group's insert and
+		// this append's answer, both done before StepAppend releases pe.
+		body, err := pe.Sequenced(seq)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +249,6 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 			}
 			stored[in.ID] = body
 		}
-		inserted[i] = true
 		sess.LastSequence, sess.UpdatedAt = seq, r.now
 		rules.AddTotals(sess, in, 1)
 		out = append(out, appended{pre: pe, seq: seq, body: body})
@@ -215,10 +266,10 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 			if base == nil {
 				return nil, rules.NotFound("run", u.ID)
 			}
-			run = rules.CloneRun(base)
+			run = g.runCopy(base)
 			runs, before = append(runs, run), append(before, base)
 		}
-		if err := rules.UpdateRun(run, rules.Counted(u, r.p.Steps, func(i int) bool { return inserted[i] }), fromNanos(g.dbNow)); err != nil {
+		if err := rules.UpdateRun(run, rules.Counted(u, r.p.Steps, func(i int) bool { return out[i].pre != nil }), fromNanos(g.dbNow)); err != nil {
 			return nil, err
 		}
 	}
@@ -240,6 +291,44 @@ func (g *groupState) apply(r *appendReq) ([]appended, error) {
 	g.merge(out, sessions, runs, before, errs)
 	g.closed(closes, finished)
 	return out, nil
+}
+
+// results returns an empty slice for the n results of a request, from
+// one slab per group made for the requests' steps (each request's results
+// live as long as its answer; the slab until the last is read).
+func (g *groupState) results(n int) []appended {
+	if cap(g.outSlab)-len(g.outSlab) < n {
+		return make([]appended, 0, n)
+	}
+	out := g.outSlab[len(g.outSlab) : len(g.outSlab) : len(g.outSlab)+n]
+	g.outSlab = g.outSlab[:len(g.outSlab)+n]
+	return out
+}
+
+// runCopy returns a copy of the group's row of a run, for a request to
+// change. A shallow one: UpdateRun replaces the state, options and error
+// of the run it updates, never writes into them, and the group's rows
+// (decoded from the database, or a request's copies) are its own. The
+// copies are taken from one slab per group, made for the requests' run
+// updates.
+func (g *groupState) runCopy(base *steptype.Run) *steptype.Run {
+	if len(g.runSlab) == cap(g.runSlab) {
+		c := *base
+		return &c
+	}
+	g.runSlab = append(g.runSlab, *base)
+	return &g.runSlab[len(g.runSlab)-1]
+}
+
+// sessionCopy is runCopy for a session row, from a slab made for the
+// requests' steps.
+func (g *groupState) sessionCopy(base *steptype.Session) *steptype.Session {
+	if len(g.sessSlab) == cap(g.sessSlab) {
+		c := *base
+		return &c
+	}
+	g.sessSlab = append(g.sessSlab, *base)
+	return &g.sessSlab[len(g.sessSlab)-1]
 }
 
 // manySteps is the number of steps of an append from which its ids are

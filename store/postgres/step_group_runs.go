@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -36,20 +35,29 @@ func scanGroupRuns(rows pgx.Rows, ids, sessionIDs []string) ([]*steptype.Run, er
 		return scanRuns(rows)
 	}
 	defer rows.Close()
-	var out []*steptype.Run
+	// The rows are at most the ids: allocated together, one allocation
+	// per group instead of one per run.
+	slab := make([]steptype.Run, len(ids))
+	out := make([]*steptype.Run, 0, len(ids))
+	arena := rawArena{rows: len(ids)} // the rows' state and options
 	var prev *steptype.Run
 	for rows.Next() {
 		v := rows.RawValues()
 		if err := checkRaw(v, runColTypes[:], "run"); err != nil {
 			return nil, err
 		}
-		r := &steptype.Run{}
+		var r *steptype.Run
+		if len(out) < len(slab) {
+			r = &slab[len(out)]
+		} else {
+			r = new(steptype.Run)
+		}
 		var errb []byte
 		r.ID = known(v[0], ids)
 		r.SessionID = known(v[1], sessionIDs)
 		r.Hop = int(int32(binary.BigEndian.Uint32(v[5])))
 		r.Status = runStatus(v[6])
-		r.State, errb, r.StepCount, r.Options = owned(v[8]), v[11], int64(binary.BigEndian.Uint64(v[12])), owned(v[13])
+		r.State, errb, r.StepCount, r.Options = arena.own(v[8]), v[11], int64(binary.BigEndian.Uint64(v[12])), arena.own(v[13])
 		r.ParentRunID, r.ParentStepID = string(v[3]), string(v[4])
 		if prev != nil {
 			r.Agent, r.Cursor, r.Input = same(v[2], prev.Agent), same(v[7], prev.Cursor), same(v[9], prev.Input)
@@ -109,13 +117,29 @@ func runStatus(b []byte) steptype.RunStatus {
 	return steptype.RunStatus(b)
 }
 
-// owned is a copy of a byte column as a run's JSON (nil when empty, as
-// rules.Raw).
-func owned(b []byte) json.RawMessage {
+// rawArena copies the byte columns of the rows of one read, as a run's or
+// session's JSON, into shared buffers (a new one when the last is full; a
+// full one stays alive through the values in it) instead of allocating
+// each value.
+type rawArena struct {
+	buf  []byte
+	rows int // rows read: a buffer is sized for their values, up to 4 KB
+}
+
+// own returns a copy of b, nil when b is empty (as rules.Raw). The copy's
+// capacity is its length: appending to it never writes into the next.
+func (a *rawArena) own(b []byte) json.RawMessage {
 	if len(b) == 0 {
 		return nil
 	}
-	return json.RawMessage(slices.Clone(b))
+	if cap(a.buf)-len(a.buf) < len(b) {
+		// Room for two values like b per row (a lone append reads one row:
+		// a few hundred bytes, not kilobytes).
+		a.buf = make([]byte, 0, max(min(4<<10, 2*len(b)*max(a.rows, 1)), len(b)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return json.RawMessage(a.buf[start:len(a.buf):len(a.buf)])
 }
 
 // sessionColTypes are the types of sessionCols, in order.
@@ -182,12 +206,22 @@ func scanGroupSessions(rows pgx.Rows, ids []string, each func(*steptype.Session)
 		return rows.Err()
 	}
 	var prev *steptype.Session
+	slab := make([]steptype.Session, len(ids)) // the rows, one allocation per group
+	arena := rawArena{rows: len(ids)}          // their metadata
+	n := 0
 	for rows.Next() {
 		v := rows.RawValues()
 		if err := checkRaw(v, sessionColTypes[:], "session"); err != nil {
 			return err
 		}
-		s := &steptype.Session{ID: known(v[0], ids), ParentSessionID: string(v[3])}
+		var s *steptype.Session
+		if n < len(slab) {
+			s = &slab[n]
+		} else {
+			s = new(steptype.Session)
+		}
+		n++
+		*s = steptype.Session{ID: known(v[0], ids), ParentSessionID: string(v[3])}
 		if prev != nil {
 			s.Agent, s.Title = same(v[1], prev.Agent), same(v[2], prev.Title)
 		} else {
@@ -196,7 +230,7 @@ func scanGroupSessions(rows pgx.Rows, ids []string, each func(*steptype.Session)
 		s.ForkSequence, s.LastSequence = int64(binary.BigEndian.Uint64(v[4])), int64(binary.BigEndian.Uint64(v[5]))
 		s.InputTokens, s.OutputTokens = int64(binary.BigEndian.Uint64(v[6])), int64(binary.BigEndian.Uint64(v[7]))
 		s.Cost = math.Float64frombits(binary.BigEndian.Uint64(v[8]))
-		s.Metadata = owned(v[9])
+		s.Metadata = arena.own(v[9])
 		s.CreatedAt, s.UpdatedAt = fromNanos(int64(binary.BigEndian.Uint64(v[10]))), fromNanos(int64(binary.BigEndian.Uint64(v[11])))
 		each(s)
 		prev = s

@@ -39,6 +39,10 @@ func appendGroupTx(ctx context.Context, tx *wtx, reqs []*appendReq, channel stri
 		r.out, r.err = nil, nil
 	}
 	g, err := lockGroup(ctx, tx, reqs)
+	if g != nil {
+		// Whatever happens: the statements are sent, or will not be.
+		defer g.release()
+	}
 	if err != nil {
 		return err
 	}

@@ -54,55 +54,73 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	// The JSON work happens once, outside the transaction; a retry only
 	// splices in new sequences.
 	now := rules.Now(time.Time{})
-	pre := make([]*rules.PreEncoded, len(p.Steps))
+	req := newAppendReq(ctx, p, now)
+	defer req.release()
 	encode := rules.PreEncodeClone
 	if p.InPlace {
 		encode = rules.PreEncode // the given step is returned: no copy to make
 	}
 	for i, st := range p.Steps {
 		var err error
-		if pre[i], err = encode(st, now); err != nil {
+		if req.pre[i], err = encode(st, now); err != nil {
 			return nil, err
 		}
 	}
-	req := &appendReq{ctx: ctx, p: p, pre: pre, now: now}
 	s.appendGrouped(req)
-	// Answered: no group works on req any more, and the rows it wrote are
-	// Body's copies; the pre-encoded bodies' buffers serve the next appends.
-	for _, pe := range pre {
+	var out []*steptype.Step
+	err := req.err
+	if err == nil {
+		out, err = placedSteps(req.out, p.Steps, p.InPlace)
+	}
+	// Answered: no group works on req any more, and its result no longer
+	// reads the bodies (Sequenced) in the pre-encoded steps' buffers, which
+	// serve the next appends with the PreEncoded themselves.
+	for _, pe := range req.pre {
 		pe.Release()
 	}
-	if req.err != nil {
-		return nil, req.err
-	}
-	return placedSteps(req.out, p.InPlace)
+	return out, err
 }
 
 // placedSteps returns the steps of an append: a new row as the placed copy
 // it was encoded from (a deep copy made before encoding, normalized as the
 // wire format would, without decoding the JSON just encoded) or, with
 // inPlace, as the given step itself, placed (nothing was copied); a stored
-// one (an idempotent re-append) decoded from its body.
-func placedSteps(placed []appended, inPlace bool) ([]*steptype.Step, error) {
-	out := make([]*steptype.Step, len(placed))
+// one (an idempotent re-append) decoded from its body. When every step is
+// the given one, the result is the given slice (StepAppendParams.InPlace):
+// no slice is made.
+func placedSteps(placed []appended, given []*steptype.Step, inPlace bool) ([]*steptype.Step, error) {
+	var out []*steptype.Step // nil while every step so far is the given one
 	for i, a := range placed {
-		if a.pre == nil || !rules.WireStable(a.pre.Step) {
+		var st *steptype.Step
+		switch {
+		case a.pre == nil || !rules.WireStable(a.pre.Step):
 			var err error
-			if out[i], err = rules.DecodeStep(a.body); err != nil {
+			if st, err = rules.DecodeStep(a.body); err != nil {
 				return nil, err
 			}
-			continue
-		}
-		if inPlace {
+		case inPlace:
 			// Handed over: the given step gets what was placed; the
 			// shallow placed copy it was encoded from shares its memory
 			// and is dropped.
-			out[i] = rules.HandOver(a.pre.In, a.seq, a.pre.Step.CreatedAt)
-			continue
+			st = rules.HandOver(a.pre.In, a.seq, a.pre.Step.CreatedAt)
+		default:
+			st = a.pre.Step // a deep copy already (PreEncodeClone), used by nothing else now
+			st.Sequence = a.seq
+			st = rules.NormalizeStep(st)
 		}
-		c := a.pre.Step // a deep copy already (PreEncodeClone), used by nothing else now
-		c.Sequence = a.seq
-		out[i] = rules.NormalizeStep(c)
+		if out == nil && (!inPlace || st != given[i]) {
+			out = make([]*steptype.Step, len(placed))
+			copy(out, given[:i])
+		}
+		if out != nil {
+			out[i] = st
+		}
+	}
+	if out == nil && len(placed) > 0 {
+		return given, nil
+	}
+	if out == nil {
+		out = []*steptype.Step{}
 	}
 	return out, nil
 }
@@ -131,6 +149,16 @@ func (c *stepColumns) grow(n int) {
 	c.seqs, c.created, c.expires = slices.Grow(c.seqs, n), slices.Grow(c.created, n), slices.Grow(c.expires, n)
 	c.inTok, c.outTok, c.cachedTok = slices.Grow(c.inTok, n), slices.Grow(c.outTok, n), slices.Grow(c.cachedTok, n)
 	c.cost, c.hops, c.bodies = slices.Grow(c.cost, n), slices.Grow(c.hops, n), slices.Grow(c.bodies, n)
+}
+
+// reset empties every column, keeping their arrays (zeroed: they keep
+// nothing alive).
+func (c *stepColumns) reset() {
+	c.ids, c.sessions, c.runs = emptied(c.ids), emptied(c.sessions), emptied(c.runs)
+	c.kinds, c.statuses, c.roles = emptied(c.kinds), emptied(c.statuses), emptied(c.roles)
+	c.seqs, c.created, c.expires = c.seqs[:0], c.created[:0], c.expires[:0]
+	c.inTok, c.outTok, c.cachedTok = c.inTok[:0], c.outTok[:0], c.cachedTok[:0]
+	c.cost, c.hops, c.bodies = c.cost[:0], c.hops[:0], emptied(c.bodies)
 }
 
 func (c *stepColumns) add(st *steptype.Step, seq int64, body []byte) {

@@ -86,12 +86,17 @@ func PlaceClone(s *steptype.Step, next int64, now time.Time) (*steptype.Step, er
 
 func place(s *steptype.Step, seq int64, now time.Time) *steptype.Step {
 	c := *s
+	placeAt(&c, seq, now)
+	return &c
+}
+
+// placeAt sets c's sequence and normalized creation time.
+func placeAt(c *steptype.Step, seq int64, now time.Time) {
 	c.Sequence = seq
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now
 	}
 	c.CreatedAt = c.CreatedAt.UTC().Round(0)
-	return &c
 }
 
 // EncodeStep returns the stored body of a step: its wire JSON. It calls
@@ -117,41 +122,60 @@ func DecodeStep(b []byte) (*steptype.Step, error) {
 // seqZero is the sequence field of a body encoded with Sequence 0.
 var seqZero = []byte(`,"sequence":0,`)
 
+// seqField is the start of the sequence field, up to its number.
+const seqField = `,"sequence":`
+
 // PreEncoded is a step encoded before its sequence is known, so a driver
 // can do the JSON work outside its critical section.
 type PreEncoded struct {
 	In   *steptype.Step // the step as given, for CheckSequence
 	Step *steptype.Step // placed at sequence 0, CreatedAt set
-	body []byte         // wire JSON of Step
+	body []byte         // wire JSON of Step, its sequence number num digits long
 	at   int            // offset of seqZero in body, or -1
-	buf  *[]byte        // body's buffer, from bodyPool
+	num  int            // digits of the sequence written in body
+	// placed is Step when PreEncode made a shallow copy: part of p, so
+	// that a released PreEncoded serves the next step whole.
+	placed steptype.Step
 }
 
-// bodyPool holds the buffers of pre-encoded bodies given back by Release.
-var bodyPool sync.Pool // of *[]byte
+// prePool holds the PreEncoded given back by Release, with their body
+// buffers.
+var prePool sync.Pool // of *PreEncoded
 
-// maxPooledBody bounds the buffers kept in bodyPool.
+// maxPooledBody bounds the buffers kept in prePool.
 const maxPooledBody = 64 << 10
 
-// Release gives the buffer of the pre-encoded body back for a later
-// PreEncode: a driver calls it when it no longer needs p (after its last
-// Body call); p must not be used after. The bodies Body returned are
-// copies and stay valid.
+// Release gives p, and its body's buffer, back for a later PreEncode: a
+// driver calls it when it no longer needs p (after its last Body call, and
+// when nothing reads what Sequenced returned); p must not be used after.
+// The bodies Body returned are copies and stay valid.
 func (p *PreEncoded) Release() {
 	if p.body == nil || cap(p.body) > maxPooledBody {
 		return
 	}
-	if p.buf == nil {
-		p.buf = new([]byte)
+	// The placed copy shares the given step's memory: not kept alive.
+	p.placed = steptype.Step{}
+	p.In, p.Step, p.body, p.at, p.num = nil, nil, p.body[:0], -1, 0
+	prePool.Put(p)
+}
+
+// newPre returns a PreEncoded for s, a released one when there is one.
+func newPre(s *steptype.Step) *PreEncoded {
+	p, _ := prePool.Get().(*PreEncoded)
+	if p == nil {
+		p = new(PreEncoded)
 	}
-	*p.buf = p.body[:0]
-	bodyPool.Put(p.buf)
-	p.body, p.buf, p.at = nil, nil, -1
+	p.In = s
+	return p
 }
 
 // PreEncode places s at sequence 0 and encodes it.
 func PreEncode(s *steptype.Step, now time.Time) (*PreEncoded, error) {
-	return preEncode(s, place(s, 0, now))
+	p := newPre(s)
+	p.placed = *s
+	placeAt(&p.placed, 0, now)
+	p.Step = &p.placed
+	return p, p.encode()
 }
 
 // PreEncodeClone is PreEncode with Step a deep copy of s (CloneStep), so
@@ -163,39 +187,37 @@ func PreEncodeClone(s *steptype.Step, now time.Time) (*PreEncoded, error) {
 		c.CreatedAt = now
 	}
 	c.CreatedAt = c.CreatedAt.UTC().Round(0)
-	return preEncode(s, c)
+	p := newPre(s)
+	p.Step = c
+	return p, p.encode()
 }
 
-// preEncode encodes c, the placed copy of s.
-func preEncode(s, c *steptype.Step) (*PreEncoded, error) {
-	var body []byte
+// encode encodes p.Step into p's buffer (a released body's, when p was).
+func (p *PreEncoded) encode() error {
 	var err error
-	buf, _ := bodyPool.Get().(*[]byte)
-	if buf != nil {
-		// A released body's buffer: the body Body splices from is only
-		// needed until the driver's last Body call.
-		if body, err = c.AppendJSON((*buf)[:0]); err != nil {
-			err = fmt.Errorf("encode step %q: %w", c.ID, err)
+	if p.body != nil {
+		p.body, err = p.Step.AppendJSON(p.body[:0])
+		if err != nil {
+			err = fmt.Errorf("encode step %q: %w", p.Step.ID, err)
 		}
 	} else {
-		body, err = EncodeStep(c)
+		p.body, err = EncodeStep(p.Step)
 	}
 	if err != nil {
-		return nil, err
+		p.body = nil
+		return err
 	}
-	p := &PreEncoded{In: s, Step: c, body: body, at: -1, buf: buf}
-	// Sequence is always written and no earlier field can contain the
-	// marker (strings escape their quotes), so a single occurrence is the
-	// field itself; nested metadata may repeat it, then Body re-encodes.
-	if at := bytes.Index(body, seqZero); at >= 0 && !bytes.Contains(body[at+1:], seqZero) {
-		p.at = at
-	}
-	return p, nil
+	// Sequence is always written, after the version and three strings:
+	// a quote inside a JSON string is escaped (\"), so no string holds
+	// `,"sequence":` and its first occurrence is the field itself, within
+	// the body's first bytes, whatever nested metadata repeats later.
+	p.at, p.num = bytes.Index(p.body, seqZero), 1
+	return nil
 }
 
 // Body returns the wire JSON of the step at sequence seq: the pre-encoded
 // body with its sequence field replaced, byte for byte what EncodeStep
-// would return.
+// would return, in a new slice.
 func (p *PreEncoded) Body(seq int64) ([]byte, error) {
 	if p.at < 0 {
 		c := *p.Step
@@ -204,10 +226,37 @@ func (p *PreEncoded) Body(seq int64) ([]byte, error) {
 	}
 	var nb [20]byte
 	num := strconv.AppendInt(nb[:0], seq, 10)
-	out := make([]byte, 0, len(p.body)+len(num))
-	out = append(out, p.body[:p.at+len(`,"sequence":`)]...)
+	start := p.at + len(seqField)
+	out := make([]byte, 0, len(p.body)-p.num+len(num))
+	out = append(out, p.body[:start]...)
 	out = append(out, num...)
-	return append(out, p.body[p.at+len(seqZero)-1:]...), nil
+	return append(out, p.body[start+p.num:]...), nil
+}
+
+// Sequenced is Body written into p's own buffer instead of a new slice:
+// the sequence's digits replace the previous ones in place (the rest of
+// the body moves only when their number changes). What it returns is
+// valid until the next Sequenced or Release of p: a driver that keeps it
+// longer (an idempotent re-append that returns another append's body, say)
+// copies it.
+func (p *PreEncoded) Sequenced(seq int64) ([]byte, error) {
+	if p.at < 0 {
+		return p.Body(seq)
+	}
+	var nb [20]byte
+	num := strconv.AppendInt(nb[:0], seq, 10)
+	start := p.at + len(seqField)
+	end, n := start+p.num, len(p.body)
+	if d := len(num) - p.num; d > 0 {
+		p.body = append(p.body, num[:d]...) // room; overwritten below
+		copy(p.body[end+d:], p.body[end:n])
+	} else if d < 0 {
+		copy(p.body[end+d:], p.body[end:n])
+		p.body = p.body[:n+d]
+	}
+	copy(p.body[start:], num)
+	p.num = len(num)
+	return p.body, nil
 }
 
 // AddTotals adds (sign +1) or removes (sign -1) a step's metrics to its

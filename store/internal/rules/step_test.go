@@ -25,16 +25,25 @@ func TestPreEncodedBodyMatchesEncode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, seq := range []int64{1, 9, 10, 123456789} {
+			// Sequenced rewrites the number in place: longer, shorter,
+			// as long; Body still splices from what it left.
+			for _, seq := range []int64{1, 9, 10, 123456789, 7, 12, 12} {
+				c := *p.Step
+				c.Sequence = seq
+				want, _ := EncodeStep(&c)
 				got, err := p.Body(seq)
 				if err != nil {
 					t.Fatal(err)
 				}
-				c := *p.Step
-				c.Sequence = seq
-				want, _ := EncodeStep(&c)
 				if !bytes.Equal(got, want) {
 					t.Errorf("%s round %d seq %d:\n got %s\nwant %s", name, round, seq, got, want)
+				}
+				got, err = p.Sequenced(seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s round %d seq %d, in place:\n got %s\nwant %s", name, round, seq, got, want)
 				}
 			}
 			p.Release()
@@ -88,6 +97,52 @@ func TestPreEncodeReusesReleasedBody(t *testing.T) {
 		t.Errorf("encoding a step, splicing its sequence, releasing: %.0f allocations, %.0f without the release; want one fewer", with, without)
 	}
 	t.Logf("%.0f allocations per step with the release, %.0f without", with, without)
+}
+
+// A released PreEncoded serves the next step whole (its placed copy and
+// its body's buffer), and Sequenced writes the sequence into that buffer:
+// encoding a step and placing it at its sequence allocates only what the
+// encoder itself does.
+func TestPreEncodeSequencedAllocatesNothing(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &steptype.Step{ID: "a", SessionID: "s", Kind: steptype.KindTool, Status: steptype.StepCompleted,
+		Content: strings.Repeat("result ", 100)}
+	p, err := PreEncode(s, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := *s
+	if _, err := p.Sequenced(12345); err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
+	if s.Sequence != given.Sequence || s.CreatedAt != given.CreatedAt {
+		t.Fatal("PreEncode changed the given step")
+	}
+	if raceflag.Enabled {
+		return // allocation counts are checked without -race (scripts/test)
+	}
+	var body []byte
+	allocs := testing.AllocsPerRun(100, func() {
+		p, err := PreEncode(s, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := int64(8); seq < 13; seq++ { // a digit more, as an attempt after a refused group
+			if body, err = p.Sequenced(seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Release()
+	})
+	if allocs > 0 {
+		t.Errorf("encoding a released step and placing it at five sequences: %.0f allocations, want none", allocs)
+	}
+	c := *s
+	c.Sequence, c.CreatedAt = 12, now
+	if want, _ := EncodeStep(&c); !bytes.Equal(body, want) {
+		t.Errorf("got %s\nwant %s", body, want)
+	}
 }
 
 func TestSegments(t *testing.T) {
