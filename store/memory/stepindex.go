@@ -38,7 +38,7 @@ func newStepIndex() *stepIndex {
 	ix := &stepIndex{}
 	for i := range ix.shards {
 		ix.shards[i].other = map[string]*stepRow{}
-		ix.runs[i].m = map[string][]*stepRow{}
+		ix.runs[i].m = map[string]*runRows{}
 	}
 	return ix
 }
@@ -56,14 +56,17 @@ func find(ordered []stepEntry, id string) (int, bool) {
 func (ix *stepIndex) get(id string) *stepRow {
 	sh := &ix.shards[shardOf(id)]
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if row := sh.other[id]; row != nil {
-		return row
+	var row *stepRow
+	if len(sh.other) != 0 {
+		row = sh.other[id]
 	}
-	if i, ok := find(sh.ordered, id); ok {
-		return sh.ordered[i].row
+	if row == nil {
+		if i, ok := find(sh.ordered, id); ok {
+			row = sh.ordered[i].row
+		}
 	}
-	return nil
+	sh.mu.Unlock()
+	return row
 }
 
 // put sets the row of id, replacing the one there.
