@@ -187,6 +187,14 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, xs []*row
 		}
 		defer m.mu.Unlock()
 	}
+	return m.appendLocked(p, rows, xs, out, locked)
+}
+
+// appendLocked is stepAppend under its locks (locked nil: the exclusive
+// lock). It is a function of its own so that stepAppend's few returns
+// keep its defers inlined (the compiler's open-coded defers: at most 15
+// returns times defers), which the many returns here would not.
+func (m *Store) appendLocked(p *store.StepAppendParams, rows []*stepRow, xs []*rowExtra, out []placedStep, locked []*sessionRow) ([]placedStep, error) {
 	now := rules.Now(time.Time{})
 
 	// Staging: small appends (one session, one run) stay on the stack.
