@@ -30,6 +30,7 @@ type stepRow struct {
 	kc     uint8 // the kind's code (kinds); never changed
 	sc     uint8 // the status's code (statuses)
 	x      bool  // the row has an entry in the store's extras
+	tomb   bool  // the row is a tombstone of the step-id index (stepindex.go), not a step
 	packedNums
 }
 
