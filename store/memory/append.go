@@ -21,16 +21,17 @@ func (m *Store) StepAppend(_ context.Context, p *store.StepAppendParams) ([]*ste
 		return nil, err
 	}
 	var rowBuf [4]*stepRow
-	rows := rowBuf[:0]
+	var xBuf [4]*rowExtra
+	rows, xs := rowBuf[:0], xBuf[:0]
 	for _, in := range p.Steps {
-		row := newRow(in, m.arenaOf(in.SessionID))
-		row.p.normalized()
-		rows = append(rows, row)
+		row, x := newRow(in, m.arenaOf(in.SessionID))
+		row.normalized()
+		rows, xs = append(rows, row), append(xs, x)
 	}
 	var placedBuf [4]placedStep
-	placed, err := m.stepAppend(p, rows, placedBuf[:0], true)
+	placed, err := m.stepAppend(p, rows, xs, placedBuf[:0], true)
 	if err == errEscalate {
-		placed, err = m.stepAppend(p, rows, placedBuf[:0], false)
+		placed, err = m.stepAppend(p, rows, xs, placedBuf[:0], false)
 	}
 	if err != nil {
 		return nil, err
@@ -165,9 +166,9 @@ func counted(u *store.RunUpdateParams, steps []*steptype.Step, inserted []bool) 
 
 // stepAppend applies an append under the shared lock and the locks of the
 // sessions it touches (shared) or under the exclusive lock. rows are the
-// steps' own new rows, used for those not stored yet. It appends to out
-// what was placed for each step.
-func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []placedStep, shared bool) ([]placedStep, error) {
+// steps' own new rows, used for those not stored yet, and xs what they
+// keep in the extras. It appends to out what was placed for each step.
+func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, xs []*rowExtra, out []placedStep, shared bool) ([]placedStep, error) {
 	var locked []*sessionRow
 	var lockBuf [2]*sessionRow
 	if shared {
@@ -186,14 +187,23 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 		}
 		defer m.mu.Unlock()
 	}
+	return m.appendLocked(p, rows, xs, out, locked)
+}
+
+// appendLocked is stepAppend under its locks (locked nil: the exclusive
+// lock). It is a function of its own so that stepAppend's few returns
+// keep its defers inlined (the compiler's open-coded defers: at most 15
+// returns times defers), which the many returns here would not.
+func (m *Store) appendLocked(p *store.StepAppendParams, rows []*stepRow, xs []*rowExtra, out []placedStep, locked []*sessionRow) ([]placedStep, error) {
 	now := rules.Now(time.Time{})
 
 	// Staging: small appends (one session, one run) stay on the stack.
 	var sessBuf [1]stagedSession
 	var rowBuf [2]*stepRow
+	var xBuf [2]*rowExtra
 	var runBuf [1]stagedRun
 	var insBuf [4]bool
-	sessions, newRows, runs, inserted := sessBuf[:0], rowBuf[:0], runBuf[:0], insBuf[:0]
+	sessions, newRows, newXs, runs, inserted := sessBuf[:0], rowBuf[:0], xBuf[:0], runBuf[:0], insBuf[:0]
 	for i, in := range p.Steps {
 		row := m.steps.get(in.ID)
 		if row == nil {
@@ -223,16 +233,20 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 			}
 			row = rows[i]
 			row.seq = sess.LastSequence + 1
-			row.p.seq = row.seq
+			row.packedNums.seq = row.seq
 			if in.CreatedAt.IsZero() {
-				row.p.created = packTime(now)
+				row.created = packTime(now)
 			}
 			sess.LastSequence = row.seq
 			sess.UpdatedAt = now
-			row.p.addTotals(sess, 1)
-			newRows = append(newRows, row)
+			row.addTotals(sess, 1)
+			newRows, newXs = append(newRows, row), append(newXs, xs[i])
 		}
-		out = append(out, placedStep{p: row.p, fresh: row == rows[i]})
+		if k := slices.Index(newRows, row); k >= 0 {
+			out = append(out, placedStep{p: snapOf(row, newXs[k]), fresh: row == rows[i]})
+		} else {
+			out = append(out, placedStep{p: m.snap(row)})
+		}
 	}
 	for _, u := range p.Runs {
 		k := -1
@@ -266,7 +280,7 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 		}
 		if closed != nil || rules.Finishing(st.cur, &st.r) {
 			for _, row := range newRows {
-				if row.runID() == st.r.ID && row.status == steptype.StepWaiting {
+				if row.runID() == st.r.ID && row.waiting() {
 					closed = append(closed, row)
 				}
 			}
@@ -284,10 +298,11 @@ func (m *Store) stepAppend(p *store.StepAppendParams, rows []*stepRow, out []pla
 			return nil, errEscalate
 		}
 	}
-	for _, row := range newRows {
+	for i, row := range newRows {
 		sr := m.sessions[row.sessionID()]
 		sr.steps = appendDoubling(sr.steps, row)
 		m.waits.track(row)
+		m.extras.set(row, newXs[i])
 	}
 	// The session record is changed in place, in the fields an append
 	// moves only: every reader of them holds the session's lock (SessionGet

@@ -2,7 +2,7 @@ package memory
 
 import "sync"
 
-// Chunk sizes of an arena: rowChunk rows (about 18 KB) and slab bytes.
+// Chunk sizes of an arena: rowChunk rows (about 12 KB) and slab bytes.
 const (
 	rowChunk = 64
 	slab     = 16 << 10

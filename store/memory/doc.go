@@ -13,8 +13,10 @@
 // Steps are copied in and out, so callers can never mutate a stored row
 // through a pointer: a stored step is packed (its numbers in place, its
 // strings, raw JSON, tool calls and a flat metadata map in one byte slice
-// of a session's arena, so the garbage collector has little to follow in
-// a store that keeps every step), and a read unpacks a deep copy as
+// of a session's arena, its kind and status as codes: a row with one
+// pointer, so the garbage collector has little to follow in a store that
+// keeps every step; what few steps have besides, a nested metadata map, a
+// vector or progress, is kept beside the row), and a read unpacks a deep copy as
 // rules.CloneStep makes one, whose strings share the immutable packed
 // bytes. Steps are normalized on the way in (rules.NormalizeStep) so that
 // values round-trip exactly as they would through a database (durations

@@ -81,7 +81,7 @@ func (m *Store) closing(old, r *steptype.Run, locked []*sessionRow) ([]*stepRow,
 func (m *Store) putRun(r *steptype.Run, closed []*stepRow) {
 	m.setRun(r)
 	for _, row := range closed {
-		s := row.p.step()
+		s := m.unpack(row)
 		rules.CloseWaiting(s, r)
 		m.setStep(row, s)
 	}
@@ -91,8 +91,10 @@ func (m *Store) putRun(r *steptype.Run, closed []*stepRow) {
 // (which the row does not keep), keeping the waiting index true. The
 // caller holds the row's session lock or the exclusive lock.
 func (m *Store) setStep(row *stepRow, s *steptype.Step) {
+	p := pack(s, &m.sessions[row.sessionID()].arena)
 	m.waits.untrack(row)
-	row.p, row.status = pack(s, &m.sessions[row.sessionID()].arena), s.Status
+	row.packedNums, row.sc = p.packedNums, statusCode(s.Status)
+	m.extras.set(row, extraOf(&p, s.Status, true))
 	m.waits.track(row)
 }
 
@@ -105,7 +107,7 @@ type waitIndex struct {
 
 // track adds row if it is waiting.
 func (w *waitIndex) track(row *stepRow) {
-	if row.status != steptype.StepWaiting {
+	if !row.waiting() {
 		return
 	}
 	w.mu.Lock()
@@ -120,7 +122,7 @@ func (w *waitIndex) track(row *stepRow) {
 
 // untrack removes row.
 func (w *waitIndex) untrack(row *stepRow) {
-	if row.status != steptype.StepWaiting {
+	if !row.waiting() {
 		return
 	}
 	w.mu.Lock()
@@ -191,7 +193,7 @@ func (m *Store) StepExpiring(_ context.Context, p *store.StepExpiringParams) ([]
 	m.waits.mu.Lock()
 	for _, set := range m.waits.m {
 		for row := range set {
-			s := row.p.step()
+			s := m.unpack(row)
 			if at := rules.ExpiryNanos(s); at > 0 && at <= p.Before.UnixNano() {
 				out = append(out, due{at, s})
 			}

@@ -86,6 +86,7 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 	type placed struct {
 		sr  *sessionRow
 		row *stepRow
+		x   *rowExtra
 		pre bool
 	}
 	var add []placed
@@ -107,7 +108,7 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 		}
 		norm := rules.NormalizeStep(rules.CloneStep(in))
 		if i < len(list) {
-			a, _ := rules.EncodeStep(list[i].p.step())
+			a, _ := rules.EncodeStep(m.unpack(list[i]))
 			b, _ := rules.EncodeStep(norm)
 			if list[i].id() != in.ID || !bytes.Equal(a, b) {
 				return rules.ImportConflict("step", in.ID)
@@ -126,10 +127,11 @@ func (m *Store) StepImport(_ context.Context, p *store.StepImportParams) error {
 		}
 		n[k]++
 		next[sr] = n
-		row := newRow(norm, &sr.arena)
-		add = append(add, placed{sr, row, pre})
+		row, x := newRow(norm, &sr.arena)
+		add = append(add, placed{sr, row, x, pre})
 	}
 	for _, a := range add {
+		m.extras.set(a.row, a.x)
 		if a.pre {
 			a.sr.pre = append(a.sr.pre, a.row)
 			continue

@@ -37,6 +37,7 @@ type Store struct {
 	steps    *stepIndex             // by step id, and by run (runsteps.go)
 	runs     *index[*steptype.Run]  // by run id
 	waits    waitIndex              // waiting steps by run (exclusive.go)
+	extras   extras                 // what rows keep outside themselves (row.go)
 	vec      map[string]*space      // vector spaces by embedder, guarded by mu (vector.go)
 	obsOnce  sync.Once
 	obsd     *obsData // observation rows (observe.go)
@@ -73,23 +74,6 @@ type sessionRow struct {
 
 func newSessionRow(s *steptype.Session) *sessionRow {
 	return &sessionRow{id: s.ID, parent: s.ParentSessionID, s: s, open: map[string]*steptype.Run{}}
-}
-
-// stepRow is a stored step: its packed form plus the fields reads filter
-// on. Its id, session and run never change: they are read from head
-// (see id), without any lock.
-type stepRow struct {
-	head   []byte // the start of the step's first packed bytes: id, session id, run id
-	seq    int64
-	kind   steptype.Kind
-	status steptype.StepStatus
-	// p is the step, replaced (never changed in place) under the session's
-	// lock or the exclusive lock: a reader copies it under the lock and
-	// unpacks the copy after.
-	p packedStep
-	// runPos is the row's place among its run's rows (runIndex), under
-	// that index's shard lock.
-	runPos int
 }
 
 // Every capability the product uses: store.Driver.
@@ -321,6 +305,10 @@ func (m *Store) SessionDelete(_ context.Context, p *store.SessionDeleteParams) e
 	for _, r := range sr.steps {
 		m.steps.del(r.id(), r)
 		m.waits.untrack(r)
+		m.extras.drop(r)
+	}
+	for _, r := range sr.pre {
+		m.extras.drop(r)
 	}
 	var runs []string
 	m.runs.each(func(id string, r *steptype.Run) bool {

@@ -52,13 +52,13 @@ func (m *Store) Metrics(_ context.Context, p *store.MetricsParams) (*store.Metri
 		b.AddLatency(i, k, float64(r.FinishedAt.Sub(r.CreatedAt))/1e6)
 	}
 	for _, row := range m.steps.all() {
-		s := &row.p
+		s := &row.packedNums
 		i, ok := b.Index(s.created.time())
 		if !ok || (p.Agent != "" && agentOf(row.runID(), row.sessionID()) != p.Agent) {
 			continue
 		}
 		var errs int64
-		if row.kind == steptype.KindError || row.status == steptype.StepFailed {
+		if row.kind() == steptype.KindError || m.status(row) == steptype.StepFailed {
 			errs = 1
 		}
 		b.AddSteps(i, key(row.sessionID()), 1, errs, s.in, s.out, s.cost)

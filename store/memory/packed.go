@@ -29,8 +29,15 @@ type packedStep struct {
 	meta map[string]any // metadata that is not a flat map of scalars (a deep copy), else nil
 	vec  []float32      // Vector (a copy)
 	prog *steptype.Progress
-	seq  int64
-	hop  int
+	packedNums
+}
+
+// packedNums are a packed step's fixed-size fields: no pointers, so that
+// a row (stepRow) keeps them without giving the collector anything to
+// follow.
+type packedNums struct {
+	seq int64
+	hop int
 	// Metrics and CreatedAt.
 	started, finished, created packedTime
 	dur, ftl                   time.Duration
@@ -189,7 +196,7 @@ func packTo(p *packedStep, s *steptype.Step, ar *arena) {
 }
 
 // normalized truncates the durations to whole microseconds (see pack).
-func (p *packedStep) normalized() {
+func (p *packedNums) normalized() {
 	p.dur, p.ftl = p.dur.Truncate(time.Microsecond), p.ftl.Truncate(time.Microsecond)
 }
 
@@ -285,40 +292,6 @@ func (r *reader) count() (n int, isNil bool) {
 		return 0, true
 	}
 	return int(v - 1), false
-}
-
-// newRow returns a row holding the stored form of s (at its sequence),
-// from ar (nil: allocated on its own).
-func newRow(s *steptype.Step, ar *arena) *stepRow {
-	row := ar.row() // zero
-	row.seq, row.kind, row.status = s.Sequence, s.Kind, s.Status
-	packTo(&row.p, s, ar)
-	r := reader{b: row.p.b}
-	r.str()
-	r.str()
-	r.str()
-	row.head = row.p.b[:r.i:r.i]
-	return row
-}
-
-// id is the step's id: the string aliases the row's immutable head, as
-// sessionID's and runID's do.
-func (row *stepRow) id() string {
-	r := reader{b: row.head}
-	return r.str()
-}
-
-func (row *stepRow) sessionID() string {
-	r := reader{b: row.head}
-	r.i += int(r.uvarint())
-	return r.str()
-}
-
-func (row *stepRow) runID() string {
-	r := reader{b: row.head}
-	r.i += int(r.uvarint())
-	r.i += int(r.uvarint())
-	return r.str()
 }
 
 // role is the step's Role.
@@ -435,7 +408,7 @@ func copyRaw(buf, w []byte, isNil bool) (json.RawMessage, []byte) {
 
 // addTotals adds the step's usage to a session's totals (sign 1) or takes
 // it out (-1), as rules.AddTotals does for a Step.
-func (p *packedStep) addTotals(sess *steptype.Session, sign int64) {
+func (p *packedNums) addTotals(sess *steptype.Session, sign int64) {
 	sess.InputTokens += sign * p.in
 	sess.OutputTokens += sign * p.out
 	sess.Cost += float64(sign) * p.cost

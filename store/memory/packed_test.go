@@ -14,7 +14,7 @@ import (
 
 // randomStep returns a step with every field set at random, or left zero,
 // nil or empty (all three where they differ).
-func randomStep(r *rand.Rand) *steptype.Step {
+func randomStep(r *rand.Rand) (s *steptype.Step) {
 	str := func() string {
 		switch r.IntN(4) {
 		case 0:
@@ -84,9 +84,16 @@ func randomStep(r *rand.Rand) *steptype.Step {
 		}
 		return m
 	}
-	s := &steptype.Step{
+	// Half the steps have a kind and a status outside the closed sets (a
+	// row keeps those in its packed bytes and its extras).
+	if r.IntN(2) == 0 {
+		defer func() {
+			s.Kind, s.Status = steptype.Kind(str()), steptype.StepStatus(str())
+		}()
+	}
+	s = &steptype.Step{
 		ID: str(), SessionID: str(), RunID: str(), Sequence: r.Int64(), ParentID: str(), Hop: r.IntN(5),
-		Kind: steptype.Kind(str()), Name: str(), Status: steptype.StepStatus(str()),
+		Kind: kinds[r.IntN(len(kinds))], Name: str(), Status: statuses[r.IntN(len(statuses))],
 		Role: steptype.Role(str()), Content: str(), Reasoning: str(), ToolCallID: str(), ToolName: str(),
 		Inputs: raw(), Outputs: raw(), StatePatch: raw(),
 		Embedder: str(), Replay: str(), Fingerprint: str(), Metadata: meta(0), CreatedAt: tm(),
@@ -147,9 +154,25 @@ func TestPackRoundTrip(t *testing.T) {
 		if !equalSteps(s, before) {
 			t.Fatalf("step %d: pack changed its input", i)
 		}
-		row := newRow(s, a)
+		row, x := newRow(s, a)
 		if row.id() != want.ID || row.sessionID() != want.SessionID || row.runID() != want.RunID || p.role() != want.Role {
 			t.Fatalf("step %d: row %q %q %q, role %q", i, row.id(), row.sessionID(), row.runID(), p.role())
+		}
+		// A row and its extras hold the same step, its kind and status.
+		row.normalized()
+		rp := snapOf(row, x)
+		if got := rp.step(); !equalSteps(got, want) {
+			t.Fatalf("step %d: row:\n got %#v\nwant %#v", i, got, want)
+		}
+		st := statuses[row.sc%uint8(len(statuses))]
+		if row.sc == codeOther {
+			st = x.status
+		}
+		if row.kind() != want.Kind || st != want.Status || row.waiting() != (want.Status == steptype.StepWaiting) {
+			t.Fatalf("step %d: row kind %q status %q, want %q %q", i, row.kind(), st, want.Kind, want.Status)
+		}
+		if wantX := p.meta != nil || p.vec != nil || p.prog != nil || statusCode(want.Status) == codeOther; (x != nil) != wantX {
+			t.Fatalf("step %d: extras %+v for metadata %v, vector %v, progress %v, status %q", i, x, want.Metadata, want.Vector, want.Progress, want.Status)
 		}
 		// What a caller does with its copy reaches neither the packed
 		// step nor the input.

@@ -12,14 +12,21 @@ import (
 // locks of their sessions instead of the exclusive lock.
 type runIndex [indexShards]struct {
 	mu sync.Mutex
-	m  map[string][]*stepRow // by run id; a row's runPos is its place
-	_  [40]byte
+	// m holds the rows of each run by run id: behind a pointer, so that
+	// appending to them writes no map entry. A row's runPos is its place.
+	m map[string]*runRows
+	_ [40]byte
 }
+
+type runRows struct{ rows []*stepRow }
 
 // ofRun returns the rows of a run, in no order. Only under the exclusive
 // store lock.
 func (ix *stepIndex) ofRun(runID string) []*stepRow {
-	return ix.runs[shardOf(runID)].m[runID]
+	if rr := ix.runs[shardOf(runID)].m[runID]; rr != nil {
+		return rr.rows
+	}
+	return nil
 }
 
 // runRows returns a copy of the rows of a run, in no order.
@@ -27,16 +34,23 @@ func (ix *stepIndex) runRows(runID string) []*stepRow {
 	sh := &ix.runs[shardOf(runID)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return slices.Clone(sh.m[runID])
+	if rr := sh.m[runID]; rr != nil {
+		return slices.Clone(rr.rows)
+	}
+	return nil
 }
 
 func (ri *runIndex) track(row *stepRow) {
 	run := row.runID()
 	sh := &ri[shardOf(run)]
 	sh.mu.Lock()
-	rows := sh.m[run]
-	row.runPos = len(rows)
-	sh.m[run] = appendDoubling(rows, row)
+	rr := sh.m[run]
+	if rr == nil {
+		rr = &runRows{}
+		sh.m[run] = rr
+	}
+	row.runPos = len(rr.rows)
+	rr.rows = appendDoubling(rr.rows, row)
 	sh.mu.Unlock()
 }
 
@@ -45,7 +59,8 @@ func (ri *runIndex) untrack(row *stepRow) {
 	run := row.runID()
 	sh := &ri[shardOf(run)]
 	sh.mu.Lock()
-	rows := sh.m[run]
+	rr := sh.m[run]
+	rows := rr.rows
 	last := len(rows) - 1
 	moved := rows[last]
 	rows[row.runPos], moved.runPos = moved, row.runPos
@@ -53,7 +68,7 @@ func (ri *runIndex) untrack(row *stepRow) {
 	if last == 0 {
 		delete(sh.m, run)
 	} else {
-		sh.m[run] = rows[:last]
+		rr.rows = rows[:last]
 	}
 	sh.mu.Unlock()
 }

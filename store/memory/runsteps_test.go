@@ -21,8 +21,8 @@ func checkRunIndex(t *testing.T, m *Store, when string) {
 	})
 	got := map[string][]string{}
 	for i := range m.steps.runs {
-		for run, rows := range m.steps.runs[i].m {
-			for pos, r := range rows {
+		for run, rr := range m.steps.runs[i].m {
+			for pos, r := range rr.rows {
 				if r.runPos != pos {
 					t.Fatalf("%s: row %s of run %s at %d records place %d", when, r.id(), run, pos, r.runPos)
 				}

@@ -32,17 +32,18 @@ func (m *Store) SessionStats(_ context.Context, p *store.SessionStatsParams) (*s
 	out := &store.SessionStats{Steps: []store.StepStat{}, Runs: map[steptype.RunStatus]int{}}
 	for _, rows := range [][]*stepRow{sr.pre, sr.steps} {
 		for _, r := range rows {
-			k := key{r.kind, r.p.role()}
+			p := m.snap(r)
+			k := key{r.kind(), p.role()}
 			st := by[k]
 			if st == nil {
 				st = &store.StepStat{Kind: k.kind, Role: k.role}
 				by[k] = st
 			}
 			st.Steps++
-			st.InputTokens += r.p.in
-			st.OutputTokens += r.p.out
-			st.CachedTokens += r.p.cached
-			st.Cost += r.p.cost
+			st.InputTokens += p.in
+			st.OutputTokens += p.out
+			st.CachedTokens += p.cached
+			st.Cost += p.cost
 		}
 	}
 	for _, st := range by {

@@ -58,11 +58,11 @@ func (m *Store) listLineage(p *store.StepListParams) ([]packedStep, error) {
 	defer unlockSessions(lockSessions(m.lineage(sr)))
 	var rows []*stepRow
 	for _, r := range m.visible(sr, p.StartSeq, p.EndSeq) {
-		if rules.MatchKinds(p.Kinds, r.kind) {
+		if rules.MatchKinds(p.Kinds, r.kind()) {
 			rows = append(rows, r)
 		}
 	}
-	return snapshot(rows, p), nil
+	return m.snapshot(rows, p), nil
 }
 
 // listRun reads a run's steps (snapshots) under the shared lock and the
@@ -88,12 +88,12 @@ func (m *Store) listRun(p *store.StepListParams) ([]packedStep, error) {
 		if !slices.Contains(sessions, m.sessions[r.sessionID()]) {
 			return nil, errEscalate
 		}
-		if matchRow(r, p) {
+		if m.matchRow(r, p) {
 			rows = append(rows, r)
 		}
 	}
 	sortRows(rows)
-	return snapshot(rows, p), nil
+	return m.snapshot(rows, p), nil
 }
 
 // listEmpty reports an unknown session (an error) or a range that holds
@@ -108,9 +108,9 @@ func (m *Store) listEmpty(p *store.StepListParams) (bool, error) {
 }
 
 // matchRow reports whether a row passes a list's filters.
-func matchRow(r *stepRow, p *store.StepListParams) bool {
+func (m *Store) matchRow(r *stepRow, p *store.StepListParams) bool {
 	return (p.SessionID == "" || r.sessionID() == p.SessionID) && (p.RunID == "" || r.runID() == p.RunID) &&
-		(p.Status == "" || r.status == p.Status) && rules.MatchKinds(p.Kinds, r.kind) &&
+		(p.Status == "" || m.status(r) == p.Status) && rules.MatchKinds(p.Kinds, r.kind()) &&
 		r.seq >= p.StartSeq && (p.EndSeq <= 0 || r.seq <= p.EndSeq)
 }
 
@@ -137,25 +137,25 @@ func (m *Store) listScan(p *store.StepListParams) ([]packedStep, error) {
 	var rows []*stepRow
 	if p.RunID != "" {
 		for _, r := range m.steps.ofRun(p.RunID) {
-			if matchRow(r, p) {
+			if m.matchRow(r, p) {
 				rows = append(rows, r)
 			}
 		}
 	} else {
 		m.steps.each(func(_ string, r *stepRow) bool {
-			if matchRow(r, p) {
+			if m.matchRow(r, p) {
 				rows = append(rows, r)
 			}
 			return true
 		})
 	}
 	sortRows(rows)
-	return snapshot(rows, p), nil
+	return m.snapshot(rows, p), nil
 }
 
 // snapshot orders and limits rows and returns copies of their packed
 // steps, to unpack after unlocking.
-func snapshot(rows []*stepRow, p *store.StepListParams) []packedStep {
+func (m *Store) snapshot(rows []*stepRow, p *store.StepListParams) []packedStep {
 	if p.Desc {
 		slices.Reverse(rows)
 	}
@@ -164,7 +164,7 @@ func snapshot(rows []*stepRow, p *store.StepListParams) []packedStep {
 	}
 	out := make([]packedStep, len(rows))
 	for i, r := range rows {
-		out[i] = r.p
+		out[i] = m.snap(r)
 	}
 	return out
 }
@@ -186,7 +186,7 @@ func (m *Store) StepGet(_ context.Context, p *store.StepGetParams) (*steptype.St
 		}
 		sr := m.sessions[row.sessionID()]
 		sr.mu.Lock()
-		s = row.p
+		s = m.snap(row)
 		sr.mu.Unlock()
 	} else {
 		var err error
@@ -219,7 +219,7 @@ func (m *Store) stepAt(sessionID string, seq int64, last bool) (packedStep, erro
 	if len(rows) == 0 {
 		return packedStep{}, rules.NotFound("step at sequence of session", sessionID)
 	}
-	return rows[0].p, nil
+	return m.snap(rows[0]), nil
 }
 
 // StepLast implements store.Store.
@@ -273,11 +273,12 @@ func (m *Store) StepTruncate(_ context.Context, p *store.StepTruncateParams) (in
 	sess := rules.CloneSession(sr.s)
 	cut := sr.steps[p.StartSeq-sess.ForkSequence-1:]
 	for _, row := range cut {
-		row.p.addTotals(sess, -1)
+		row.addTotals(sess, -1)
 	}
 	for _, row := range cut {
 		m.steps.del(row.id(), row)
 		m.waits.untrack(row)
+		m.extras.drop(row)
 	}
 	sess.LastSequence = p.StartSeq - 1
 	if !p.KeepActivity {
@@ -332,7 +333,7 @@ func (m *Store) stepResolve(p *store.StepResolveParams, shared bool) (*steptype.
 	if row == nil {
 		return nil, rules.NotFound("step", p.ID)
 	}
-	s := row.p.step()
+	s := m.unpack(row)
 	if err := rules.Resolve(s, p); err != nil {
 		return nil, err
 	}

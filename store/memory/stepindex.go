@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // stepIndex maps step ids to rows, in shards like index. A shard keeps
@@ -15,13 +16,18 @@ import (
 // rehash when a table fills); appending to a sorted slice touches only its
 // end, and a new id is known new by comparing it with the last one and
 // looking in the (small) map. Lookups of older ids search the slice.
+//
+// An entry of the slice is its row alone, whose id is read from the row's
+// bytes: one pointer per stored step for the collector to follow (an
+// entry was an id string and a row, two), in 8 bytes instead of 24.
 type stepIndex struct {
 	shards [indexShards]struct {
 		mu sync.Mutex
-		// ordered is sorted by id; a deleted entry keeps (a copy of) its id
-		// with a nil row, and is filled again if the id is stored again;
-		// dead counts them, and ordered is compacted when they are half.
-		ordered []stepEntry
+		// ordered is sorted by id; a deleted entry is a tombstone (see
+		// tombstone) that keeps its place, filled again if the id is stored
+		// again; dead counts them, and ordered is compacted when they are
+		// half.
+		ordered []*stepRow
 		dead    int
 		other   map[string]*stepRow
 		_       [32]byte // keeps shards' mutexes on separate cache lines
@@ -29,44 +35,51 @@ type stepIndex struct {
 	runs runIndex // the same rows by run (runsteps.go)
 }
 
-type stepEntry struct {
-	id  string
-	row *stepRow
+// tombstone is the entry of a deleted id: a row of its own that holds
+// only (a copy of) the id, so that the deleted step's bytes are not kept.
+func tombstone(id string) *stepRow {
+	b := putString(make([]byte, 0, sizeOf(len(id))+2), id)
+	b = append(b, 0, 0) // no session id, no run id
+	return &stepRow{b: unsafe.SliceData(b), n: len(b), tomb: true}
 }
 
 func newStepIndex() *stepIndex {
 	ix := &stepIndex{}
 	for i := range ix.shards {
 		ix.shards[i].other = map[string]*stepRow{}
-		ix.runs[i].m = map[string][]*stepRow{}
+		ix.runs[i].m = map[string]*runRows{}
 	}
 	return ix
 }
 
 // find returns the position of id in ordered (or where it would go) and
 // whether it is there.
-func find(ordered []stepEntry, id string) (int, bool) {
-	if n := len(ordered); n == 0 || id > ordered[n-1].id {
+func find(ordered []*stepRow, id string) (int, bool) {
+	if n := len(ordered); n == 0 || id > ordered[n-1].id() {
 		return n, false // the common case: a new id, after every other
 	}
-	return slices.BinarySearchFunc(ordered, id, func(e stepEntry, id string) int { return strings.Compare(e.id, id) })
+	return slices.BinarySearchFunc(ordered, id, func(r *stepRow, id string) int { return strings.Compare(r.id(), id) })
 }
 
 // get returns the row of id, or nil.
 func (ix *stepIndex) get(id string) *stepRow {
 	sh := &ix.shards[shardOf(id)]
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if row := sh.other[id]; row != nil {
-		return row
+	var row *stepRow
+	if len(sh.other) != 0 {
+		row = sh.other[id]
 	}
-	if i, ok := find(sh.ordered, id); ok {
-		return sh.ordered[i].row
+	if row == nil {
+		if i, ok := find(sh.ordered, id); ok && !sh.ordered[i].tomb {
+			row = sh.ordered[i]
+		}
 	}
-	return nil
+	sh.mu.Unlock()
+	return row
 }
 
-// put sets the row of id, replacing the one there.
+// put sets the row of id, replacing the one there. Here and in every
+// method, id is the row's own (row.id()).
 func (ix *stepIndex) put(id string, row *stepRow) {
 	old := ix.swap(id, row)
 	if old == row {
@@ -90,13 +103,14 @@ func (ix *stepIndex) swap(id string, row *stepRow) (old *stepRow) {
 	i, ok := find(sh.ordered, id)
 	switch {
 	case ok:
-		old = sh.ordered[i].row
-		if old == nil {
+		old = sh.ordered[i]
+		if old.tomb {
+			old = nil
 			sh.dead--
 		}
-		sh.ordered[i].row = row
+		sh.ordered[i] = row
 	case i == len(sh.ordered):
-		sh.ordered = appendDoubling(sh.ordered, stepEntry{id, row})
+		sh.ordered = appendDoubling(sh.ordered, row)
 	default:
 		sh.other[id] = row
 	}
@@ -123,13 +137,13 @@ func (ix *stepIndex) insert(id string, row *stepRow) bool {
 	}
 	i, ok := find(sh.ordered, id)
 	switch {
-	case ok && sh.ordered[i].row != nil:
+	case ok && !sh.ordered[i].tomb:
 		return false
 	case ok:
-		sh.ordered[i].row = row
+		sh.ordered[i] = row
 		sh.dead--
 	case i == len(sh.ordered):
-		sh.ordered = appendDoubling(sh.ordered, stepEntry{id, row})
+		sh.ordered = appendDoubling(sh.ordered, row)
 	default:
 		sh.other[id] = row
 	}
@@ -156,14 +170,12 @@ func (ix *stepIndex) remove(id string, row *stepRow) bool {
 		return true
 	}
 	i, ok := find(sh.ordered, id)
-	if !ok || sh.ordered[i].row != row {
+	if !ok || sh.ordered[i] != row {
 		return false
 	}
-	// The id is copied: the original lies in the deleted step's packed
-	// bytes, which it would keep.
-	sh.ordered[i] = stepEntry{id: strings.Clone(id)}
+	sh.ordered[i] = tombstone(id)
 	if sh.dead++; sh.dead > 32 && sh.dead > len(sh.ordered)/2 {
-		sh.ordered = slices.DeleteFunc(sh.ordered, func(e stepEntry) bool { return e.row == nil })
+		sh.ordered = slices.DeleteFunc(sh.ordered, func(r *stepRow) bool { return r.tomb })
 		sh.dead = 0
 	}
 	return true
@@ -174,8 +186,8 @@ func (ix *stepIndex) remove(id string, row *stepRow) bool {
 func (ix *stepIndex) each(f func(id string, row *stepRow) bool) {
 	for i := range ix.shards {
 		sh := &ix.shards[i]
-		for _, e := range sh.ordered {
-			if e.row != nil && !f(e.id, e.row) {
+		for _, r := range sh.ordered {
+			if !r.tomb && !f(r.id(), r) {
 				return
 			}
 		}

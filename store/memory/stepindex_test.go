@@ -35,7 +35,7 @@ func TestStepIndexMatchesMap(t *testing.T) {
 		k := id()
 		switch r.IntN(6) {
 		case 0, 1, 2:
-			row := &stepRow{}
+			row := idRow(k)
 			added := ix.insert(k, row)
 			if _, had := want[k]; had == added {
 				t.Fatalf("op %d: add(%s) = %v with the id stored: %v", i, k, added, had)
@@ -44,13 +44,13 @@ func TestStepIndexMatchesMap(t *testing.T) {
 				want[k] = row
 			}
 		case 3:
-			row := &stepRow{}
+			row := idRow(k)
 			ix.swap(k, row)
 			want[k] = row
 		case 4:
 			row := want[k]
 			if r.IntN(4) == 0 {
-				row = &stepRow{} // not the stored one: no-op
+				row = idRow(k) // not the stored one: no-op
 			}
 			ix.remove(k, row)
 			if want[k] == row {
@@ -80,8 +80,8 @@ func TestStepIndexMatchesMap(t *testing.T) {
 	dead := 0
 	for i := range ix.shards {
 		dead += ix.shards[i].dead
-		for _, e := range ix.shards[i].ordered {
-			if e.row == nil {
+		for _, r := range ix.shards[i].ordered {
+			if r.tomb {
 				dead--
 			}
 		}
@@ -89,4 +89,11 @@ func TestStepIndexMatchesMap(t *testing.T) {
 	if dead != 0 {
 		t.Fatalf("the tombstone counts are off by %d", dead)
 	}
+}
+
+// idRow is a bare row whose id is id (the index reads ids from rows).
+func idRow(id string) *stepRow {
+	r := tombstone(id)
+	r.tomb = false
+	return r
 }

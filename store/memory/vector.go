@@ -79,7 +79,7 @@ func (m *Store) VectorUpsert(_ context.Context, p *store.VectorUpsertParams) (in
 			}
 			return 0, rules.NotFound("step", v.StepID)
 		}
-		st, err := row.p.step(), error(nil)
+		st, err := m.unpack(row), error(nil)
 		if err != nil {
 			return 0, err
 		}
@@ -132,7 +132,7 @@ func (m *Store) VectorSearch(_ context.Context, p *store.VectorSearchParams) ([]
 	res := s.ix.Search(p.Vector, p.K, p.MaxDistance, f)
 	out := make([]*store.VectorHit, 0, len(res))
 	for _, r := range res {
-		st, err := m.steps.get(r.StepID).p.step(), error(nil)
+		st, err := m.unpack(m.steps.get(r.StepID)), error(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +154,7 @@ func (m *Store) VectorMissing(_ context.Context, p *store.VectorMissingParams) (
 	s := m.vectors()[p.Embedder]
 	var ids []string
 	for id, row := range m.steps.all() {
-		if id <= p.AfterID || row.status == steptype.StepWaiting || !rules.MatchKinds(p.Kinds, row.kind) {
+		if id <= p.AfterID || row.waiting() || !rules.MatchKinds(p.Kinds, row.kind()) {
 			continue
 		}
 		if s != nil && s.rows[id] != nil {
@@ -168,7 +168,7 @@ func (m *Store) VectorMissing(_ context.Context, p *store.VectorMissingParams) (
 	}
 	out := make([]*steptype.Step, 0, len(ids))
 	for _, id := range ids {
-		st, err := m.steps.get(id).p.step(), error(nil)
+		st, err := m.unpack(m.steps.get(id)), error(nil)
 		if err != nil {
 			return nil, err
 		}
