@@ -255,21 +255,12 @@ func runLoadClients(ctx context.Context, cfg loadClientConfig, ready func()) (*l
 	}
 	ready()
 	errs := make(chan error, cfg.Runs)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for i, st := range streams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if cfg.Ramp > 0 {
-				time.Sleep(time.Until(start.Add(cfg.Ramp * time.Duration(i) / time.Duration(cfg.Runs))))
-			}
-			if err := st.run(ctx, hc, cfg); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
+	goRamped(cfg, start, func(i int) {
+		if err := streams[i].run(ctx, hc, cfg); err != nil {
+			errs <- err
+		}
+	})()
 	elapsed := time.Since(start)
 	close(errs)
 	if err := errors.Join(collect(errs)...); err != nil {
@@ -280,6 +271,24 @@ func runLoadClients(ctx context.Context, cfg loadClientConfig, ready func()) (*l
 		checks[i] = &st.check
 	}
 	return loadResultOf(checks, elapsed), nil
+}
+
+// goRamped calls f(0) … f(cfg.Runs-1), each on a goroutine of its own, the
+// i-th once i/cfg.Runs of cfg.Ramp has passed since start, and returns a
+// function that waits for all of them to return.
+func goRamped(cfg loadClientConfig, start time.Time, f func(i int)) (wait func()) {
+	var wg sync.WaitGroup
+	for i := range cfg.Runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if cfg.Ramp > 0 {
+				time.Sleep(time.Until(start.Add(cfg.Ramp * time.Duration(i) / time.Duration(cfg.Runs))))
+			}
+			f(i)
+		}()
+	}
+	return wg.Wait
 }
 
 // forEachLimited calls f(0) … f(n-1), at most limit at a time, and

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -88,26 +87,19 @@ func readLoadStreams(ctx context.Context, cfg loadClientConfig, ready func()) (*
 	// A run that could not start ends the streams' loop.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
 	start := time.Now()
-	for i, st := range streams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if cfg.Ramp > 0 {
-				time.Sleep(time.Until(start.Add(cfg.Ramp * time.Duration(i) / time.Duration(cfg.Runs))))
-			}
-			id, err := startLoadRun(ctx, hc, cfg.Base, st.sessionID)
-			if err != nil {
-				st.err = err
-				cancel()
-				return
-			}
-			st.check.setRun(id)
-		}()
-	}
+	wait := goRamped(cfg, start, func(i int) {
+		st := streams[i]
+		id, err := startLoadRun(ctx, hc, cfg.Base, st.sessionID)
+		if err != nil {
+			st.err = err
+			cancel()
+			return
+		}
+		st.check.setRun(id)
+	})
 	errLoop := pollStreams(ctx, epfd, streams)
-	wg.Wait()
+	wait()
 	elapsed := time.Since(start)
 	errs := []error{errLoop}
 	checks := make([]*streamCheck, len(streams))

@@ -311,24 +311,24 @@ func (g *groupState) results(n int) []appended {
 // (decoded from the database, or a request's copies) are its own. The
 // copies are taken from one slab per group, made for the requests' run
 // updates.
-func (g *groupState) runCopy(base *steptype.Run) *steptype.Run {
-	if len(g.runSlab) == cap(g.runSlab) {
-		c := *base
-		return &c
-	}
-	g.runSlab = append(g.runSlab, *base)
-	return &g.runSlab[len(g.runSlab)-1]
-}
+func (g *groupState) runCopy(base *steptype.Run) *steptype.Run { return slabCopy(&g.runSlab, base) }
 
 // sessionCopy is runCopy for a session row, from a slab made for the
 // requests' steps.
 func (g *groupState) sessionCopy(base *steptype.Session) *steptype.Session {
-	if len(g.sessSlab) == cap(g.sessSlab) {
+	return slabCopy(&g.sessSlab, base)
+}
+
+// slabCopy returns a shallow copy of base in the next free element of
+// *slab, or allocated on its own when the slab is full (the slab never
+// grows: its elements' addresses are handed out).
+func slabCopy[T any](slab *[]T, base *T) *T {
+	if len(*slab) == cap(*slab) {
 		c := *base
 		return &c
 	}
-	g.sessSlab = append(g.sessSlab, *base)
-	return &g.sessSlab[len(g.sessSlab)-1]
+	*slab = append(*slab, *base)
+	return &(*slab)[len(*slab)-1]
 }
 
 // manySteps is the number of steps of an append from which its ids are
