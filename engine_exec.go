@@ -658,9 +658,11 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 
 // call runs a handler under the step timeout, turning a panic into an error.
 func (x *execution) call(h Handler, s *Scope) (next *Next, err error) {
-	ctx, cancel := context.WithTimeoutCause(x.ctx, x.agent.Limits.StepTimeout, ErrStepTimeout)
-	defer cancel()
-	ctx = x.observeStepContext(ctx, s)
+	// What context.WithTimeoutCause(x.ctx, StepTimeout, ErrStepTimeout)
+	// answers, made only when the handler needs it (see deadlineCtx).
+	dc := withStepTimeout(x.ctx, x.agent.Limits.StepTimeout, ErrStepTimeout)
+	defer dc.end()
+	ctx := x.observeStepContext(dc, s)
 	defer func() {
 		if r := recover(); r != nil {
 			next, err = nil, fmt.Errorf("%w: %v\n%s", ErrStepPanic, r, debug.Stack())
