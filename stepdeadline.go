@@ -22,9 +22,10 @@ import (
 // it, so that the error, the cause and Done come from it), Deadline is the
 // deadline, and Value is the parent's (the standard context adds only its
 // own cancel context, under the key context.Cause and derived contexts look
-// up; both make it first when it could differ). Cancelled before it was
-// made, it answers as a standard context cancelled then: context.Canceled,
-// with that cause, its deadline and the parent's values.
+// up after Err or Done, which make it first when it could differ).
+// Cancelled before it was made, it answers as a standard context cancelled
+// then: context.Canceled, with that cause, its deadline and the parent's
+// values.
 type deadlineCtx struct {
 	parent   context.Context
 	deadline time.Time
@@ -116,12 +117,15 @@ func (d *deadlineCtx) Err() error {
 }
 
 func (d *deadlineCtx) Value(key any) any {
-	if d.made.Load() || d.cancelled.Load() || d.due() {
-		c := d.ctx()
+	// Unmade, the parent's values are the standard context's, but for its
+	// own cancel context, which context.Cause and derived contexts look up
+	// only after Err or Done made it (TestDeadlineCtxAnswersAsWithTimeoutCause
+	// asks Cause first to hold that).
+	if d.made.Load() {
 		if !d.own {
-			return c.Value(key)
+			return d.real.Value(key)
 		}
-		if v := c.Value(key); v != nil {
+		if v := d.real.Value(key); v != nil {
 			return v // its cancel context: Background holds no value
 		}
 	}
