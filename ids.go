@@ -19,10 +19,8 @@ var idClock struct {
 	mu   sync.Mutex
 	last int64 // milliseconds << 12 | sequence of the last id
 	rnd  [256]byte
-	used int // bytes of rnd handed out; len(rnd) when none are left
+	left int // bytes of rnd not handed out yet, the first left ones
 }
-
-func init() { idClock.used = len(idClock.rnd) }
 
 // NewID returns a new sortable id (UUIDv7). It allocates only the string.
 func NewID() string {
@@ -30,16 +28,14 @@ func NewID() string {
 	nano := time.Now().UnixNano()
 	now := nano/int64(time.Millisecond)<<12 + (nano%int64(time.Millisecond))>>8
 	idClock.mu.Lock()
-	if idClock.used == len(idClock.rnd) {
-		if _, err := rand.Read(idClock.rnd[:]); err != nil {
-			idClock.mu.Unlock()
-			return uuid.NewString()
-		}
-		idClock.used = 0
+	if idClock.left == 0 {
+		_, _ = rand.Read(idClock.rnd[:]) // never fails: it always fills the buffer (Go 1.24)
+		idClock.left = len(idClock.rnd)
 	}
-	copy(u[8:], idClock.rnd[idClock.used:idClock.used+8])
-	clear(idClock.rnd[idClock.used : idClock.used+8])
-	idClock.used += 8
+	idClock.left -= 8
+	taken := idClock.rnd[idClock.left : idClock.left+8]
+	copy(u[8:], taken)
+	clear(taken)
 	if now <= idClock.last {
 		now = idClock.last + 1
 	}
