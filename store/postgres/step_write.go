@@ -93,7 +93,7 @@ func placedSteps(placed []appended, given []*steptype.Step, inPlace bool) ([]*st
 	for i, a := range placed {
 		var st *steptype.Step
 		switch {
-		case a.pre == nil || !rules.WireStable(a.pre.Step):
+		case a.pre == nil || !a.pre.Verbatim():
 			var err error
 			if st, err = rules.DecodeStep(a.body); err != nil {
 				return nil, err
