@@ -48,6 +48,9 @@ type groupState struct {
 	runSlab  []steptype.Run     // the requests' copies of runs (runCopy)
 	sessSlab []steptype.Session // the requests' copies of sessions
 	outSlab  []appended         // the requests' results (results)
+
+	sessCols sessionColumns // the sessions' update (writes)
+	runCols  runColumns     // the runs' update (queueRuns)
 }
 
 // closing is the new row of a waiting step closed with its run.
@@ -155,7 +158,8 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 			seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
 	}
 	g.cols.grow(len(stepIDs))
-	g.runSlab, g.sessSlab, g.outSlab = make([]steptype.Run, 0, runs), make([]steptype.Session, 0, steps), make([]appended, 0, steps)
+	g.runSlab, g.sessSlab = slab(g.runSlab, runs), slab(g.sessSlab, steps)
+	g.outSlab = make([]appended, 0, steps)
 	return g, sessionIDs, stepIDs, runIDs
 }
 
@@ -165,10 +169,21 @@ var groupPool sync.Pool // of *groupState
 // maxPooledGroup bounds the steps of a group whose state is kept.
 const maxPooledGroup = 1024
 
+// slab returns s emptied when it has room for n elements, else a new one
+// for n.
+func slab[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:0]
+	}
+	return make([]T, 0, n)
+}
+
 // release empties g and gives it back for a later group: its maps and
-// columns (a group's dozen maps and slices were made for every group). The
-// group's transaction is over: its statements were sent, its callbacks
-// ran. The slabs are not kept: the requests' results live in one.
+// columns (a group's dozen maps and slices were made for every group), and
+// the slabs of its copies of runs and sessions, which only g referred to.
+// The group's transaction is over: its statements were sent, its callbacks
+// ran. The results' slab is not kept: the requests read their results
+// after.
 func (g *groupState) release() {
 	if len(g.stored) > maxPooledGroup {
 		// A map's clear costs its capacity: a rare huge group's maps
@@ -185,7 +200,9 @@ func (g *groupState) release() {
 	g.waiting, g.sessOrder, g.runOrder = emptied(g.waiting), emptied(g.sessOrder), emptied(g.runOrder)
 	g.closes, g.payloads = emptied(g.closes), emptied(g.payloads)
 	g.dbNow, g.busy = 0, ""
-	g.runSlab, g.sessSlab, g.outSlab = nil, nil, nil
+	g.sessCols.reset()
+	g.runCols.reset()
+	g.runSlab, g.sessSlab, g.outSlab = emptied(g.runSlab), emptied(g.sessSlab), nil
 	groupPool.Put(g)
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,26 +26,7 @@ func TestGroupApplyAllocations(t *testing.T) {
 	}
 	const n = 30
 	now := time.Now()
-	running := []steptype.RunStatus{steptype.RunRunning}
-	cursor := "c"
-	reqs := make([]*appendReq, n)
-	sessions := make([]*steptype.Session, n)
-	runs := make([]*steptype.Run, n)
-	for i := range reqs {
-		sid, rid := fmt.Sprintf("session-%02d", i), fmt.Sprintf("run-%02d", i)
-		st := &steptype.Step{ID: fmt.Sprintf("step-%02d", i), SessionID: sid, RunID: rid, Kind: steptype.KindTool,
-			Status: steptype.StepCompleted, Content: "result"}
-		pe, err := rules.PreEncode(st, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &store.StepAppendParams{Steps: []*steptype.Step{st},
-			Runs: []*store.RunUpdateParams{{ID: rid, Owner: "me", ExpectStatus: running, Cursor: &cursor, StepDelta: 1}}}
-		reqs[i] = &appendReq{ctx: context.Background(), p: p, pre: []*rules.PreEncoded{pe}, now: now}
-		sessions[i] = &steptype.Session{ID: sid, LastSequence: int64(i)}
-		runs[i] = &steptype.Run{ID: rid, SessionID: sid, Status: steptype.RunRunning, LeaseOwner: "me", LeaseExpires: now.Add(time.Hour),
-			State: json.RawMessage(`{"n":1}`), Options: json.RawMessage(`{"limits":{}}`)}
-	}
+	reqs, sessions, runs := benchShapedGroup(t, n, now)
 	group := func() {
 		g, _, _, _ := newGroupState(reqs)
 		for i := range n {
@@ -64,13 +47,137 @@ func TestGroupApplyAllocations(t *testing.T) {
 	// append; 4 per append with its result and flags of its own, 7 with
 	// its body spliced into a new slice and its copies allocated one by
 	// one, 9 with the run's state and options copied). Per group: its ids
-	// and slabs, not its maps and columns, which a released group state
-	// brings (94 allocations in all with new ones, 36 without).
-	const limit = n*3/2 + 5
+	// and results' slab, not its maps, columns and the slabs of its copies,
+	// which a released group state brings (94 allocations in all with new
+	// ones, 36 with new slabs of copies, 34 without).
+	const limit = n*3/2 + 3
 	if allocs > limit {
 		t.Errorf("a group of %d appends: %.0f allocations, want at most %d", n, allocs, limit)
 	}
 	t.Logf("a group of %d appends: %.0f allocations (%.1f per append)", n, allocs, allocs/n)
+}
+
+// TestGroupWritesAllocations: a group's write statements take their
+// columns of sessions and runs from a released group state, like its
+// steps' (18 allocations more for 30 appends when each group made its
+// own), and write the same parameters as a new state.
+func TestGroupWritesAllocations(t *testing.T) {
+	const n = 30
+	now := time.Now()
+	reqs, sessions, runs := benchShapedGroup(t, n, now)
+	var first [][]any
+	group := func() {
+		g, _, _, _ := newGroupState(reqs)
+		for i := range n {
+			s, r := *sessions[i], *runs[i]
+			g.sessions[s.ID], g.runs[r.ID] = &s, &r
+		}
+		g.dbNow = nanos(now)
+		for _, r := range reqs {
+			if _, err := g.apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := g.writes("events")
+		if first == nil {
+			for _, q := range b.QueuedQueries {
+				first = append(first, deepArgs(q.Arguments))
+			}
+		} else if !raceflag.Enabled {
+			for i, q := range b.QueuedQueries {
+				for j := range q.Arguments {
+					if q.SQL == runUpdateManySQL && j == 10 {
+						continue // updated_at: the clock's (rules.UpdateRun)
+					}
+					if !reflect.DeepEqual(q.Arguments[j], first[i][j]) {
+						t.Fatalf("statement %d, parameter %d:\n%#v\nfrom a released state, not\n%#v", i, j+1, q.Arguments[j], first[i][j])
+					}
+				}
+			}
+		}
+		g.release()
+	}
+	group()
+	group()
+	if raceflag.Enabled {
+		t.Skip("allocation counts are checked without -race (scripts/test)")
+	}
+	// writes alone: its batch and its statements with their arguments (the
+	// columns boxed into []any: 15 + 6 + 12), the notifications' array;
+	// 86 with columns of sessions and runs made for each group.
+	applyOnly := testing.AllocsPerRun(10, func() {
+		g, _, _, _ := newGroupState(reqs)
+		for i := range n {
+			s, r := *sessions[i], *runs[i]
+			g.sessions[s.ID], g.runs[r.ID] = &s, &r
+		}
+		g.dbNow = nanos(now)
+		for _, r := range reqs {
+			if _, err := g.apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.release()
+	})
+	allocs := testing.AllocsPerRun(10, group) - applyOnly
+	const limit = 70
+	if allocs > limit {
+		t.Errorf("the writes of a group of %d appends: %.0f allocations, want at most %d", n, allocs, limit)
+	}
+	t.Logf("the writes of a group of %d appends: %.0f allocations", n, allocs)
+}
+
+// deepArgs copies a statement's parameters (the columns are reused).
+func deepArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case []string:
+			out[i] = slices.Clone(v)
+		case []int64:
+			out[i] = slices.Clone(v)
+		case []float64:
+			out[i] = slices.Clone(v)
+		case []int32:
+			out[i] = slices.Clone(v)
+		case [][]byte:
+			c := make([][]byte, len(v))
+			for j, x := range v {
+				c[j] = slices.Clone(x)
+			}
+			out[i] = c
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
+
+// benchShapedGroup returns n appends of one step and one run update each
+// (the benchmark's shape), on their own sessions and runs.
+func benchShapedGroup(t *testing.T, n int, now time.Time) ([]*appendReq, []*steptype.Session, []*steptype.Run) {
+	t.Helper()
+	running := []steptype.RunStatus{steptype.RunRunning}
+	cursor := "c"
+	reqs := make([]*appendReq, n)
+	sessions := make([]*steptype.Session, n)
+	runs := make([]*steptype.Run, n)
+	for i := range reqs {
+		sid, rid := fmt.Sprintf("session-%02d", i), fmt.Sprintf("run-%02d", i)
+		st := &steptype.Step{ID: fmt.Sprintf("step-%02d", i), SessionID: sid, RunID: rid, Kind: steptype.KindTool,
+			Status: steptype.StepCompleted, Content: "result"}
+		pe, err := rules.PreEncode(st, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &store.StepAppendParams{Steps: []*steptype.Step{st},
+			Runs: []*store.RunUpdateParams{{ID: rid, Owner: "me", ExpectStatus: running, Cursor: &cursor, StepDelta: 1}}}
+		reqs[i] = &appendReq{ctx: context.Background(), p: p, pre: []*rules.PreEncoded{pe}, now: now}
+		sessions[i] = &steptype.Session{ID: sid, LastSequence: int64(i)}
+		runs[i] = &steptype.Run{ID: rid, SessionID: sid, Status: steptype.RunRunning, LeaseOwner: "me", LeaseExpires: now.Add(time.Hour),
+			State: json.RawMessage(`{"n":1}`), Options: json.RawMessage(`{"limits":{}}`)}
+	}
+	return reqs, sessions, runs
 }
 
 // A group's context costs one registration at a time (groupWatch), not
