@@ -94,7 +94,8 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 			c.ids, c.seqs, c.in, c.out = append(c.ids, s.ID), append(c.seqs, s.LastSequence), append(c.in, s.InputTokens), append(c.out, s.OutputTokens)
 			c.cost, c.upd = append(c.cost, s.Cost), append(c.upd, nanos(s.UpdatedAt))
 		}
-		b.Queue(sessionTotalsManySQL, c.ids, c.seqs, c.in, c.out, c.cost, c.upd)
+		c.argv = [...]any{&c.ids, &c.seqs, &c.in, &c.out, &c.cost, &c.upd}
+		b.Queue(sessionTotalsManySQL, c.argv[:]...)
 	}
 	switch len(g.runOrder) {
 	case 0:
@@ -129,21 +130,25 @@ func (g *groupState) queueRuns(b *pgx.Batch) {
 		c.counts, c.expires = append(c.counts, r.StepCount), append(c.expires, nanos(r.LeaseExpires))
 		c.updated, c.finished = append(c.updated, nanos(r.UpdatedAt)), append(c.finished, nanos(r.FinishedAt))
 	}
-	b.Queue(runUpdateManySQL, c.ids, c.statuses, c.cursors, c.states, c.outputs, c.errs, c.counts, c.options, c.owners, c.expires,
-		c.updated, c.finished)
+	c.argv = [...]any{&c.ids, &c.statuses, &c.cursors, &c.states, &c.outputs, &c.errs, &c.counts, &c.options, &c.owners, &c.expires,
+		&c.updated, &c.finished}
+	b.Queue(runUpdateManySQL, c.argv[:]...)
 }
 
 // sessionColumns are the parameters of sessionTotalsManySQL, kept with a
-// released group state (reset) like its step columns.
+// released group state (reset) like its step columns, and passed as
+// pointers in a slice of their own (stepColumns.args).
 type sessionColumns struct {
 	ids                []string
 	seqs, in, out, upd []int64
 	cost               []float64
+	argv               [6]any
 }
 
 // reset empties the columns, keeping their arrays (zeroed where they hold
 // references).
 func (c *sessionColumns) reset() {
+	c.argv = [6]any{}
 	c.ids, c.seqs, c.in, c.out, c.upd, c.cost = emptied(c.ids), c.seqs[:0], c.in[:0], c.out[:0], c.upd[:0], c.cost[:0]
 }
 
@@ -152,9 +157,11 @@ type runColumns struct {
 	ids, statuses, cursors, outputs, owners []string
 	states, errs, options                   [][]byte
 	counts, expires, updated, finished      []int64
+	argv                                    [12]any
 }
 
 func (c *runColumns) reset() {
+	c.argv = [12]any{}
 	c.ids, c.statuses, c.cursors, c.outputs, c.owners = emptied(c.ids), emptied(c.statuses), emptied(c.cursors), emptied(c.outputs), emptied(c.owners)
 	c.states, c.errs, c.options = emptied(c.states), emptied(c.errs), emptied(c.options)
 	c.counts, c.expires, c.updated, c.finished = c.counts[:0], c.expires[:0], c.updated[:0], c.finished[:0]
