@@ -77,7 +77,7 @@ func appendGroupTx(ctx context.Context, tx *wtx, reqs []*appendReq, channel stri
 // sessions' last_seq and totals, the runs, the waiting steps closed with
 // their runs, and the notifications, which commit with them.
 func (g *groupState) writes(channel string) *pgx.Batch {
-	b := &pgx.Batch{}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 4+len(g.closes))} // grown once
 	c := &g.cols
 	if len(c.ids) > 0 {
 		b.Queue(stepInsertSQL, c.args()...)
