@@ -117,7 +117,8 @@ func (w *metricsWire) metrics() Metrics {
 // for the stepWire shape, written without reflection (appendWire); a step
 // it cannot encode goes through encoding/json, for the same error.
 func (s Step) MarshalJSON() ([]byte, error) {
-	if b, ok := s.appendWire(make([]byte, 0, s.wireSizeHint())); ok {
+	var v bool
+	if b, ok := s.appendWire(make([]byte, 0, s.wireSizeHint()), &v); ok {
 		return b, nil
 	}
 	return json.Marshal(s.toWire())
@@ -127,15 +128,31 @@ func (s Step) MarshalJSON() ([]byte, error) {
 // the encoding MarshalJSON allocates (for encoders that write many steps
 // into one reused buffer, such as the server's event streams).
 func (s *Step) AppendJSON(b []byte) ([]byte, error) {
-	if out, ok := s.appendWire(b); ok {
-		return out, nil
+	out, _, err := s.AppendJSONVerbatim(b)
+	return out, err
+}
+
+// AppendJSONVerbatim is AppendJSON that also reports whether the JSON
+// holds s verbatim: every string and every key of its metadata valid
+// UTF-8, every raw JSON value (tool call arguments, inputs, outputs, state
+// patch) already compact and free of what encoding/json escapes, so
+// written as it is, its metadata of the types JSON decodes to, and no
+// annotations nor any empty slice, map or raw value that is not nil: what
+// decoding the JSON gives back is s, normalized as decoding normalizes
+// (its times in UTC), so a store may return s instead of decoding what it
+// just encoded. False says nothing: the store decodes. The check is made
+// while the text is written, in the same pass.
+func (s *Step) AppendJSONVerbatim(b []byte) (_ []byte, verbatim bool, err error) {
+	verbatim = true
+	if out, ok := s.appendWire(b, &verbatim); ok {
+		return out, verbatim, nil
 	}
 	buf := bytes.NewBuffer(b)
 	if err := json.NewEncoder(buf).Encode(s.toWire()); err != nil {
-		return b, err
+		return b, false, err
 	}
 	out := buf.Bytes()
-	return out[:len(out)-1], nil // Encode ends with a newline
+	return out[:len(out)-1], false, nil // Encode ends with a newline
 }
 
 // wireSizeHint is a capacity for the wire form of s: its variable-length

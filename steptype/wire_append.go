@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stepwise-run/stepwise/internal/jsonstr"
 )
@@ -16,78 +17,87 @@ import (
 // false when s holds something it leaves to encoding/json: a value that
 // does not encode (a raw message that is not JSON, a NaN, a time outside
 // RFC 3339), whose error encoding/json must report as before. b may then
-// hold a partial encoding past its original length.
-func (s *Step) appendWire(b []byte) (_ []byte, ok bool) {
+// hold a partial encoding past its original length. It clears *v when
+// what it wrote is not s verbatim (AppendJSONVerbatim), and leaves it as
+// it was otherwise.
+func (s *Step) appendWire(b []byte, v *bool) (_ []byte, ok bool) {
+	if !s.Annotations.IsZero() || (s.ToolCalls != nil && len(s.ToolCalls) == 0) || (s.Vector != nil && len(s.Vector) == 0) ||
+		(s.Metadata != nil && len(s.Metadata) == 0) {
+		*v = false
+	}
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, WireVersion, 10)
-	b = appendKey(b, `,"id":`, s.ID)
-	b = appendKey(b, `,"session_id":`, s.SessionID)
-	b = appendKey(b, `,"run_id":`, s.RunID)
+	b = appendKey(b, `,"id":`, s.ID, v)
+	b = appendKey(b, `,"session_id":`, s.SessionID, v)
+	b = appendKey(b, `,"run_id":`, s.RunID, v)
 	b = append(b, `,"sequence":`...)
 	b = strconv.AppendInt(b, s.Sequence, 10)
-	b = appendOmit(b, `,"parent_id":`, s.ParentID)
+	b = appendOmit(b, `,"parent_id":`, s.ParentID, v)
 	b = append(b, `,"hop":`...)
 	b = strconv.AppendInt(b, int64(s.Hop), 10)
-	b = appendKey(b, `,"kind":`, string(s.Kind))
-	b = appendOmit(b, `,"name":`, s.Name)
-	b = appendKey(b, `,"status":`, string(s.Status))
-	b = appendOmit(b, `,"role":`, string(s.Role))
-	b = appendOmit(b, `,"content":`, s.Content)
-	b = appendOmit(b, `,"reasoning":`, s.Reasoning)
+	b = appendKey(b, `,"kind":`, string(s.Kind), v)
+	b = appendOmit(b, `,"name":`, s.Name, v)
+	b = appendKey(b, `,"status":`, string(s.Status), v)
+	b = appendOmit(b, `,"role":`, string(s.Role), v)
+	b = appendOmit(b, `,"content":`, s.Content, v)
+	b = appendOmit(b, `,"reasoning":`, s.Reasoning, v)
 	if len(s.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
 		for i, c := range s.ToolCalls {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendKey(b, `{"id":`, c.ID)
-			b = appendKey(b, `,"name":`, c.Name)
+			b = appendKey(b, `{"id":`, c.ID, v)
+			b = appendKey(b, `,"name":`, c.Name, v)
 			b = append(b, `,"arguments":`...)
 			if c.Arguments == nil {
+				*v = false // decoded as the raw null, not nil
 				b = append(b, "null"...)
-			} else if b, ok = appendRaw(b, c.Arguments); !ok {
+			} else if b, ok = appendRaw(b, c.Arguments, v); !ok {
 				return b, false
 			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}
-	b = appendOmit(b, `,"tool_call_id":`, s.ToolCallID)
-	b = appendOmit(b, `,"tool_name":`, s.ToolName)
+	b = appendOmit(b, `,"tool_call_id":`, s.ToolCallID, v)
+	b = appendOmit(b, `,"tool_name":`, s.ToolName, v)
 	for _, f := range [...]struct {
 		key string
 		raw json.RawMessage
 	}{{`,"inputs":`, s.Inputs}, {`,"outputs":`, s.Outputs}, {`,"state_patch":`, s.StatePatch}} {
 		if len(f.raw) > 0 {
-			if b, ok = appendRaw(append(b, f.key...), f.raw); !ok {
+			if b, ok = appendRaw(append(b, f.key...), f.raw, v); !ok {
 				return b, false
 			}
+		} else if f.raw != nil {
+			*v = false // empty, not nil: left out, decoded as nil
 		}
 	}
 	if e := s.Error; e != nil {
-		b = appendKey(b, `,"error":{"message":`, e.Message)
-		b = appendOmit(b, `,"cause":`, e.Cause)
-		b = appendOmit(b, `,"class":`, string(e.Class))
+		b = appendKey(b, `,"error":{"message":`, e.Message, v)
+		b = appendOmit(b, `,"cause":`, e.Cause, v)
+		b = appendOmit(b, `,"class":`, string(e.Class), v)
 		b = appendInt(b, `,"attempt":`, int64(e.Attempt))
 		b = append(b, `,"recoverable":`...)
 		b = strconv.AppendBool(b, e.Recoverable)
-		b = appendOmit(b, `,"code":`, e.Code)
+		b = appendOmit(b, `,"code":`, e.Code, v)
 		b = append(b, '}')
 	}
 	if s.Metrics != (Metrics{}) {
-		if b, ok = s.Metrics.appendWire(append(b, `,"metrics":`...)); !ok {
+		if b, ok = s.Metrics.appendWire(append(b, `,"metrics":`...), v); !ok {
 			return b, false
 		}
 	}
 	if a := s.Annotations; !a.IsZero() {
 		b = append(b, `,"annotations":`...)
 		n := len(b)
-		b = appendOmit(b, `,"state":`, a.State)
-		b = appendOmit(b, `,"state_summary":`, a.StateSummary)
-		b = appendOmit(b, `,"goal":`, a.Goal)
-		b = appendOmit(b, `,"goal_summary":`, a.GoalSummary)
-		b = appendOmit(b, `,"action":`, a.Action)
-		b = appendOmit(b, `,"action_summary":`, a.ActionSummary)
+		b = appendOmit(b, `,"state":`, a.State, v)
+		b = appendOmit(b, `,"state_summary":`, a.StateSummary, v)
+		b = appendOmit(b, `,"goal":`, a.Goal, v)
+		b = appendOmit(b, `,"goal_summary":`, a.GoalSummary, v)
+		b = appendOmit(b, `,"action":`, a.Action, v)
+		b = appendOmit(b, `,"action_summary":`, a.ActionSummary, v)
 		b[n] = '{' // the first field's comma
 		b = append(b, '}')
 	}
@@ -103,9 +113,9 @@ func (s *Step) appendWire(b []byte) (_ []byte, ok bool) {
 		}
 		b = append(b, ']')
 	}
-	b = appendOmit(b, `,"embedder":`, s.Embedder)
-	b = appendOmit(b, `,"replay":`, s.Replay)
-	b = appendOmit(b, `,"fingerprint":`, s.Fingerprint)
+	b = appendOmit(b, `,"embedder":`, s.Embedder, v)
+	b = appendOmit(b, `,"replay":`, s.Replay, v)
+	b = appendOmit(b, `,"fingerprint":`, s.Fingerprint, v)
 	if p := s.Progress; p != nil {
 		b = append(b, `,"progress":{`...)
 		n := len(b)
@@ -118,19 +128,20 @@ func (s *Step) appendWire(b []byte) (_ []byte, ok bool) {
 			if len(b) > n {
 				b = append(b, ',')
 			}
-			b = appendKey(b, `"message":`, p.Message)
+			b = appendKey(b, `"message":`, p.Message, v)
 		}
 		b = append(b, '}')
 	}
 	if len(s.Metadata) > 0 {
 		n := len(b)
-		if b, ok = appendAny(append(b, `,"metadata":`...), s.Metadata, 0); !ok {
+		if b, ok = appendAny(append(b, `,"metadata":`...), s.Metadata, 0, v); !ok {
 			// Other values: encoding/json's own encoding of the map, as
 			// inside the struct.
 			m, err := json.Marshal(s.Metadata)
 			if err != nil {
 				return b, false
 			}
+			*v = false
 			b = append(append(b[:n], `,"metadata":`...), m...)
 		}
 	}
@@ -141,7 +152,7 @@ func (s *Step) appendWire(b []byte) (_ []byte, ok bool) {
 }
 
 // appendWire appends the wire form of non-zero metrics (metricsWire).
-func (m *Metrics) appendWire(b []byte) (_ []byte, ok bool) {
+func (m *Metrics) appendWire(b []byte, v *bool) (_ []byte, ok bool) {
 	n := len(b)
 	if !m.StartedAt.IsZero() {
 		if b, ok = appendTime(append(b, `,"started_at":`...), m.StartedAt); !ok {
@@ -164,8 +175,8 @@ func (m *Metrics) appendWire(b []byte) (_ []byte, ok bool) {
 			return b, false
 		}
 	}
-	b = appendOmit(b, `,"model":`, m.Model)
-	b = appendOmit(b, `,"provider":`, m.Provider)
+	b = appendOmit(b, `,"model":`, m.Model, v)
+	b = appendOmit(b, `,"provider":`, m.Provider, v)
 	b = appendInt(b, `,"attempt":`, int64(m.Attempt))
 	if len(b) == n {
 		// Non-zero metrics whose every wire field is empty (a duration
@@ -178,23 +189,32 @@ func (m *Metrics) appendWire(b []byte) (_ []byte, ok bool) {
 
 // appendAny appends v as encoding/json does when v holds only the types
 // JSON decodes to (nil, bool, float64, string, []any, map[string]any) and
-// Go integers, nested at most 8 deep; ok is false for anything else.
-func appendAny(b []byte, v any, depth int) (_ []byte, ok bool) {
+// Go integers, nested at most 8 deep; ok is false for anything else. It
+// clears *vb when what it wrote does not decode to v (an integer, a nil
+// slice or map, text that is not valid UTF-8).
+func appendAny(b []byte, v any, depth int, vb *bool) (_ []byte, ok bool) {
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return jsonstr.Append(b, v), true
+		b, ok = jsonstr.AppendValid(b, v)
+		if !ok {
+			*vb = false
+		}
+		return b, true
 	case bool:
 		return strconv.AppendBool(b, v), true
 	case float64:
 		return appendFloat(b, v, 64)
 	case int:
+		*vb = false
 		return strconv.AppendInt(b, int64(v), 10), true
 	case int64:
+		*vb = false
 		return strconv.AppendInt(b, v, 10), true
 	case []any:
 		if v == nil {
+			*vb = false
 			return append(b, "null"...), true
 		}
 		if depth >= 8 {
@@ -205,13 +225,14 @@ func appendAny(b []byte, v any, depth int) (_ []byte, ok bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, ok = appendAny(b, x, depth+1); !ok {
+			if b, ok = appendAny(b, x, depth+1, vb); !ok {
 				return b, false
 			}
 		}
 		return append(b, ']'), true
 	case map[string]any:
 		if v == nil {
+			*vb = false
 			return append(b, "null"...), true
 		}
 		if depth >= 8 {
@@ -228,8 +249,10 @@ func appendAny(b []byte, v any, depth int) (_ []byte, ok bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(jsonstr.Append(b, k), ':')
-			if b, ok = appendAny(b, v[k], depth+1); !ok {
+			if b, ok = jsonstr.AppendValid(b, k); !ok {
+				*vb = false
+			}
+			if b, ok = appendAny(append(b, ':'), v[k], depth+1, vb); !ok {
 				return b, false
 			}
 		}
@@ -238,17 +261,22 @@ func appendAny(b []byte, v any, depth int) (_ []byte, ok bool) {
 	return b, false
 }
 
-// appendKey appends key (with its punctuation) and s as a JSON string.
-func appendKey(b []byte, key, s string) []byte {
-	return jsonstr.Append(append(b, key...), s)
+// appendKey appends key (with its punctuation) and s as a JSON string,
+// and clears *v when s is not valid UTF-8 (verbatim).
+func appendKey(b []byte, key, s string, v *bool) []byte {
+	b, ok := jsonstr.AppendValid(append(b, key...), s)
+	if !ok {
+		*v = false
+	}
+	return b
 }
 
 // appendOmit is appendKey for an omitempty string: nothing when s is empty.
-func appendOmit(b []byte, key, s string) []byte {
+func appendOmit(b []byte, key, s string, v *bool) []byte {
 	if s == "" {
 		return b
 	}
-	return appendKey(b, key, s)
+	return appendKey(b, key, s, v)
 }
 
 // appendInt appends key and an omitempty integer: nothing when it is 0.
@@ -292,11 +320,16 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 
 // appendRaw appends a raw JSON value as encoding/json does for a
 // json.RawMessage: compacted, with <, >, &, U+2028 and U+2029 escaped
-// inside strings; ok is false when raw is not valid JSON.
-func appendRaw(b []byte, raw []byte) ([]byte, bool) {
+// inside strings; ok is false when raw is not valid JSON. It clears *v
+// unless raw is written as it is and is valid UTF-8.
+func appendRaw(b []byte, raw []byte, v *bool) ([]byte, bool) {
 	if compactAsIs(raw) {
+		if !utf8.Valid(raw) {
+			*v = false
+		}
 		return append(b, raw...), true
 	}
+	*v = false
 	buf := bytes.NewBuffer(b)
 	if err := json.Compact(buf, raw); err != nil {
 		return b, false

@@ -41,6 +41,13 @@ func checkSameWire(t *testing.T, s *Step) {
 	if !bytes.Equal(app, append(prefix, want...)) {
 		t.Fatalf("AppendJSON differs from encoding/json:\n got %s\nwant %s", app, want)
 	}
+	vb, verbatim, err := s.AppendJSONVerbatim(bytes.Clone(prefix))
+	if err != nil || !bytes.Equal(vb, app) {
+		t.Fatalf("AppendJSONVerbatim wrote %s (%v), AppendJSON %s", vb, err, app)
+	}
+	if verbatim {
+		checkVerbatim(t, s, want)
+	}
 	var a, b Step
 	if err := a.UnmarshalJSON(got); err != nil {
 		t.Fatal(err)
@@ -272,5 +279,98 @@ func TestAppendJSONAllocatesNothing(t *testing.T) {
 	})
 	if n != 0 {
 		t.Fatalf("%v allocations per step, want 0", n)
+	}
+}
+
+// checkVerbatim fails unless wire, the JSON of s, decodes to s's own
+// values: the same strings, raw JSON bytes and metadata, and its slices nil
+// or not as s's.
+func checkVerbatim(t *testing.T, s *Step, wire []byte) {
+	t.Helper()
+	var d Step
+	if err := d.UnmarshalJSON(wire); err != nil {
+		t.Fatal(err)
+	}
+	type texts struct {
+		ID, SessionID, RunID, ParentID, Name, Content, Reasoning, ToolCallID, ToolName, Embedder, Replay, Fingerprint string
+		Kind                                                                                                          Kind
+		Status                                                                                                        StepStatus
+		Role                                                                                                          Role
+		Inputs, Outputs, StatePatch                                                                                   json.RawMessage
+		ToolCalls                                                                                                     []ToolCall
+		Error                                                                                                         *StepError
+		Progress                                                                                                      *Progress
+		Metadata                                                                                                      map[string]any
+		Annotations                                                                                                   Annotations
+		Model, Provider                                                                                               string
+		VectorNil                                                                                                     bool
+	}
+	of := func(s *Step) texts {
+		return texts{s.ID, s.SessionID, s.RunID, s.ParentID, s.Name, s.Content, s.Reasoning, s.ToolCallID, s.ToolName, s.Embedder, s.Replay,
+			s.Fingerprint, s.Kind, s.Status, s.Role, s.Inputs, s.Outputs, s.StatePatch, s.ToolCalls, s.Error, s.Progress, s.Metadata,
+			s.Annotations, s.Metrics.Model, s.Metrics.Provider, s.Vector == nil}
+	}
+	if got, want := of(&d), of(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("verbatim, but decodes to other values:\n got %#v\nwant %#v", got, want)
+	}
+}
+
+// TestAppendJSONVerbatim: AppendJSONVerbatim says verbatim for a step whose
+// values its JSON holds as they are (the engine's usual steps), and not
+// for each way a value can come back otherwise; checkSameWire checks, for
+// every step of the tests above, that a verbatim one decodes to its values.
+func TestAppendJSONVerbatim(t *testing.T) {
+	base := func() Step {
+		return Step{ID: "st-1", SessionID: "s", RunID: "r", Kind: KindTool, Status: StepCompleted, Role: RoleTool,
+			Content: "é <b> & \u2028 \"q\"\n", ToolName: "echo", ToolCallID: "c1", Inputs: json.RawMessage(`{"n":1}`),
+			Outputs: json.RawMessage(`"é"`), ToolCalls: []ToolCall{{ID: "c", Name: "n", Arguments: json.RawMessage(`[1]`)}, {ID: "d", Arguments: json.RawMessage(`{}`)}},
+			Metrics:  Metrics{StartedAt: time.Unix(5, 6).UTC(), Duration: time.Millisecond, Model: "m", Provider: "p", Cost: 0.5},
+			Metadata: map[string]any{"s": "v", "f": 1.5, "b": true, "n": nil, "l": []any{"x", 2.0}, "m": map[string]any{"k": "v"}},
+			Error:    &StepError{Message: "m", Cause: "c", Code: "x"}, Progress: &Progress{Message: "half"}, Vector: []float32{1}}
+	}
+	cases := map[string]struct {
+		mod  func(*Step)
+		want bool
+	}{
+		"usual":            {func(*Step) {}, true},
+		"bare":             {func(s *Step) { *s = Step{ID: "x"} }, true},
+		"id utf8":          {func(s *Step) { s.ID = "a\xff" }, false},
+		"content utf8":     {func(s *Step) { s.Content = "a\xe2\x80" }, false},
+		"call id utf8":     {func(s *Step) { s.ToolCalls[1].ID = "\xff" }, false},
+		"args nil":         {func(s *Step) { s.ToolCalls[0].Arguments = nil }, false},
+		"error utf8":       {func(s *Step) { s.Error.Cause = "\xff" }, false},
+		"progress utf8":    {func(s *Step) { s.Progress.Message = "\xff" }, false},
+		"model utf8":       {func(s *Step) { s.Metrics.Provider = "\xff" }, false},
+		"raw spaces":       {func(s *Step) { s.Inputs = json.RawMessage(`{"n": 1}`) }, false},
+		"raw html":         {func(s *Step) { s.Outputs = json.RawMessage(`"<"`) }, false},
+		"raw line sep":     {func(s *Step) { s.StatePatch = json.RawMessage("\"\u2028\"") }, false},
+		"raw utf8":         {func(s *Step) { s.Outputs = json.RawMessage("\"\xff\"") }, false},
+		"raw empty":        {func(s *Step) { s.Inputs = json.RawMessage{} }, false},
+		"args spaces":      {func(s *Step) { s.ToolCalls[0].Arguments = json.RawMessage("[1,\n2]") }, false},
+		"calls empty":      {func(s *Step) { s.ToolCalls = []ToolCall{} }, false},
+		"vector empty":     {func(s *Step) { s.Vector = []float32{} }, false},
+		"annotations":      {func(s *Step) { s.Annotations.Goal = "g" }, false},
+		"metadata empty":   {func(s *Step) { s.Metadata = map[string]any{} }, false},
+		"metadata int":     {func(s *Step) { s.Metadata["i"] = 3 }, false},
+		"metadata int64":   {func(s *Step) { s.Metadata["l"] = []any{int64(3)} }, false},
+		"metadata nil map": {func(s *Step) { s.Metadata["m"] = map[string]any(nil) }, false},
+		"metadata nil l":   {func(s *Step) { s.Metadata["l"] = []any(nil) }, false},
+		"metadata key":     {func(s *Step) { s.Metadata["\xff"] = "v" }, false},
+		"metadata value":   {func(s *Step) { s.Metadata["m"] = map[string]any{"k": "\xfe"} }, false},
+		"metadata other":   {func(s *Step) { s.Metadata["t"] = []string{"x"} }, false},
+		"not encodable":    {func(s *Step) { s.Metrics.Cost = math.NaN() }, false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := base()
+			c.mod(&s)
+			b, verbatim, err := s.AppendJSONVerbatim(nil)
+			if verbatim != c.want {
+				t.Errorf("verbatim %v, want %v (%s, %v)", verbatim, c.want, b, err)
+			}
+			if err == nil {
+				checkSameWire(t, &s)
+			}
+		})
 	}
 }

@@ -11,6 +11,15 @@ const hexDigits = "0123456789abcdef"
 // (control characters, quotes, backslashes, <, >, &, U+2028 and U+2029;
 // invalid UTF-8 becomes U+FFFD).
 func Append(b []byte, s string) []byte {
+	b, _ = AppendValid(b, s)
+	return b
+}
+
+// AppendValid is Append that also reports whether s is valid UTF-8: when
+// it is not, what was written decodes to another string (U+FFFD for each
+// invalid byte).
+func AppendValid(b []byte, s string) (_ []byte, valid bool) {
+	valid = true
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -43,6 +52,7 @@ func Append(b []byte, s string) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
+			valid = false
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
 			i += size
@@ -59,5 +69,5 @@ func Append(b []byte, s string) []byte {
 		i += size
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, '"'), valid
 }

@@ -16,7 +16,10 @@ import (
 // per string or int64 element, ~30 per appended step, and a plan lookup
 // per element); fastArrays encodes these five slice types straight into
 // PostgreSQL's binary array format instead, with the bytes pgx's codec
-// writes (TestFastArraysMatchPgx). Everything else, scanning included, is
+// writes (TestFastArraysMatchPgx). A pointer to one of these slices is
+// encoded as the slice (a nil pointer as NULL, as pgx does): the group's
+// columns are passed so, since a slice boxed in an interface is an
+// allocation and a pointer is not. Everything else, scanning included, is
 // pgx's own codec.
 
 // fastArrayOIDs are the array types encoded here, with their element type.
@@ -58,23 +61,23 @@ type fastArrays struct {
 func (c fastArrays) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
 	if format == pgtype.BinaryFormatCode {
 		switch value.(type) {
-		case []string:
+		case []string, *[]string:
 			if oid == pgtype.TextArrayOID {
 				return stringsPlan{c.scratch}
 			}
-		case []int64:
+		case []int64, *[]int64:
 			if oid == pgtype.Int8ArrayOID {
 				return int64sPlan.with(c.scratch)
 			}
-		case []int32:
+		case []int32, *[]int32:
 			if oid == pgtype.Int4ArrayOID {
 				return int32sPlan.with(c.scratch)
 			}
-		case []float64:
+		case []float64, *[]float64:
 			if oid == pgtype.Float8ArrayOID {
 				return float64sPlan.with(c.scratch)
 			}
-		case [][]byte:
+		case [][]byte, *[][]byte:
 			if oid == pgtype.ByteaArrayOID {
 				return bytesPlan{c.scratch}
 			}
@@ -142,8 +145,21 @@ func arrayHeader(buf []byte, n int, hasNull bool, elem uint32) []byte {
 
 type stringsPlan struct{ s *paramScratch }
 
+// sliceArg returns the slice value holds: value itself, or what it points
+// to (nil for a nil pointer).
+func sliceArg[S any](value any) S {
+	if p, ok := value.(*S); ok {
+		if p == nil {
+			var zero S
+			return zero
+		}
+		return *p
+	}
+	return value.(S)
+}
+
 func (p stringsPlan) Encode(value any, buf []byte) ([]byte, error) {
-	v := value.([]string)
+	v := sliceArg[[]string](value)
 	if v == nil {
 		return nil, nil
 	}
@@ -176,7 +192,7 @@ func (p fixedPlan[T]) with(s *paramScratch) fixedPlan[T] {
 }
 
 func (p fixedPlan[T]) Encode(value any, buf []byte) ([]byte, error) {
-	v := value.([]T)
+	v := sliceArg[[]T](value)
 	if v == nil {
 		return nil, nil
 	}
@@ -204,7 +220,7 @@ var (
 type bytesPlan struct{ s *paramScratch }
 
 func (p bytesPlan) Encode(value any, buf []byte) ([]byte, error) {
-	v := value.([][]byte)
+	v := sliceArg[[][]byte](value)
 	if v == nil {
 		return nil, nil
 	}

@@ -39,6 +39,15 @@ func TestFastArraysMatchPgx(t *testing.T) {
 		{pgtype.ByteaArrayOID, [][]byte{[]byte("a"), []byte("b")}},
 		{pgtype.ByteaArrayOID, [][]byte{}},
 		{pgtype.ByteaArrayOID, [][]byte(nil)},
+		// A column passed by pointer (a nil one is NULL).
+		{pgtype.TextArrayOID, &[]string{"a", "é"}},
+		{pgtype.TextArrayOID, (*[]string)(nil)},
+		{pgtype.TextArrayOID, new([]string)},
+		{pgtype.Int8ArrayOID, &[]int64{1, -2}},
+		{pgtype.Int4ArrayOID, &[]int32{3}},
+		{pgtype.Float8ArrayOID, &[]float64{0.5}},
+		{pgtype.ByteaArrayOID, &[][]byte{nil, []byte("b")}},
+		{pgtype.ByteaArrayOID, (*[][]byte)(nil)},
 		// Not ours: pgx's codec either way.
 		{pgtype.TextArrayOID, []any{"a", nil}},
 		{pgtype.Int8ArrayOID, []int{1, 2}},

@@ -113,3 +113,45 @@ func TestAppendSameIDTwice(t *testing.T) {
 		t.Errorf("%d steps stored, want %d", len(all), 2+19)
 	}
 }
+
+// TestAppendReturnsWhatItStored: an append returns its steps as they read
+// back, also when the wire format does not hold a value as given: raw JSON
+// with U+2028 in a string is stored escaped (as encoding/json writes it),
+// and the append returns the stored form instead of the given bytes, with
+// and without InPlace; a step held verbatim is still returned itself.
+func TestAppendReturnsWhatItStored(t *testing.T) {
+	t.Parallel()
+	f := newGroupFixture(t)
+	ctx := t.Context()
+	f.session("a")
+	raw := func(id string) *steptype.Step {
+		st := userStep("a", id)
+		st.Outputs = []byte("{\"s\":\"line\u2028sep\"}")
+		st.Content = "para\u2029<&>" // a string: decodes to itself
+		return st
+	}
+	for i, inPlace := range []bool{true, false} {
+		in := raw(fmt.Sprintf("a-%d", i))
+		got, err := f.st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{in}, InPlace: inPlace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := f.stored(in.ID)
+		if read == nil || !reflect.DeepEqual(got[0], read) {
+			t.Errorf("InPlace %v: returned\n%#v\nread back\n%#v", inPlace, got[0], read)
+		}
+		if got[0] == in {
+			t.Errorf("InPlace %v: returned the given step, whose outputs the store does not hold as given", inPlace)
+		}
+	}
+	plain := userStep("a", "a-plain")
+	plain.Content = "para\u2029<&>"
+	got, err := f.st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{plain}, InPlace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != plain || !reflect.DeepEqual(got[0], f.stored(plain.ID)) {
+		t.Errorf("a step held verbatim: returned the given step %v, equal to what reads back %v", got[0] == plain,
+			reflect.DeepEqual(got[0], f.stored(plain.ID)))
+	}
+}

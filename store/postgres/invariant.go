@@ -75,10 +75,13 @@ type waitingStep struct {
 	body  []byte
 }
 
+// waitingSQL reads the waiting steps of the runs $1.
+const waitingSQL = `SELECT run_id, body FROM steps WHERE run_id = ANY($1) AND status = 'waiting'`
+
 // queueWaiting reads the waiting steps of runIDs into dst; prefix starts
 // the statement (a group's own text, see lockGroup).
 func queueWaiting(b *pgx.Batch, prefix string, runIDs []string, dst *[]waitingStep) {
-	b.Queue(prefix+`SELECT run_id, body FROM steps WHERE run_id = ANY($1) AND status = 'waiting'`, runIDs).Query(func(rows pgx.Rows) error {
+	b.Queue(prefix+waitingSQL, runIDs).Query(func(rows pgx.Rows) error {
 		return collectWaiting(rows, dst)
 	})
 }

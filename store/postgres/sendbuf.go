@@ -64,9 +64,35 @@ func batchBytes(b *pgx.Batch) int {
 	return n
 }
 
-// argBytes is the size of a parameter in binary form, at least.
+// argBytes is the size of a parameter in binary form, at least (a pointer
+// to a slice, a group's column, is the slice's).
 func argBytes(a any) int {
 	switch v := a.(type) {
+	case *[]string:
+		if v == nil {
+			return 0
+		}
+		return argBytes(*v)
+	case *[][]byte:
+		if v == nil {
+			return 0
+		}
+		return argBytes(*v)
+	case *[]int64:
+		if v == nil {
+			return 0
+		}
+		return argBytes(*v)
+	case *[]float64:
+		if v == nil {
+			return 0
+		}
+		return argBytes(*v)
+	case *[]int32:
+		if v == nil {
+			return 0
+		}
+		return argBytes(*v)
 	case nil:
 		return 0
 	case string:

@@ -48,6 +48,14 @@ type groupState struct {
 	runSlab  []steptype.Run     // the requests' copies of runs (runCopy)
 	sessSlab []steptype.Session // the requests' copies of sessions
 	outSlab  []appended         // the requests' results (results)
+
+	sessCols sessionColumns // the sessions' update (writes)
+	runCols  runColumns     // the runs' update (queueRuns)
+
+	// What the group locks or reads: sorted session ids, step ids,
+	// sorted run ids (newGroupState).
+	sessionIDs, stepIDs, runIDs []string
+	lock                        lockParts // the lock batch (lockBatch)
 }
 
 // closing is the new row of a waiting step closed with its run.
@@ -61,8 +69,96 @@ type closing struct {
 // id order, FOR NO KEY UPDATE, so concurrent groups and single writers,
 // in any process, queue on them without deadlocking.
 func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, error) {
-	g, sessionIDs, stepIDs, runIDs := newGroupState(reqs)
-	b := &pgx.Batch{}
+	g, sessionIDs, _, runIDs := newGroupState(reqs)
+	if len(sessionIDs) == 0 && len(runIDs) == 0 {
+		return g, nil
+	}
+	return g, tx.send(ctx, g.lockBatch(), false)
+}
+
+// grp prefixes the group's statements (lockBatch).
+const grp = "/* group */ "
+
+// The statements of lockBatch.
+const (
+	lockSessionsSQL = grp + `SELECT ` + sessionCols + ` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
+	lockStepsSQL    = grp + `SELECT id, body FROM steps WHERE id = ANY($1)`
+	lockRunsSQL     = grp + `SELECT ` + runCols + ` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
+	lockWaitingSQL  = grp + waitingSQL
+	lockStatements  = 8 // at most
+)
+
+// lockParts are the parts of a group's lock batch, g's own: the batch, its
+// statements, their parameters (pointers to g's id slices) and callbacks,
+// made with g and kept with it when it is released (groupPool), so that
+// locking a group allocates none of them.
+type lockParts struct {
+	b    pgx.Batch
+	qq   [lockStatements]pgx.QueuedQuery
+	argv [4][1]any // sessions, steps, runs, waiting
+	fns  struct{ sessions, steps, runs, now, waiting func(pgx.BatchResults) error }
+	now  [1]any // the destination of the clock's row
+}
+
+// init makes g's lock parts: its callbacks read into g.
+func (l *lockParts) init(g *groupState) {
+	l.b.QueuedQueries = make([]*pgx.QueuedQuery, 0, lockStatements)
+	l.argv = [4][1]any{{&g.sessionIDs}, {&g.stepIDs}, {&g.runIDs}, {&g.runIDs}}
+	l.now = [1]any{&g.dbNow}
+	put := func(sess *steptype.Session) { g.sessions[sess.ID] = sess }
+	l.fns.sessions = rowsFunc(func(rows pgx.Rows) error { return scanGroupSessions(rows, g.sessionIDs, put) })
+	l.fns.steps = rowsFunc(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			var body []byte
+			if err := rows.Scan(&id, &body); err != nil {
+				return err
+			}
+			g.stored[id] = body
+		}
+		return rows.Err()
+	})
+	l.fns.runs = rowsFunc(func(rows pgx.Rows) error {
+		runs, err := scanGroupRuns(rows, g.runIDs, g.sessionIDs)
+		for _, r := range runs {
+			g.runs[r.ID] = r
+		}
+		return err
+	})
+	l.fns.now = func(br pgx.BatchResults) error { return br.QueryRow().Scan(l.now[:]...) }
+	l.fns.waiting = rowsFunc(func(rows pgx.Rows) error { return collectWaiting(rows, &g.waiting) })
+}
+
+// rowsFunc is what pgx.QueuedQuery.Query makes of fn, made once.
+func rowsFunc(fn func(pgx.Rows) error) func(pgx.BatchResults) error {
+	return func(br pgx.BatchResults) error {
+		rows, _ := br.Query()
+		defer rows.Close()
+		if err := fn(rows); err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	}
+}
+
+// queue adds a statement to the batch.
+func (l *lockParts) queue(sql string, args []any, fn func(pgx.BatchResults) error) {
+	q := &l.qq[len(l.b.QueuedQueries)]
+	*q = pgx.QueuedQuery{SQL: sql, Arguments: args, Fn: fn}
+	l.b.QueuedQueries = append(l.b.QueuedQueries, q)
+}
+
+// reset empties the batch (its statements keep nothing of the group).
+func (l *lockParts) reset() {
+	clear(l.qq[:len(l.b.QueuedQueries)])
+	l.b.QueuedQueries = l.b.QueuedQueries[:0]
+}
+
+// lockBatch returns the statements that lock the group's sessions and runs
+// and read what it needs under the locks, from g's own parts (lockParts).
+func (g *groupState) lockBatch() *pgx.Batch {
+	l := &g.lock
 	// A group's reads, a group of one included, run on generic plans made
 	// with sequential scans off, so they are the primary-key and
 	// partial-index scans their = ANY($1) wants whatever the tables'
@@ -85,43 +181,20 @@ func lockGroup(ctx context.Context, tx *wtx, reqs []*appendReq) (*groupState, er
 	// multi-row updates then join their unnest(…) to sessions and runs by
 	// primary key instead of scanning the tables (and, in a small busy
 	// table, every dead version a HOT update left on its pages).
-	const grp = "/* group */ " // prefix of the group's statements
-	b.Queue(`SET LOCAL enable_seqscan = off`)
-	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
-	if len(sessionIDs) > 0 {
-		b.Queue(grp+`SELECT `+sessionCols+` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
-			sessionIDs).Query(func(rows pgx.Rows) error {
-			return scanGroupSessions(rows, sessionIDs, func(sess *steptype.Session) { g.sessions[sess.ID] = sess })
-		})
+	l.queue(`SET LOCAL enable_seqscan = off`, nil, nil)
+	l.queue(`SET LOCAL plan_cache_mode = force_generic_plan`, nil, nil)
+	if len(g.sessionIDs) > 0 {
+		l.queue(lockSessionsSQL, l.argv[0][:], l.fns.sessions)
 		// After the lock: sees every step committed by the previous holder.
-		b.Queue(grp+`SELECT id, body FROM steps WHERE id = ANY($1)`, stepIDs).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var id string
-				var body []byte
-				if err := rows.Scan(&id, &body); err != nil {
-					return err
-				}
-				g.stored[id] = body
-			}
-			return rows.Err()
-		})
+		l.queue(lockStepsSQL, l.argv[1][:], l.fns.steps)
 	}
-	if len(runIDs) > 0 {
-		b.Queue(grp+`SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, runIDs).Query(func(rows pgx.Rows) error {
-			runs, err := scanGroupRuns(rows, runIDs, sessionIDs)
-			for _, r := range runs {
-				g.runs[r.ID] = r
-			}
-			return err
-		})
-		queueDBNow(b, &g.dbNow)
-		queueWaiting(b, grp, runIDs, &g.waiting)
+	if len(g.runIDs) > 0 {
+		l.queue(lockRunsSQL, l.argv[2][:], l.fns.runs)
+		l.queue(`SELECT `+dbNowSQL, nil, l.fns.now)
+		l.queue(lockWaitingSQL, l.argv[3][:], l.fns.waiting)
 	}
-	if len(sessionIDs) == 0 && len(runIDs) == 0 {
-		return g, nil
-	}
-	b.Queue(`SET LOCAL plan_cache_mode TO DEFAULT`)
-	return g, tx.send(ctx, b, false)
+	l.queue(`SET LOCAL plan_cache_mode TO DEFAULT`, nil, nil)
+	return &l.b
 }
 
 // newGroupState returns the state of a group of reqs, its maps and
@@ -132,7 +205,17 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 	for _, r := range reqs {
 		steps, runs = steps+len(r.p.Steps), runs+len(r.p.Runs)
 	}
-	sessionIDs, stepIDs, runIDs = make([]string, 0, steps), make([]string, 0, steps), make([]string, 0, runs)
+	// A released group's maps, columns and slices serve again (release),
+	// emptied; new ones are made at their size: growing them step by step
+	// was a few per cent of the bench process.
+	g, _ = groupPool.Get().(*groupState)
+	if g == nil {
+		g = &groupState{sessions: make(map[string]*steptype.Session, steps), stored: make(map[string][]byte, steps),
+			runs: make(map[string]*steptype.Run, runs), runErr: make(map[string][]byte, runs),
+			seen: make(map[string]bool, steps+runs), sessTouch: make(map[string]bool, steps)}
+		g.lock.init(g)
+	}
+	sessionIDs, stepIDs, runIDs = slices.Grow(g.sessionIDs, steps), slices.Grow(g.stepIDs, steps), slices.Grow(g.runIDs, runs)
 	for _, r := range reqs {
 		for _, st := range r.p.Steps {
 			sessionIDs, stepIDs = append(sessionIDs, st.SessionID), append(stepIDs, st.ID)
@@ -145,17 +228,10 @@ func newGroupState(reqs []*appendReq) (g *groupState, sessionIDs, stepIDs, runID
 	sessionIDs = slices.Compact(sessionIDs)
 	slices.Sort(runIDs)
 	runIDs = slices.Compact(runIDs)
-	// A released group's maps and columns serve again (release), emptied;
-	// new ones are made at their size: growing them step by step was a
-	// few per cent of the bench process.
-	g, _ = groupPool.Get().(*groupState)
-	if g == nil {
-		g = &groupState{sessions: make(map[string]*steptype.Session, len(sessionIDs)), stored: make(map[string][]byte, len(stepIDs)),
-			runs: make(map[string]*steptype.Run, len(runIDs)), runErr: make(map[string][]byte, len(runIDs)),
-			seen: make(map[string]bool, len(sessionIDs)+len(runIDs)), sessTouch: make(map[string]bool, len(sessionIDs))}
-	}
+	g.sessionIDs, g.stepIDs, g.runIDs = sessionIDs, stepIDs, runIDs
 	g.cols.grow(len(stepIDs))
-	g.runSlab, g.sessSlab, g.outSlab = make([]steptype.Run, 0, runs), make([]steptype.Session, 0, steps), make([]appended, 0, steps)
+	g.runSlab, g.sessSlab = slab(g.runSlab, runs), slab(g.sessSlab, steps)
+	g.outSlab = make([]appended, 0, steps)
 	return g, sessionIDs, stepIDs, runIDs
 }
 
@@ -165,10 +241,21 @@ var groupPool sync.Pool // of *groupState
 // maxPooledGroup bounds the steps of a group whose state is kept.
 const maxPooledGroup = 1024
 
+// slab returns s emptied when it has room for n elements, else a new one
+// for n.
+func slab[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:0]
+	}
+	return make([]T, 0, n)
+}
+
 // release empties g and gives it back for a later group: its maps and
-// columns (a group's dozen maps and slices were made for every group). The
-// group's transaction is over: its statements were sent, its callbacks
-// ran. The slabs are not kept: the requests' results live in one.
+// columns (a group's dozen maps and slices were made for every group), and
+// the slabs of its copies of runs and sessions, which only g referred to.
+// The group's transaction is over: its statements were sent, its callbacks
+// ran. The results' slab is not kept: the requests read their results
+// after.
 func (g *groupState) release() {
 	if len(g.stored) > maxPooledGroup {
 		// A map's clear costs its capacity: a rare huge group's maps
@@ -185,7 +272,11 @@ func (g *groupState) release() {
 	g.waiting, g.sessOrder, g.runOrder = emptied(g.waiting), emptied(g.sessOrder), emptied(g.runOrder)
 	g.closes, g.payloads = emptied(g.closes), emptied(g.payloads)
 	g.dbNow, g.busy = 0, ""
-	g.runSlab, g.sessSlab, g.outSlab = nil, nil, nil
+	g.sessCols.reset()
+	g.runCols.reset()
+	g.lock.reset()
+	g.sessionIDs, g.stepIDs, g.runIDs = emptied(g.sessionIDs), emptied(g.stepIDs), emptied(g.runIDs)
+	g.runSlab, g.sessSlab, g.outSlab = emptied(g.runSlab), emptied(g.sessSlab), nil
 	groupPool.Put(g)
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,6 +26,146 @@ func TestGroupApplyAllocations(t *testing.T) {
 	}
 	const n = 30
 	now := time.Now()
+	reqs, sessions, runs := benchShapedGroup(t, n, now)
+	group := func() {
+		g, _, _, _ := newGroupState(reqs)
+		for i := range n {
+			g.sessions[sessions[i].ID], g.runs[runs[i].ID] = sessions[i], runs[i]
+		}
+		g.dbNow = nanos(now)
+		for _, r := range reqs {
+			if _, err := g.apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.release()
+	}
+	group()
+	allocs := testing.AllocsPerRun(10, group)
+	// Per append: about one, its notification (254 in all with maps grown
+	// as they fill, 7.5 per append more with a map of its own ids per
+	// append; 4 per append with its result and flags of its own, 7 with
+	// its body spliced into a new slice and its copies allocated one by
+	// one, 9 with the run's state and options copied). Per group: its
+	// results' slab, not its maps, columns, ids and the slabs of its
+	// copies, which a released group state brings (94 allocations in all
+	// with new ones, 36 with new slabs of copies, 34 with new id slices,
+	// 31 without).
+	const limit = n + 3
+	if allocs > limit {
+		t.Errorf("a group of %d appends: %.0f allocations, want at most %d", n, allocs, limit)
+	}
+	t.Logf("a group of %d appends: %.0f allocations (%.1f per append)", n, allocs, allocs/n)
+}
+
+// TestGroupWritesAllocations: a group's write statements take their
+// columns of sessions and runs from a released group state, like its
+// steps' (18 allocations more for 30 appends when each group made its
+// own), and write the same parameters as a new state.
+func TestGroupWritesAllocations(t *testing.T) {
+	const n = 30
+	now := time.Now()
+	reqs, sessions, runs := benchShapedGroup(t, n, now)
+	var first [][]any
+	check := true // compare the parameters with the first group's
+	group := func() {
+		g, _, _, _ := newGroupState(reqs)
+		for i := range n {
+			s, r := *sessions[i], *runs[i]
+			g.sessions[s.ID], g.runs[r.ID] = &s, &r
+		}
+		g.dbNow = nanos(now)
+		for _, r := range reqs {
+			if _, err := g.apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := g.writes("events")
+		if first == nil {
+			for _, q := range b.QueuedQueries {
+				first = append(first, deepArgs(q.Arguments))
+			}
+		} else if check {
+			for i, q := range b.QueuedQueries {
+				args := deepArgs(q.Arguments)
+				for j := range args {
+					if q.SQL == runUpdateManySQL && j == 10 {
+						continue // updated_at: the clock's (rules.UpdateRun)
+					}
+					if !reflect.DeepEqual(args[j], first[i][j]) {
+						t.Fatalf("statement %d, parameter %d:\n%#v\nfrom a released state, not\n%#v", i, j+1, args[j], first[i][j])
+					}
+				}
+			}
+		}
+		g.release()
+	}
+	group()
+	group()
+	check = false
+	if raceflag.Enabled {
+		t.Skip("allocation counts are checked without -race (scripts/test)")
+	}
+	// writes alone: its batch and its statements, the notifications'
+	// parameters; 68 with the columns boxed into new []any (15 + 6 + 12
+	// slices in interfaces, 3 slices), 86 with columns of sessions and
+	// runs made for each group.
+	applyOnly := testing.AllocsPerRun(10, func() {
+		g, _, _, _ := newGroupState(reqs)
+		for i := range n {
+			s, r := *sessions[i], *runs[i]
+			g.sessions[s.ID], g.runs[r.ID] = &s, &r
+		}
+		g.dbNow = nanos(now)
+		for _, r := range reqs {
+			if _, err := g.apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.release()
+	})
+	allocs := testing.AllocsPerRun(10, group) - applyOnly
+	const limit = 14
+	if allocs > limit {
+		t.Errorf("the writes of a group of %d appends: %.0f allocations, want at most %d", n, allocs, limit)
+	}
+	t.Logf("the writes of a group of %d appends: %.0f allocations", n, allocs)
+}
+
+// deepArgs copies a statement's parameters (the columns are reused), a
+// pointer to a column as the column.
+func deepArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if v := reflect.ValueOf(a); v.Kind() == reflect.Pointer && !v.IsNil() {
+			a = v.Elem().Interface()
+		}
+		switch v := a.(type) {
+		case []string:
+			out[i] = slices.Clone(v)
+		case []int64:
+			out[i] = slices.Clone(v)
+		case []float64:
+			out[i] = slices.Clone(v)
+		case []int32:
+			out[i] = slices.Clone(v)
+		case [][]byte:
+			c := make([][]byte, len(v))
+			for j, x := range v {
+				c[j] = slices.Clone(x)
+			}
+			out[i] = c
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
+
+// benchShapedGroup returns n appends of one step and one run update each
+// (the benchmark's shape), on their own sessions and runs.
+func benchShapedGroup(t *testing.T, n int, now time.Time) ([]*appendReq, []*steptype.Session, []*steptype.Run) {
+	t.Helper()
 	running := []steptype.RunStatus{steptype.RunRunning}
 	cursor := "c"
 	reqs := make([]*appendReq, n)
@@ -44,33 +186,7 @@ func TestGroupApplyAllocations(t *testing.T) {
 		runs[i] = &steptype.Run{ID: rid, SessionID: sid, Status: steptype.RunRunning, LeaseOwner: "me", LeaseExpires: now.Add(time.Hour),
 			State: json.RawMessage(`{"n":1}`), Options: json.RawMessage(`{"limits":{}}`)}
 	}
-	group := func() {
-		g, _, _, _ := newGroupState(reqs)
-		for i := range n {
-			g.sessions[sessions[i].ID], g.runs[runs[i].ID] = sessions[i], runs[i]
-		}
-		g.dbNow = nanos(now)
-		for _, r := range reqs {
-			if _, err := g.apply(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		g.release()
-	}
-	group()
-	allocs := testing.AllocsPerRun(10, group)
-	// Per append: about one, its notification (254 in all with maps grown
-	// as they fill, 7.5 per append more with a map of its own ids per
-	// append; 4 per append with its result and flags of its own, 7 with
-	// its body spliced into a new slice and its copies allocated one by
-	// one, 9 with the run's state and options copied). Per group: its ids
-	// and slabs, not its maps and columns, which a released group state
-	// brings (94 allocations in all with new ones, 36 without).
-	const limit = n*3/2 + 5
-	if allocs > limit {
-		t.Errorf("a group of %d appends: %.0f allocations, want at most %d", n, allocs, limit)
-	}
-	t.Logf("a group of %d appends: %.0f allocations (%.1f per append)", n, allocs, allocs/n)
+	return reqs, sessions, runs
 }
 
 // A group's context costs one registration at a time (groupWatch), not
@@ -303,5 +419,57 @@ func TestHugeGroupStateNotKept(t *testing.T) {
 	huge.release()
 	if again, _, _, _ := newGroupState(reqs); again == huge {
 		t.Fatal("a group state of more than maxPooledGroup steps was kept")
+	}
+}
+
+// TestGroupLockBatch: a group's lock batch is made of its state's own
+// parts (lockParts), so that a released state's costs no allocation (the
+// batch built with pgx.Batch.Queue and closures per group made 32 for this
+// group), and holds the statements, in order, with the group's ids.
+func TestGroupLockBatch(t *testing.T) {
+	const n = 30
+	reqs, _, _ := benchShapedGroup(t, n, time.Now())
+	g, sessionIDs, stepIDs, runIDs := newGroupState(reqs)
+	defer g.release()
+	b := g.lockBatch()
+	want := []struct {
+		sql  string
+		arg  []string
+		read bool
+	}{
+		{`SET LOCAL enable_seqscan = off`, nil, false},
+		{`SET LOCAL plan_cache_mode = force_generic_plan`, nil, false},
+		{lockSessionsSQL, sessionIDs, true},
+		{lockStepsSQL, stepIDs, true},
+		{lockRunsSQL, runIDs, true},
+		{`SELECT ` + dbNowSQL, nil, true},
+		{lockWaitingSQL, runIDs, true},
+		{`SET LOCAL plan_cache_mode TO DEFAULT`, nil, false},
+	}
+	if len(b.QueuedQueries) != len(want) {
+		t.Fatalf("%d statements, want %d", len(b.QueuedQueries), len(want))
+	}
+	for i, q := range b.QueuedQueries {
+		w := want[i]
+		var arg []string
+		if len(q.Arguments) == 1 {
+			arg = *q.Arguments[0].(*[]string)
+		}
+		if q.SQL != w.sql || len(q.Arguments) != min(len(w.arg), 1) || !slices.Equal(arg, w.arg) || (q.Fn != nil) != w.read {
+			t.Errorf("statement %d: %q %v (callback %v), want %q %v (%v)", i, q.SQL, arg, q.Fn != nil, w.sql, w.arg, w.read)
+		}
+	}
+	if len(sessionIDs) != n || len(runIDs) != n || !slices.IsSorted(sessionIDs) || !slices.IsSorted(runIDs) {
+		t.Errorf("ids: %d sessions, %d runs, sorted %v %v", len(sessionIDs), len(runIDs), slices.IsSorted(sessionIDs), slices.IsSorted(runIDs))
+	}
+	if raceflag.Enabled {
+		t.Skip("allocation counts are checked without -race (scripts/test)")
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		g.lock.reset()
+		g.lockBatch()
+	})
+	if allocs > 0 {
+		t.Errorf("a group's lock batch: %.0f allocations, want none", allocs)
 	}
 }

@@ -77,7 +77,7 @@ func appendGroupTx(ctx context.Context, tx *wtx, reqs []*appendReq, channel stri
 // sessions' last_seq and totals, the runs, the waiting steps closed with
 // their runs, and the notifications, which commit with them.
 func (g *groupState) writes(channel string) *pgx.Batch {
-	b := &pgx.Batch{}
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 4+len(g.closes))} // grown once
 	c := &g.cols
 	if len(c.ids) > 0 {
 		b.Queue(stepInsertSQL, c.args()...)
@@ -88,14 +88,14 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 		s := g.sessions[g.sessOrder[0]]
 		b.Queue(sessionTotalsSQL, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID)
 	default:
-		n := len(g.sessOrder)
-		ids, seqs, in, out, upd := make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		cost := make([]float64, n)
-		for i, id := range g.sessOrder {
+		c := &g.sessCols
+		for _, id := range g.sessOrder {
 			s := g.sessions[id]
-			ids[i], seqs[i], in[i], out[i], cost[i], upd[i] = s.ID, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt)
+			c.ids, c.seqs, c.in, c.out = append(c.ids, s.ID), append(c.seqs, s.LastSequence), append(c.in, s.InputTokens), append(c.out, s.OutputTokens)
+			c.cost, c.upd = append(c.cost, s.Cost), append(c.upd, nanos(s.UpdatedAt))
 		}
-		b.Queue(sessionTotalsManySQL, ids, seqs, in, out, cost, upd)
+		c.argv = [...]any{&c.ids, &c.seqs, &c.in, &c.out, &c.cost, &c.upd}
+		b.Queue(sessionTotalsManySQL, c.argv[:]...)
 	}
 	switch len(g.runOrder) {
 	case 0:
@@ -121,15 +121,48 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 
 // queueRuns queues the update of the group's runs in one statement.
 func (g *groupState) queueRuns(b *pgx.Batch) {
-	n := len(g.runOrder)
-	ids, statuses, cursors, outputs, owners := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	states, errs, options := make([][]byte, n), make([][]byte, n), make([][]byte, n)
-	counts, expires, updated, finished := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	for i, id := range g.runOrder {
+	c := &g.runCols
+	for _, id := range g.runOrder {
 		r := g.runs[id]
-		ids[i], statuses[i], cursors[i], outputs[i], owners[i] = r.ID, string(r.Status), r.Cursor, r.Output, r.LeaseOwner
-		states[i], errs[i], options[i] = blob(r.State), g.runErr[id], blob(r.Options)
-		counts[i], expires[i], updated[i], finished[i] = r.StepCount, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt)
+		c.ids, c.statuses, c.cursors = append(c.ids, r.ID), append(c.statuses, string(r.Status)), append(c.cursors, r.Cursor)
+		c.outputs, c.owners = append(c.outputs, r.Output), append(c.owners, r.LeaseOwner)
+		c.states, c.errs, c.options = append(c.states, blob(r.State)), append(c.errs, g.runErr[id]), append(c.options, blob(r.Options))
+		c.counts, c.expires = append(c.counts, r.StepCount), append(c.expires, nanos(r.LeaseExpires))
+		c.updated, c.finished = append(c.updated, nanos(r.UpdatedAt)), append(c.finished, nanos(r.FinishedAt))
 	}
-	b.Queue(runUpdateManySQL, ids, statuses, cursors, states, outputs, errs, counts, options, owners, expires, updated, finished)
+	c.argv = [...]any{&c.ids, &c.statuses, &c.cursors, &c.states, &c.outputs, &c.errs, &c.counts, &c.options, &c.owners, &c.expires,
+		&c.updated, &c.finished}
+	b.Queue(runUpdateManySQL, c.argv[:]...)
+}
+
+// sessionColumns are the parameters of sessionTotalsManySQL, kept with a
+// released group state (reset) like its step columns, and passed as
+// pointers in a slice of their own (stepColumns.args).
+type sessionColumns struct {
+	ids                []string
+	seqs, in, out, upd []int64
+	cost               []float64
+	argv               [6]any
+}
+
+// reset empties the columns, keeping their arrays (zeroed where they hold
+// references).
+func (c *sessionColumns) reset() {
+	c.argv = [6]any{}
+	c.ids, c.seqs, c.in, c.out, c.upd, c.cost = emptied(c.ids), c.seqs[:0], c.in[:0], c.out[:0], c.upd[:0], c.cost[:0]
+}
+
+// runColumns are the parameters of runUpdateManySQL (sessionColumns).
+type runColumns struct {
+	ids, statuses, cursors, outputs, owners []string
+	states, errs, options                   [][]byte
+	counts, expires, updated, finished      []int64
+	argv                                    [12]any
+}
+
+func (c *runColumns) reset() {
+	c.argv = [12]any{}
+	c.ids, c.statuses, c.cursors, c.outputs, c.owners = emptied(c.ids), emptied(c.statuses), emptied(c.cursors), emptied(c.outputs), emptied(c.owners)
+	c.states, c.errs, c.options = emptied(c.states), emptied(c.errs), emptied(c.options)
+	c.counts, c.expires, c.updated, c.finished = c.counts[:0], c.expires[:0], c.updated[:0], c.finished[:0]
 }

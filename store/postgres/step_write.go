@@ -93,7 +93,7 @@ func placedSteps(placed []appended, given []*steptype.Step, inPlace bool) ([]*st
 	for i, a := range placed {
 		var st *steptype.Step
 		switch {
-		case a.pre == nil || !rules.WireStable(a.pre.Step):
+		case a.pre == nil || !a.pre.Verbatim():
 			var err error
 			if st, err = rules.DecodeStep(a.body); err != nil {
 				return nil, err
@@ -133,12 +133,16 @@ type stepColumns struct {
 	cost                                        []float64
 	hops                                        []int32
 	bodies                                      [][]byte
+	argv                                        [15]any // args
 }
 
-// args returns the parameters of stepInsertSQL.
+// args returns the parameters of stepInsertSQL: pointers to the columns
+// (fastArrays), in a slice of c's own, so that no parameter is allocated.
+// They are c's columns as they are when the statement is encoded.
 func (c *stepColumns) args() []any {
-	return []any{c.ids, c.sessions, c.seqs, c.runs, c.kinds, c.statuses, c.hops, c.created, c.bodies, c.expires,
-		c.roles, c.inTok, c.outTok, c.cachedTok, c.cost}
+	c.argv = [...]any{&c.ids, &c.sessions, &c.seqs, &c.runs, &c.kinds, &c.statuses, &c.hops, &c.created, &c.bodies, &c.expires,
+		&c.roles, &c.inTok, &c.outTok, &c.cachedTok, &c.cost}
+	return c.argv[:]
 }
 
 // grow makes room for n more steps in every column, so that a group's

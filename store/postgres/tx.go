@@ -70,7 +70,7 @@ func (r errRow) Scan(...any) error { return r.err }
 // first error ends the batch and is returned, and the server skips the
 // rest, COMMIT included.
 func (t *wtx) send(ctx context.Context, b *pgx.Batch, commit bool) error {
-	all := &pgx.Batch{}
+	all := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)} // grown once
 	if !t.begun {
 		all.Queue(`BEGIN`)
 	}

@@ -15,7 +15,8 @@ import (
 // TestAppendReturnsStored checks that what StepAppend returns equals what a
 // read of the same step returns, both for steps returned as their placed
 // copy (no decode) and for those whose wire form differs from the input
-// (uncompacted or HTML-escaped raw JSON, invalid UTF-8, empty slices,
+// (uncompacted or HTML-escaped raw JSON, U+2028 in raw JSON, invalid
+// UTF-8, empty slices,
 // non-JSON metadata, sub-microsecond durations), which must be decoded.
 func TestAppendReturnsStored(t *testing.T) {
 	ctx := t.Context()
@@ -33,11 +34,16 @@ func TestAppendReturnsStored(t *testing.T) {
 			Metrics: steptype.Metrics{Duration: 1500 * time.Nanosecond, StartedAt: time.Now()}}
 	}
 	variants := map[string]func(*steptype.Step){
-		"plain":       func(*steptype.Step) {},
-		"spaces":      func(s *steptype.Step) { s.Inputs = json.RawMessage(`{ "n": 1 }`) },
-		"html":        func(s *steptype.Step) { s.Outputs = json.RawMessage(`"<a&b>"`) },
-		"utf8":        func(s *steptype.Step) { s.Content = "bad \xff byte" },
-		"empty calls": func(s *steptype.Step) { s.ToolCalls = []steptype.ToolCall{} },
+		"plain":        func(*steptype.Step) {},
+		"spaces":       func(s *steptype.Step) { s.Inputs = json.RawMessage(`{ "n": 1 }`) },
+		"html":         func(s *steptype.Step) { s.Outputs = json.RawMessage(`"<a&b>"`) },
+		"line sep":     func(s *steptype.Step) { s.Outputs = json.RawMessage("\"a\u2028b\u2029\"") },
+		"utf8 raw":     func(s *steptype.Step) { s.Outputs = json.RawMessage("\"a\xffb\"") },
+		"utf8 meta":    func(s *steptype.Step) { s.Metadata = map[string]any{"k\xff": "v", "v": "\xfe"} },
+		"html text":    func(s *steptype.Step) { s.Content = "<a&b>\u2028" },
+		"call no args": func(s *steptype.Step) { s.ToolCalls = []steptype.ToolCall{{ID: "c", Name: "x"}} },
+		"utf8":         func(s *steptype.Step) { s.Content = "bad \xff byte" },
+		"empty calls":  func(s *steptype.Step) { s.ToolCalls = []steptype.ToolCall{} },
 		"call spaces": func(s *steptype.Step) {
 			s.ToolCalls = []steptype.ToolCall{{ID: "c", Name: "x", Arguments: json.RawMessage("{\n}")}}
 		},

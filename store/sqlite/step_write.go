@@ -44,7 +44,7 @@ func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*s
 	// p.InPlace a new row is the given step, placed, and nothing was copied.
 	out := make([]*steptype.Step, len(placed))
 	for i, a := range placed {
-		if a.pre == nil || !rules.WireStable(a.pre.Step) {
+		if a.pre == nil || !a.pre.Verbatim() {
 			if out[i], err = rules.DecodeStep(a.body); err != nil {
 				return nil, err
 			}

@@ -133,6 +133,8 @@ type PreEncoded struct {
 	body []byte         // wire JSON of Step, its sequence number num digits long
 	at   int            // offset of seqZero in body, or -1
 	num  int            // digits of the sequence written in body
+	// verbatim: body holds Step verbatim (Verbatim).
+	verbatim bool
 	// placed is Step when PreEncode made a shallow copy: part of p, so
 	// that a released PreEncoded serves the next step whole.
 	placed steptype.Step
@@ -155,7 +157,7 @@ func (p *PreEncoded) Release() {
 	}
 	// The placed copy shares the given step's memory: not kept alive.
 	p.placed = steptype.Step{}
-	p.In, p.Step, p.body, p.at, p.num = nil, nil, p.body[:0], -1, 0
+	p.In, p.Step, p.body, p.at, p.num, p.verbatim = nil, nil, p.body[:0], -1, 0, false
 	prePool.Put(p)
 }
 
@@ -196,15 +198,17 @@ func PreEncodeClone(s *steptype.Step, now time.Time) (*PreEncoded, error) {
 func (p *PreEncoded) encode() error {
 	var err error
 	if p.body != nil {
-		p.body, err = p.Step.AppendJSON(p.body[:0])
+		p.body, p.verbatim, err = p.Step.AppendJSONVerbatim(p.body[:0])
 		if err != nil {
 			err = fmt.Errorf("encode step %q: %w", p.Step.ID, err)
 		}
-	} else {
-		p.body, err = EncodeStep(p.Step)
+	} else if p.body, err = EncodeStep(p.Step); err == nil {
+		// A first body, made at its size; the check on its own (a
+		// released PreEncoded, the usual case, has it from the encoder).
+		p.verbatim = WireStable(p.Step)
 	}
 	if err != nil {
-		p.body = nil
+		p.body, p.verbatim = nil, false
 		return err
 	}
 	// Sequence is always written, after the version and three strings:
@@ -214,6 +218,14 @@ func (p *PreEncoded) encode() error {
 	p.at, p.num = bytes.Index(p.body, seqZero), 1
 	return nil
 }
+
+// Verbatim reports whether Step comes back from its body equal to
+// NormalizeStep(CloneStep(Step)), as WireStable does (or is false where
+// WireStable is true, in cases no engine makes), from what the encoder saw
+// while it wrote the body (steptype.Step.AppendJSONVerbatim) instead of a
+// second pass over the step's text: a driver may then return the step it
+// placed instead of decoding its body.
+func (p *PreEncoded) Verbatim() bool { return p.verbatim }
 
 // Body returns the wire JSON of the step at sequence seq: the pre-encoded
 // body with its sequence field replaced, byte for byte what EncodeStep

@@ -12,7 +12,8 @@ import (
 // what encoding/json escapes (<, >, &), its text is valid UTF-8, no slice is
 // empty but non-nil, and it has no annotations. A driver may then return the
 // normalized copy of what it stored instead of decoding the body it just
-// encoded; when false it must decode.
+// encoded; when false it must decode. A step's encoder tells the same
+// while it writes (steptype.Step.AppendJSONVerbatim, PreEncoded.Verbatim).
 func WireStable(s *steptype.Step) bool {
 	if !s.Annotations.IsZero() || (s.ToolCalls != nil && len(s.ToolCalls) == 0) ||
 		(s.Vector != nil && len(s.Vector) == 0) {
@@ -24,7 +25,8 @@ func WireStable(s *steptype.Step) bool {
 		}
 	}
 	for _, tc := range s.ToolCalls {
-		if !rawStable(tc.Arguments) || !utf8.ValidString(tc.ID) || !utf8.ValidString(tc.Name) {
+		// Nil arguments are written as null, which decodes as the raw null.
+		if tc.Arguments == nil || !rawStable(tc.Arguments) || !utf8.ValidString(tc.ID) || !utf8.ValidString(tc.Name) {
 			return false
 		}
 	}
@@ -41,7 +43,9 @@ func WireStable(s *steptype.Step) bool {
 }
 
 // rawStable reports whether raw JSON is nil, or non-empty and free of the
-// bytes encoding/json would compact or escape.
+// bytes encoding/json would compact or escape: white space, <, >, & and
+// the lead byte of U+2028 and U+2029 (0xE2, which other characters share:
+// they are rare), which it writes as \u2028 and \u2029.
 func rawStable(b json.RawMessage) bool {
 	if b == nil {
 		return true
@@ -51,7 +55,7 @@ func rawStable(b json.RawMessage) bool {
 	}
 	for _, c := range b {
 		switch c {
-		case ' ', '\t', '\n', '\r', '<', '>', '&':
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2:
 			return false
 		}
 	}
@@ -59,7 +63,8 @@ func rawStable(b json.RawMessage) bool {
 }
 
 // textStable reports whether a decoded-JSON-like value holds only what a
-// round trip keeps as is: JSON-native values with valid UTF-8 text.
+// round trip keeps as is: JSON-native values with valid UTF-8 text (a nil
+// map or slice, written as null, decodes as nil).
 func textStable(v any) bool {
 	switch t := v.(type) {
 	case nil, float64, bool:
@@ -67,6 +72,9 @@ func textStable(v any) bool {
 	case string:
 		return utf8.ValidString(t)
 	case map[string]any:
+		if t == nil {
+			return false
+		}
 		for k, x := range t {
 			if !utf8.ValidString(k) || !textStable(x) {
 				return false
@@ -74,6 +82,9 @@ func textStable(v any) bool {
 		}
 		return true
 	case []any:
+		if t == nil {
+			return false
+		}
 		for _, x := range t {
 			if !textStable(x) {
 				return false
