@@ -1,10 +1,12 @@
 package postgres_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
 )
@@ -64,12 +66,14 @@ func TestStepInsertOneTriggerCall(t *testing.T) {
 		t.Errorf("metric hours left %v, want only the next hour %d", hours, hour+3600e9)
 	}
 	var stats, rollups string
-	if err := tx.QueryRow(ctx, `SELECT string_agg(concat_ws(' ', kind, role, steps, input_tokens, cost), ', ' ORDER BY kind)
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(string_agg(concat_ws(' ', kind, role, steps, input_tokens, cost), ', ' ORDER BY kind), '')
 		FROM session_step_stats WHERE session_id = 's1'`).Scan(&stats); err != nil {
 		t.Fatal(err)
 	}
-	if want := "llm assistant 2 15 0.75, tool tool 1 0 0"; stats != want {
-		t.Errorf("session_step_stats %q, want %q", stats, want)
+	// Three steps above the watermark: not folded (migration 00100); the
+	// reader adds them.
+	if stats != "" {
+		t.Errorf("session_step_stats %q, want no row before a fold", stats)
 	}
 	if err := tx.QueryRow(ctx, `SELECT string_agg(concat_ws(' ', minute - $1, steps, errors, input_tokens, cost), ', ' ORDER BY minute)
 		FROM step_rollups WHERE session_id = 's1'`, hour).Scan(&rollups); err != nil {
@@ -78,4 +82,56 @@ func TestStepInsertOneTriggerCall(t *testing.T) {
 	if want := "0 2 0 10 0.5, 60000000000 1 1 5 0.25"; rollups != want {
 		t.Errorf("step_rollups %q, want %q", rollups, want)
 	}
+}
+
+// A session's totals are folded 256 steps at a time (migration 00100):
+// session_step_stats holds exactly its steps up to stats_through, and a
+// truncation below the watermark brings it down to the last step left, so
+// that the sequences written again are read as the tail, not added one
+// statement at a time.
+func TestSessionStatsFoldWatermark(t *testing.T) {
+	schema := freshSchema(t)
+	st := open(t, postgres.Config{Schema: schema})
+	ctx := t.Context()
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	conn := rawConn(t)
+	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	appendN := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i += 10 {
+			var batch []*steptype.Step
+			for j := range min(10, n-i) {
+				batch = append(batch, &steptype.Step{ID: fmt.Sprintf("s-%d-%d", n, i+j), SessionID: "s1", Kind: steptype.KindUser,
+					Status: steptype.StepCompleted, Content: "x"})
+			}
+			if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: batch}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := func(what string, through, folded int64) {
+		t.Helper()
+		var gotThrough, gotFolded int64
+		if err := conn.QueryRow(ctx, `SELECT stats_through, (SELECT COALESCE(sum(steps), 0)::bigint FROM session_step_stats WHERE session_id = 's1')
+			FROM sessions WHERE id = 's1'`).Scan(&gotThrough, &gotFolded); err != nil {
+			t.Fatal(err)
+		}
+		if gotThrough != through || gotFolded != folded {
+			t.Errorf("%s: stats_through %d with %d steps folded, want %d and %d", what, gotThrough, gotFolded, through, folded)
+		}
+	}
+	appendN(250)
+	want("250 steps", 0, 0)
+	appendN(10) // the statement that reaches 260 folds them all
+	want("260 steps", 260, 260)
+	if _, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: "s1", StartSeq: 101}); err != nil {
+		t.Fatal(err)
+	}
+	want("cut at 101", 100, 100)
+	appendN(20)
+	want("20 more", 100, 100)
 }
