@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -75,8 +77,9 @@ func TestStepInsertOneTriggerCall(t *testing.T) {
 	if stats != "" {
 		t.Errorf("session_step_stats %q, want no row before a fold", stats)
 	}
+	// The rollups' deltas appended, not yet folded (migration 00101).
 	if err := tx.QueryRow(ctx, `SELECT string_agg(concat_ws(' ', minute - $1, steps, errors, input_tokens, cost), ', ' ORDER BY minute)
-		FROM step_rollups WHERE session_id = 's1'`, hour).Scan(&rollups); err != nil {
+		FROM step_rollups_pending WHERE session_id = 's1'`, hour).Scan(&rollups); err != nil {
 		t.Fatal(err)
 	}
 	if want := "0 2 0 10 0.5, 60000000000 1 1 5 0.25"; rollups != want {
@@ -134,4 +137,123 @@ func TestSessionStatsFoldWatermark(t *testing.T) {
 	want("cut at 101", 100, 100)
 	appendN(20)
 	want("20 more", 100, 100)
+}
+
+// The minute rollups are the sum of step_rollups and of the deltas not
+// yet folded (step_rollups_all, migration 00101): after appends over many
+// statements (so that folds run), imports over several minutes, a
+// truncation, a session deleted and created again under its id and
+// concurrent appends, they equal a recount of the steps, before and after
+// a final fold, and folds did move deltas.
+func TestStepRollupsEqualRecount(t *testing.T) {
+	schema := freshSchema(t)
+	st := open(t, postgres.Config{Schema: schema})
+	ctx := t.Context()
+	conn := rawConn(t)
+	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "c"} {
+		if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	if err := st.SessionImport(ctx, &store.SessionImportParams{Session: &steptype.Session{ID: "b", LastSequence: 40,
+		CreatedAt: at, UpdatedAt: at.Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	step := func(sid string, i int) *steptype.Step {
+		n++
+		k := steptype.KindLLM
+		if i%5 == 0 {
+			k = steptype.KindError
+		}
+		return &steptype.Step{ID: fmt.Sprintf("%s-%d", sid, n), SessionID: sid, Kind: k, Status: steptype.StepCompleted, Content: "x",
+			Metrics: steptype.Metrics{InputTokens: int64(n % 97), OutputTokens: int64(n % 13), Cost: float64(n%7) / 8}}
+	}
+	appendN := func(sid string, statements int) {
+		t.Helper()
+		for i := range statements {
+			batch := []*steptype.Step{step(sid, i)}
+			if i%3 == 0 {
+				batch = append(batch, step(sid, i+1))
+			}
+			if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: batch}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}
+	recount := func(what string) {
+		t.Helper()
+		const sum = `SELECT string_agg(concat_ws(' ', minute, session_id, run_id, steps, errors, input_tokens, output_tokens, cost), ', '
+			ORDER BY minute, session_id, run_id) FROM (%s) t WHERE steps <> 0 OR errors <> 0`
+		var got, want string
+		if err := conn.QueryRow(ctx, fmt.Sprintf(sum, `SELECT minute, session_id, run_id, sum(steps) AS steps, sum(errors) AS errors,
+			sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, sum(cost) AS cost FROM step_rollups_all GROUP BY 1, 2, 3`)).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.QueryRow(ctx, fmt.Sprintf(sum, `SELECT created_at - created_at % 60000000000 AS minute, session_id, run_id, count(*) AS steps,
+			count(*) FILTER (WHERE kind = 'error' OR status = 'failed') AS errors, COALESCE(sum(input_tokens), 0) AS input_tokens,
+			COALESCE(sum(output_tokens), 0) AS output_tokens, COALESCE(sum(cost), 0) AS cost FROM steps GROUP BY 1, 2, 3`)).Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: rollups\n%s\nwant the recount\n%s", what, got, want)
+		}
+	}
+	appendN("a", 150)
+	// Imported steps over several past minutes.
+	var imported []*steptype.Step
+	for i := range 40 {
+		s := step("b", i)
+		s.Sequence, s.CreatedAt = int64(i+1), at.Add(time.Duration(i)*20*time.Second)
+		imported = append(imported, s)
+	}
+	for len(imported) > 0 {
+		k := min(len(imported), 7)
+		if err := st.StepImport(ctx, &store.StepImportParams{Steps: imported[:k]}); err != nil {
+			t.Fatal(err)
+		}
+		imported = imported[k:]
+	}
+	appendN("b", 70)
+	recount("after appends and imports")
+	if _, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: "a", StartSeq: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: "b", StartSeq: 20}); err != nil {
+		t.Fatal(err)
+	}
+	recount("after truncations")
+	appendN("c", 80)
+	if err := st.SessionDelete(ctx, &store.SessionDeleteParams{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	recount("after a session deleted and created again")
+	var wg sync.WaitGroup
+	for _, sid := range []string{"a", "b", "c", "a", "c"} {
+		wg.Go(func() { appendN(sid, 60) })
+	}
+	wg.Wait()
+	recount("after concurrent appends")
+	var folded, pending int64
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM step_rollups), (SELECT count(*) FROM step_rollups_pending)`).Scan(&folded, &pending); err != nil {
+		t.Fatal(err)
+	}
+	if folded == 0 || pending == 0 {
+		t.Errorf("%d rollup rows folded and %d deltas pending: want both (folds every 64 statements)", folded, pending)
+	}
+	if _, err := conn.Exec(ctx, `SELECT step_rollups_fold()`); err != nil {
+		t.Fatal(err)
+	}
+	recount("after a fold")
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM step_rollups_pending`).Scan(&pending); err != nil || pending != 0 {
+		t.Errorf("%d deltas left after a fold (%v)", pending, err)
+	}
 }
