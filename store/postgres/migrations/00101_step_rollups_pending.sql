@@ -12,9 +12,13 @@
 -- 64th statement that appends folds the pending rows (one fold at a time,
 -- under a transaction advisory lock taken without waiting): deleted and
 -- added to step_rollups in one statement, so any reader's snapshot sees
--- each delta once. A fold skips the sessions being deleted (their rows go with them: the
--- session's delete removes its pending rows; the deltas of its steps'
--- cascade are not written, the session being gone).
+-- each delta once. The fold reads no sessions row (the most updated rows
+-- of the database): step_rollups loses its foreign key to sessions, and a
+-- session's delete removes its pending deltas, then its rollups, each in
+-- a statement of its own (so a fold that held some of them has committed
+-- and its rows are seen); the deltas of its steps' cascade are not
+-- written, the session being gone.
+ALTER TABLE step_rollups DROP CONSTRAINT step_rollups_session_id_fkey;
 CREATE TABLE step_rollups_pending (
     minute        BIGINT NOT NULL,
     session_id    TEXT COLLATE "C" NOT NULL,
@@ -31,7 +35,10 @@ CREATE VIEW step_rollups_all AS
     UNION ALL
     SELECT minute, session_id, run_id, steps, errors, input_tokens, output_tokens, cost FROM step_rollups_pending;
 -- +goose StatementBegin
-CREATE FUNCTION step_rollups_fold() RETURNS void LANGUAGE plpgsql AS $$
+-- jit off: a group's writes run under its SET LOCAL enable_seqscan = off,
+-- which prices the scan of the pending rows (the only plan) past the JIT
+-- thresholds, and a compilation costs the fold ~1 s of CPU.
+CREATE FUNCTION step_rollups_fold() RETURNS void LANGUAGE plpgsql SET jit = off AS $$
 BEGIN
     -- One fold at a time: two could add to the same rollup rows in
     -- different orders and deadlock; a writer that finds another folding
@@ -39,13 +46,7 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(730511, hashtext(current_schema())) THEN
         RETURN;
     END IF;
-    WITH ses AS (
-        SELECT id FROM sessions WHERE id IN (SELECT DISTINCT session_id FROM step_rollups_pending) FOR KEY SHARE SKIP LOCKED
-    ), d AS (
-        DELETE FROM step_rollups_pending p WHERE p.ctid IN (
-            SELECT ctid FROM step_rollups_pending WHERE session_id IN (SELECT id FROM ses) FOR UPDATE SKIP LOCKED)
-        RETURNING p.*
-    )
+    WITH d AS (DELETE FROM step_rollups_pending RETURNING *)
     INSERT INTO step_rollups AS ro
     SELECT minute, session_id, run_id, sum(steps), sum(errors), sum(input_tokens), sum(output_tokens), sum(cost)
     FROM d
@@ -127,11 +128,13 @@ $$;
 CREATE FUNCTION step_rollups_pending_session() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM step_rollups_pending WHERE session_id = OLD.id;
+    DELETE FROM step_rollups WHERE session_id = OLD.id;
     RETURN NULL;
 END
 $$;
 -- +goose StatementEnd
--- After the cascade of the session's delete (RI_… triggers fire first, by name).
+-- After the cascade of the session's delete (RI_… triggers fire first, by
+-- name): the steps' delete trigger then finds the session gone.
 CREATE TRIGGER step_rollups_pending_session AFTER DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION step_rollups_pending_session();
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION metric_hours_run_agent() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -167,6 +170,8 @@ END
 $$;
 -- +goose StatementEnd
 DROP TRIGGER step_rollups_pending_session ON sessions;
+DELETE FROM step_rollups ro WHERE NOT EXISTS (SELECT FROM sessions WHERE id = ro.session_id);
+ALTER TABLE step_rollups ADD FOREIGN KEY (session_id) REFERENCES sessions (id) ON DELETE CASCADE;
 DROP FUNCTION step_rollups_pending_session();
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION steps_rollup_status() RETURNS trigger LANGUAGE plpgsql AS $$
