@@ -71,8 +71,9 @@ $$;
 -- +goose StatementBegin
 -- steps_stats_fold adds the steps of session sid above watermark wm to its
 -- totals and moves the watermark to the last of them. The caller holds the
--- session's row lock.
-CREATE FUNCTION steps_stats_fold(sid TEXT, wm BIGINT) RETURNS void LANGUAGE plpgsql AS $$
+-- session's row lock. jit off: its generic plans may price a long
+-- session's range past the JIT thresholds (a compilation costs ~1 s).
+CREATE FUNCTION steps_stats_fold(sid TEXT, wm BIGINT) RETURNS void LANGUAGE plpgsql SET jit = off AS $$
 DECLARE
     hi BIGINT;
 BEGIN
