@@ -99,6 +99,12 @@ func (s *Store) StepImport(ctx context.Context, p *store.StepImportParams) error
 		want[is.Step.ID] = is.Body
 	}
 	_, err = inTx(s, ctx, func(tx *wtx) (struct{}, error) {
+		// The sessions' row locks, as every writer of a session's steps
+		// holds them (in id order): the fold of its totals (migration
+		// 00100) reads the steps above its watermark under that lock.
+		if _, err := tx.Exec(ctx, `SELECT FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, c.sessions); err != nil {
+			return struct{}{}, err
+		}
 		rows, err := tx.Query(ctx, stepInsertSQL+` ON CONFLICT (id) DO NOTHING RETURNING id`, c.args()...)
 		if err != nil {
 			return struct{}{}, err

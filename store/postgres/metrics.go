@@ -43,11 +43,12 @@ WHERE AGENT
 GROUP BY 1, 2`
 
 // metricsRollupsSQL aggregates the per-minute rollups of whole minutes
-// (table step_rollups, maintained by triggers); same placeholders, $3 and $4
+// (view step_rollups_all: the rows of step_rollups and the deltas not yet
+// folded into them, migration 00101); same placeholders, $3 and $4
 // on minute boundaries.
 const metricsRollupsSQL = `SELECT ((s.minute - $1::bigint) / $2::bigint)::int, KEY, sum(s.steps)::bigint, sum(s.errors)::bigint,
 	sum(s.input_tokens)::bigint, sum(s.output_tokens)::bigint, sum(s.cost)::float8
-FROM step_rollups s SPLITJOIN
+FROM step_rollups_all s SPLITJOIN
 WHERE s.minute >= $3::bigint AND s.minute < $4::bigint AND AGENT
 GROUP BY 1, 2`
 

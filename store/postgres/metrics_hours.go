@@ -87,12 +87,13 @@ func queryHours(ctx context.Context, db queryer, h0, h1 int64) ([]int64, error) 
 	return out, mapErr(rows.Err())
 }
 
-// metricsFoldStepsSQL sums the rollups of [$1, $2) per hour and agent, the
-// agent attributed as the metrics filter does (metricsAgentSQL).
+// metricsFoldStepsSQL sums the rollups of [$1, $2) (folded and pending,
+// migration 00101) per hour and agent, the agent attributed as the
+// metrics filter does (metricsAgentSQL).
 const metricsFoldStepsSQL = `SELECT s.minute - s.minute % 3600000000000, COALESCE((SELECT r.agent FROM runs r WHERE r.id = s.run_id AND s.run_id <> ''),
 		(SELECT ses.agent FROM sessions ses WHERE ses.id = s.session_id), ''),
 	sum(s.steps)::bigint, sum(s.errors)::bigint, sum(s.input_tokens)::bigint, sum(s.output_tokens)::bigint, sum(s.cost)::float8
-FROM step_rollups s
+FROM step_rollups_all s
 WHERE s.minute >= $1 AND s.minute < $2
 GROUP BY 1, 2`
 
@@ -114,7 +115,7 @@ GROUP BY 1, 2`
 // of [$1, $2) per hour over all agents: the totals' float sums are SQL's
 // own over the rows (as a query of all agents without the table reads
 // them), not a sum of the agents'.
-const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, false, sum(cost)::float8 FROM step_rollups WHERE minute >= $1 AND minute < $2 GROUP BY 1
+const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, false, sum(cost)::float8 FROM step_rollups_all WHERE minute >= $1 AND minute < $2 GROUP BY 1
 UNION ALL
 SELECT created_at - created_at % 3600000000000, true, sum(score)::float8 FROM evals WHERE created_at >= $1 AND created_at < $2 GROUP BY 1`
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,6 +69,135 @@ func testSessionStats(t *testing.T, h *harness) {
 		if _, err := sr.SessionStats(ctx, &store.SessionStatsParams{}); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("SessionStats(no id) = %v, want ErrInvalid", err)
 		}
+	})
+}
+
+// testSessionStatsFolds: the totals stay exact where a store keeps part of
+// them folded and adds the rest when read (PostgreSQL folds a session's
+// steps 256 at a time, migration 00100): across many multi-step appends,
+// truncations below what was folded and appends reusing the sequences, a
+// fork's imported copies written below its own later steps, concurrent
+// appends, and a session deleted and created again under its id.
+func testSessionStatsFolds(t *testing.T, h *harness) {
+	h.sub(t, "TotalsAcrossFolds", func(t *testing.T, st store.Store) {
+		sr := st.(store.SessionStatsReader)
+		ctx := t.Context()
+		seed := time.Now().UnixNano()
+		t.Logf("seed %d", seed)
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		kinds := []steptype.Kind{steptype.KindUser, steptype.KindLLM, steptype.KindTool, steptype.KindError}
+		roles := []steptype.Role{steptype.RoleNone, steptype.RoleUser, steptype.RoleAssistant}
+		n := 0
+		step := func(sid string) *steptype.Step {
+			n++
+			return &steptype.Step{ID: fmt.Sprintf("%s-%d", sid, n), SessionID: sid, Kind: kinds[rng.IntN(len(kinds))], Role: roles[rng.IntN(len(roles))],
+				Status: steptype.StepCompleted, Content: "x",
+				Metrics: steptype.Metrics{InputTokens: rng.Int64N(1000), OutputTokens: rng.Int64N(100), CachedTokens: rng.Int64N(50), Cost: float64(rng.IntN(1000)) / 1e4}}
+		}
+		add := func(sid string, total int) {
+			for total > 0 {
+				k := min(total, 1+rng.IntN(40))
+				batch := make([]*steptype.Step, k)
+				for i := range batch {
+					batch[i] = step(sid)
+				}
+				if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: batch}); err != nil {
+					t.Fatal(err)
+				}
+				total -= k
+			}
+		}
+		truncate := func(sid string, from int64) {
+			if _, err := st.StepTruncate(ctx, &store.StepTruncateParams{SessionID: sid, StartSeq: from}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustSession(t, st, "p")
+		add("p", 255)
+		wantStats(t, st, sr, "p")
+		add("p", 1)
+		wantStats(t, st, sr, "p")
+		add("p", 600)
+		wantStats(t, st, sr, "p")
+		truncate("p", 500) // below the folded steps
+		wantStats(t, st, sr, "p")
+		add("p", 300) // the cut sequences written again
+		wantStats(t, st, sr, "p")
+		truncate("p", 790) // within the last fold's steps, or above them
+		add("p", 3)
+		wantStats(t, st, sr, "p")
+		truncate("p", 2)
+		wantStats(t, st, sr, "p")
+		add("p", 270)
+		wantStats(t, st, sr, "p")
+
+		// A fork with its own steps folded, then the copies of the steps
+		// it inherits imported below them, then detached.
+		mustFork(t, st, "f", "p", 60)
+		add("f", 300)
+		wantStats(t, st, sr, "f")
+		var copies []*steptype.Step
+		for _, s := range list(t, st, &store.StepListParams{SessionID: "p", EndSeq: 60}) {
+			c := *s
+			c.ID, c.SessionID = "copy-"+s.ID, "f"
+			copies = append(copies, &c)
+		}
+		imp := importer(t, st)
+		for len(copies) > 0 {
+			k := min(len(copies), 1+rng.IntN(25))
+			if err := imp.StepImport(ctx, &store.StepImportParams{Steps: copies[:k]}); err != nil {
+				t.Fatal(err)
+			}
+			copies = copies[k:]
+		}
+		// (Before the detach, a list shows the inherited steps, not the
+		// copies the totals count.)
+		if err := imp.SessionDetach(ctx, &store.SessionDetachParams{ID: "f"}); err != nil {
+			t.Fatal(err)
+		}
+		add("f", 200)
+		wantStats(t, st, sr, "f")
+		wantStats(t, st, sr, "p")
+
+		// Concurrent appends, two writers per session.
+		for _, sid := range []string{"c1", "c2", "c3"} {
+			mustSession(t, st, sid)
+		}
+		var wg sync.WaitGroup
+		for w := range 6 {
+			sid := fmt.Sprintf("c%d", 1+w%3)
+			batches := make([][]*steptype.Step, 30)
+			for i := range batches {
+				batches[i] = make([]*steptype.Step, 1+rng.IntN(12))
+				for j := range batches[i] {
+					batches[i][j] = step(sid)
+				}
+			}
+			wg.Go(func() {
+				for _, b := range batches {
+					if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: b}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, sid := range []string{"c1", "c2", "c3"} {
+			wantStats(t, st, sr, sid)
+		}
+
+		// Deleted and created again: nothing of the first session's totals.
+		if err := st.SessionDelete(ctx, &store.SessionDeleteParams{ID: "c1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sr.SessionStats(ctx, &store.SessionStatsParams{ID: "c1"}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("SessionStats(deleted) = %v, want ErrNotFound", err)
+		}
+		mustSession(t, st, "c1")
+		wantStats(t, st, sr, "c1")
+		add("c1", 300)
+		wantStats(t, st, sr, "c1")
 	})
 }
 

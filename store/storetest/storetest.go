@@ -88,6 +88,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		{"Outline", testOutline},
 		{"RunLatest", testRunLatest},
 		{"SessionStats", testSessionStats},
+		{"SessionStatsFolds", testSessionStatsFolds},
 		{"Checkpoints", testCheckpoints},
 		{"TotalsEveryPath", testTotalsEveryPath},
 	}
