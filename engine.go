@@ -71,9 +71,13 @@ func (c Config) withDefaults() Config {
 
 // Engine runs agents over a store. It is safe for concurrent use.
 type Engine struct {
-	cfg    Config
-	store  store.Store
-	broker *broker
+	cfg Config
+	// procClock: cfg.Now is the default, time.Now (see nowRead); procNow
+	// is time.Now (a test counts the readings through it).
+	procClock bool
+	procNow   func() time.Time
+	store     store.Store
+	broker    *broker
 
 	mu       sync.Mutex
 	agents   map[string]*Agent
@@ -103,9 +107,10 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("stepwise: config: Store is required")
 	}
+	procClock := cfg.Now == nil
 	cfg = cfg.withDefaults()
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, broker: newBroker(),
+		cfg: cfg, store: cfg.Store, broker: newBroker(), procClock: procClock, procNow: time.Now,
 		agents: map[string]*Agent{}, active: map[string]*execution{},
 	}
 	for _, a := range cfg.Agents {
@@ -201,3 +206,16 @@ func (e *Engine) unrefSession(id string, l *sessionLock) {
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
+
+// nowRead is now, and the same reading of the process clock (time.Now,
+// with its monotonic part) when the engine's clock is the default one:
+// what an id's timestamp or a step's deadline would read a moment later,
+// so that one reading serves both. With a clock of the caller's (a test's
+// fixed time) proc is zero and those read the process clock themselves.
+func (e *Engine) nowRead() (now, proc time.Time) {
+	if e.procClock {
+		proc = e.procNow()
+		return proc.UTC(), proc
+	}
+	return e.now(), time.Time{}
+}

@@ -175,14 +175,20 @@ func (x *execution) publish(ev *Event) { x.publishAt(ev, x.e.now()) }
 
 // publishAt delivers an event stamped with t: the time just read for what
 // the event tells (a step's start, its commit), not read again.
-func (x *execution) publishAt(ev *Event, t time.Time) {
+func (x *execution) publishAt(ev *Event, t time.Time) { x.publishWaited(ev, t) }
+
+// publishWaited is publishAt, reporting whether it waited for the inline
+// consumer (the sink's buffer was full): the time read before it may then be
+// long past.
+func (x *execution) publishWaited(ev *Event, t time.Time) (waited bool) {
 	x.toSubscribers(ev, t)
 	if x.sink != nil {
 		x.sinkMu.Lock()
-		x.sendHeld()
-		x.send(ev)
+		waited = x.sendHeld()
+		waited = x.send(ev) || waited
 		x.sinkMu.Unlock()
 	}
+	return waited
 }
 
 // publishHeld is publishAt for a step_completed event that the execution's
@@ -198,7 +204,7 @@ func (x *execution) publishHeld(ev *Event, t time.Time) {
 	}
 	x.toSubscribers(ev, t)
 	x.sinkMu.Lock()
-	x.sendHeld()
+	_ = x.sendHeld()
 	x.held = ev
 	x.sinkMu.Unlock()
 }
@@ -221,36 +227,47 @@ func (x *execution) flush() {
 		return
 	}
 	x.sinkMu.Lock()
-	x.sendHeld()
+	_ = x.sendHeld()
 	x.sinkMu.Unlock()
 }
 
-// sendHeld sends the held event, if any; the caller holds sinkMu.
-func (x *execution) sendHeld() {
+// sendHeld sends the held event, if any; the caller holds sinkMu. It
+// reports whether it waited (see send).
+func (x *execution) sendHeld() (waited bool) {
 	if h := x.held; h != nil {
 		x.held = nil
-		x.send(h)
+		return x.send(h)
 	}
+	return false
 }
 
 // send delivers an event to the inline consumer; the caller holds sinkMu.
-func (x *execution) send(ev *Event) {
+// It reports whether it waited for the consumer (the buffer was full).
+func (x *execution) send(ev *Event) (waited bool) {
 	select {
 	case x.sink <- ev: // room in the buffer: no two-way select
-		return
+		return false
 	default:
 	}
 	select {
 	case x.sink <- ev:
 	case <-x.ctx.Done():
 	}
+	return true
 }
 
-func (x *execution) emitDelta(stepName string, d Delta) {
+func (x *execution) emitDelta(stepName string, d Delta) { x.emitDeltaAt(stepName, d, time.Time{}) }
+
+// emitDeltaAt is emitDelta stamped with t, the time just read for what the
+// delta tells (the model's first token), or now when t is zero.
+func (x *execution) emitDeltaAt(stepName string, d Delta, t time.Time) {
 	x.deltas.Add(1)
 	ed := &eventDelta{Event: Event{Type: EventStepDelta, StepName: stepName}, d: d}
 	ed.Event.Delta = &ed.d
-	x.publish(&ed.Event)
+	if t.IsZero() {
+		t = x.e.now()
+	}
+	x.publishAt(&ed.Event, t)
 }
 
 // eventDelta is a step_delta event and its delta in one allocation.
@@ -297,7 +314,7 @@ type runUpdate struct {
 // commit writes steps and the run change in one transaction, then updates
 // the in-memory run and context and publishes the steps.
 func (x *execution) commit(steps []*Step, u runUpdate) error {
-	now := x.e.now()
+	now, proc := x.e.nowRead() // proc: the same reading for the steps' ids
 	x.mu.Lock()
 	state, progress := x.run.State, x.progress
 	x.mu.Unlock()
@@ -313,7 +330,8 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	}
 	for _, s := range steps {
 		if s.ID == "" {
-			s.ID = NewID()
+			s.ID = newIDAt(proc)
+			proc = time.Time{} // the next id reads the clock itself
 		}
 		s.SessionID, s.RunID, s.Hop = x.run.SessionID, x.run.ID, x.run.Hop
 		if s.ParentID == "" {
@@ -565,6 +583,10 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	// scope and its record are reused, without an id.
 	lean := name == StepTools && x.agent.Steps[StepTools] == nil && !x.hooks(name) && x.e.eventsState() == nil
 	for attempt := 1; ; attempt++ {
+		// One reading of the clock for the step's start, its id's timestamp
+		// and the start of its timeout (proc: zero with a clock of the
+		// caller's, and then each reads its own).
+		startedAt, proc := x.e.nowRead()
 		var scope *Scope
 		var started *Event
 		if lean {
@@ -572,16 +594,20 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
 			scope, started = &x.leanScope, &Event{}
 		} else {
-			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: NewID(), Name: name}}
+			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: newIDAt(proc), Name: name}}
 			ss.Scope.step = &ss.step
 			scope, started = &ss.Scope, &ss.started
 		}
 		scope.step.Metrics.Attempt = attempt
-		scope.step.Metrics.StartedAt = x.e.now()
+		scope.step.Metrics.StartedAt = startedAt
 		started.Type, started.StepName = EventStepStarted, name
-		x.publishAt(started, scope.step.Metrics.StartedAt)
+		if x.publishWaited(started, startedAt) {
+			// The consumer held the step back: its timeout counts from
+			// now, as it did when it was read after the publish.
+			proc = time.Time{}
+		}
 		streamed := x.deltas.Load()
-		next, err := x.call(x.hooked(name, h), scope)
+		next, err := x.call(x.hooked(name, h), scope, proc)
 		if err == nil && next != nil && next.State != nil && !next.committed {
 			err = x.checkState(next.State)
 		}
@@ -657,10 +683,12 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 }
 
 // call runs a handler under the step timeout, turning a panic into an error.
-func (x *execution) call(h Handler, s *Scope) (next *Next, err error) {
+// The timeout counts from start (a reading of time.Now), or from now when
+// start is zero.
+func (x *execution) call(h Handler, s *Scope, start time.Time) (next *Next, err error) {
 	// What context.WithTimeoutCause(x.ctx, StepTimeout, ErrStepTimeout)
 	// answers, made only when the handler needs it (see deadlineCtx).
-	dc := withStepTimeout(x.ctx, x.agent.Limits.StepTimeout, ErrStepTimeout)
+	dc := withStepTimeout(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
 	defer dc.end()
 	ctx := x.observeStepContext(dc, s)
 	defer func() {

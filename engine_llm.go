@@ -139,14 +139,20 @@ func (m *modelStream) yield(resp *llm.Response, err error) bool {
 		m.final = resp
 		return true
 	}
+	// at: the first token's time, read once for its latency and for the
+	// event of its first delta (the same instant); later deltas read theirs.
+	var at time.Time
 	if m.step.Metrics.FirstTokenLatency == 0 {
-		m.step.Metrics.FirstTokenLatency = m.x.e.now().Sub(m.start)
+		at = m.x.e.now()
+		m.step.Metrics.FirstTokenLatency = at.Sub(m.start)
 	}
 	if resp.Content != "" || resp.Reasoning != "" {
-		m.x.emitDelta(m.name, Delta{Content: resp.Content, Reasoning: resp.Reasoning})
+		m.x.emitDeltaAt(m.name, Delta{Content: resp.Content, Reasoning: resp.Reasoning}, at)
+		at = time.Time{}
 	}
 	for i := range resp.ToolCallDeltas {
-		m.x.emitDelta(m.name, Delta{ToolCall: &resp.ToolCallDeltas[i]})
+		m.x.emitDeltaAt(m.name, Delta{ToolCall: &resp.ToolCallDeltas[i]}, at)
+		at = time.Time{}
 	}
 	return true
 }

@@ -23,9 +23,17 @@ var idClock struct {
 }
 
 // NewID returns a new sortable id (UUIDv7). It allocates only the string.
-func NewID() string {
+func NewID() string { return newIDAt(time.Now()) }
+
+// newIDAt is NewID with its time read by the caller (t, from time.Now:
+// a time the caller records too, so that the clock is read once), or read
+// here when t is zero.
+func newIDAt(t time.Time) string {
+	if t.IsZero() {
+		t = time.Now()
+	}
 	var u uuid.UUID
-	nano := time.Now().UnixNano()
+	nano := t.UnixNano()
 	now := nano/int64(time.Millisecond)<<12 + (nano%int64(time.Millisecond))>>8
 	idClock.mu.Lock()
 	if idClock.left == 0 {

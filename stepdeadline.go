@@ -43,9 +43,13 @@ type deadlineCtx struct {
 
 // withStepTimeout returns the step's context and the function that ends it
 // (as context.WithTimeoutCause; the caller must call end once the handler
-// returns).
-func withStepTimeout(parent context.Context, timeout time.Duration, cause error) *deadlineCtx {
-	d := &deadlineCtx{parent: parent, deadline: time.Now().Add(timeout), cause: cause}
+// returns). The timeout counts from start, a reading of time.Now the caller
+// has just taken (with its monotonic part), or from now when start is zero.
+func withStepTimeout(parent context.Context, start time.Time, timeout time.Duration, cause error) *deadlineCtx {
+	if start.IsZero() {
+		start = time.Now()
+	}
+	d := &deadlineCtx{parent: parent, deadline: start.Add(timeout), cause: cause}
 	if cur, ok := parent.Deadline(); ok && cur.Before(d.deadline) {
 		// The standard context is the parent's cancel context then:
 		// make it now, nothing is saved.
@@ -56,9 +60,12 @@ func withStepTimeout(parent context.Context, timeout time.Duration, cause error)
 }
 
 // due reports whether the context must be made to answer: the parent is
-// cancelled or the deadline passed.
+// cancelled or the deadline passed. The deadline holds a monotonic reading,
+// so time.Until reads only the monotonic clock (as the standard context's
+// timer does), about half the cost of time.Now, which reads the wall clock
+// too; it is !time.Now().Before(d.deadline).
 func (d *deadlineCtx) due() bool {
-	return d.parent.Err() != nil || !time.Now().Before(d.deadline)
+	return d.parent.Err() != nil || time.Until(d.deadline) <= 0
 }
 
 // ctx makes the context (once) and returns it.

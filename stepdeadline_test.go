@@ -157,7 +157,7 @@ func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
 				e := env{cancelParent: func() { cancelParent(errParent) }}
 				start := time.Now()
 				if mine {
-					d := withStepTimeout(parent, sc.timeout, ErrStepTimeout)
+					d := withStepTimeout(parent, time.Time{}, sc.timeout, ErrStepTimeout)
 					e.ctx, e.end = d, d.end
 				} else {
 					e.ctx, e.end = context.WithTimeoutCause(parent, sc.timeout, ErrStepTimeout)
@@ -196,7 +196,7 @@ func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
 // Done sees the deadline's error and cause through a derived value context
 // (what call reads to report ErrStepTimeout).
 func TestStepTimeoutWithoutDone(t *testing.T) {
-	d := withStepTimeout(context.Background(), time.Millisecond, ErrStepTimeout)
+	d := withStepTimeout(context.Background(), time.Time{}, time.Millisecond, ErrStepTimeout)
 	defer d.end()
 	ctx := context.WithValue(d, deadlineKey{}, 1)
 	time.Sleep(10 * time.Millisecond)
