@@ -11,9 +11,10 @@ import (
 	"github.com/stepwise-run/stepwise/store/memory"
 )
 
-// SubscribeParams.Direct: a delta published while the stream waits is
-// offered to Direct on the publisher's goroutine (it has run when publish
-// returns) instead of being yielded; an event Direct does not take is
+// SubscribeParams.Direct: a delta (or another step event without a step
+// record) published while the stream waits is offered to Direct on the
+// publisher's goroutine (it has run when publish returns) instead of being
+// yielded; an event Direct does not take is
 // yielded, one it took but did not send in full makes the stream flush;
 // other events, and deltas that find the consumer busy, are yielded as
 // before. The stream's position follows the events Direct took: after a
@@ -47,6 +48,10 @@ func TestSubscribeDirectDelta(t *testing.T) {
 	// Direct's answer per delta text: "keep" is not taken, "part" is taken
 	// but not sent in full, anything else is sent.
 	direct := func(ev *Event) (bool, bool) {
+		if ev.Delta == nil {
+			add("direct:" + string(ev.Type))
+			return true, true
+		}
 		add("direct:" + ev.Delta.Content)
 		switch ev.Delta.Content {
 		case "keep":
@@ -104,10 +109,11 @@ func TestSubscribeDirectDelta(t *testing.T) {
 	}
 	publish := func(typ EventType, text string) {
 		ev := &Event{Type: typ, SessionID: "s"}
-		if typ == EventStepDelta {
+		switch typ {
+		case EventStepDelta:
 			ev.Delta = &Delta{Content: text}
-		} else {
-			ev.StepName = text
+		case EventRunStarted:
+			ev.Run, ev.StepName = &Run{ID: "r"}, text
 		}
 		e.broker.publish(ev)
 	}
@@ -125,7 +131,7 @@ func TestSubscribeDirectDelta(t *testing.T) {
 		t.Helper()
 		waitIdle()
 		publish(typ, text)
-		if typ == EventStepDelta {
+		if typ == EventStepDelta || typ == EventStepStarted {
 			// Direct ran on this goroutine: it is in the log already.
 			if got := logged(); !strings.Contains(got, "direct:"+text) {
 				t.Fatalf("after publishing %s: %s", text, got)
@@ -137,17 +143,18 @@ func TestSubscribeDirectDelta(t *testing.T) {
 	step(EventStepDelta, "b", "direct:a direct:b")
 	step(EventStepDelta, "keep", "direct:b direct:keep keep flush")
 	step(EventStepDelta, "part", "direct:part flush")
-	step(EventStepStarted, "", "flush step_started flush")
-	step(EventStepDelta, "c", "flush direct:c")
+	step(EventRunStarted, "", "flush run_started flush")
+	step(EventStepStarted, "", "flush direct:step_started")
+	step(EventStepDelta, "c", "direct:step_started direct:c")
 	// Deltas published while the consumer is busy are yielded, in order,
 	// and flushed together (the batch after the busy one).
 	waitIdle()
-	publish(EventStepStarted, "hold")
+	publish(EventRunStarted, "hold")
 	<-held
 	publish(EventStepDelta, "x")
 	publish(EventStepDelta, "y")
 	close(hold)
-	waitFor("direct:c step_started flush x y flush")
+	waitFor("direct:c run_started flush x y flush")
 	step(EventStepDelta, "e", "flush direct:e")
 	// A lag: the stream catches up from the ring after its position (that
 	// of "e") and subscribes again; what Direct took is not repeated.
@@ -157,7 +164,7 @@ func TestSubscribeDirectDelta(t *testing.T) {
 	step(EventStepDelta, "d", "direct:e flush direct:d")
 	cancel()
 	<-done
-	want := "flush direct:a direct:b direct:keep keep flush direct:part flush step_started flush direct:c step_started flush x y flush direct:e flush direct:d"
+	want := "flush direct:a direct:b direct:keep keep flush direct:part flush run_started flush direct:step_started direct:c run_started flush x y flush direct:e flush direct:d"
 	if got := logged(); got != want {
 		t.Fatalf("log\n%s\nwant\n%s", got, want)
 	}
