@@ -64,10 +64,10 @@ func (s *subscriber) wake() {
 	}
 }
 
-// deliver is wake for a publisher: a lone event (directable) that finds
-// the consumer waiting with everything sent is handed to the consumer's
-// direct hook on the publisher's goroutine, which saves the consumer's
-// wake-up. Anything
+// deliver is wake for a publisher: a lone step event (directable) that
+// finds the consumer waiting with everything sent is handed to the
+// consumer's direct hook on the publisher's goroutine, which saves the
+// consumer's wake-up. Anything
 // else, or a consumer busy (its role held), is left queued and the consumer
 // woken. An event the hook does not take goes back to the front of the
 // queue, and the consumer is woken to yield it; one taken but not sent in
@@ -80,7 +80,7 @@ func (s *subscriber) deliver() {
 	}
 	s.mu.Lock()
 	var ev *Event
-	if s.idle && len(s.queue) == 1 && s.directable(s.queue[0]) {
+	if s.idle && len(s.queue) == 1 && directable(s.queue[0]) {
 		ev = s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[:0]
@@ -107,10 +107,15 @@ func (s *subscriber) deliver() {
 	}
 }
 
-// directable reports whether ev may be handed to a direct hook: any event
-// but the run_finished that ends a run stream (its consumer returns).
-func (s *subscriber) directable(ev *Event) bool {
-	return s.runID == "" || ev.Type != EventRunFinished
+// directable reports whether ev may be handed to a direct hook: an event
+// of a step that changes nothing of a subscription's state but its
+// position (not a committed step, not a run's).
+func directable(ev *Event) bool {
+	switch ev.Type {
+	case EventStepStarted, EventStepDelta, EventStepProgress, EventStepYield, EventStepReset:
+		return ev.Step == nil && ev.Run == nil
+	}
+	return false
 }
 
 // wait parks the consumer until it is woken (ready), letting publishers

@@ -25,11 +25,11 @@ type SubscribeParams struct {
 	// to learn that the stream went quiet. An error from it ends the
 	// sequence, which yields that error.
 	Flush func() error
-	// Direct, when set, may be offered a live event instead of the
-	// sequence yielding it (any event but the run_finished that ends a run
-	// stream): when one is published while the sequence waits for events
-	// (after Flush), the publisher calls Direct on its own goroutine, which
-	// saves waking the consumer's. Direct is
+	// Direct, when set, may be offered a live step_started, step_delta,
+	// step_progress, step_yield or step_reset event instead of the
+	// sequence yielding it: when one is published while the sequence waits
+	// for events (after Flush), the publisher calls Direct on its own
+	// goroutine, which saves waking the consumer's. Direct is
 	// never called concurrently with the loop's body, Flush or itself, nor
 	// after the sequence ended; it must not block. It reports whether it
 	// took the event (if not, the sequence yields it as usual) and whether
@@ -69,15 +69,13 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 			have = p.After.Seq
 		}
 		lastSteps := map[string]steptype.StepStatus{}
-		// skip reports whether ev is one the client has (or must not get
-		// again); note records ev as delivered. emit is both, then the
-		// yield; an event handed to p.Direct is noted only if taken.
-		skip := func(ev *Event) bool {
+		emit := func(ev *Event) bool {
 			if !pos.Less(ev.Position) {
 				return true
 			}
 			if s := ev.Step; ev.Type == EventStepCompleted && s != nil {
-				if (s.Sequence < lastSeq || s.Sequence <= have) && (s.Kind != steptype.KindInput || s.Status == steptype.StepWaiting) {
+				switch {
+				case (s.Sequence < lastSeq || s.Sequence <= have) && (s.Kind != steptype.KindInput || s.Status == steptype.StepWaiting):
 					// Only an answer updates a step the client has.
 					// Anything else is a late publication of a step
 					// delivered already: an engine publishes after its
@@ -86,24 +84,19 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 					// the step after an event (see broker.observe) serves
 					// a reconnection from the step's own position.
 					return true
-				}
-				if st, ok := lastSteps[s.ID]; ok && st == s.Status && s.Sequence <= lastSeq {
-					return true
-				}
-			}
-			// A park reported already, from the store.
-			return p.RunID != "" && ev.RunID == p.RunID && ev.Type == EventRunWaiting && seen == steptype.RunWaiting
-		}
-		note := func(ev *Event) {
-			if s := ev.Step; ev.Type == EventStepCompleted && s != nil {
-				if s.Sequence > lastSeq {
+				case s.Sequence > lastSeq:
 					lastSeq = s.Sequence
 					clear(lastSteps)
+				}
+				if st, ok := lastSteps[s.ID]; ok && st == s.Status {
+					return true
 				}
 				lastSteps[s.ID] = s.Status
 			}
 			if p.RunID != "" && ev.RunID == p.RunID {
 				switch {
+				case ev.Type == EventRunWaiting && seen == steptype.RunWaiting:
+					return true // reported already, from the store
 				case ev.Run != nil:
 					seen = ev.Run.Status
 				case ev.Type == EventStepCompleted && ev.Step != nil && ev.Step.Status != steptype.StepWaiting:
@@ -111,23 +104,20 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 				}
 			}
 			pos = ev.Position
-		}
-		emit := func(ev *Event) bool {
-			if skip(ev) {
-				return true
-			}
-			note(ev)
 			return yield(ev, nil)
 		}
+		// An event handed to p.Direct: what emit does for one, without the
+		// yield (such events change no state of the stream but its
+		// position).
 		var direct func(*Event) (bool, bool)
 		if p.Direct != nil {
 			direct = func(ev *Event) (bool, bool) {
-				if skip(ev) {
+				if !pos.Less(ev.Position) {
 					return true, true
 				}
 				taken, sent := p.Direct(ev)
 				if taken {
-					note(ev)
+					pos = ev.Position
 				}
 				return taken, sent
 			}
