@@ -25,11 +25,10 @@ type SubscribeParams struct {
 	// to learn that the stream went quiet. An error from it ends the
 	// sequence, which yields that error.
 	Flush func() error
-	// Direct, when set, may be offered a live step_started, step_delta,
-	// step_progress, step_yield or step_reset event instead of the
-	// sequence yielding it: when one is published while the sequence waits
-	// for events (after Flush), the publisher calls Direct on its own
-	// goroutine, which saves waking the consumer's. Direct is
+	// Direct, when set, may be offered a live step_delta event instead of
+	// the sequence yielding it: when one is published while the sequence
+	// waits for events (after Flush), the publisher calls Direct on its
+	// own goroutine, which saves waking the consumer's. Direct is
 	// never called concurrently with the loop's body, Flush or itself, nor
 	// after the sequence ended; it must not block. It reports whether it
 	// took the event (if not, the sequence yields it as usual) and whether
@@ -106,9 +105,8 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 			pos = ev.Position
 			return yield(ev, nil)
 		}
-		// An event handed to p.Direct: what emit does for one, without the
-		// yield (such events change no state of the stream but its
-		// position).
+		// A delta handed to p.Direct: what emit does for one, without the
+		// yield (a delta changes no state of the stream but its position).
 		var direct func(*Event) (bool, bool)
 		if p.Direct != nil {
 			direct = func(ev *Event) (bool, bool) {
