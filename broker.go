@@ -238,8 +238,14 @@ func (b *broker) publishTo(t *topic, ev *Event) {
 	// on it.
 	var wakeBuf [4]*subscriber
 	wake := b.publishLocked(t, ev, wakeBuf[:0])
-	for _, s := range wake {
-		s.wake()
+	for i, s := range wake {
+		// At most one direct delivery per event: the publisher (a run)
+		// spends one non-blocking write on its subscribers, not one each.
+		if i == 0 {
+			s.deliver()
+		} else {
+			s.wake()
+		}
 	}
 }
 
@@ -285,10 +291,16 @@ func (b *broker) publishLocked(t *topic, ev *Event, wake []*subscriber) []*subsc
 // storeTo is the last sequence to read from the store (0: nothing, -1: to
 // the end).
 func (b *broker) subscribe(sessionID, runID string, pos Position) (s *subscriber, buffered []*Event, storeTo int64) {
+	return b.subscribeDirect(sessionID, runID, pos, nil)
+}
+
+// subscribeDirect is subscribe with a direct hook for the subscriber (see
+// subscriber.deliver); the calling goroutine is the subscriber's consumer.
+func (b *broker) subscribeDirect(sessionID, runID string, pos Position, direct func(*Event) (taken, sent bool)) (s *subscriber, buffered []*Event, storeTo int64) {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	t := sh.topicLocked(sessionID)
-	s = newSubscriber(runID, b.bufSize)
+	s = newSubscriber(runID, b.bufSize, direct)
 	t.subs = append(t.subs, s)
 	switch {
 	case !t.startKnown:
@@ -410,7 +422,7 @@ func (b *broker) watch(sessionID, runID string) *subscriber {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	t := sh.topicLocked(sessionID)
-	s := newSubscriber(runID, 64)
+	s := newSubscriber(runID, 64, nil)
 	t.subs = append(t.subs, s)
 	return s
 }

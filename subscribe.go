@@ -25,6 +25,17 @@ type SubscribeParams struct {
 	// to learn that the stream went quiet. An error from it ends the
 	// sequence, which yields that error.
 	Flush func() error
+	// Direct, when set, may be offered a live step_delta event instead of
+	// the sequence yielding it: when one is published while the sequence
+	// waits for events (after Flush), the publisher calls Direct on its
+	// own goroutine, which saves waking the consumer's. Direct is
+	// never called concurrently with the loop's body, Flush or itself, nor
+	// after the sequence ended; it must not block. It reports whether it
+	// took the event (if not, the sequence yields it as usual) and whether
+	// it sent everything (if not, the sequence calls Flush before it waits
+	// again, and an error from Flush ends it as usual). Positions, order
+	// and exactly-once are those of the yielded events.
+	Direct func(*Event) (taken, sent bool)
 }
 
 // Subscribe streams the events of a session (or a run) after a position:
@@ -94,8 +105,23 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 			pos = ev.Position
 			return yield(ev, nil)
 		}
+		// A delta handed to p.Direct: what emit does for one, without the
+		// yield (a delta changes no state of the stream but its position).
+		var direct func(*Event) (bool, bool)
+		if p.Direct != nil {
+			direct = func(ev *Event) (bool, bool) {
+				if !pos.Less(ev.Position) {
+					return true, true
+				}
+				taken, sent := p.Direct(ev)
+				if taken {
+					pos = ev.Position
+				}
+				return taken, sent
+			}
+		}
 		for {
-			sub, buffered, storeTo := e.broker.subscribe(sid, p.RunID, pos)
+			sub, buffered, storeTo := e.broker.subscribeDirect(sid, p.RunID, pos, direct)
 			done, err := e.catchUp(ctx, sid, p.RunID, &pos, storeTo, buffered, emit, seen)
 			if err != nil || done {
 				e.broker.unsubscribe(sid, sub)
@@ -144,6 +170,9 @@ func (e *Engine) streamSession(ctx context.Context, p SubscribeParams) (string, 
 // It waits on the subscriber's ready channel alone, which a lag and the
 // end of ctx signal too: a receive from one channel costs the scheduler
 // less than a select over three, and it happens once per delivered batch.
+// With a direct hook (SubscribeParams.Direct) publishers may deliver lone
+// deltas while it waits (subscriber.deliver); it holds the consumer's
+// role otherwise.
 func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit func(*Event) bool, flush func() error) (bool, error) {
 	stop := context.AfterFunc(ctx, sub.wake)
 	defer stop()
@@ -154,7 +183,7 @@ func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit
 				return true, err
 			}
 		}
-		<-sub.ready
+		sub.wait()
 		if err := ctx.Err(); err != nil {
 			return true, err
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/stepwise-run/stepwise"
@@ -33,6 +34,11 @@ type sseWriter struct {
 	// flush, and a flush sends them as one chunk in one write.
 	direct, conn net.Conn
 	broken       bool // a write to conn failed, or the stream ended
+	// raw is conn's descriptor when publishers may deliver deltas to the
+	// stream directly (flushNoWait); pending holds what such a write left
+	// unsent, framed, for the next flush to send first.
+	raw     syscall.RawConn
+	pending []byte
 }
 
 func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
@@ -196,6 +202,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p stepwise.Subsc
 	hb := startHeartbeat(sw, s.cfg.Heartbeat, cancel)
 	defer hb.stop()
 	p.Flush = hb.flush
+	if sw.conn != nil {
+		if sw.raw = rawConn(sw.conn); sw.raw != nil {
+			p.Direct = hb.direct
+		}
+	}
 	for ev, err := range s.eng.Subscribe(ctx, p) {
 		if hb.failed() {
 			return nil
@@ -284,6 +295,37 @@ func (h *heartbeat) event(ev *stepwise.Event) (encodeErr, writeErr error) {
 	}
 	h.dirty = true
 	return nil, nil
+}
+
+// direct writes a delta a publisher offers (SubscribeParams.Direct) and
+// sends it without blocking. It does not take the event when it would have
+// to wait (a heartbeat holds the writer, perhaps blocked on a slow client)
+// or cannot write it (the stream failed, the event does not encode): the
+// handler then gets it as usual. What a taken event's write did not send
+// stays pending (flushNoWait) for the handler's next flush.
+func (h *heartbeat) direct(ev *stepwise.Event) (taken, sent bool) {
+	if !h.mu.TryLock() {
+		return false, false
+	}
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return false, false
+	}
+	b, err := h.enc.append(h.sw.eventHead(ev.Position, string(ev.Type)), ev)
+	if err != nil {
+		return false, false // nothing written
+	}
+	if err := h.sw.eventEnd(b); err != nil {
+		h.fail(err)
+		return true, false
+	}
+	h.dirty = true
+	if !h.sw.flushNoWait() {
+		return true, false
+	}
+	h.dirty = false
+	h.last = h.sw.now
+	return true, true
 }
 
 // flush sends what was written, if anything: SubscribeParams.Flush.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 )
 
 // An SSE stream of an HTTP/1.1 request, once net/http has sent the
@@ -59,15 +60,68 @@ func directConn(w http.ResponseWriter, r *http.Request) net.Conn {
 	return c
 }
 
-// flushConn sends the events written since the last flush as one chunk.
+// flushConn sends the events written since the last flush as one chunk,
+// after what a flushNoWait left pending.
 func (s *sseWriter) flushConn() error {
 	b := s.chunk()
+	if len(s.pending) > 0 {
+		b = append(s.pending, b...)
+		s.pending = s.pending[:0]
+	}
 	if b == nil {
 		return nil
 	}
 	err := s.writeConn(b)
 	s.buf = s.buf[:chunkRoom]
 	return err
+}
+
+// rawConn returns the connection's file descriptor access for flushNoWait,
+// nil if it offers none.
+func rawConn(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// flushNoWait is flushConn for a caller that must not block (a publisher
+// delivering directly, see heartbeat.direct): one write(2) of the chunk,
+// and whatever the socket does not take at once (a full send buffer, an
+// error, an expired deadline) is kept pending for the next flush, whose
+// blocking write sends it or reports the error. It reports whether
+// everything went out; s.raw must be set.
+func (s *sseWriter) flushNoWait() bool {
+	if s.extendDeadline() != nil || s.broken || len(s.pending) > 0 {
+		return false
+	}
+	b := s.chunk()
+	if b == nil {
+		return true
+	}
+	n := 0
+	_ = s.raw.Write(func(fd uintptr) bool {
+		for {
+			m, err := syscall.Write(int(fd), b)
+			if err == syscall.EINTR {
+				continue
+			}
+			if m > 0 {
+				n = m
+			}
+			return true // never wait for the socket
+		}
+	})
+	if n < len(b) {
+		s.pending = append(s.pending[:0], b[n:]...)
+	}
+	s.buf = s.buf[:chunkRoom]
+	return n == len(b)
 }
 
 // chunk frames the events written since the last flush as a chunk, in

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// floodModel waits until told, then streams n deltas of size bytes each
+// ("d0001 xxx…") without pausing.
+type floodModel struct {
+	wait    chan struct{}
+	n, size int
+}
+
+func (m *floodModel) Name() string { return "flood" }
+func (m *floodModel) Generate(ctx context.Context, _ *llm.Request) iter.Seq2[*llm.Response, error] {
+	return func(yield func(*llm.Response, error) bool) {
+		select {
+		case <-m.wait:
+		case <-ctx.Done():
+			yield(nil, ctx.Err())
+			return
+		}
+		var all strings.Builder
+		for i := range m.n {
+			d := fmt.Sprintf("d%04d ", i)
+			d += strings.Repeat("x", m.size-len(d))
+			all.WriteString(d)
+			if !yield(&llm.Response{Partial: true, Content: d}, nil) {
+				return
+			}
+		}
+		yield(&llm.Response{Content: all.String(), FinishReason: "stop"}, nil)
+	}
+}
+
+// Deltas a publisher writes to a stream's connection itself (the handler
+// waiting) meet a client that does not read: the socket takes part of a
+// chunk or nothing, the rest stays pending for the handler, which sends it
+// before anything else once the client reads. The client gets every delta
+// once, in order, in valid chunked framing, then run_finished.
+func TestSSEDirectDeltaSlowClient(t *testing.T) {
+	t.Parallel()
+	m := &floodModel{wait: make(chan struct{}), n: 600, size: 4000}
+	env := newEnv(t, []*stepwise.Agent{{Name: "flood", Model: m}})
+	// A server of its own whose connections have small send buffers: the
+	// first writes of the flood fill them.
+	hs := &http.Server{Handler: env.srv, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetWriteBuffer(8 << 10)
+		}
+		return ConnContext(ctx, c)
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	run, err := env.eng.StartRun(ctx, stepwise.StartParams{Agent: "flood", Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := net.Dialer{}
+	conn, err := d.DialContext(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(128 << 10)
+	_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := fmt.Fprintf(conn, "GET /v1/runs/%s/events HTTP/1.1\r\nHost: stepwise\r\n\r\n", run.ID); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReaderSize(conn, 1<<10)
+	// The head and the retry hint: the stream is live.
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	if hint := readChunk(t, br); hint != "retry: 1000\n\n" {
+		t.Fatalf("first chunk %q", hint)
+	}
+	close(m.wait)
+	time.Sleep(300 * time.Millisecond) // the flood fills the socket meanwhile
+	var body string
+	for {
+		c := readChunk(t, br)
+		if c == "" {
+			break // the last chunk
+		}
+		body += c
+	}
+	var last stepwise.Position
+	next := 0
+	for line := range strings.Lines(body) {
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			pos, err := stepwise.ParsePosition(strings.TrimSpace(line[4:]))
+			if err != nil || !last.Less(pos) {
+				t.Fatalf("id %q after %v (%v)", line, last, err)
+			}
+			last = pos
+		case strings.HasPrefix(line, "data: ") && strings.Contains(line, `"delta":`):
+			want := fmt.Sprintf(`"content":"d%04d `, next)
+			if !strings.Contains(line, want) || len(line) < m.size {
+				i := strings.Index(line, `"content":"`)
+				t.Fatalf("delta %d: %.60q", next, line[max(i, 0):])
+			}
+			next++
+		}
+	}
+	if next != m.n || !strings.Contains(body, "event: run_finished") {
+		t.Fatalf("%d deltas of %d; run_finished: %v", next, m.n, strings.Contains(body, "event: run_finished"))
+	}
+	env.waitRun(run.ID, steptype.RunCompleted)
+}
+
+// readChunk reads one chunk of a chunked body from br: "" for the last.
+func readChunk(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasSuffix(line, "\r\n") {
+		t.Fatalf("chunk size line %q: %v", line, err)
+	}
+	var n int
+	if _, err := fmt.Sscanf(line, "%x\r\n", &n); err != nil {
+		t.Fatalf("chunk size line %q: %v", line, err)
+	}
+	data := make([]byte, n+2)
+	if _, err := io.ReadFull(br, data); err != nil || string(data[n:]) != "\r\n" {
+		t.Fatalf("chunk of %d bytes: %v", n, err)
+	}
+	return string(data[:n])
+}
