@@ -23,33 +23,10 @@ func TestStepAllocationBudget(t *testing.T) {
 	if raceflag.Enabled {
 		t.Skip("the race detector changes what is allocated")
 	}
-	type args struct {
-		N int `json:"n"`
-	}
-	echo := tool.New("echo", "echo", func(ctx context.Context, a args) (int, error) { return a.N, nil })
-	const iterations = 2000
-	agent := &Agent{Name: "budget", Model: scripted.Loop("echo", `{"n":1}`, iterations, "done"), Tools: []tool.Tool{echo},
-		Limits: Limits{MaxSteps: 2*iterations + 10}}
-	e, err := New(Config{Store: memory.New(), Agents: []*Agent{agent}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	r, err := e.StartRun(t.Context(), StartParams{Agent: "budget", Input: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, r := startEchoLoop(t, "budget", 2000)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	steps := 0
-	for ev, err := range e.Execute(t.Context(), r.ID) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == EventStepCompleted {
-			steps++
-		}
-	}
+	steps := executeCountingSteps(t, e, r.ID)
 	runtime.ReadMemStats(&after)
 	allocs := float64(after.Mallocs-before.Mallocs) / float64(steps)
 	bytes := float64(after.TotalAlloc-before.TotalAlloc) / float64(steps)
@@ -57,4 +34,43 @@ func TestStepAllocationBudget(t *testing.T) {
 	if allocs > 13.5 || bytes > 2900 {
 		t.Errorf("%.1f allocations and %.0f bytes per step, want at most 13.5 and 2,900", allocs, bytes)
 	}
+}
+
+// startEchoLoop starts a run of the standard tool loop on the memory store:
+// iterations llm steps that call the echo tool, then "done". The engine is
+// closed when the test ends.
+func startEchoLoop(t *testing.T, name string, iterations int) (*Engine, *Run) {
+	t.Helper()
+	type args struct {
+		N int `json:"n"`
+	}
+	echo := tool.New("echo", "echo", func(ctx context.Context, a args) (int, error) { return a.N, nil })
+	agent := &Agent{Name: name, Model: scripted.Loop("echo", `{"n":1}`, iterations, "done"), Tools: []tool.Tool{echo},
+		Limits: Limits{MaxSteps: 2*iterations + 10}}
+	e, err := New(Config{Store: memory.New(), Agents: []*Agent{agent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	r, err := e.StartRun(t.Context(), StartParams{Agent: name, Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, r
+}
+
+// executeCountingSteps executes run id to its end and returns the number
+// of steps it completed.
+func executeCountingSteps(t *testing.T, e *Engine, id string) int {
+	t.Helper()
+	steps := 0
+	for ev, err := range e.Execute(t.Context(), id) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == EventStepCompleted {
+			steps++
+		}
+	}
+	return steps
 }

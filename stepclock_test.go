@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/raceflag"
-	"github.com/stepwise-run/stepwise/llm/scripted"
 	"github.com/stepwise-run/stepwise/store/memory"
-	"github.com/stepwise-run/stepwise/tool"
 )
 
 // TestStepClockReads counts the clock readings of the scripted tool loop
@@ -23,35 +21,12 @@ func TestStepClockReads(t *testing.T) {
 	if raceflag.Enabled {
 		t.Skip("counts only")
 	}
-	type args struct {
-		N int `json:"n"`
-	}
-	echo := tool.New("echo", "echo", func(ctx context.Context, a args) (int, error) { return a.N, nil })
-	const iterations = 200
-	agent := &Agent{Name: "clock", Model: scripted.Loop("echo", `{"n":1}`, iterations, "done"), Tools: []tool.Tool{echo},
-		Limits: Limits{MaxSteps: 2*iterations + 10}}
-	e, err := New(Config{Store: memory.New(), Agents: []*Agent{agent}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, r := startEchoLoop(t, "clock", 200)
 	var reads atomic.Int64
 	counted := func() time.Time { reads.Add(1); return time.Now() }
 	e.cfg.Now, e.procNow = counted, counted // still the default clock (procClock)
-	r, err := e.StartRun(t.Context(), StartParams{Agent: "clock", Input: "go"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reads.Store(0)
-	steps := 0
-	for ev, err := range e.Execute(t.Context(), r.ID) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type == EventStepCompleted {
-			steps++
-		}
-	}
+	steps := executeCountingSteps(t, e, r.ID)
 	per := float64(reads.Load()) / float64(steps)
 	t.Logf("%d steps: %.2f clock readings per step", steps, per)
 	// Per iteration: the llm step's start, the model call's start, its
