@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,9 +164,9 @@ func TestStepRollupsEqualRecount(t *testing.T) {
 		CreatedAt: at, UpdatedAt: at.Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var seq atomic.Int64 // the concurrent appends below number their steps too
 	step := func(sid string, i int) *steptype.Step {
-		n++
+		n := seq.Add(1)
 		k := steptype.KindLLM
 		if i%5 == 0 {
 			k = steptype.KindError
