@@ -92,16 +92,7 @@ func TestSubscribeFlushPerBatch(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mem := memory.New()
-	defer mem.Close()
-	e, err := New(Config{Store: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	e := newEngineWithSession(t, ctx, "s")
 	publish := func(text string) {
 		e.broker.publish(&Event{Type: EventStepDelta, SessionID: "s", Delta: &Delta{Content: text}})
 	}
@@ -274,16 +265,7 @@ func TestSubscribeWakesOnLagAndCancel(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mem := memory.New()
-	defer mem.Close()
-	e, err := New(Config{Store: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	e := newEngineWithSession(t, ctx, "s")
 	current := func() *subscriber {
 		sh := e.broker.lock("s")
 		defer sh.mu.Unlock()
@@ -322,4 +304,21 @@ func TestSubscribeWakesOnLagAndCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream did not end with its context")
 	}
+}
+
+// newEngineWithSession returns an engine on a memory store that holds an
+// empty session id; both are closed when the test ends.
+func newEngineWithSession(t *testing.T, ctx context.Context, id string) *Engine {
+	t.Helper()
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	e, err := New(Config{Store: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

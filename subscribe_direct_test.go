@@ -6,9 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/stepwise-run/stepwise/store"
-	"github.com/stepwise-run/stepwise/store/memory"
 )
 
 // SubscribeParams.Direct: a delta published while the stream waits is
@@ -23,16 +20,7 @@ func TestSubscribeDirectDelta(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mem := memory.New()
-	defer mem.Close()
-	e, err := New(Config{Store: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if _, err := mem.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	e := newEngineWithSession(t, ctx, "s")
 	var mu sync.Mutex
 	var log []string
 	add := func(s string) {
