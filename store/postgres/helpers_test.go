@@ -70,3 +70,14 @@ func rawConn(t testing.TB) *pgx.Conn {
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
 }
+
+// schemaConn is rawConn with its search_path set to schema, for reading
+// and writing a store's tables directly.
+func schemaConn(t testing.TB, schema string) *pgx.Conn {
+	t.Helper()
+	conn := rawConn(t)
+	if _, err := conn.Exec(t.Context(), `SET search_path TO `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}

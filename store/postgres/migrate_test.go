@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -30,10 +28,7 @@ func TestMigrateFromPreviousRelease(t *testing.T) {
 		t.Fatalf("MigrateTo(%d) = %d, %v", previousRelease, v, err)
 	}
 	// Rows as the previous release wrote them, with its SQL.
-	conn := rawConn(t)
-	if _, err := conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := schemaConn(t, schema)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	var steps []*steptype.Step
 	for i, content := range []string{"what is the capital of France?", "Paris."} {
@@ -133,10 +128,7 @@ func TestMigrateMetricHours(t *testing.T) {
 	if v, err := postgres.MigrateTo(ctx, cfg, 75); err != nil || v != 75 {
 		t.Fatalf("MigrateTo(75) = %d, %v", v, err)
 	}
-	conn := rawConn(t)
-	if _, err := conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := schemaConn(t, schema)
 	t0 := time.Date(2026, 2, 3, 10, 0, 0, 0, time.UTC)
 	for _, q := range []string{
 		`INSERT INTO sessions (id, agent, last_seq, created_at, updated_at) VALUES ('s', 'a', 5, $1, $1)`,

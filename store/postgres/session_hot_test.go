@@ -27,10 +27,7 @@ func TestSessionAppendUpdateIsHOT(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn := rawConn(t)
-	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := schemaConn(t, schema)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

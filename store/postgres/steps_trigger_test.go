@@ -25,10 +25,7 @@ func TestStepInsertOneTriggerCall(t *testing.T) {
 	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s1"}); err != nil {
 		t.Fatal(err)
 	}
-	conn := rawConn(t)
-	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := schemaConn(t, schema)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -100,10 +97,7 @@ func TestSessionStatsFoldWatermark(t *testing.T) {
 	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s1"}); err != nil {
 		t.Fatal(err)
 	}
-	conn := rawConn(t)
-	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := schemaConn(t, schema)
 	appendN := func(n int) {
 		t.Helper()
 		for i := 0; i < n; i += 10 {
@@ -150,10 +144,7 @@ func TestStepRollupsEqualRecount(t *testing.T) {
 	schema := freshSchema(t)
 	st := open(t, postgres.Config{Schema: schema})
 	ctx := t.Context()
-	conn := rawConn(t)
-	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := schemaConn(t, schema)
 	for _, id := range []string{"a", "c"} {
 		if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: id}); err != nil {
 			t.Fatal(err)
