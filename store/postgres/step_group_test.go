@@ -68,7 +68,8 @@ func TestGroupWritesAllocations(t *testing.T) {
 	reqs, sessions, runs := benchShapedGroup(t, n, now)
 	var first [][]any
 	check := true // compare the parameters with the first group's
-	group := func() {
+	// applied is a group state of reqs, every request applied.
+	applied := func() *groupState {
 		g, _, _, _ := newGroupState(reqs)
 		for i := range n {
 			s, r := *sessions[i], *runs[i]
@@ -80,6 +81,10 @@ func TestGroupWritesAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		return g
+	}
+	group := func() {
+		g := applied()
 		b := g.writes("events")
 		if first == nil {
 			for _, q := range b.QueuedQueries {
@@ -111,18 +116,7 @@ func TestGroupWritesAllocations(t *testing.T) {
 	// slices in interfaces, 3 slices), 86 with columns of sessions and
 	// runs made for each group.
 	applyOnly := testing.AllocsPerRun(10, func() {
-		g, _, _, _ := newGroupState(reqs)
-		for i := range n {
-			s, r := *sessions[i], *runs[i]
-			g.sessions[s.ID], g.runs[r.ID] = &s, &r
-		}
-		g.dbNow = nanos(now)
-		for _, r := range reqs {
-			if _, err := g.apply(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		g.release()
+		applied().release()
 	})
 	allocs := testing.AllocsPerRun(10, group) - applyOnly
 	const limit = 14
