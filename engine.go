@@ -72,10 +72,8 @@ func (c Config) withDefaults() Config {
 // Engine runs agents over a store. It is safe for concurrent use.
 type Engine struct {
 	cfg Config
-	// procClock: cfg.Now is the default, time.Now (see nowRead); procNow
-	// is time.Now (a test counts the readings through it).
+	// procClock: cfg.Now is the default, time.Now (see nowRead).
 	procClock bool
-	procNow   func() time.Time
 	store     store.Store
 	broker    *broker
 
@@ -110,7 +108,7 @@ func New(cfg Config) (*Engine, error) {
 	procClock := cfg.Now == nil
 	cfg = cfg.withDefaults()
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, broker: newBroker(), procClock: procClock, procNow: time.Now,
+		cfg: cfg, store: cfg.Store, broker: newBroker(), procClock: procClock,
 		agents: map[string]*Agent{}, active: map[string]*execution{},
 	}
 	for _, a := range cfg.Agents {
@@ -214,7 +212,7 @@ func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
 // fixed time) proc is zero and those read the process clock themselves.
 func (e *Engine) nowRead() (now, proc time.Time) {
 	if e.procClock {
-		proc = e.procNow()
+		proc = e.cfg.Now()
 		return proc.UTC(), proc
 	}
 	return e.now(), time.Time{}

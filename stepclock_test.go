@@ -24,7 +24,7 @@ func TestStepClockReads(t *testing.T) {
 	e, r := startEchoLoop(t, "clock", 200)
 	var reads atomic.Int64
 	counted := func() time.Time { reads.Add(1); return time.Now() }
-	e.cfg.Now, e.procNow = counted, counted // still the default clock (procClock)
+	e.cfg.Now = counted // procClock stays set: the engine was made with the default clock
 	reads.Store(0)
 	steps := executeCountingSteps(t, e, r.ID)
 	per := float64(reads.Load()) / float64(steps)
