@@ -289,14 +289,9 @@ func (b *broker) publishLocked(t *topic, ev *Event, wake []*subscriber) []*subsc
 // subscribe registers a live subscriber and returns the buffered events
 // after pos that are in the ring, and from where the store must be read:
 // storeTo is the last sequence to read from the store (0: nothing, -1: to
-// the end).
-func (b *broker) subscribe(sessionID, runID string, pos Position) (s *subscriber, buffered []*Event, storeTo int64) {
-	return b.subscribeDirect(sessionID, runID, pos, nil)
-}
-
-// subscribeDirect is subscribe with a direct hook for the subscriber (see
-// subscriber.deliver); the calling goroutine is the subscriber's consumer.
-func (b *broker) subscribeDirect(sessionID, runID string, pos Position, direct func(*Event) (taken, sent bool)) (s *subscriber, buffered []*Event, storeTo int64) {
+// the end). direct, if not nil, is the subscriber's direct hook (see
+// subscriber.deliver); the calling goroutine is then its consumer.
+func (b *broker) subscribe(sessionID, runID string, pos Position, direct func(*Event) (taken, sent bool)) (s *subscriber, buffered []*Event, storeTo int64) {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	t := sh.topicLocked(sessionID)

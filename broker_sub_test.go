@@ -21,7 +21,7 @@ func TestBrokerShardedDelivery(t *testing.T) {
 	const sessions, events = 40, 500
 	subs := make([]*subscriber, sessions)
 	for i := range subs {
-		subs[i], _, _ = b.subscribe(fmt.Sprintf("s%d", i), "", Position{})
+		subs[i], _, _ = b.subscribe(fmt.Sprintf("s%d", i), "", Position{}, nil)
 	}
 	var wg sync.WaitGroup
 	for i := range sessions {
@@ -65,7 +65,7 @@ func TestSubscriberLagAtLimit(t *testing.T) {
 	t.Parallel()
 	b := newBroker()
 	b.bufSize = 3
-	s, _, _ := b.subscribe("s", "", Position{})
+	s, _, _ := b.subscribe("s", "", Position{}, nil)
 	for range 5 {
 		b.publish(&Event{Type: EventStepDelta, SessionID: "s"})
 	}
@@ -138,14 +138,14 @@ func TestBrokerPublishToAcquiredTopic(t *testing.T) {
 	b := newBroker()
 	b.maxIdle = 0 // a released topic nobody watches is evicted at once
 	tp := b.acquire("s", 4)
-	s1, _, _ := b.subscribe("s", "", Position{})
+	s1, _, _ := b.subscribe("s", "", Position{}, nil)
 	b.publishTo(tp, &Event{Type: EventStepDelta, SessionID: "s"})
 	if got := s1.take(nil); len(got) != 1 || got[0].Position != (Position{Seq: 4, Idx: 1}) {
 		t.Fatalf("acquired topic: got %d events", len(got))
 	}
 	b.unsubscribe("s", s1)
 	b.release("s")
-	s2, _, _ := b.subscribe("s", "", Position{})
+	s2, _, _ := b.subscribe("s", "", Position{}, nil)
 	b.publishTo(tp, &Event{Type: EventStepDelta, SessionID: "s"})
 	if got := s2.take(nil); len(got) != 1 {
 		t.Fatalf("released topic: the session's subscriber got %d events", len(got))
@@ -163,13 +163,13 @@ func TestBrokerPublishToAcquiredTopic(t *testing.T) {
 func TestBrokerResolutionAfterRemoteCommit(t *testing.T) {
 	t.Parallel()
 	b := newBroker()
-	s1, _, _ := b.subscribe("s", "", Position{})
+	s1, _, _ := b.subscribe("s", "", Position{}, nil)
 	b.beginResolution("s")
 	b.publishResolution("s", &Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 3}})
 	if !s1.lagged.Load() || len(s1.take(nil)) != 0 {
 		t.Fatal("the live subscriber was not sent to the store")
 	}
-	s2, buffered, storeTo := b.subscribe("s", "", Position{})
+	s2, buffered, storeTo := b.subscribe("s", "", Position{}, nil)
 	if storeTo != 3 || len(buffered) != 1 || !(Position{Seq: 3}).Less(buffered[0].Position) {
 		t.Fatalf("resubscribed: store to %d, ring %d events (%+v), want the store to 3 and the resolution after (3, 0)", storeTo, len(buffered), buffered)
 	}
@@ -192,7 +192,7 @@ func TestBrokerResolutionAfterRemoteCommit(t *testing.T) {
 func TestBrokerHoldsPokesWhileAnswering(t *testing.T) {
 	t.Parallel()
 	b := newBroker()
-	s1, _, _ := b.subscribe("s", "", Position{})
+	s1, _, _ := b.subscribe("s", "", Position{}, nil)
 	b.publish(&Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 3, Status: steptype.StepWaiting}})
 	_ = s1.take(nil)
 	b.beginResolution("s")
@@ -207,7 +207,7 @@ func TestBrokerHoldsPokesWhileAnswering(t *testing.T) {
 	if !s1.lagged.Load() {
 		t.Fatal("the held poke was not applied after the answer")
 	}
-	s2, _, storeTo := b.subscribe("s", "", Position{Seq: 3, Idx: 1})
+	s2, _, storeTo := b.subscribe("s", "", Position{Seq: 3, Idx: 1}, nil)
 	if storeTo != -1 {
 		t.Fatalf("store to %d after a poke, want the whole store (-1)", storeTo)
 	}
@@ -221,7 +221,7 @@ func TestBrokerHoldsPokesWhileAnswering(t *testing.T) {
 		t.Fatal("a failed answer kept the poke held")
 	}
 	b.poke("s")
-	s3, _, _ := b.subscribe("s", "", Position{})
+	s3, _, _ := b.subscribe("s", "", Position{}, nil)
 	b.poke("s")
 	if !s3.lagged.Load() {
 		t.Fatal("a poke with no answer in progress was held")
@@ -234,7 +234,7 @@ func TestBrokerHoldsPokesWhileAnswering(t *testing.T) {
 func TestBrokerExecutionWaitsForAnswer(t *testing.T) {
 	t.Parallel()
 	b := newBroker()
-	sub, _, _ := b.subscribe("s", "", Position{})
+	sub, _, _ := b.subscribe("s", "", Position{}, nil)
 	b.publish(&Event{Type: EventStepCompleted, SessionID: "s", Step: &Step{Sequence: 3, Status: steptype.StepWaiting}})
 	b.beginResolution("s")
 	done := make(chan struct{})

@@ -121,7 +121,7 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 			}
 		}
 		for {
-			sub, buffered, storeTo := e.broker.subscribeDirect(sid, p.RunID, pos, direct)
+			sub, buffered, storeTo := e.broker.subscribe(sid, p.RunID, pos, direct)
 			done, err := e.catchUp(ctx, sid, p.RunID, &pos, storeTo, buffered, emit, seen)
 			if err != nil || done {
 				e.broker.unsubscribe(sid, sub)
