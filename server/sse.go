@@ -282,6 +282,11 @@ func (h *heartbeat) beat() {
 func (h *heartbeat) event(ev *stepwise.Event) (encodeErr, writeErr error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.eventLocked(ev)
+}
+
+// eventLocked is event for a caller that holds h.mu.
+func (h *heartbeat) eventLocked(ev *stepwise.Event) (encodeErr, writeErr error) {
 	if h.err != nil {
 		return nil, h.err
 	}
@@ -311,15 +316,11 @@ func (h *heartbeat) direct(ev *stepwise.Event) (taken, sent bool) {
 	if h.err != nil {
 		return false, false
 	}
-	b, err := h.enc.append(h.sw.eventHead(ev.Position, string(ev.Type)), ev)
-	if err != nil {
+	if encodeErr, writeErr := h.eventLocked(ev); encodeErr != nil {
 		return false, false // nothing written
-	}
-	if err := h.sw.eventEnd(b); err != nil {
-		h.fail(err)
+	} else if writeErr != nil {
 		return true, false
 	}
-	h.dirty = true
 	if !h.sw.flushNoWait() {
 		return true, false
 	}
