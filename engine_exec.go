@@ -60,7 +60,7 @@ type execution struct {
 	cancel context.CancelCauseFunc
 	// unwatch stops relaying the consumer's cancellation (inline runs).
 	unwatch func() bool
-	sink    chan<- *Event // inline consumer, nil for background runs
+	sink    *eventSink // inline consumer, nil for background runs
 	// held is a step_completed event not sent to sink yet (publishHeld);
 	// sinkMu orders the sends to sink (a handler's goroutines may publish).
 	sinkMu sync.Mutex
@@ -184,8 +184,9 @@ func (x *execution) publishWaited(ev *Event, t time.Time) (waited bool) {
 	x.toSubscribers(ev, t)
 	if x.sink != nil {
 		x.sinkMu.Lock()
-		waited = x.sendHeld()
-		waited = x.send(ev) || waited
+		h := x.held
+		x.held = nil
+		waited = x.sink.send(x.ctx.Done(), h, ev)
 		x.sinkMu.Unlock()
 	}
 	return waited
@@ -232,28 +233,13 @@ func (x *execution) flush() {
 }
 
 // sendHeld sends the held event, if any; the caller holds sinkMu. It
-// reports whether it waited (see send).
+// reports whether it waited for the consumer (see eventSink.send).
 func (x *execution) sendHeld() (waited bool) {
 	if h := x.held; h != nil {
 		x.held = nil
-		return x.send(h)
+		return x.sink.send(x.ctx.Done(), h, nil)
 	}
 	return false
-}
-
-// send delivers an event to the inline consumer; the caller holds sinkMu.
-// It reports whether it waited for the consumer (the buffer was full).
-func (x *execution) send(ev *Event) (waited bool) {
-	select {
-	case x.sink <- ev: // room in the buffer: no two-way select
-		return false
-	default:
-	}
-	select {
-	case x.sink <- ev:
-	case <-x.ctx.Done():
-	}
-	return true
 }
 
 func (x *execution) emitDelta(stepName string, d Delta) { x.emitDeltaAt(stepName, d, time.Time{}) }
