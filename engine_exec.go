@@ -557,6 +557,14 @@ type scopedStep struct {
 	Scope   Scope
 	step    Step
 	started Event
+	dc      deadlineCtx // the handler's context (see call)
+}
+
+// leanStart is what a lean step (see runStep) allocates: its step_started
+// event and its handler's context, in one allocation.
+type leanStart struct {
+	started Event
+	dc      deadlineCtx
 }
 
 // runStep executes one step with the retry policy. It returns the handler's
@@ -575,14 +583,16 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 		startedAt, proc := x.e.nowRead()
 		var scope *Scope
 		var started *Event
+		var dc *deadlineCtx
 		if lean {
 			x.leanStep = Step{Name: name}
 			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
-			scope, started = &x.leanScope, &Event{}
+			ls := new(leanStart)
+			scope, started, dc = &x.leanScope, &ls.started, &ls.dc
 		} else {
 			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: newIDAt(proc), Name: name}}
 			ss.Scope.step = &ss.step
-			scope, started = &ss.Scope, &ss.started
+			scope, started, dc = &ss.Scope, &ss.started, &ss.dc
 		}
 		scope.step.Metrics.Attempt = attempt
 		scope.step.Metrics.StartedAt = startedAt
@@ -593,7 +603,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 			proc = time.Time{}
 		}
 		streamed := x.deltas.Load()
-		next, err := x.call(x.hooked(name, h), scope, proc)
+		next, err := x.call(x.hooked(name, h), scope, proc, dc)
 		if err == nil && next != nil && next.State != nil && !next.committed {
 			err = x.checkState(next.State)
 		}
@@ -670,11 +680,11 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 
 // call runs a handler under the step timeout, turning a panic into an error.
 // The timeout counts from start (a reading of time.Now), or from now when
-// start is zero.
-func (x *execution) call(h Handler, s *Scope, start time.Time) (next *Next, err error) {
+// start is zero. dc is the zero context the step allocated for it.
+func (x *execution) call(h Handler, s *Scope, start time.Time, dc *deadlineCtx) (next *Next, err error) {
 	// What context.WithTimeoutCause(x.ctx, StepTimeout, ErrStepTimeout)
 	// answers, made only when the handler needs it (see deadlineCtx).
-	dc := withStepTimeout(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
+	dc.init(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
 	defer dc.end()
 	ctx := x.observeStepContext(dc, s)
 	defer func() {
