@@ -178,6 +178,7 @@ func (e *Engine) execute(ctx context.Context, runID string, owned bool) iter.Seq
 		}()
 		for batch := events.next(nil); batch != nil; batch = events.next(batch) {
 			for _, ev := range batch {
+				events.took()
 				if !yield(ev, nil) {
 					x.cancel(errDetached)
 					for batch = events.next(batch); batch != nil; batch = events.next(batch) {

@@ -67,45 +67,52 @@ func (s *eventSink) isParked() bool {
 	return s.parked
 }
 
-// TestEventSinkBound: a producer runs at most sinkBound events ahead of the
-// consumer, the batch the consumer is handling included, as a channel of
-// 256 events and the one received; it goes on when the consumer comes back
-// for more, and drops its event when its context is done.
+// TestEventSinkBound: as with a channel of 256 events, a producer waits
+// while sinkBuffer events are not taken by the consumer, pending or in its
+// batch, and the one it handles is not counted; it goes on when the
+// consumer takes one, and drops its event when its context is done.
 func TestEventSinkBound(t *testing.T) {
 	s := newEventSink()
-	evs := sinkEvents(sinkBound + 2)
+	evs := sinkEvents(sinkBuffer + 3)
 	s.send(nil, evs[0], nil)
-	batch := s.next(nil) // the consumer handles evs[0]
-	for _, ev := range evs[1:sinkBound] {
+	batch := s.next(nil)
+	s.took() // the consumer handles evs[0]
+	for _, ev := range evs[1 : sinkBuffer+1] {
 		if s.send(nil, ev, nil) {
-			t.Fatalf("send %s waited, %d events ahead", ev.StepName, sinkBound-1)
+			t.Fatalf("send %s waited, %d events not taken", ev.StepName, sinkBuffer-1)
 		}
 	}
 	sent := make(chan bool)
-	go func() { sent <- s.send(nil, evs[sinkBound], nil) }()
-	select {
-	case <-sent:
-		t.Fatalf("a send %d events ahead of the consumer did not wait", sinkBound)
-	case <-time.After(50 * time.Millisecond):
+	go func() { sent <- s.send(nil, evs[sinkBuffer+1], nil) }()
+	stillWaits := func(when string) {
+		t.Helper()
+		select {
+		case <-sent:
+			t.Fatalf("%s: a send with %d events not taken did not wait", when, sinkBuffer)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
+	stillWaits("all pending")
+	// Handed over, the batch's events count until the consumer takes them.
 	batch = s.next(batch)
+	if len(batch) != sinkBuffer || batch[0] != evs[1] {
+		t.Fatalf("batch of %d events, want %d", len(batch), sinkBuffer)
+	}
+	stillWaits("all in the consumer's batch")
+	s.took()
 	if !<-sent {
 		t.Error("a send that waited reported it did not")
 	}
-	if len(batch) != sinkBound-1 || batch[0] != evs[1] {
-		t.Fatalf("batch of %d events, want %d", len(batch), sinkBound-1)
-	}
-	// The batch counts until the consumer comes back (sinkBound-1 events
-	// handed over, one pending): a send whose context ends meanwhile gives
-	// up and drops its event.
+	// Full again (one pending, sinkBuffer-1 of the batch not taken): a send
+	// whose context ends meanwhile gives up and drops its event.
 	done := make(chan struct{})
-	go func() { sent <- s.send(done, evs[sinkBound+1], nil) }()
+	go func() { sent <- s.send(done, evs[sinkBuffer+2], nil) }()
 	close(done)
 	if !<-sent {
 		t.Error("a send given up reported it did not wait")
 	}
 	batch = s.next(batch)
-	if len(batch) != 1 || batch[0] != evs[sinkBound] {
-		t.Fatalf("batch of %d events, want only %s (the given-up event dropped)", len(batch), evs[sinkBound].StepName)
+	if len(batch) != 1 || batch[0] != evs[sinkBuffer+1] {
+		t.Fatalf("batch of %d events, want only %s (the given-up event dropped)", len(batch), evs[sinkBuffer+1].StepName)
 	}
 }
