@@ -167,22 +167,25 @@ func (e *Engine) execute(ctx context.Context, runID string, owned bool) iter.Seq
 			yield(nil, err)
 			return
 		}
-		events := make(chan *Event, 256)
+		events := newEventSink()
 		x.sink = events
 		done := make(chan error, 1)
 		go func() {
 			err := x.loop()
 			x.release()
-			close(events)
+			events.close()
 			done <- err
 		}()
-		for ev := range events {
-			if !yield(ev, nil) {
-				x.cancel(errDetached)
-				for range events {
+		for batch := events.next(nil); batch != nil; batch = events.next(batch) {
+			for _, ev := range batch {
+				events.took()
+				if !yield(ev, nil) {
+					x.cancel(errDetached)
+					for batch = events.next(batch); batch != nil; batch = events.next(batch) {
+					}
+					<-done
+					return
 				}
-				<-done
-				return
 			}
 		}
 		if err := <-done; err != nil {

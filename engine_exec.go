@@ -60,7 +60,7 @@ type execution struct {
 	cancel context.CancelCauseFunc
 	// unwatch stops relaying the consumer's cancellation (inline runs).
 	unwatch func() bool
-	sink    chan<- *Event // inline consumer, nil for background runs
+	sink    *eventSink // inline consumer, nil for background runs
 	// held is a step_completed event not sent to sink yet (publishHeld);
 	// sinkMu orders the sends to sink (a handler's goroutines may publish).
 	sinkMu sync.Mutex
@@ -184,8 +184,9 @@ func (x *execution) publishWaited(ev *Event, t time.Time) (waited bool) {
 	x.toSubscribers(ev, t)
 	if x.sink != nil {
 		x.sinkMu.Lock()
-		waited = x.sendHeld()
-		waited = x.send(ev) || waited
+		h := x.held
+		x.held = nil
+		waited = x.sink.send(x.ctx.Done(), h, ev)
 		x.sinkMu.Unlock()
 	}
 	return waited
@@ -232,28 +233,13 @@ func (x *execution) flush() {
 }
 
 // sendHeld sends the held event, if any; the caller holds sinkMu. It
-// reports whether it waited (see send).
+// reports whether it waited for the consumer (see eventSink.send).
 func (x *execution) sendHeld() (waited bool) {
 	if h := x.held; h != nil {
 		x.held = nil
-		return x.send(h)
+		return x.sink.send(x.ctx.Done(), h, nil)
 	}
 	return false
-}
-
-// send delivers an event to the inline consumer; the caller holds sinkMu.
-// It reports whether it waited for the consumer (the buffer was full).
-func (x *execution) send(ev *Event) (waited bool) {
-	select {
-	case x.sink <- ev: // room in the buffer: no two-way select
-		return false
-	default:
-	}
-	select {
-	case x.sink <- ev:
-	case <-x.ctx.Done():
-	}
-	return true
 }
 
 func (x *execution) emitDelta(stepName string, d Delta) { x.emitDeltaAt(stepName, d, time.Time{}) }
@@ -571,6 +557,14 @@ type scopedStep struct {
 	Scope   Scope
 	step    Step
 	started Event
+	dc      deadlineCtx // the handler's context (see call)
+}
+
+// leanStart is what a lean step (see runStep) allocates: its step_started
+// event and its handler's context, in one allocation.
+type leanStart struct {
+	started Event
+	dc      deadlineCtx
 }
 
 // runStep executes one step with the retry policy. It returns the handler's
@@ -589,14 +583,16 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 		startedAt, proc := x.e.nowRead()
 		var scope *Scope
 		var started *Event
+		var dc *deadlineCtx
 		if lean {
 			x.leanStep = Step{Name: name}
 			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
-			scope, started = &x.leanScope, &Event{}
+			ls := new(leanStart)
+			scope, started, dc = &x.leanScope, &ls.started, &ls.dc
 		} else {
 			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: newIDAt(proc), Name: name}}
 			ss.Scope.step = &ss.step
-			scope, started = &ss.Scope, &ss.started
+			scope, started, dc = &ss.Scope, &ss.started, &ss.dc
 		}
 		scope.step.Metrics.Attempt = attempt
 		scope.step.Metrics.StartedAt = startedAt
@@ -607,7 +603,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 			proc = time.Time{}
 		}
 		streamed := x.deltas.Load()
-		next, err := x.call(x.hooked(name, h), scope, proc)
+		next, err := x.call(x.hooked(name, h), scope, proc, dc)
 		if err == nil && next != nil && next.State != nil && !next.committed {
 			err = x.checkState(next.State)
 		}
@@ -684,11 +680,11 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 
 // call runs a handler under the step timeout, turning a panic into an error.
 // The timeout counts from start (a reading of time.Now), or from now when
-// start is zero.
-func (x *execution) call(h Handler, s *Scope, start time.Time) (next *Next, err error) {
+// start is zero. dc is the zero context the step allocated for it.
+func (x *execution) call(h Handler, s *Scope, start time.Time, dc *deadlineCtx) (next *Next, err error) {
 	// What context.WithTimeoutCause(x.ctx, StepTimeout, ErrStepTimeout)
 	// answers, made only when the handler needs it (see deadlineCtx).
-	dc := withStepTimeout(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
+	dc.init(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
 	defer dc.end()
 	ctx := x.observeStepContext(dc, s)
 	defer func() {

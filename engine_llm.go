@@ -21,13 +21,26 @@ var errNoFinal = &llm.Error{Class: steptype.ErrorTransient, Code: "stream_trunca
 // request builds the model request of the next llm step from the in-memory
 // context.
 func (x *execution) request() *llm.Request {
+	req := new(llm.Request)
+	x.fillRequest(req)
+	return req
+}
+
+// fillRequest makes the zero req the model request of the next llm step.
+func (x *execution) fillRequest(req *llm.Request) {
 	a := x.agent
-	req := &llm.Request{System: a.Instructions, Messages: x.conv.messages(), Temperature: a.Temperature, MaxTokens: a.MaxTokens}
+	req.System, req.Messages, req.Temperature, req.MaxTokens = a.Instructions, x.conv.messages(), a.Temperature, a.MaxTokens
 	if x.defs == nil {
 		x.defs = x.toolDefs()
 	}
 	req.Tools = x.defs
-	return req
+}
+
+// llmCall is what an llm step allocates for its model call: the request
+// and the stream's state, in one allocation.
+type llmCall struct {
+	req llm.Request
+	ms  modelStream
 }
 
 // llmStep is the built-in "llm" step: one model call, streamed as deltas,
@@ -40,7 +53,9 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	// Calls still without a result will not get one from this run: the
 	// model is called instead of the tools step.
 	x.conv.closeCalls()
-	req := x.request()
+	call := new(llmCall)
+	req := &call.req
+	x.fillRequest(req)
 	msgs, trim, err := x.window(ctx)
 	if err != nil {
 		return nil, err
@@ -67,7 +82,8 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	}
 	// The stream's callback is a method of one struct: a range-over-func
 	// body would move each variable it shares to the heap on its own.
-	ms := &modelStream{x: x, name: s.name, step: step, start: x.e.now()}
+	ms := &call.ms
+	ms.x, ms.name, ms.step, ms.start = x, s.name, step, x.e.now()
 	x.observeModel(model, step).Generate(ctx, req)(ms.yield)
 	if ms.err != nil {
 		return nil, ms.err

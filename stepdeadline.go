@@ -46,17 +46,24 @@ type deadlineCtx struct {
 // returns). The timeout counts from start, a reading of time.Now the caller
 // has just taken (with its monotonic part), or from now when start is zero.
 func withStepTimeout(parent context.Context, start time.Time, timeout time.Duration, cause error) *deadlineCtx {
+	d := new(deadlineCtx)
+	d.init(parent, start, timeout, cause)
+	return d
+}
+
+// init makes the zero d what withStepTimeout returns: a step keeps its
+// context in the allocation of its own record (scopedStep, leanStart).
+func (d *deadlineCtx) init(parent context.Context, start time.Time, timeout time.Duration, cause error) {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	d := &deadlineCtx{parent: parent, deadline: start.Add(timeout), cause: cause}
+	d.parent, d.deadline, d.cause = parent, start.Add(timeout), cause
 	if cur, ok := parent.Deadline(); ok && cur.Before(d.deadline) {
 		// The standard context is the parent's cancel context then:
 		// make it now, nothing is saved.
 		d.real, d.stop = context.WithDeadlineCause(parent, d.deadline, cause)
 		d.made.Store(true)
 	}
-	return d
 }
 
 // due reports whether the context must be made to answer: the parent is
