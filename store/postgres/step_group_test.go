@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise/internal/raceflag"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -94,7 +97,7 @@ func TestGroupWritesAllocations(t *testing.T) {
 			for i, q := range b.QueuedQueries {
 				args := deepArgs(q.Arguments)
 				for j := range args {
-					if q.SQL == runUpdateManySQL && j == 10 {
+					if q.SQL == groupWritesSQL && j == 6+10 {
 						continue // updated_at: the clock's (rules.UpdateRun)
 					}
 					if !reflect.DeepEqual(args[j], first[i][j]) {
@@ -124,6 +127,64 @@ func TestGroupWritesAllocations(t *testing.T) {
 		t.Errorf("the writes of a group of %d appends: %.0f allocations, want at most %d", n, allocs, limit)
 	}
 	t.Logf("the writes of a group of %d appends: %.0f allocations", n, allocs)
+}
+
+// TestGroupWritesOneStatement: a group of many sessions and runs writes
+// them, with its notifications, in one statement besides its insert
+// (groupWritesSQL), with the parameters the three statements it replaces
+// take (those a group without a channel still sends).
+func TestGroupWritesOneStatement(t *testing.T) {
+	const n = 30
+	now := time.Now()
+	reqs, sessions, runs := benchShapedGroup(t, n, now)
+	writes := func(channel string) (*pgx.Batch, []string) {
+		g, _, _, _ := newGroupState(reqs)
+		for i := range n {
+			s, r := *sessions[i], *runs[i]
+			g.sessions[s.ID], g.runs[r.ID] = &s, &r
+		}
+		g.dbNow = nanos(now)
+		for _, r := range reqs {
+			if _, err := g.apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := g.writes(channel)
+		// deep copies: the columns go back with the state
+		for _, q := range b.QueuedQueries {
+			q.Arguments = deepArgs(q.Arguments)
+		}
+		payloads := slices.Clone(g.payloads)
+		g.release()
+		return b, payloads
+	}
+	one, payloads := writes("events")
+	apart, _ := writes("")
+	if len(one.QueuedQueries) != 2 || one.QueuedQueries[0].SQL != stepInsertSQL || one.QueuedQueries[1].SQL != groupWritesSQL {
+		for _, q := range one.QueuedQueries {
+			t.Log(q.SQL)
+		}
+		t.Fatalf("a group of %d appends wrote with %d statements, want the insert and groupWritesSQL", n, len(one.QueuedQueries))
+	}
+	if len(apart.QueuedQueries) != 3 || apart.QueuedQueries[1].SQL != sessionTotalsManySQL || apart.QueuedQueries[2].SQL != runUpdateManySQL {
+		t.Fatalf("without a channel: %d statements, want the insert, sessionTotalsManySQL and runUpdateManySQL", len(apart.QueuedQueries))
+	}
+	want := append(append(slices.Clone(apart.QueuedQueries[1].Arguments), apart.QueuedQueries[2].Arguments...), "events", payloads)
+	got := one.QueuedQueries[1].Arguments
+	if len(got) != len(want) || len(payloads) != n {
+		t.Fatalf("%d parameters, want %d; %d payloads, want %d", len(got), len(want), len(payloads), n)
+	}
+	for j := range got {
+		if j == 6+10 {
+			continue // updated_at: the clock's (rules.UpdateRun)
+		}
+		if !reflect.DeepEqual(got[j], want[j]) {
+			t.Errorf("parameter %d:\n%#v\nwant\n%#v", j+1, got[j], want[j])
+		}
+	}
+	if !strings.Contains(groupWritesSQL, "$7::text[], $8::text[]") || !strings.Contains(groupWritesSQL, "$18::bigint[])") {
+		t.Errorf("the runs' parameters are not numbered after the sessions':\n%s", groupWritesSQL)
+	}
 }
 
 // deepArgs copies a statement's parameters (the columns are reused), a
@@ -431,14 +492,12 @@ func TestGroupLockBatch(t *testing.T) {
 		arg  []string
 		read bool
 	}{
-		{`SET LOCAL enable_seqscan = off`, nil, false},
-		{`SET LOCAL plan_cache_mode = force_generic_plan`, nil, false},
+		{lockSettingsSQL, nil, false},
 		{lockSessionsSQL, sessionIDs, true},
 		{lockStepsSQL, stepIDs, true},
 		{lockRunsSQL, runIDs, true},
-		{`SELECT ` + dbNowSQL, nil, true},
 		{lockWaitingSQL, runIDs, true},
-		{`SET LOCAL plan_cache_mode TO DEFAULT`, nil, false},
+		{lockClockSQL, nil, true},
 	}
 	if len(b.QueuedQueries) != len(want) {
 		t.Fatalf("%d statements, want %d", len(b.QueuedQueries), len(want))
