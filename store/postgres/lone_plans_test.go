@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/postgres"
-	"github.com/stepwise-run/stepwise/internal/pgtest"
 )
 
 // A lone append (a group of one) reads its session, its step ids, its run
