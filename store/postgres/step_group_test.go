@@ -129,61 +129,73 @@ func TestGroupWritesAllocations(t *testing.T) {
 	t.Logf("the writes of a group of %d appends: %.0f allocations", n, allocs)
 }
 
-// TestGroupWritesOneStatement: a group of many sessions and runs writes
-// them, with its notifications, in one statement besides its insert
-// (groupWritesSQL), with the parameters the three statements it replaces
-// take (those a group without a channel still sends).
+// TestGroupWritesOneStatement: a group of many sessions and runs, or of
+// one of each (a lone append), writes them, with its notifications, in one
+// statement besides its insert (groupWritesSQL, loneWritesSQL), with the
+// parameters the three statements it replaces take (those a group without
+// a channel still sends).
 func TestGroupWritesOneStatement(t *testing.T) {
-	const n = 30
-	now := time.Now()
-	reqs, sessions, runs := benchShapedGroup(t, n, now)
-	writes := func(channel string) (*pgx.Batch, []string) {
-		g, _, _, _ := newGroupState(reqs)
-		for i := range n {
-			s, r := *sessions[i], *runs[i]
-			g.sessions[s.ID], g.runs[r.ID] = &s, &r
+	for _, tc := range []struct {
+		n                 int
+		one, sess, runs   string
+		runUpdatedAtIndex int
+	}{
+		{30, groupWritesSQL, sessionTotalsManySQL, runUpdateManySQL, 10},
+		{1, loneWritesSQL, sessionTotalsSQL, runUpdateSQL, 9},
+	} {
+		n := tc.n
+		now := time.Now()
+		reqs, sessions, runs := benchShapedGroup(t, n, now)
+		writes := func(channel string) (*pgx.Batch, []string) {
+			g, _, _, _ := newGroupState(reqs)
+			for i := range n {
+				s, r := *sessions[i], *runs[i]
+				g.sessions[s.ID], g.runs[r.ID] = &s, &r
+			}
+			g.dbNow = nanos(now)
+			for _, r := range reqs {
+				if _, err := g.apply(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := g.writes(channel)
+			// deep copies: the columns go back with the state
+			for _, q := range b.QueuedQueries {
+				q.Arguments = deepArgs(q.Arguments)
+			}
+			payloads := slices.Clone(g.payloads)
+			g.release()
+			return b, payloads
 		}
-		g.dbNow = nanos(now)
-		for _, r := range reqs {
-			if _, err := g.apply(r); err != nil {
-				t.Fatal(err)
+		one, payloads := writes("events")
+		apart, _ := writes("")
+		if len(one.QueuedQueries) != 2 || one.QueuedQueries[0].SQL != stepInsertSQL || one.QueuedQueries[1].SQL != tc.one {
+			for _, q := range one.QueuedQueries {
+				t.Log(q.SQL)
+			}
+			t.Fatalf("a group of %d appends wrote with %d statements, want the insert and\n%s", n, len(one.QueuedQueries), tc.one)
+		}
+		if len(apart.QueuedQueries) != 3 || apart.QueuedQueries[1].SQL != tc.sess || apart.QueuedQueries[2].SQL != tc.runs {
+			t.Fatalf("%d appends without a channel: %d statements, want the insert and the sessions' and runs' updates", n, len(apart.QueuedQueries))
+		}
+		want := append(append(slices.Clone(apart.QueuedQueries[1].Arguments), apart.QueuedQueries[2].Arguments...), "events", payloads)
+		got := one.QueuedQueries[1].Arguments
+		if len(got) != len(want) || len(want) != 20 || len(payloads) != n {
+			t.Fatalf("%d appends: %d parameters, want %d (20); %d payloads, want %d", n, len(got), len(want), len(payloads), n)
+		}
+		for j := range got {
+			if j == 6+tc.runUpdatedAtIndex {
+				continue // updated_at: the clock's (rules.UpdateRun)
+			}
+			if !reflect.DeepEqual(got[j], want[j]) {
+				t.Errorf("%d appends, parameter %d:\n%#v\nwant\n%#v", n, j+1, got[j], want[j])
 			}
 		}
-		b := g.writes(channel)
-		// deep copies: the columns go back with the state
-		for _, q := range b.QueuedQueries {
-			q.Arguments = deepArgs(q.Arguments)
+	}
+	for _, sql := range []string{groupWritesSQL, loneWritesSQL} {
+		if !strings.Contains(sql, "$7") || !strings.Contains(sql, "$18") || strings.Contains(sql, "$21") {
+			t.Errorf("the runs' parameters are not numbered after the sessions':\n%s", sql)
 		}
-		payloads := slices.Clone(g.payloads)
-		g.release()
-		return b, payloads
-	}
-	one, payloads := writes("events")
-	apart, _ := writes("")
-	if len(one.QueuedQueries) != 2 || one.QueuedQueries[0].SQL != stepInsertSQL || one.QueuedQueries[1].SQL != groupWritesSQL {
-		for _, q := range one.QueuedQueries {
-			t.Log(q.SQL)
-		}
-		t.Fatalf("a group of %d appends wrote with %d statements, want the insert and groupWritesSQL", n, len(one.QueuedQueries))
-	}
-	if len(apart.QueuedQueries) != 3 || apart.QueuedQueries[1].SQL != sessionTotalsManySQL || apart.QueuedQueries[2].SQL != runUpdateManySQL {
-		t.Fatalf("without a channel: %d statements, want the insert, sessionTotalsManySQL and runUpdateManySQL", len(apart.QueuedQueries))
-	}
-	want := append(append(slices.Clone(apart.QueuedQueries[1].Arguments), apart.QueuedQueries[2].Arguments...), "events", payloads)
-	got := one.QueuedQueries[1].Arguments
-	if len(got) != len(want) || len(payloads) != n {
-		t.Fatalf("%d parameters, want %d; %d payloads, want %d", len(got), len(want), len(payloads), n)
-	}
-	for j := range got {
-		if j == 6+10 {
-			continue // updated_at: the clock's (rules.UpdateRun)
-		}
-		if !reflect.DeepEqual(got[j], want[j]) {
-			t.Errorf("parameter %d:\n%#v\nwant\n%#v", j+1, got[j], want[j])
-		}
-	}
-	if !strings.Contains(groupWritesSQL, "$7::text[], $8::text[]") || !strings.Contains(groupWritesSQL, "$18::bigint[])") {
-		t.Errorf("the runs' parameters are not numbered after the sessions':\n%s", groupWritesSQL)
 	}
 }
 

@@ -41,6 +41,13 @@ var groupWritesSQL = `WITH ss AS (` + sessionTotalsManySQL + `),
 	rr AS (` + shiftParams(runUpdateManySQL, 6) + `)
 	SELECT pg_notify($19, p) FROM unnest($20::text[]) AS p`
 
+// loneWritesSQL is groupWritesSQL for a group of one session and one run
+// (a lone append, mostly): sessionTotalsSQL, runUpdateSQL and
+// notifyManySQL in one statement.
+var loneWritesSQL = `WITH ss AS (` + sessionTotalsSQL + `),
+	rr AS (` + shiftParams(runUpdateSQL, 6) + `)
+	SELECT pg_notify($19, p) FROM unnest($20::text[]) AS p`
+
 // shiftParams returns sql with each parameter $n written $(n+by).
 func shiftParams(sql string, by int) string {
 	return regexp.MustCompile(`\$[0-9]+`).ReplaceAllStringFunc(sql, func(p string) string {
@@ -103,15 +110,24 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 	if len(c.ids) > 0 {
 		b.Queue(stepInsertSQL, c.args()...)
 	}
-	if len(g.sessOrder) > 1 && len(g.runOrder) > 1 && len(g.closes) == 0 && channel != "" && len(g.payloads) > 0 {
-		// The usual group of many runs: its sessions, runs and
+	if len(g.closes) == 0 && channel != "" && len(g.payloads) > 0 {
+		// The usual group, of many runs or of one: its sessions, runs and
 		// notifications in one statement (the closes of waiting steps,
 		// rare, keep their place between the runs and the notifications).
-		sc, rc := g.sessionArgs(), g.runArgs()
-		argv := append(append(g.allArgs[:0], sc...), rc...)
-		argv = append(argv, channel, &g.payloads)
-		b.Queue(groupWritesSQL, argv...)
-		return b
+		argv := g.allArgs[:0]
+		switch {
+		case len(g.sessOrder) > 1 && len(g.runOrder) > 1:
+			argv = append(append(argv, g.sessionArgs()...), g.runArgs()...)
+			b.Queue(groupWritesSQL, append(argv, channel, &g.payloads)...)
+			return b
+		case len(g.sessOrder) == 1 && len(g.runOrder) == 1:
+			s, r := g.sessions[g.sessOrder[0]], g.runs[g.runOrder[0]]
+			argv = append(argv, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID,
+				string(r.Status), r.Cursor, blob(r.State), r.Output, g.runErr[r.ID], r.StepCount, blob(r.Options),
+				r.LeaseOwner, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt), r.ID)
+			b.Queue(loneWritesSQL, append(argv, channel, &g.payloads)...)
+			return b
+		}
 	}
 	switch len(g.sessOrder) {
 	case 0:
