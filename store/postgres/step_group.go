@@ -86,6 +86,11 @@ const (
 	lockStepsSQL    = grp + `SELECT id, body FROM steps WHERE id = ANY($1)`
 	lockRunsSQL     = grp + `SELECT ` + runCols + ` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 	lockWaitingSQL  = grp + waitingSQL
+	// lockReadsSQL is lockStepsSQL and lockWaitingSQL in one statement,
+	// for a group that locked both sessions and runs: a row of the first
+	// is (false, id, body), of the second (true, run_id, body).
+	lockReadsSQL = grp + `SELECT false, id, body FROM steps WHERE id = ANY($1)
+		UNION ALL SELECT true, run_id, body FROM steps WHERE run_id = ANY($2) AND status = 'waiting'`
 	// lockSettingsSQL sets, for the rest of the transaction, what the
 	// group's reads run under, in one statement (it was two SET LOCALs):
 	// sequential scans off and generic plans, the plan_cache_mode it
@@ -99,7 +104,7 @@ const (
 	// statement does (the clock and SET LOCAL … TO DEFAULT were two
 	// statements).
 	lockClockSQL   = `SELECT ` + dbNowSQL + `, set_config('plan_cache_mode', current_setting('stepwise.plan_cache_mode'), true)`
-	lockStatements = 6 // at most
+	lockStatements = 5 // at most
 )
 
 // lockParts are the parts of a group's lock batch, g's own: the batch, its
@@ -110,7 +115,8 @@ type lockParts struct {
 	b    pgx.Batch
 	qq   [lockStatements]pgx.QueuedQuery
 	argv [4][1]any // sessions, steps, runs, waiting
-	fns  struct{ sessions, steps, runs, now, waiting func(pgx.BatchResults) error }
+	fns  struct{ sessions, steps, runs, now, waiting, reads func(pgx.BatchResults) error }
+	both [2]any // lockReadsSQL's parameters: step ids, run ids
 	now  [2]any // the destinations of the clock's row (the setting's is skipped)
 }
 
@@ -141,6 +147,23 @@ func (l *lockParts) init(g *groupState) {
 	})
 	l.fns.now = func(br pgx.BatchResults) error { return br.QueryRow().Scan(l.now[:]...) }
 	l.fns.waiting = rowsFunc(func(rows pgx.Rows) error { return collectWaiting(rows, &g.waiting) })
+	l.both = [2]any{&g.stepIDs, &g.runIDs}
+	l.fns.reads = rowsFunc(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var waiting bool
+			var id string
+			var body []byte
+			if err := rows.Scan(&waiting, &id, &body); err != nil {
+				return err
+			}
+			if waiting {
+				g.waiting = append(g.waiting, waitingStep{runID: id, body: body})
+			} else {
+				g.stored[id] = body
+			}
+		}
+		return rows.Err()
+	})
 }
 
 // rowsFunc is what pgx.QueuedQuery.Query makes of fn, made once.
@@ -196,12 +219,17 @@ func (g *groupState) lockBatch() *pgx.Batch {
 	// primary key instead of scanning the tables (and, in a small busy
 	// table, every dead version a HOT update left on its pages).
 	l.queue(lockSettingsSQL, nil, nil)
-	if len(g.sessionIDs) > 0 {
+	// The reads after the locks: they see every step committed by the
+	// previous holder of a session or run.
+	switch {
+	case len(g.sessionIDs) > 0 && len(g.runIDs) > 0:
 		l.queue(lockSessionsSQL, l.argv[0][:], l.fns.sessions)
-		// After the lock: sees every step committed by the previous holder.
+		l.queue(lockRunsSQL, l.argv[2][:], l.fns.runs)
+		l.queue(lockReadsSQL, l.both[:], l.fns.reads)
+	case len(g.sessionIDs) > 0:
+		l.queue(lockSessionsSQL, l.argv[0][:], l.fns.sessions)
 		l.queue(lockStepsSQL, l.argv[1][:], l.fns.steps)
-	}
-	if len(g.runIDs) > 0 {
+	case len(g.runIDs) > 0:
 		l.queue(lockRunsSQL, l.argv[2][:], l.fns.runs)
 		l.queue(lockWaitingSQL, l.argv[3][:], l.fns.waiting)
 	}

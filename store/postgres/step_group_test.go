@@ -506,9 +506,8 @@ func TestGroupLockBatch(t *testing.T) {
 	}{
 		{lockSettingsSQL, nil, false},
 		{lockSessionsSQL, sessionIDs, true},
-		{lockStepsSQL, stepIDs, true},
 		{lockRunsSQL, runIDs, true},
-		{lockWaitingSQL, runIDs, true},
+		{lockReadsSQL, append(slices.Clone(stepIDs), runIDs...), true},
 		{lockClockSQL, nil, true},
 	}
 	if len(b.QueuedQueries) != len(want) {
@@ -517,10 +516,10 @@ func TestGroupLockBatch(t *testing.T) {
 	for i, q := range b.QueuedQueries {
 		w := want[i]
 		var arg []string
-		if len(q.Arguments) == 1 {
-			arg = *q.Arguments[0].(*[]string)
+		for _, a := range q.Arguments {
+			arg = append(arg, *a.(*[]string)...)
 		}
-		if q.SQL != w.sql || len(q.Arguments) != min(len(w.arg), 1) || !slices.Equal(arg, w.arg) || (q.Fn != nil) != w.read {
+		if q.SQL != w.sql || !slices.Equal(arg, w.arg) || (q.Fn != nil) != w.read {
 			t.Errorf("statement %d: %q %v (callback %v), want %q %v (%v)", i, q.SQL, arg, q.Fn != nil, w.sql, w.arg, w.read)
 		}
 	}
