@@ -50,7 +50,8 @@ type groupState struct {
 	outSlab  []appended         // the requests' results (results)
 
 	sessCols sessionColumns // the sessions' update (writes)
-	runCols  runColumns     // the runs' update (queueRuns)
+	runCols  runColumns     // the runs' update (runArgs)
+	allArgs  [20]any        // groupWritesSQL's parameters (writes)
 
 	// What the group locks or reads: sorted session ids, step ids,
 	// sorted run ids (newGroupState).
@@ -85,7 +86,25 @@ const (
 	lockStepsSQL    = grp + `SELECT id, body FROM steps WHERE id = ANY($1)`
 	lockRunsSQL     = grp + `SELECT ` + runCols + ` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 	lockWaitingSQL  = grp + waitingSQL
-	lockStatements  = 8 // at most
+	// lockReadsSQL is lockStepsSQL and lockWaitingSQL in one statement,
+	// for a group that locked both sessions and runs: a row of the first
+	// is (false, id, body), of the second (true, run_id, body).
+	lockReadsSQL = grp + `SELECT false, id, body FROM steps WHERE id = ANY($1)
+		UNION ALL SELECT true, run_id, body FROM steps WHERE run_id = ANY($2) AND status = 'waiting'`
+	// lockSettingsSQL sets, for the rest of the transaction, what the
+	// group's reads run under, in one statement (it was two SET LOCALs):
+	// sequential scans off and generic plans, the plan_cache_mode it
+	// replaces kept in stepwise.plan_cache_mode for lockClockSQL (the
+	// nested call is the argument, so it runs first).
+	lockSettingsSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan',
+		set_config('stepwise.plan_cache_mode', current_setting('plan_cache_mode'), true) IS NOT NULL),
+		set_config('enable_seqscan', 'off', true)`
+	// lockClockSQL reads the database clock and gives plan_cache_mode back
+	// the value lockSettingsSQL replaced, so the writes plan as every other
+	// statement does (the clock and SET LOCAL … TO DEFAULT were two
+	// statements).
+	lockClockSQL   = `SELECT ` + dbNowSQL + `, set_config('plan_cache_mode', current_setting('stepwise.plan_cache_mode'), true)`
+	lockStatements = 5 // at most
 )
 
 // lockParts are the parts of a group's lock batch, g's own: the batch, its
@@ -96,15 +115,16 @@ type lockParts struct {
 	b    pgx.Batch
 	qq   [lockStatements]pgx.QueuedQuery
 	argv [4][1]any // sessions, steps, runs, waiting
-	fns  struct{ sessions, steps, runs, now, waiting func(pgx.BatchResults) error }
-	now  [1]any // the destination of the clock's row
+	fns  struct{ sessions, steps, runs, now, waiting, reads func(pgx.BatchResults) error }
+	both [2]any // lockReadsSQL's parameters: step ids, run ids
+	now  [2]any // the destinations of the clock's row (the setting's is skipped)
 }
 
 // init makes g's lock parts: its callbacks read into g.
 func (l *lockParts) init(g *groupState) {
 	l.b.QueuedQueries = make([]*pgx.QueuedQuery, 0, lockStatements)
 	l.argv = [4][1]any{{&g.sessionIDs}, {&g.stepIDs}, {&g.runIDs}, {&g.runIDs}}
-	l.now = [1]any{&g.dbNow}
+	l.now = [2]any{&g.dbNow, nil}
 	put := func(sess *steptype.Session) { g.sessions[sess.ID] = sess }
 	l.fns.sessions = rowsFunc(func(rows pgx.Rows) error { return scanGroupSessions(rows, g.sessionIDs, put) })
 	l.fns.steps = rowsFunc(func(rows pgx.Rows) error {
@@ -127,6 +147,23 @@ func (l *lockParts) init(g *groupState) {
 	})
 	l.fns.now = func(br pgx.BatchResults) error { return br.QueryRow().Scan(l.now[:]...) }
 	l.fns.waiting = rowsFunc(func(rows pgx.Rows) error { return collectWaiting(rows, &g.waiting) })
+	l.both = [2]any{&g.stepIDs, &g.runIDs}
+	l.fns.reads = rowsFunc(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var waiting bool
+			var id string
+			var body []byte
+			if err := rows.Scan(&waiting, &id, &body); err != nil {
+				return err
+			}
+			if waiting {
+				g.waiting = append(g.waiting, waitingStep{runID: id, body: body})
+			} else {
+				g.stored[id] = body
+			}
+		}
+		return rows.Err()
+	})
 }
 
 // rowsFunc is what pgx.QueuedQuery.Query makes of fn, made once.
@@ -181,19 +218,24 @@ func (g *groupState) lockBatch() *pgx.Batch {
 	// multi-row updates then join their unnest(…) to sessions and runs by
 	// primary key instead of scanning the tables (and, in a small busy
 	// table, every dead version a HOT update left on its pages).
-	l.queue(`SET LOCAL enable_seqscan = off`, nil, nil)
-	l.queue(`SET LOCAL plan_cache_mode = force_generic_plan`, nil, nil)
-	if len(g.sessionIDs) > 0 {
+	l.queue(lockSettingsSQL, nil, nil)
+	// The reads after the locks: they see every step committed by the
+	// previous holder of a session or run.
+	switch {
+	case len(g.sessionIDs) > 0 && len(g.runIDs) > 0:
 		l.queue(lockSessionsSQL, l.argv[0][:], l.fns.sessions)
-		// After the lock: sees every step committed by the previous holder.
-		l.queue(lockStepsSQL, l.argv[1][:], l.fns.steps)
-	}
-	if len(g.runIDs) > 0 {
 		l.queue(lockRunsSQL, l.argv[2][:], l.fns.runs)
-		l.queue(`SELECT `+dbNowSQL, nil, l.fns.now)
+		l.queue(lockReadsSQL, l.both[:], l.fns.reads)
+	case len(g.sessionIDs) > 0:
+		l.queue(lockSessionsSQL, l.argv[0][:], l.fns.sessions)
+		l.queue(lockStepsSQL, l.argv[1][:], l.fns.steps)
+	case len(g.runIDs) > 0:
+		l.queue(lockRunsSQL, l.argv[2][:], l.fns.runs)
 		l.queue(lockWaitingSQL, l.argv[3][:], l.fns.waiting)
 	}
-	l.queue(`SET LOCAL plan_cache_mode TO DEFAULT`, nil, nil)
+	// The clock (now(): the transaction's, whatever statement reads it)
+	// with the plan_cache_mode put back.
+	l.queue(lockClockSQL, nil, l.fns.now)
 	return &l.b
 }
 
@@ -274,6 +316,7 @@ func (g *groupState) release() {
 	g.dbNow, g.busy = 0, ""
 	g.sessCols.reset()
 	g.runCols.reset()
+	g.allArgs = [20]any{}
 	g.lock.reset()
 	g.sessionIDs, g.stepIDs, g.runIDs = emptied(g.sessionIDs), emptied(g.stepIDs), emptied(g.runIDs)
 	g.runSlab, g.sessSlab, g.outSlab = emptied(g.runSlab), emptied(g.sessSlab), nil

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise/internal/raceflag"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -94,7 +97,7 @@ func TestGroupWritesAllocations(t *testing.T) {
 			for i, q := range b.QueuedQueries {
 				args := deepArgs(q.Arguments)
 				for j := range args {
-					if q.SQL == runUpdateManySQL && j == 10 {
+					if q.SQL == groupWritesSQL && j == 6+10 {
 						continue // updated_at: the clock's (rules.UpdateRun)
 					}
 					if !reflect.DeepEqual(args[j], first[i][j]) {
@@ -124,6 +127,76 @@ func TestGroupWritesAllocations(t *testing.T) {
 		t.Errorf("the writes of a group of %d appends: %.0f allocations, want at most %d", n, allocs, limit)
 	}
 	t.Logf("the writes of a group of %d appends: %.0f allocations", n, allocs)
+}
+
+// TestGroupWritesOneStatement: a group of many sessions and runs, or of
+// one of each (a lone append), writes them, with its notifications, in one
+// statement besides its insert (groupWritesSQL, loneWritesSQL), with the
+// parameters the three statements it replaces take (those a group without
+// a channel still sends).
+func TestGroupWritesOneStatement(t *testing.T) {
+	for _, tc := range []struct {
+		n                 int
+		one, sess, runs   string
+		runUpdatedAtIndex int
+	}{
+		{30, groupWritesSQL, sessionTotalsManySQL, runUpdateManySQL, 10},
+		{1, loneWritesSQL, sessionTotalsSQL, runUpdateSQL, 9},
+	} {
+		n := tc.n
+		now := time.Now()
+		reqs, sessions, runs := benchShapedGroup(t, n, now)
+		writes := func(channel string) (*pgx.Batch, []string) {
+			g, _, _, _ := newGroupState(reqs)
+			for i := range n {
+				s, r := *sessions[i], *runs[i]
+				g.sessions[s.ID], g.runs[r.ID] = &s, &r
+			}
+			g.dbNow = nanos(now)
+			for _, r := range reqs {
+				if _, err := g.apply(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := g.writes(channel)
+			// deep copies: the columns go back with the state
+			for _, q := range b.QueuedQueries {
+				q.Arguments = deepArgs(q.Arguments)
+			}
+			payloads := slices.Clone(g.payloads)
+			g.release()
+			return b, payloads
+		}
+		one, payloads := writes("events")
+		apart, _ := writes("")
+		if len(one.QueuedQueries) != 2 || one.QueuedQueries[0].SQL != stepInsertSQL || one.QueuedQueries[1].SQL != tc.one {
+			for _, q := range one.QueuedQueries {
+				t.Log(q.SQL)
+			}
+			t.Fatalf("a group of %d appends wrote with %d statements, want the insert and\n%s", n, len(one.QueuedQueries), tc.one)
+		}
+		if len(apart.QueuedQueries) != 3 || apart.QueuedQueries[1].SQL != tc.sess || apart.QueuedQueries[2].SQL != tc.runs {
+			t.Fatalf("%d appends without a channel: %d statements, want the insert and the sessions' and runs' updates", n, len(apart.QueuedQueries))
+		}
+		want := append(append(slices.Clone(apart.QueuedQueries[1].Arguments), apart.QueuedQueries[2].Arguments...), "events", payloads)
+		got := one.QueuedQueries[1].Arguments
+		if len(got) != len(want) || len(want) != 20 || len(payloads) != n {
+			t.Fatalf("%d appends: %d parameters, want %d (20); %d payloads, want %d", n, len(got), len(want), len(payloads), n)
+		}
+		for j := range got {
+			if j == 6+tc.runUpdatedAtIndex {
+				continue // updated_at: the clock's (rules.UpdateRun)
+			}
+			if !reflect.DeepEqual(got[j], want[j]) {
+				t.Errorf("%d appends, parameter %d:\n%#v\nwant\n%#v", n, j+1, got[j], want[j])
+			}
+		}
+	}
+	for _, sql := range []string{groupWritesSQL, loneWritesSQL} {
+		if !strings.Contains(sql, "$7") || !strings.Contains(sql, "$18") || strings.Contains(sql, "$21") {
+			t.Errorf("the runs' parameters are not numbered after the sessions':\n%s", sql)
+		}
+	}
 }
 
 // deepArgs copies a statement's parameters (the columns are reused), a
@@ -431,14 +504,11 @@ func TestGroupLockBatch(t *testing.T) {
 		arg  []string
 		read bool
 	}{
-		{`SET LOCAL enable_seqscan = off`, nil, false},
-		{`SET LOCAL plan_cache_mode = force_generic_plan`, nil, false},
+		{lockSettingsSQL, nil, false},
 		{lockSessionsSQL, sessionIDs, true},
-		{lockStepsSQL, stepIDs, true},
 		{lockRunsSQL, runIDs, true},
-		{`SELECT ` + dbNowSQL, nil, true},
-		{lockWaitingSQL, runIDs, true},
-		{`SET LOCAL plan_cache_mode TO DEFAULT`, nil, false},
+		{lockReadsSQL, append(slices.Clone(stepIDs), runIDs...), true},
+		{lockClockSQL, nil, true},
 	}
 	if len(b.QueuedQueries) != len(want) {
 		t.Fatalf("%d statements, want %d", len(b.QueuedQueries), len(want))
@@ -446,10 +516,10 @@ func TestGroupLockBatch(t *testing.T) {
 	for i, q := range b.QueuedQueries {
 		w := want[i]
 		var arg []string
-		if len(q.Arguments) == 1 {
-			arg = *q.Arguments[0].(*[]string)
+		for _, a := range q.Arguments {
+			arg = append(arg, *a.(*[]string)...)
 		}
-		if q.SQL != w.sql || len(q.Arguments) != min(len(w.arg), 1) || !slices.Equal(arg, w.arg) || (q.Fn != nil) != w.read {
+		if q.SQL != w.sql || !slices.Equal(arg, w.arg) || (q.Fn != nil) != w.read {
 			t.Errorf("statement %d: %q %v (callback %v), want %q %v (%v)", i, q.SQL, arg, q.Fn != nil, w.sql, w.arg, w.read)
 		}
 	}

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"regexp"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -27,6 +29,32 @@ const (
 	notifyManySQL   = `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`
 	closeWaitingSQL = `UPDATE steps SET status = $1, body = $2 WHERE id = $3 AND status = 'waiting'`
 )
+
+// groupWritesSQL is sessionTotalsManySQL, runUpdateManySQL and
+// notifyManySQL in one statement, their parameters one after the other: a
+// group's writes of many sessions and runs were three statements besides
+// its insert. The two updates change rows the other does not read (each
+// sub-statement of a WITH sees the rows as they were before the
+// statement), and their triggers fire at its end, as they did at the end
+// of each.
+var groupWritesSQL = `WITH ss AS (` + sessionTotalsManySQL + `),
+	rr AS (` + shiftParams(runUpdateManySQL, 6) + `)
+	SELECT pg_notify($19, p) FROM unnest($20::text[]) AS p`
+
+// loneWritesSQL is groupWritesSQL for a group of one session and one run
+// (a lone append, mostly): sessionTotalsSQL, runUpdateSQL and
+// notifyManySQL in one statement.
+var loneWritesSQL = `WITH ss AS (` + sessionTotalsSQL + `),
+	rr AS (` + shiftParams(runUpdateSQL, 6) + `)
+	SELECT pg_notify($19, p) FROM unnest($20::text[]) AS p`
+
+// shiftParams returns sql with each parameter $n written $(n+by).
+func shiftParams(sql string, by int) string {
+	return regexp.MustCompile(`\$[0-9]+`).ReplaceAllStringFunc(sql, func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		return "$" + strconv.Itoa(n+by)
+	})
+}
 
 // appendGroupTx runs the appends of reqs in tx, in two round trips: the
 // first locks and reads what they touch; then each request's checks run,
@@ -82,20 +110,32 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 	if len(c.ids) > 0 {
 		b.Queue(stepInsertSQL, c.args()...)
 	}
+	if len(g.closes) == 0 && channel != "" && len(g.payloads) > 0 {
+		// The usual group, of many runs or of one: its sessions, runs and
+		// notifications in one statement (the closes of waiting steps,
+		// rare, keep their place between the runs and the notifications).
+		argv := g.allArgs[:0]
+		switch {
+		case len(g.sessOrder) > 1 && len(g.runOrder) > 1:
+			argv = append(append(argv, g.sessionArgs()...), g.runArgs()...)
+			b.Queue(groupWritesSQL, append(argv, channel, &g.payloads)...)
+			return b
+		case len(g.sessOrder) == 1 && len(g.runOrder) == 1:
+			s, r := g.sessions[g.sessOrder[0]], g.runs[g.runOrder[0]]
+			argv = append(argv, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID,
+				string(r.Status), r.Cursor, blob(r.State), r.Output, g.runErr[r.ID], r.StepCount, blob(r.Options),
+				r.LeaseOwner, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt), r.ID)
+			b.Queue(loneWritesSQL, append(argv, channel, &g.payloads)...)
+			return b
+		}
+	}
 	switch len(g.sessOrder) {
 	case 0:
 	case 1:
 		s := g.sessions[g.sessOrder[0]]
 		b.Queue(sessionTotalsSQL, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID)
 	default:
-		c := &g.sessCols
-		for _, id := range g.sessOrder {
-			s := g.sessions[id]
-			c.ids, c.seqs, c.in, c.out = append(c.ids, s.ID), append(c.seqs, s.LastSequence), append(c.in, s.InputTokens), append(c.out, s.OutputTokens)
-			c.cost, c.upd = append(c.cost, s.Cost), append(c.upd, nanos(s.UpdatedAt))
-		}
-		c.argv = [...]any{&c.ids, &c.seqs, &c.in, &c.out, &c.cost, &c.upd}
-		b.Queue(sessionTotalsManySQL, c.argv[:]...)
+		b.Queue(sessionTotalsManySQL, g.sessionArgs()...)
 	}
 	switch len(g.runOrder) {
 	case 0:
@@ -104,7 +144,7 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 		b.Queue(runUpdateSQL, string(r.Status), r.Cursor, blob(r.State), r.Output, g.runErr[r.ID], r.StepCount, blob(r.Options),
 			r.LeaseOwner, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt), r.ID)
 	default:
-		g.queueRuns(b)
+		b.Queue(runUpdateManySQL, g.runArgs()...)
 	}
 	for _, cl := range g.closes {
 		b.Queue(closeWaitingSQL, cl.status, cl.body, cl.id)
@@ -119,8 +159,21 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 	return b
 }
 
-// queueRuns queues the update of the group's runs in one statement.
-func (g *groupState) queueRuns(b *pgx.Batch) {
+// sessionArgs returns the parameters of sessionTotalsManySQL for the
+// group's sessions.
+func (g *groupState) sessionArgs() []any {
+	c := &g.sessCols
+	for _, id := range g.sessOrder {
+		s := g.sessions[id]
+		c.ids, c.seqs, c.in, c.out = append(c.ids, s.ID), append(c.seqs, s.LastSequence), append(c.in, s.InputTokens), append(c.out, s.OutputTokens)
+		c.cost, c.upd = append(c.cost, s.Cost), append(c.upd, nanos(s.UpdatedAt))
+	}
+	c.argv = [...]any{&c.ids, &c.seqs, &c.in, &c.out, &c.cost, &c.upd}
+	return c.argv[:]
+}
+
+// runArgs returns the parameters of runUpdateManySQL for the group's runs.
+func (g *groupState) runArgs() []any {
 	c := &g.runCols
 	for _, id := range g.runOrder {
 		r := g.runs[id]
@@ -132,7 +185,7 @@ func (g *groupState) queueRuns(b *pgx.Batch) {
 	}
 	c.argv = [...]any{&c.ids, &c.statuses, &c.cursors, &c.states, &c.outputs, &c.errs, &c.counts, &c.options, &c.owners, &c.expires,
 		&c.updated, &c.finished}
-	b.Queue(runUpdateManySQL, c.argv[:]...)
+	return c.argv[:]
 }
 
 // sessionColumns are the parameters of sessionTotalsManySQL, kept with a
