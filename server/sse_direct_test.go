@@ -152,3 +152,61 @@ func readChunk(t *testing.T, br *bufio.Reader) string {
 	}
 	return string(data[:n])
 }
+
+// A delta a publisher delivers to a stream directly (heartbeat.direct:
+// encoded behind the chunk room, one non-blocking write) allocates nothing
+// once the stream's buffer has grown: it is the run's goroutine that pays
+// for it, once per delta. The client gets each delta once, framed as a
+// chunk of its own.
+func TestSSEDirectDeltaAllocs(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	got := make(chan string, 1)
+	go func() {
+		data, _ := io.ReadAll(client)
+		got <- string(data)
+	}()
+
+	sw := &sseWriter{timeout: time.Minute, conn: conn, raw: rawConn(conn), buf: make([]byte, chunkRoom)}
+	if sw.raw == nil {
+		t.Fatal("a TCP connection offers no syscall.RawConn")
+	}
+	h := &heartbeat{sw: sw, every: time.Hour, cancel: func() {}}
+	at := time.Date(2026, 11, 27, 21, 0, 0, 0, time.UTC)
+	ev := &stepwise.Event{Type: stepwise.EventStepDelta, SessionID: "s1", RunID: "r1", StepName: "llm", Time: at, Delta: &stepwise.Delta{Content: "t1|"}}
+	n := 0
+	deliver := func() {
+		n++
+		ev.Position = stepwise.Position{Seq: 1, Idx: int64(n)}
+		if taken, sent := h.direct(ev); !taken || !sent {
+			t.Fatalf("delta %d: taken %v, sent %v", n, taken, sent)
+		}
+	}
+	deliver() // the buffer grows, the encoder notes the ids
+	if allocs := testing.AllocsPerRun(200, deliver); allocs != 0 {
+		t.Errorf("%.1f allocations per direct delta, want 0", allocs)
+	}
+	conn.Close()
+	body := <-got
+	if chunks := strings.Count(body, "\r\nid: "); chunks != n {
+		t.Fatalf("%d chunks for %d deltas", chunks, n)
+	}
+	for i := 1; i <= n; i++ {
+		if c := strings.Count(body, fmt.Sprintf("id: 1:%d\n", i)); c != 1 {
+			t.Fatalf("delta %d sent %d times:\n%.400s", i, c, body)
+		}
+	}
+}
