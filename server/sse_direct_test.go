@@ -156,8 +156,9 @@ func readChunk(t *testing.T, br *bufio.Reader) string {
 // directStream is a stream's writer on one end of a loopback TCP
 // connection, set for direct delivery (as stream sets it once net/http sent
 // the head), and a delta to deliver; the other end is read to its end, and
-// what it read is sent on the channel once the writer's end is closed.
-func directStream(tb testing.TB) (*heartbeat, *stepwise.Event, net.Conn, <-chan string) {
+// what it read is sent on the channel once the writer's end is closed
+// (discarded, and nothing sent, unless keep).
+func directStream(tb testing.TB, keep bool) (*heartbeat, *stepwise.Event, net.Conn, <-chan string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -175,6 +176,10 @@ func directStream(tb testing.TB) (*heartbeat, *stepwise.Event, net.Conn, <-chan 
 	tb.Cleanup(func() { conn.Close() })
 	got := make(chan string, 1)
 	go func() {
+		if !keep {
+			_, _ = io.Copy(io.Discard, client)
+			return
+		}
 		data, _ := io.ReadAll(client)
 		got <- string(data)
 	}()
@@ -194,7 +199,7 @@ func directStream(tb testing.TB) (*heartbeat, *stepwise.Event, net.Conn, <-chan 
 // for it, once per delta. The client gets each delta once, framed as a
 // chunk of its own.
 func TestSSEDirectDeltaAllocs(t *testing.T) {
-	h, ev, conn, got := directStream(t)
+	h, ev, conn, got := directStream(t, true)
 	n := 0
 	deliver := func() {
 		n++
@@ -223,7 +228,7 @@ func TestSSEDirectDeltaAllocs(t *testing.T) {
 // a stream on loopback: the encoding and the write(2), whose receive half
 // (the reader's socket, its wake-up) the loopback charges to the writer.
 func BenchmarkSSEDirectDelta(b *testing.B) {
-	h, ev, _, _ := directStream(b)
+	h, ev, _, _ := directStream(b, false)
 	b.ReportAllocs()
 	n := int64(0)
 	for b.Loop() {
