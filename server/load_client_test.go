@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -166,5 +167,34 @@ func TestRunLoadClientReaders(t *testing.T) {
 		if res.Steps != 20*6 || res.Deltas != 20*3*4 || res.P50 <= 0 || res.P99 < res.P50 {
 			t.Fatalf("reader %q: result %+v", reader, res)
 		}
+	}
+}
+
+// TestLoadGC: the collector's counters RunLoad reports count the cycles
+// between two readings and their mark work, and the memory sampler
+// records what a collection scanned.
+func TestLoadGC(t *testing.T) {
+	var heap, gs, scan atomic.Int64
+	stop := sampleMemory(&heap, &gs, &scan)
+	c0 := readGC()
+	keep := make([]*[64]byte, 0, 1<<14)
+	for range cap(keep) {
+		keep = append(keep, new([64]byte))
+	}
+	runtime.GC()
+	runtime.GC()
+	got := readGC().since(c0)
+	time.Sleep(60 * time.Millisecond) // the sampler reads every 20ms
+	stop()
+	runtime.KeepAlive(keep)
+	if got.Cycles < 2 || got.MarkCPU <= 0 || got.AssistCPU < 0 || got.AssistCPU > got.MarkCPU {
+		t.Fatalf("after two collections: %+v", got)
+	}
+	if scan.Load() < int64(len(keep))*8 { // at least the slice of pointers
+		t.Fatalf("peak scan %d bytes, want at least %d", scan.Load(), len(keep)*8)
+	}
+	r := LoadResult{GC: got}
+	if s := r.String(); !strings.Contains(s, fmt.Sprintf("; %d GC cycles, mark ", got.Cycles)) {
+		t.Fatalf("String() = %q, want the GC figures", s)
 	}
 }
