@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"runtime/metrics"
@@ -110,10 +111,11 @@ type LoadGC struct {
 	// handlers among them).
 	MarkCPU   time.Duration `json:"mark_cpu_ns"`
 	AssistCPU time.Duration `json:"assist_cpu_ns"`
-	// PeakScanMB is the most one collection had to scan: the heap's
-	// objects up to their last pointer, goroutine stacks and globals, as
-	// the runtime reported after each cycle.
-	PeakScanMB float64 `json:"peak_scan_mb"`
+	// PeakLiveMB is the most heap one of those collections marked live,
+	// PeakStacksMB the most goroutine stack one of them scanned (both
+	// sampled as RunLoad samples the heap; 0 without a collection).
+	PeakLiveMB   float64 `json:"peak_live_mb"`
+	PeakStacksMB float64 `json:"peak_stacks_mb"`
 }
 
 // String summarizes the result on one line.
@@ -125,8 +127,8 @@ func (r *LoadResult) String() string {
 	return fmt.Sprintf("%d runs, %d steps, %d deltas in %s: %.0f steps/s, %.0f deltas/s; delivery p50 %s p99 %s max %s; %s CPU/event (%s); peak heap %.1f MB, %d goroutines",
 		r.Runs, r.Steps, r.Deltas, r.Elapsed.Round(time.Millisecond), r.StepsPerS, r.DeltasPerS,
 		r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond), r.CPUPerEvent.Round(100*time.Nanosecond), clients, r.PeakHeapMB, r.PeakGoroutines) +
-		fmt.Sprintf("; %d GC cycles, mark %s CPU (assists %s), peak scan %.1f MB",
-			r.GC.Cycles, r.GC.MarkCPU.Round(100*time.Microsecond), r.GC.AssistCPU.Round(100*time.Microsecond), r.GC.PeakScanMB)
+		fmt.Sprintf("; %d GC cycles, mark %s CPU (assists %s), live %.1f MB, stacks %.1f MB",
+			r.GC.Cycles, r.GC.MarkCPU.Round(100*time.Microsecond), r.GC.AssistCPU.Round(100*time.Microsecond), r.GC.PeakLiveMB, r.GC.PeakStacksMB)
 }
 
 func (c LoadConfig) withDefaults() LoadConfig {
@@ -192,13 +194,15 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	go func() { _ = hs.Serve(ln) }()
 	defer hs.Close()
 
-	var peakHeap, peakG, peakScan atomic.Int64
-	stopSampling := sampleMemory(&peakHeap, &peakG, &peakScan)
+	var peakHeap, peakG atomic.Int64
+	var peakGC gcPeaks
+	peakGC.after.Store(math.MaxUint64) // nothing recorded until the runs start
+	stopSampling := sampleMemory(&peakHeap, &peakG, &peakGC)
 	defer stopSampling()
 	cc := loadClientConfig{Base: "http://" + ln.Addr().String(), Runs: cfg.Runs, Turns: cfg.Turns, Deltas: cfg.Deltas, Ramp: cfg.Ramp}
 	var cpu0 time.Duration
 	var gc0 gcCounters
-	start := func() { cpu0 = processCPU(); gc0 = readGC(); peakScan.Store(0) }
+	start := func() { cpu0 = processCPU(); gc0 = readGC(); peakGC.after.Store(gc0.cycles) }
 	var out *loadClientResult
 	if len(cfg.ClientCommand) > 0 {
 		out, err = runClientProcess(ctx, cfg.ClientCommand, cc, start)
@@ -219,7 +223,8 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	res := &LoadResult{Runs: cfg.Runs, Steps: out.Steps, Deltas: out.Deltas, Elapsed: out.Elapsed,
 		PeakHeapMB: float64(peakHeap.Load()) / (1 << 20), PeakGoroutines: int(peakG.Load()),
 		ClientProcess: len(cfg.ClientCommand) > 0, GC: gc}
-	res.GC.PeakScanMB = float64(peakScan.Load()) / (1 << 20)
+	res.GC.PeakLiveMB = float64(peakGC.live.Load()) / (1 << 20)
+	res.GC.PeakStacksMB = float64(peakGC.stacks.Load()) / (1 << 20)
 	res.StepsPerS = float64(res.Steps) / res.Elapsed.Seconds()
 	res.DeltasPerS = float64(res.Deltas) / res.Elapsed.Seconds()
 	if n := res.Steps + res.Deltas; n > 0 && server > 0 {
@@ -578,13 +583,20 @@ func loadPost(ctx context.Context, hc *http.Client, url, body string, out any) e
 	return json.Unmarshal(data, out)
 }
 
-// sampleMemory records peaks of live heap bytes, goroutines and the bytes
-// the last collection scanned every 20ms (runtime/metrics does not stop
+// gcPeaks are the peaks of what the collections after the cycle count
+// after found: the heap marked live and the goroutine stacks scanned.
+type gcPeaks struct {
+	after        atomic.Uint64
+	live, stacks atomic.Int64
+}
+
+// sampleMemory records peaks of heap objects' bytes, goroutines and what
+// the last collection found (gc) every 20ms (runtime/metrics does not stop
 // the world) until the returned func is called.
-func sampleMemory(heap, goroutines, scan *atomic.Int64) func() {
+func sampleMemory(heap, goroutines *atomic.Int64, gc *gcPeaks) func() {
 	var once sync.Once
 	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/sched/goroutines:goroutines"},
-		{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+		{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -599,8 +611,13 @@ func sampleMemory(heap, goroutines, scan *atomic.Int64) func() {
 			if v := int64(samples[1].Value.Uint64()); v > goroutines.Load() {
 				goroutines.Store(v)
 			}
-			if v := int64(samples[2].Value.Uint64() + samples[3].Value.Uint64() + samples[4].Value.Uint64()); v > scan.Load() {
-				scan.Store(v)
+			if samples[2].Value.Uint64() > gc.after.Load() {
+				if v := int64(samples[3].Value.Uint64()); v > gc.live.Load() {
+					gc.live.Store(v)
+				}
+				if v := int64(samples[4].Value.Uint64()); v > gc.stacks.Load() {
+					gc.stacks.Store(v)
+				}
 			}
 			select {
 			case <-done:
