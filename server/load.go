@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"runtime/metrics"
@@ -93,6 +94,28 @@ type LoadResult struct {
 	// ClientProcess reports that the subscribers ran in a process of
 	// their own (LoadConfig.ClientCommand).
 	ClientProcess bool `json:"client_process"`
+	// GC is what the server process's collector did while the runs ran.
+	GC LoadGC `json:"gc"`
+}
+
+// LoadGC is the work of the collector of RunLoad's process during the
+// runs (from runtime/metrics: the CPU figures are the runtime's estimates,
+// updated as each cycle ends, so a cycle still marking when the runs end
+// is not in them).
+type LoadGC struct {
+	// Cycles is the number of collections completed.
+	Cycles int `json:"cycles"`
+	// MarkCPU is the CPU time of their mark phases (assists, dedicated,
+	// fractional and idle workers); AssistCPU the part of it charged to
+	// goroutines that allocated during a mark phase (the runs and
+	// handlers among them).
+	MarkCPU   time.Duration `json:"mark_cpu_ns"`
+	AssistCPU time.Duration `json:"assist_cpu_ns"`
+	// PeakLiveMB is the most heap one of those collections marked live,
+	// PeakStacksMB the most goroutine stack one of them scanned (both
+	// sampled as RunLoad samples the heap; 0 without a collection).
+	PeakLiveMB   float64 `json:"peak_live_mb"`
+	PeakStacksMB float64 `json:"peak_stacks_mb"`
 }
 
 // String summarizes the result on one line.
@@ -103,7 +126,9 @@ func (r *LoadResult) String() string {
 	}
 	return fmt.Sprintf("%d runs, %d steps, %d deltas in %s: %.0f steps/s, %.0f deltas/s; delivery p50 %s p99 %s max %s; %s CPU/event (%s); peak heap %.1f MB, %d goroutines",
 		r.Runs, r.Steps, r.Deltas, r.Elapsed.Round(time.Millisecond), r.StepsPerS, r.DeltasPerS,
-		r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond), r.CPUPerEvent.Round(100*time.Nanosecond), clients, r.PeakHeapMB, r.PeakGoroutines)
+		r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond), r.CPUPerEvent.Round(100*time.Nanosecond), clients, r.PeakHeapMB, r.PeakGoroutines) +
+		fmt.Sprintf("; %d GC cycles, mark %s CPU (assists %s), live %.1f MB, stacks %.1f MB",
+			r.GC.Cycles, r.GC.MarkCPU.Round(100*time.Microsecond), r.GC.AssistCPU.Round(100*time.Microsecond), r.GC.PeakLiveMB, r.GC.PeakStacksMB)
 }
 
 func (c LoadConfig) withDefaults() LoadConfig {
@@ -170,15 +195,19 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	defer hs.Close()
 
 	var peakHeap, peakG atomic.Int64
-	stopSampling := sampleMemory(&peakHeap, &peakG)
+	var peakGC gcPeaks
+	peakGC.after.Store(math.MaxUint64) // nothing recorded until the runs start
+	stopSampling := sampleMemory(&peakHeap, &peakG, &peakGC)
 	defer stopSampling()
 	cc := loadClientConfig{Base: "http://" + ln.Addr().String(), Runs: cfg.Runs, Turns: cfg.Turns, Deltas: cfg.Deltas, Ramp: cfg.Ramp}
 	var cpu0 time.Duration
+	var gc0 gcCounters
+	start := func() { cpu0 = processCPU(); gc0 = readGC(); peakGC.after.Store(gc0.cycles) }
 	var out *loadClientResult
 	if len(cfg.ClientCommand) > 0 {
-		out, err = runClientProcess(ctx, cfg.ClientCommand, cc, func() { cpu0 = processCPU() })
+		out, err = runClientProcess(ctx, cfg.ClientCommand, cc, start)
 	} else {
-		out, err = runLoadClients(ctx, cc, func() { cpu0 = processCPU() })
+		out, err = runLoadClients(ctx, cc, start)
 		if out != nil {
 			out.CPU = 0 // counted in this process's time
 		}
@@ -187,12 +216,15 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		return nil, fmt.Errorf("load: %w", err)
 	}
 	server := processCPU() - cpu0
+	gc := readGC().since(gc0)
 	stopSampling()
 	all := out.Lats
 	slices.Sort(all)
 	res := &LoadResult{Runs: cfg.Runs, Steps: out.Steps, Deltas: out.Deltas, Elapsed: out.Elapsed,
 		PeakHeapMB: float64(peakHeap.Load()) / (1 << 20), PeakGoroutines: int(peakG.Load()),
-		ClientProcess: len(cfg.ClientCommand) > 0}
+		ClientProcess: len(cfg.ClientCommand) > 0, GC: gc}
+	res.GC.PeakLiveMB = float64(peakGC.live.Load()) / (1 << 20)
+	res.GC.PeakStacksMB = float64(peakGC.stacks.Load()) / (1 << 20)
 	res.StepsPerS = float64(res.Steps) / res.Elapsed.Seconds()
 	res.DeltasPerS = float64(res.Deltas) / res.Elapsed.Seconds()
 	if n := res.Steps + res.Deltas; n > 0 && server > 0 {
@@ -551,12 +583,20 @@ func loadPost(ctx context.Context, hc *http.Client, url, body string, out any) e
 	return json.Unmarshal(data, out)
 }
 
-// sampleMemory records peaks of live heap bytes and goroutines every 20ms
-// (runtime/metrics does not stop the world) until the returned func is
-// called.
-func sampleMemory(heap, goroutines *atomic.Int64) func() {
+// gcPeaks are the peaks of what the collections after the cycle count
+// after found: the heap marked live and the goroutine stacks scanned.
+type gcPeaks struct {
+	after        atomic.Uint64
+	live, stacks atomic.Int64
+}
+
+// sampleMemory records peaks of heap objects' bytes, goroutines and what
+// the last collection found (gc) every 20ms (runtime/metrics does not stop
+// the world) until the returned func is called.
+func sampleMemory(heap, goroutines *atomic.Int64, gc *gcPeaks) func() {
 	var once sync.Once
-	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/sched/goroutines:goroutines"}}
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/sched/goroutines:goroutines"},
+		{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -571,6 +611,14 @@ func sampleMemory(heap, goroutines *atomic.Int64) func() {
 			if v := int64(samples[1].Value.Uint64()); v > goroutines.Load() {
 				goroutines.Store(v)
 			}
+			if samples[2].Value.Uint64() > gc.after.Load() {
+				if v := int64(samples[3].Value.Uint64()); v > gc.live.Load() {
+					gc.live.Store(v)
+				}
+				if v := int64(samples[4].Value.Uint64()); v > gc.stacks.Load() {
+					gc.stacks.Store(v)
+				}
+			}
 			select {
 			case <-done:
 				return
@@ -579,6 +627,32 @@ func sampleMemory(heap, goroutines *atomic.Int64) func() {
 		}
 	}()
 	return func() { once.Do(func() { close(done); <-stopped }) }
+}
+
+// gcCounters are the collector's cumulative counters of the process.
+type gcCounters struct {
+	cycles       uint64
+	mark, assist float64 // CPU seconds
+}
+
+var gcSamples = [...]string{"/gc/cycles/total:gc-cycles", "/cpu/classes/gc/mark/assist:cpu-seconds",
+	"/cpu/classes/gc/mark/dedicated:cpu-seconds", "/cpu/classes/gc/mark/idle:cpu-seconds"}
+
+func readGC() gcCounters {
+	var s [len(gcSamples)]metrics.Sample
+	for i, name := range gcSamples {
+		s[i].Name = name
+	}
+	metrics.Read(s[:])
+	// The fractional workers' time is in dedicated's (runtime/metrics).
+	return gcCounters{cycles: s[0].Value.Uint64(), assist: s[1].Value.Float64(),
+		mark: s[1].Value.Float64() + s[2].Value.Float64() + s[3].Value.Float64()}
+}
+
+// since is the collector's work between c0 and c.
+func (c gcCounters) since(c0 gcCounters) LoadGC {
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	return LoadGC{Cycles: int(c.cycles - c0.cycles), MarkCPU: sec(c.mark - c0.mark), AssistCPU: sec(c.assist - c0.assist)}
 }
 
 // parseStamp parses the decimal nanoseconds of a delta stamp.

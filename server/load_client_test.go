@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -166,5 +167,46 @@ func TestRunLoadClientReaders(t *testing.T) {
 		if res.Steps != 20*6 || res.Deltas != 20*3*4 || res.P50 <= 0 || res.P99 < res.P50 {
 			t.Fatalf("reader %q: result %+v", reader, res)
 		}
+	}
+}
+
+// TestLoadGC: the collector's counters RunLoad reports count the cycles
+// between two readings and their mark work, and the memory sampler
+// records what the collections after the first reading found live and
+// scanned of the stacks, none before it.
+func TestLoadGC(t *testing.T) {
+	var heap, gs atomic.Int64
+	var peaks gcPeaks
+	peaks.after.Store(1 << 62) // no cycle counts yet
+	stop := sampleMemory(&heap, &gs, &peaks)
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond) // the sampler reads every 20ms
+	if peaks.live.Load() != 0 || peaks.stacks.Load() != 0 {
+		t.Fatalf("peaks %d, %d recorded of cycles before the start", peaks.live.Load(), peaks.stacks.Load())
+	}
+	c0 := readGC()
+	peaks.after.Store(c0.cycles)
+	keep := make([]*[64]byte, 0, 1<<14)
+	for range cap(keep) {
+		keep = append(keep, new([64]byte))
+	}
+	runtime.GC()
+	runtime.GC()
+	got := readGC().since(c0)
+	time.Sleep(60 * time.Millisecond) // the sampler reads every 20ms
+	stop()
+	runtime.KeepAlive(keep)
+	if got.Cycles < 2 || got.MarkCPU <= 0 || got.AssistCPU < 0 || got.AssistCPU > got.MarkCPU {
+		t.Fatalf("after two collections: %+v", got)
+	}
+	if live := peaks.live.Load(); live < int64(len(keep))*64 { // at least what keep holds
+		t.Fatalf("peak live heap %d bytes, want at least %d", live, len(keep)*64)
+	}
+	if peaks.stacks.Load() <= 0 {
+		t.Fatal("no stack scanned")
+	}
+	r := LoadResult{GC: got}
+	if s := r.String(); !strings.Contains(s, fmt.Sprintf("; %d GC cycles, mark ", got.Cycles)) {
+		t.Fatalf("String() = %q, want the GC figures", s)
 	}
 }

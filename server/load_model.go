@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -56,7 +57,10 @@ func (m *loadModel) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*l
 			start := len(text)
 			text = strconv.AppendInt(append(text, 't'), time.Now().UnixNano(), 10)
 			text = append(text, '|')
-			part.Content = string(text[start:])
+			// The stamp's bytes in text are never written again (text
+			// only grows, and a larger array leaves this one as it is):
+			// the delta's string is a view of them, not a copy per delta.
+			part.Content = unsafe.String(&text[start], len(text)-start)
 			if !yield(part, nil) {
 				return
 			}

@@ -39,6 +39,11 @@ type sseWriter struct {
 	// unsent, framed, for the next flush to send first.
 	raw     syscall.RawConn
 	pending []byte
+	// writeNoWait is writeOnce, made once; out and sent are its chunk and
+	// what the write took.
+	writeNoWait func(fd uintptr) bool
+	out         []byte
+	sent        int
 }
 
 func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {

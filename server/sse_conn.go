@@ -104,24 +104,35 @@ func (s *sseWriter) flushNoWait() bool {
 	if b == nil {
 		return true
 	}
-	n := 0
-	_ = s.raw.Write(func(fd uintptr) bool {
-		for {
-			m, err := syscall.Write(int(fd), b)
-			if err == syscall.EINTR {
-				continue
-			}
-			if m > 0 {
-				n = m
-			}
-			return true // never wait for the socket
-		}
-	})
+	if s.writeNoWait == nil {
+		s.writeNoWait = s.writeOnce
+	}
+	s.out, s.sent = b, 0
+	_ = s.raw.Write(s.writeNoWait)
+	n := s.sent
+	s.out = nil
 	if n < len(b) {
 		s.pending = append(s.pending[:0], b[n:]...)
 	}
 	s.buf = s.buf[:chunkRoom]
 	return n == len(b)
+}
+
+// writeOnce is flushNoWait's write of s.out to the descriptor: one
+// write(2), whatever it takes noted in s.sent; it never waits for the
+// socket. A method value kept in s.writeNoWait, so that a direct write
+// allocates nothing (a closure over the chunk would be allocated per call).
+func (s *sseWriter) writeOnce(fd uintptr) bool {
+	for {
+		m, err := syscall.Write(int(fd), s.out)
+		if err == syscall.EINTR {
+			continue
+		}
+		if m > 0 {
+			s.sent = m
+		}
+		return true
+	}
 }
 
 // chunk frames the events written since the last flush as a chunk, in

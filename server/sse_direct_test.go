@@ -152,3 +152,96 @@ func readChunk(t *testing.T, br *bufio.Reader) string {
 	}
 	return string(data[:n])
 }
+
+// directStream is a stream's writer on one end of a loopback TCP
+// connection, set for direct delivery (as stream sets it once net/http sent
+// the head), and a delta to deliver; the other end is read to its end, and
+// what it read is sent on the channel once the writer's end is closed
+// (discarded, and nothing sent, unless keep).
+func directStream(tb testing.TB, keep bool) (*heartbeat, *stepwise.Event, net.Conn, <-chan string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { client.Close() })
+	conn, err := ln.Accept()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	got := make(chan string, 1)
+	go func() {
+		if !keep {
+			_, _ = io.Copy(io.Discard, client)
+			return
+		}
+		data, _ := io.ReadAll(client)
+		got <- string(data)
+	}()
+	sw := &sseWriter{timeout: time.Minute, conn: conn, raw: rawConn(conn), buf: make([]byte, chunkRoom)}
+	if sw.raw == nil {
+		tb.Fatal("a TCP connection offers no syscall.RawConn")
+	}
+	h := &heartbeat{sw: sw, every: time.Hour, cancel: func() {}}
+	at := time.Date(2026, 11, 27, 21, 0, 0, 0, time.UTC)
+	ev := &stepwise.Event{Type: stepwise.EventStepDelta, SessionID: "s1", RunID: "r1", StepName: "llm", Time: at, Delta: &stepwise.Delta{Content: "t1764277200000000000|"}}
+	return h, ev, conn, got
+}
+
+// A delta a publisher delivers to a stream directly (heartbeat.direct:
+// encoded behind the chunk room, one non-blocking write) allocates nothing
+// once the stream's buffer has grown: it is the run's goroutine that pays
+// for it, once per delta. The client gets each delta once, framed as a
+// chunk of its own.
+func TestSSEDirectDeltaAllocs(t *testing.T) {
+	h, ev, conn, got := directStream(t, true)
+	n := 0
+	deliver := func() {
+		n++
+		ev.Position = stepwise.Position{Seq: 1, Idx: int64(n)}
+		if taken, sent := h.direct(ev); !taken || !sent {
+			t.Fatalf("delta %d: taken %v, sent %v", n, taken, sent)
+		}
+	}
+	deliver() // the buffer grows, the encoder notes the ids
+	if allocs := testing.AllocsPerRun(200, deliver); allocs != 0 {
+		t.Errorf("%.1f allocations per direct delta, want 0", allocs)
+	}
+	conn.Close()
+	body := <-got
+	if chunks := strings.Count(body, "\r\nid: "); chunks != n {
+		t.Fatalf("%d chunks for %d deltas", chunks, n)
+	}
+	for i := 1; i <= n; i++ {
+		if c := strings.Count(body, fmt.Sprintf("id: 1:%d\n", i)); c != 1 {
+			t.Fatalf("delta %d sent %d times:\n%.400s", i, c, body)
+		}
+	}
+}
+
+// BenchmarkSSEDirectDelta is a publisher's direct delivery of one delta to
+// a stream on loopback: the encoding and the write(2), whose receive half
+// (the reader's socket, its wake-up) the loopback charges to the writer.
+func BenchmarkSSEDirectDelta(b *testing.B) {
+	h, ev, _, _ := directStream(b, false)
+	b.ReportAllocs()
+	n := int64(0)
+	for b.Loop() {
+		n++
+		ev.Position = stepwise.Position{Seq: 1, Idx: n}
+		if taken, sent := h.direct(ev); !taken {
+			b.Fatalf("delta %d not taken", n)
+		} else if !sent {
+			// The reader fell behind: the handler's blocking flush sends
+			// what is pending, as in a stream.
+			if err := h.flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
