@@ -72,20 +72,7 @@ func TestGroupWritesAllocations(t *testing.T) {
 	var first [][]any
 	check := true // compare the parameters with the first group's
 	// applied is a group state of reqs, every request applied.
-	applied := func() *groupState {
-		g, _, _, _ := newGroupState(reqs)
-		for i := range n {
-			s, r := *sessions[i], *runs[i]
-			g.sessions[s.ID], g.runs[r.ID] = &s, &r
-		}
-		g.dbNow = nanos(now)
-		for _, r := range reqs {
-			if _, err := g.apply(r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return g
-	}
+	applied := func() *groupState { return appliedGroup(t, reqs, sessions, runs, now) }
 	group := func() {
 		g := applied()
 		b := g.writes("events")
@@ -147,17 +134,7 @@ func TestGroupWritesOneStatement(t *testing.T) {
 		now := time.Now()
 		reqs, sessions, runs := benchShapedGroup(t, n, now)
 		writes := func(channel string) (*pgx.Batch, []string) {
-			g, _, _, _ := newGroupState(reqs)
-			for i := range n {
-				s, r := *sessions[i], *runs[i]
-				g.sessions[s.ID], g.runs[r.ID] = &s, &r
-			}
-			g.dbNow = nanos(now)
-			for _, r := range reqs {
-				if _, err := g.apply(r); err != nil {
-					t.Fatal(err)
-				}
-			}
+			g := appliedGroup(t, reqs, sessions, runs, now)
 			b := g.writes(channel)
 			// deep copies: the columns go back with the state
 			for _, q := range b.QueuedQueries {
@@ -227,6 +204,24 @@ func deepArgs(args []any) []any {
 		}
 	}
 	return out
+}
+
+// appliedGroup is a group state of reqs on copies of sessions and runs
+// (benchShapedGroup's), the database clock at now, every request applied.
+func appliedGroup(t *testing.T, reqs []*appendReq, sessions []*steptype.Session, runs []*steptype.Run, now time.Time) *groupState {
+	t.Helper()
+	g, _, _, _ := newGroupState(reqs)
+	for i := range sessions {
+		s, r := *sessions[i], *runs[i]
+		g.sessions[s.ID], g.runs[r.ID] = &s, &r
+	}
+	g.dbNow = nanos(now)
+	for _, r := range reqs {
+		if _, err := g.apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g
 }
 
 // benchShapedGroup returns n appends of one step and one run update each
