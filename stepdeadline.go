@@ -41,17 +41,10 @@ type deadlineCtx struct {
 	cancelled atomic.Bool // cancel ran (set under mu)
 }
 
-// withStepTimeout returns the step's context and the function that ends it
-// (as context.WithTimeoutCause; the caller must call end once the handler
-// returns). The timeout counts from start, a reading of time.Now the caller
-// has just taken (with its monotonic part), or from now when start is zero.
-func withStepTimeout(parent context.Context, start time.Time, timeout time.Duration, cause error) *deadlineCtx {
-	d := new(deadlineCtx)
-	d.init(parent, start, timeout, cause)
-	return d
-}
-
-// init makes the zero d what withStepTimeout returns: a step keeps its
+// init makes the zero d the step's context (as context.WithTimeoutCause;
+// the caller must call end once the handler returns). The timeout counts
+// from start, a reading of time.Now the caller has just taken (with its
+// monotonic part), or from now when start is zero. A step keeps its
 // context in the allocation of its own record (scopedStep, leanStart).
 func (d *deadlineCtx) init(parent context.Context, start time.Time, timeout time.Duration, cause error) {
 	if start.IsZero() {

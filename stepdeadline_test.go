@@ -54,7 +54,7 @@ func answersOf(t *testing.T, ctx context.Context, causeFirst bool) ctxAnswers {
 }
 
 // TestDeadlineCtxAnswersAsWithTimeoutCause runs each scenario twice, on
-// context.WithTimeoutCause and on withStepTimeout, and compares every
+// context.WithTimeoutCause and on deadlineCtx, and compares every
 // answer a handler could read (errors, causes, Done, the deadline, values,
 // derived contexts and AfterFunc), before and after each event.
 func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
@@ -157,7 +157,8 @@ func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
 				e := env{cancelParent: func() { cancelParent(errParent) }}
 				start := time.Now()
 				if mine {
-					d := withStepTimeout(parent, time.Time{}, sc.timeout, ErrStepTimeout)
+					d := new(deadlineCtx)
+					d.init(parent, time.Time{}, sc.timeout, ErrStepTimeout)
 					e.ctx, e.end = d, d.end
 				} else {
 					e.ctx, e.end = context.WithTimeoutCause(parent, sc.timeout, ErrStepTimeout)
@@ -177,7 +178,7 @@ func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
 			}
 			for j := range got[0] {
 				if got[0][j] != got[1][j] {
-					t.Errorf("look %d: WithTimeoutCause answers %+v\nwithStepTimeout %+v", j, got[0][j], got[1][j])
+					t.Errorf("look %d: WithTimeoutCause answers %+v\ndeadlineCtx %+v", j, got[0][j], got[1][j])
 				}
 			}
 			if sc.parent == 0 {
@@ -196,7 +197,8 @@ func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
 // Done sees the deadline's error and cause through a derived value context
 // (what call reads to report ErrStepTimeout).
 func TestStepTimeoutWithoutDone(t *testing.T) {
-	d := withStepTimeout(context.Background(), time.Time{}, time.Millisecond, ErrStepTimeout)
+	d := new(deadlineCtx)
+	d.init(context.Background(), time.Time{}, time.Millisecond, ErrStepTimeout)
 	defer d.end()
 	ctx := context.WithValue(d, deadlineKey{}, 1)
 	time.Sleep(10 * time.Millisecond)
