@@ -205,7 +205,7 @@ func (x *execution) publishHeld(ev *Event, t time.Time) {
 	}
 	x.toSubscribers(ev, t)
 	x.sinkMu.Lock()
-	_ = x.sendHeld()
+	x.sendHeld()
 	x.held = ev
 	x.sinkMu.Unlock()
 }
@@ -228,18 +228,16 @@ func (x *execution) flush() {
 		return
 	}
 	x.sinkMu.Lock()
-	_ = x.sendHeld()
+	x.sendHeld()
 	x.sinkMu.Unlock()
 }
 
-// sendHeld sends the held event, if any; the caller holds sinkMu. It
-// reports whether it waited for the consumer (see eventSink.send).
-func (x *execution) sendHeld() (waited bool) {
+// sendHeld sends the held event, if any; the caller holds sinkMu.
+func (x *execution) sendHeld() {
 	if h := x.held; h != nil {
 		x.held = nil
-		return x.sink.send(x.ctx.Done(), h, nil)
+		x.sink.send(x.ctx.Done(), h, nil)
 	}
-	return false
 }
 
 func (x *execution) emitDelta(stepName string, d Delta) { x.emitDeltaAt(stepName, d, time.Time{}) }
