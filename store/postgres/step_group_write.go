@@ -121,10 +121,7 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 			b.Queue(groupWritesSQL, append(argv, channel, &g.payloads)...)
 			return b
 		case len(g.sessOrder) == 1 && len(g.runOrder) == 1:
-			s, r := g.sessions[g.sessOrder[0]], g.runs[g.runOrder[0]]
-			argv = append(argv, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID,
-				string(r.Status), r.Cursor, blob(r.State), r.Output, g.runErr[r.ID], r.StepCount, blob(r.Options),
-				r.LeaseOwner, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt), r.ID)
+			argv = g.appendRunArgs(g.appendSessionArgs(argv))
 			b.Queue(loneWritesSQL, append(argv, channel, &g.payloads)...)
 			return b
 		}
@@ -132,17 +129,14 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 	switch len(g.sessOrder) {
 	case 0:
 	case 1:
-		s := g.sessions[g.sessOrder[0]]
-		b.Queue(sessionTotalsSQL, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID)
+		b.Queue(sessionTotalsSQL, g.appendSessionArgs(nil)...)
 	default:
 		b.Queue(sessionTotalsManySQL, g.sessionArgs()...)
 	}
 	switch len(g.runOrder) {
 	case 0:
 	case 1:
-		r := g.runs[g.runOrder[0]]
-		b.Queue(runUpdateSQL, string(r.Status), r.Cursor, blob(r.State), r.Output, g.runErr[r.ID], r.StepCount, blob(r.Options),
-			r.LeaseOwner, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt), r.ID)
+		b.Queue(runUpdateSQL, g.appendRunArgs(nil)...)
 	default:
 		b.Queue(runUpdateManySQL, g.runArgs()...)
 	}
@@ -157,6 +151,21 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 		b.Queue(notifyManySQL, channel, g.payloads)
 	}
 	return b
+}
+
+// appendSessionArgs appends the parameters of sessionTotalsSQL for the
+// group's one session to argv.
+func (g *groupState) appendSessionArgs(argv []any) []any {
+	s := g.sessions[g.sessOrder[0]]
+	return append(argv, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID)
+}
+
+// appendRunArgs appends the parameters of runUpdateSQL for the group's one
+// run to argv.
+func (g *groupState) appendRunArgs(argv []any) []any {
+	r := g.runs[g.runOrder[0]]
+	return append(argv, string(r.Status), r.Cursor, blob(r.State), r.Output, g.runErr[r.ID], r.StepCount, blob(r.Options),
+		r.LeaseOwner, nanos(r.LeaseExpires), nanos(r.UpdatedAt), nanos(r.FinishedAt), r.ID)
 }
 
 // sessionArgs returns the parameters of sessionTotalsManySQL for the
