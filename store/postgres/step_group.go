@@ -86,11 +86,6 @@ const (
 	lockStepsSQL    = grp + `SELECT id, body FROM steps WHERE id = ANY($1)`
 	lockRunsSQL     = grp + `SELECT ` + runCols + ` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 	lockWaitingSQL  = grp + waitingSQL
-	// lockReadsSQL is lockStepsSQL and lockWaitingSQL in one statement,
-	// for a group that locked both sessions and runs: a row of the first
-	// is (false, id, body), of the second (true, run_id, body).
-	lockReadsSQL = grp + `SELECT false, id, body FROM steps WHERE id = ANY($1)
-		UNION ALL SELECT true, run_id, body FROM steps WHERE run_id = ANY($2) AND status = 'waiting'`
 	// lockSettingsSQL sets, for the rest of the transaction, what the
 	// group's reads run under, in one statement (it was two SET LOCALs):
 	// sequential scans off and generic plans, the plan_cache_mode it
@@ -106,6 +101,12 @@ const (
 	lockClockSQL   = `SELECT ` + dbNowSQL + `, set_config('plan_cache_mode', current_setting('stepwise.plan_cache_mode'), true)`
 	lockStatements = 5 // at most
 )
+
+// lockReadsSQL is lockStepsSQL and lockWaitingSQL in one statement, for a
+// group that locked both sessions and runs: a row of the first is (false,
+// id, body), of the second (true, run_id, body).
+var lockReadsSQL = grp + `SELECT false, id, body FROM steps WHERE id = ANY($1)
+	UNION ALL SELECT true, * FROM (` + shiftParams(waitingSQL, 1) + `) w`
 
 // lockParts are the parts of a group's lock batch, g's own: the batch, its
 // statements, their parameters (pointers to g's id slices) and callbacks,

@@ -532,3 +532,20 @@ func TestGroupLockBatch(t *testing.T) {
 		t.Errorf("a group's lock batch: %.0f allocations, want none", allocs)
 	}
 }
+
+// shiftParams renumbers every parameter, of any number of digits, and
+// nothing else (a $ without digits, the text around).
+func TestShiftParams(t *testing.T) {
+	for in, want := range map[string]string{
+		`SELECT $1, $2 FROM t WHERE id = ANY($10::text[])`: `SELECT $7, $8 FROM t WHERE id = ANY($16::text[])`,
+		`SELECT '$' || x, $9`:                              `SELECT '$' || x, $15`,
+		`$3`:                                               `$9`,
+	} {
+		if got := shiftParams(in, 6); got != want {
+			t.Errorf("shiftParams(%q, 6) = %q, want %q", in, got, want)
+		}
+	}
+	if got := lockReadsSQL; !strings.Contains(got, "run_id = ANY($2) AND status = 'waiting'") {
+		t.Errorf("lockReadsSQL reads the waiting steps by $1:\n%s", got)
+	}
+}

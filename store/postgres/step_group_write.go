@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -31,29 +31,43 @@ const (
 )
 
 // groupWritesSQL is sessionTotalsManySQL, runUpdateManySQL and
-// notifyManySQL in one statement, their parameters one after the other: a
-// group's writes of many sessions and runs were three statements besides
-// its insert. The two updates change rows the other does not read (each
-// sub-statement of a WITH sees the rows as they were before the
-// statement), and their triggers fire at its end, as they did at the end
-// of each.
-var groupWritesSQL = `WITH ss AS (` + sessionTotalsManySQL + `),
-	rr AS (` + shiftParams(runUpdateManySQL, 6) + `)
-	SELECT pg_notify($19, p) FROM unnest($20::text[]) AS p`
+// notifyManySQL in one statement (writesSQL): a group's writes of many
+// sessions and runs were three statements besides its insert.
+var groupWritesSQL = writesSQL(sessionTotalsManySQL, runUpdateManySQL)
 
 // loneWritesSQL is groupWritesSQL for a group of one session and one run
 // (a lone append, mostly): sessionTotalsSQL, runUpdateSQL and
 // notifyManySQL in one statement.
-var loneWritesSQL = `WITH ss AS (` + sessionTotalsSQL + `),
-	rr AS (` + shiftParams(runUpdateSQL, 6) + `)
+var loneWritesSQL = writesSQL(sessionTotalsSQL, runUpdateSQL)
+
+// writesSQL is the sessions' update sess (6 parameters), the runs' update
+// runs (12) and the notifications (channel, payloads) in one statement,
+// their parameters one after the other. The two updates change rows the
+// other does not read (each sub-statement of a WITH sees the rows as they
+// were before the statement), and their triggers fire at its end, as they
+// did at the end of each.
+func writesSQL(sess, runs string) string {
+	return `WITH ss AS (` + sess + `),
+	rr AS (` + shiftParams(runs, 6) + `)
 	SELECT pg_notify($19, p) FROM unnest($20::text[]) AS p`
+}
 
 // shiftParams returns sql with each parameter $n written $(n+by).
 func shiftParams(sql string, by int) string {
-	return regexp.MustCompile(`\$[0-9]+`).ReplaceAllStringFunc(sql, func(p string) string {
-		n, _ := strconv.Atoi(p[1:])
-		return "$" + strconv.Itoa(n+by)
-	})
+	var b strings.Builder
+	for i := 0; i < len(sql); i++ {
+		b.WriteByte(sql[i])
+		j := i + 1
+		for sql[i] == '$' && j < len(sql) && '0' <= sql[j] && sql[j] <= '9' {
+			j++
+		}
+		if j > i+1 {
+			n, _ := strconv.Atoi(sql[i+1 : j])
+			b.WriteString(strconv.Itoa(n + by))
+			i = j - 1
+		}
+	}
+	return b.String()
 }
 
 // appendGroupTx runs the appends of reqs in tx, in two round trips: the
