@@ -193,7 +193,13 @@ func TestLoadGC(t *testing.T) {
 	runtime.GC()
 	runtime.GC()
 	got := readGC().since(c0)
-	time.Sleep(60 * time.Millisecond) // the sampler reads every 20ms
+	// The sampler reads every 20ms: wait for a reading after the
+	// collections (a loaded machine may delay it well past one period).
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if peaks.live.Load() >= int64(len(keep))*64 && peaks.stacks.Load() > 0 {
+			break
+		}
+	}
 	stop()
 	runtime.KeepAlive(keep)
 	if got.Cycles < 2 || got.MarkCPU <= 0 || got.AssistCPU < 0 || got.AssistCPU > got.MarkCPU {
