@@ -24,6 +24,11 @@ import (
 	"github.com/stepwise-run/stepwise/tool"
 )
 
+// DefaultLoadLatency is LoadConfig.Latency's default: about 50 chunks a
+// second per stream, the pace of a fast hosted model. `stepwise bench
+// --http` uses it too, so its default load is BenchmarkHTTPStreaming's.
+const DefaultLoadLatency = 20 * time.Millisecond
+
 // LoadConfig configures RunLoad. Zero values take the defaults.
 type LoadConfig struct {
 	// Runs is the number of concurrent runs, each in its own session with
@@ -35,8 +40,8 @@ type LoadConfig struct {
 	Turns int
 	// Deltas is the streamed deltas per model call. Default 10.
 	Deltas int
-	// Latency is the model's delay before each delta. Default 20ms: about
-	// 50 chunks a second per stream, the pace of a fast hosted model.
+	// Latency is the model's delay before each delta (±50%). Default
+	// DefaultLoadLatency.
 	Latency time.Duration
 	// Ramp spreads the starts of the runs evenly over this duration, as
 	// users do not all press enter in the same millisecond. Default: one
@@ -142,7 +147,7 @@ func (c LoadConfig) withDefaults() LoadConfig {
 		c.Deltas = 10
 	}
 	if c.Latency == 0 {
-		c.Latency = 20 * time.Millisecond
+		c.Latency = DefaultLoadLatency
 	}
 	if c.Ramp <= 0 {
 		c.Ramp = time.Duration(c.Deltas) * c.Latency

@@ -176,7 +176,7 @@ default 400; GOGC in the environment wins), and prints it.`,
 	c.Flags().BoolVar(&inProcess, "in-process", false, "with --http: run the subscribers in the benchmark's process (sharing its CPUs and Go scheduler) instead of a process of their own")
 	c.Flags().BoolVar(&loadClient, "http-client", false, "the client process of --http (internal)")
 	_ = c.Flags().MarkHidden("http-client")
-	c.Flags().DurationVar(&latency, "latency", 2*time.Millisecond, "with --http: model latency before each delta")
+	c.Flags().DurationVar(&latency, "latency", server.DefaultLoadLatency, "with --http: model latency before each delta (±50%); the default is BenchmarkHTTPStreaming's pace, about 50 deltas a second per stream")
 	c.Flags().BoolVar(&floor, "floor", false, "with --store sqlite: also measure the raw cost of one step's transaction on the same file and print the engine's ratio to it")
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark to this file")
 	c.Flags().StringVar(&memProfile, "memprofile", "", "write an allocation profile of the whole benchmark to this file (go tool pprof -sample_index=alloc_space)")
