@@ -128,17 +128,7 @@ func (l *lockParts) init(g *groupState) {
 	l.now = [2]any{&g.dbNow, nil}
 	put := func(sess *steptype.Session) { g.sessions[sess.ID] = sess }
 	l.fns.sessions = rowsFunc(func(rows pgx.Rows) error { return scanGroupSessions(rows, g.sessionIDs, put) })
-	l.fns.steps = rowsFunc(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var id string
-			var body []byte
-			if err := rows.Scan(&id, &body); err != nil {
-				return err
-			}
-			g.stored[id] = body
-		}
-		return rows.Err()
-	})
+	l.fns.steps = rowsFunc(func(rows pgx.Rows) error { return g.scanStored(rows, false) })
 	l.fns.runs = rowsFunc(func(rows pgx.Rows) error {
 		runs, err := scanGroupRuns(rows, g.runIDs, g.sessionIDs)
 		for _, r := range runs {
@@ -149,22 +139,33 @@ func (l *lockParts) init(g *groupState) {
 	l.fns.now = func(br pgx.BatchResults) error { return br.QueryRow().Scan(l.now[:]...) }
 	l.fns.waiting = rowsFunc(func(rows pgx.Rows) error { return collectWaiting(rows, &g.waiting) })
 	l.both = [2]any{&g.stepIDs, &g.runIDs}
-	l.fns.reads = rowsFunc(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var waiting bool
-			var id string
-			var body []byte
-			if err := rows.Scan(&waiting, &id, &body); err != nil {
-				return err
-			}
-			if waiting {
-				g.waiting = append(g.waiting, waitingStep{runID: id, body: body})
-			} else {
-				g.stored[id] = body
-			}
+	l.fns.reads = rowsFunc(func(rows pgx.Rows) error { return g.scanStored(rows, true) })
+}
+
+// scanStored reads the rows of lockStepsSQL (id, body) into g.stored, or,
+// flagged, those of lockReadsSQL (waiting, id, body): a waiting step's
+// into g.waiting. Each scan of body makes a new slice (pgx copies bytea),
+// so the map and the list keep their rows' own bytes.
+func (g *groupState) scanStored(rows pgx.Rows, flagged bool) error {
+	var waiting bool
+	var id string
+	var body []byte
+	dst := [3]any{&waiting, &id, &body}
+	scan := dst[1:]
+	if flagged {
+		scan = dst[:]
+	}
+	for rows.Next() {
+		if err := rows.Scan(scan...); err != nil {
+			return err
 		}
-		return rows.Err()
-	})
+		if waiting {
+			g.waiting = append(g.waiting, waitingStep{runID: id, body: body})
+		} else {
+			g.stored[id] = body
+		}
+	}
+	return rows.Err()
 }
 
 // rowsFunc is what pgx.QueuedQuery.Query makes of fn, made once.
