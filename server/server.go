@@ -168,7 +168,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.register()
 	s.mux.HandleFunc("/", s.notFound)
-	s.handler = s.recoverPanics(s.authenticate(s.mux))
+	s.handler = s.recoverPanics(s.authenticate(s.validText(s.mux)))
 	return s, nil
 }
 
