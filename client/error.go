@@ -30,22 +30,25 @@ func (e *Error) Error() string {
 
 // codeSentinels maps problem codes to the errors they stand for.
 var codeSentinels = map[string][]error{
-	"not_found":        {stepwise.ErrNotFound},
-	"route_not_found":  {stepwise.ErrNotFound},
-	"unknown_agent":    {stepwise.ErrUnknownAgent, stepwise.ErrNotFound},
-	"conflict":         {stepwise.ErrConflict},
-	"already_answered": {stepwise.ErrAlreadyAnswered, stepwise.ErrConflict},
-	"run_finished":     {stepwise.ErrRunFinished, stepwise.ErrConflict},
-	"not_waiting":      {stepwise.ErrNotWaiting, stepwise.ErrConflict},
-	"invalid_answer":   {stepwise.ErrInvalidAnswer, store.ErrInvalid},
-	"invalid_argument": {store.ErrInvalid},
-	"unavailable":      {stepwise.ErrEngineClosed},
+	"not_found":           {stepwise.ErrNotFound},
+	"route_not_found":     {stepwise.ErrNotFound},
+	"unknown_agent":       {stepwise.ErrUnknownAgent, stepwise.ErrNotFound},
+	"conflict":            {stepwise.ErrConflict},
+	"already_answered":    {stepwise.ErrAlreadyAnswered, stepwise.ErrConflict},
+	"run_finished":        {stepwise.ErrRunFinished, stepwise.ErrConflict},
+	"not_waiting":         {stepwise.ErrNotWaiting, stepwise.ErrConflict},
+	"invalid_answer":      {stepwise.ErrInvalidAnswer, store.ErrInvalid},
+	"invalid_argument":    {store.ErrInvalid},
+	"unavailable":         {stepwise.ErrEngineClosed},
+	"storage_full":        {store.ErrStorageFull},
+	"storage_unavailable": {store.ErrUnavailable},
 }
 
 // Is reports whether the error stands for target: stepwise.ErrNotFound for
 // 404s, stepwise.ErrConflict for 409s, and the specific sentinel of the
 // code (stepwise.ErrAlreadyAnswered, ErrRunFinished, ErrInvalidAnswer,
-// ErrUnknownAgent, ErrNotWaiting, store.ErrInvalid, ErrEngineClosed).
+// ErrUnknownAgent, ErrNotWaiting, store.ErrInvalid, ErrEngineClosed,
+// store.ErrStorageFull, store.ErrUnavailable).
 func (e *Error) Is(target error) bool {
 	for _, s := range codeSentinels[e.Code] {
 		if s == target {
