@@ -32,6 +32,8 @@ type Store struct {
 
 	vecOnce sync.Once
 	vec     *vecState // in-process vector indexes (vector.go)
+
+	ident *fileIdent // the opened file's identity; nil when read-only
 }
 
 // Every capability the product uses: store.Driver.
@@ -92,6 +94,9 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.rdb.SetMaxOpenConns(s.cfg.Readers)
 	s.rdb.SetMaxIdleConns(s.cfg.Readers)
+	if s.ident, err = newFileIdent(s.path); err != nil {
+		return err
+	}
 	s.w, err = startWriter(ctx, s.wdb)
 	return err
 }
