@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -75,12 +76,12 @@ type Engine struct {
 	// procClock: cfg.Now is the default, time.Now (see nowRead).
 	procClock bool
 	store     store.Store
-	broker    *broker
+	broker    *broker.Broker
 
 	mu       sync.Mutex
 	agents   map[string]*Agent
 	active   map[string]*execution // run id → execution in this process
-	sessLock sessionLocks          // per-session commit locks (session_locks.go)
+	sessLock broker.SessionLocks   // per-session commit locks
 	closed   bool
 
 	bg     bgState
@@ -94,11 +95,6 @@ type Engine struct {
 
 }
 
-type sessionLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
 // New returns an engine. It does not start background work; call Start to
 // execute queued runs in the background (the server does).
 func New(cfg Config) (*Engine, error) {
@@ -108,7 +104,7 @@ func New(cfg Config) (*Engine, error) {
 	procClock := cfg.Now == nil
 	cfg = cfg.withDefaults()
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, broker: newBroker(), procClock: procClock,
+		cfg: cfg, store: cfg.Store, broker: broker.New(), procClock: procClock,
 		agents: map[string]*Agent{}, active: map[string]*execution{},
 	}
 	for _, a := range cfg.Agents {
@@ -185,9 +181,9 @@ func (e *Engine) Agents() []*Agent {
 // so event positions follow sequence order.
 func (e *Engine) lockSession(id string) func() {
 	l := e.refSession(id)
-	l.mu.Lock()
+	l.Lock()
 	return func() {
-		l.mu.Unlock()
+		l.Unlock()
 		e.unrefSession(id, l)
 	}
 }
@@ -195,12 +191,12 @@ func (e *Engine) lockSession(id string) func() {
 // refSession returns the commit lock of a session, kept in the engine until
 // the matching unrefSession. The locks live in a sharded table, so taking
 // one does not take the engine's mutex.
-func (e *Engine) refSession(id string) *sessionLock {
-	return e.sessLock.acquire(id)
+func (e *Engine) refSession(id string) *broker.SessionLock {
+	return e.sessLock.Acquire(id)
 }
 
-func (e *Engine) unrefSession(id string, l *sessionLock) {
-	e.sessLock.release(id, l)
+func (e *Engine) unrefSession(id string, l *broker.SessionLock) {
+	e.sessLock.Release(id, l)
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -167,21 +168,21 @@ func (e *Engine) execute(ctx context.Context, runID string, owned bool) iter.Seq
 			yield(nil, err)
 			return
 		}
-		events := newEventSink()
+		events := broker.NewSink()
 		x.sink = events
 		done := make(chan error, 1)
 		go func() {
 			err := x.loop()
 			x.release()
-			events.close()
+			events.Close()
 			done <- err
 		}()
-		for batch := events.next(nil); batch != nil; batch = events.next(batch) {
+		for batch := events.Next(nil); batch != nil; batch = events.Next(batch) {
 			for _, ev := range batch {
-				events.took()
+				events.Took()
 				if !yield(ev, nil) {
 					x.cancel(errDetached)
-					for batch = events.next(batch); batch != nil; batch = events.next(batch) {
+					for batch = events.Next(batch); batch != nil; batch = events.Next(batch) {
 					}
 					<-done
 					return
@@ -316,7 +317,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	}
 	e.active[runID] = x
 	e.mu.Unlock()
-	x.topic = e.broker.acquire(r.SessionID, x.lastSeq)
+	x.topic = e.broker.Acquire(r.SessionID, x.lastSeq)
 	e.startHeartbeat()
 	return x, nil
 }
@@ -362,7 +363,7 @@ func (x *execution) release() {
 	if x.done != nil {
 		close(x.done)
 	}
-	x.e.broker.release(x.run.SessionID)
+	x.e.broker.Release(x.run.SessionID)
 }
 
 // Cancel cancels a run that has not finished: its status becomes cancelled
@@ -388,7 +389,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*Run, error)
 	if x != nil {
 		x.cancel(ErrRunCancelled)
 	}
-	e.broker.publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: e.now()})
+	e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: e.now()})
 	e.observeRunFinished(r, nil)
 	return r, nil
 }

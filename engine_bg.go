@@ -181,7 +181,7 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 	e.active[r.ID] = x
 	stop := e.bg.stop
 	e.mu.Unlock()
-	x.topic = e.broker.acquire(r.SessionID, x.lastSeq)
+	x.topic = e.broker.Acquire(r.SessionID, x.lastSeq)
 	go func() {
 		select {
 		case <-stop:

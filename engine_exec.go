@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -53,14 +54,14 @@ func (x *execution) interrupted() bool { return context.Cause(x.ctx) != nil }
 type execution struct {
 	e      *Engine
 	agent  *Agent
-	run    *Run   // current row; updated in memory after each commit
-	topic  *topic // the session's broker topic, from acquire to release
+	run    *Run          // current row; updated in memory after each commit
+	topic  *broker.Topic // the session's broker topic, from acquire to release
 	conv   *conversation
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	// unwatch stops relaying the consumer's cancellation (inline runs).
 	unwatch func() bool
-	sink    *eventSink // inline consumer, nil for background runs
+	sink    *broker.Sink // inline consumer, nil for background runs
 	// held is a step_completed event not sent to sink yet (publishHeld);
 	// sinkMu orders the sends to sink (a handler's goroutines may publish).
 	sinkMu sync.Mutex
@@ -92,7 +93,7 @@ type execution struct {
 	// sessLock is the session's commit lock (referenced while loop runs),
 	// storeCtx the context of store writes, appendRuns StepAppend's Runs,
 	// llmH and toolsH the built-in handlers.
-	sessLock     *sessionLock
+	sessLock     *broker.SessionLock
 	storeCtx     context.Context
 	appendRuns   [1]*store.RunUpdateParams
 	llmH, toolsH Handler
@@ -186,7 +187,7 @@ func (x *execution) publishWaited(ev *Event, t time.Time) (waited bool) {
 		x.sinkMu.Lock()
 		h := x.held
 		x.held = nil
-		waited = x.sink.send(x.ctx.Done(), h, ev)
+		waited = x.sink.Send(x.ctx.Done(), h, ev)
 		x.sinkMu.Unlock()
 	}
 	return waited
@@ -218,7 +219,7 @@ func (x *execution) toSubscribers(ev *Event, t time.Time) {
 		ev.RunID = x.run.ID
 	}
 	ev.Time = t
-	x.e.broker.publishTo(x.topic, ev)
+	x.e.broker.PublishTo(x.topic, ev)
 }
 
 // flush sends the held event to the inline consumer: before anything that
@@ -236,7 +237,7 @@ func (x *execution) flush() {
 func (x *execution) sendHeld() {
 	if h := x.held; h != nil {
 		x.held = nil
-		x.sink.send(x.ctx.Done(), h, nil)
+		x.sink.Send(x.ctx.Done(), h, nil)
 	}
 }
 
@@ -351,8 +352,8 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		p.ClearLease = true
 	}
 	if l := x.sessLock; l != nil {
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l.Lock()
+		defer l.Unlock()
 	} else {
 		defer x.e.lockSession(x.run.SessionID)()
 	}

@@ -54,12 +54,12 @@ func (e *Engine) onChange(payload string) {
 	case !ok:
 		// A reconnect (empty payload), or a payload of a newer version:
 		// re-check everything.
-		e.broker.pokeAll()
+		e.broker.PokeAll()
 		e.wakeLocal()
 	case c.RunID == "":
-		e.broker.pokeBehind(c.SessionID, c.Seq)
+		e.broker.PokeBehind(c.SessionID, c.Seq)
 	default:
-		e.broker.poke(c.SessionID)
+		e.broker.Poke(c.SessionID)
 		if steptype.RunStatus(c.Status) == steptype.RunQueued {
 			e.wakeLocal()
 		}
