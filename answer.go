@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -102,7 +103,7 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	// here; subscribers must not read those from the store first.
 	e.broker.BeginResolution(s.SessionID)
 	out, err := e.store.StepResolve(ctx, &store.StepResolveParams{
-		ID: s.ID, RunID: run.ID, Status: steptype.StepCompleted, Content: content, Outputs: canonicalJSON(p.Answer), Now: e.now(), QueueRun: true,
+		ID: s.ID, RunID: run.ID, Status: steptype.StepCompleted, Content: content, Outputs: convo.CanonicalJSON(p.Answer), Now: e.now(), QueueRun: true,
 	})
 	if err != nil {
 		e.broker.PublishResolution(s.SessionID, nil)
@@ -150,11 +151,11 @@ func checkAnswer(req *InputRequest, answer json.RawMessage) (string, error) {
 		if err := validateAgainst(req.Schema, answer); err != nil {
 			return "", fmt.Errorf("%w: %v", ErrInvalidAnswer, err)
 		}
-		return string(canonicalJSON(answer)), nil
+		return string(convo.CanonicalJSON(answer)), nil
 	}
 	var text string
 	if err := json.Unmarshal(answer, &text); err != nil {
-		return string(canonicalJSON(answer)), nil
+		return string(convo.CanonicalJSON(answer)), nil
 	}
 	if strings.TrimSpace(text) == "" {
 		return "", fmt.Errorf("%w: an empty answer; this request needs text", ErrInvalidAnswer)

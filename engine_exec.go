@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/broker"
+	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -56,7 +57,7 @@ type execution struct {
 	agent  *Agent
 	run    *Run          // current row; updated in memory after each commit
 	topic  *broker.Topic // the session's broker topic, from acquire to release
-	conv   *conversation
+	conv   *convo.Conversation
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	// unwatch stops relaying the consumer's cancellation (inline runs).
@@ -77,10 +78,9 @@ type execution struct {
 	allowed     map[string]bool           // tools allowed for the session
 	clientTools []llm.ToolDef             // tools the run's caller executes
 
-	done      chan struct{} // closed by release
-	toolsHash []byte        // fingerprint of the agent's tool definitions
-	fp        fingerprinter // requestFingerprint's reused state
-	defs      []llm.ToolDef // the agent's tool definitions, built once
+	done chan struct{}       // closed by release
+	fp   convo.Fingerprinter // request fingerprints' reused state
+	defs []llm.ToolDef       // the agent's tool definitions, built once
 
 	progress *Progress    // the run's last progress report (Scope.Progress)
 	deltas   atomic.Int64 // deltas streamed, to detect a failed attempt's partial output
@@ -149,7 +149,7 @@ func (x *execution) load(ctx context.Context) error {
 		}
 	}
 	if x.run.Hop > 0 {
-		x.conv, x.allowed = newConversation(), map[string]bool{}
+		x.conv, x.allowed = convo.New(), map[string]bool{}
 		for _, s := range own {
 			if name, ok := allowedBy(s); ok {
 				x.allowed[name] = true
@@ -157,9 +157,9 @@ func (x *execution) load(ctx context.Context) error {
 			if x.before > 0 && s.Sequence >= x.before {
 				continue
 			}
-			x.conv.add(s)
+			x.conv.Add(s)
 			if s.Kind == steptype.KindSystem && s.Name == "context" {
-				x.conv.restoreTrim(s)
+				x.conv.RestoreTrim(s)
 			}
 		}
 	} else if err := x.loadThread(ctx, sess); err != nil {
@@ -396,7 +396,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	x.run.UpdatedAt = now
 	x.mu.Unlock()
 	for i, s := range stored {
-		x.conv.add(s)
+		x.conv.Add(s)
 		ev := u.completed
 		if ev == nil || i > 0 {
 			ev = new(Event)
@@ -776,7 +776,7 @@ func (x *execution) record(name string, next *Next) (parked, completed bool, err
 // steps are added to the context.
 func (x *execution) outputWith(steps []*Step) string {
 	for i := len(steps) - 1; i >= 0; i-- {
-		if s := steps[i]; inContext(s) && s.Role == steptype.RoleAssistant {
+		if s := steps[i]; convo.InContext(s) && s.Role == steptype.RoleAssistant {
 			return s.Content
 		}
 	}
