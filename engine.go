@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/broker"
+	"github.com/stepwise-run/stepwise/internal/executor"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -84,8 +86,9 @@ type Engine struct {
 	sessLock broker.SessionLocks   // per-session commit locks
 	closed   bool
 
-	bg     bgState
-	leases leaseClock // when each lease held here was last set (engine_lease.go)
+	// exec is the background executor: claims, leases and their
+	// heartbeat, change notifications (engine_bg.go).
+	exec *executor.Service
 
 	hooksMu sync.RWMutex
 	hooks   []func(*Step) // OnCommit callbacks (engine_hooks.go)
@@ -112,7 +115,8 @@ func New(cfg Config) (*Engine, error) {
 			return nil, err
 		}
 	}
-	registerOwner(cfg.Owner)
+	e.exec = e.newExecutor()
+	executor.RegisterOwner(cfg.Owner)
 	return e, nil
 }
 
@@ -212,4 +216,18 @@ func (e *Engine) nowRead() (now, proc time.Time) {
 		return proc.UTC(), proc
 	}
 	return e.now(), time.Time{}
+}
+
+// agentNames lists the registered agents: an instance claims only runs it
+// can execute, so a run of an agent it does not know waits for an instance
+// that does (rolling deploys).
+func (e *Engine) agentNames() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	names := make([]string, 0, len(e.agents))
+	for n := range e.agents {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -197,7 +197,7 @@ func (x *execution) recheckChildren(ids []string) {
 	ctx := context.WithoutCancel(x.ctx)
 	for _, id := range ids {
 		if r, err := x.e.store.RunGet(ctx, &store.RunGetParams{ID: id}); err == nil && r.Status.Terminal() {
-			x.e.wakeParent(ctx, x.run.ID)
+			x.e.exec.WakeParent(ctx, x.run.ID)
 			return
 		}
 	}

@@ -44,12 +44,12 @@ func TestRunStreamParkAnsweredBetweenReads(t *testing.T) {
 			Content: "yes", Outputs: json.RawMessage(`true`), Now: time.Now(), QueueRun: true}); err != nil {
 			t.Error(err)
 		}
-		e.onChange(store.ChangeRun(sid, rid, string(steptype.RunQueued)))
+		e.exec.OnChange(store.ChangeRun(sid, rid, string(steptype.RunQueued)))
 		if _, err := mem.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{step(steptype.KindTool, steptype.StepCompleted)},
 			Runs: []*store.RunUpdateParams{{ID: rid, Status: &running}}}); err != nil {
 			t.Error(err)
 		}
-		e.onChange(store.ChangeStep(sid, 3))
+		e.exec.OnChange(store.ChangeStep(sid, 3))
 	}
 	var got []string
 	steps := map[int64]int{}
@@ -69,7 +69,7 @@ func TestRunStreamParkAnsweredBetweenReads(t *testing.T) {
 				Runs: []*store.RunUpdateParams{{ID: rid, Status: &completed}}}); err != nil {
 				t.Fatal(err)
 			}
-			e.onChange(store.ChangeRun(sid, rid, string(completed)))
+			e.exec.OnChange(store.ChangeRun(sid, rid, string(completed)))
 		}
 	}
 	if len(got) == 0 || !strings.HasPrefix(got[len(got)-1], string(EventRunFinished)+"@") {

@@ -52,7 +52,7 @@ func TestRunStreamParkBetweenReads(t *testing.T) {
 			Runs: []*store.RunUpdateParams{{ID: rid, Status: &waiting}}}); err != nil {
 			t.Error(err)
 		}
-		e.onChange(store.ChangeRun(sid, rid, string(waiting)))
+		e.exec.OnChange(store.ChangeRun(sid, rid, string(waiting)))
 	}
 	var got []string
 	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: rid}) {
