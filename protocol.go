@@ -87,12 +87,22 @@ type Result struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
-// Error reports a failed or cancelled run.
+// Error reports a failed or cancelled run. It is an error, so a caller can
+// return it as is or find it with errors.As; its cause is text (it crosses
+// the wire), so there is nothing to unwrap.
 type Error struct {
 	Message     string `json:"message"`
 	Cause       string `json:"cause,omitempty"`
 	RetryCount  int    `json:"retry_count"`
 	Recoverable bool   `json:"recoverable"`
+}
+
+// Error formats the message and, when there is one, the cause.
+func (e *Error) Error() string {
+	if e.Cause != "" && e.Cause != e.Message {
+		return "stepwise: " + e.Message + ": " + e.Cause
+	}
+	return "stepwise: " + e.Message
 }
 
 func (*Continuation) agentStep()      {}
