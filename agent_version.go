@@ -206,7 +206,7 @@ func (p *restartPlan) String() string {
 // restart starts the agent again from its start step with r's input in a
 // fork of r's session taken before r's first step.
 func (e *Engine) restart(ctx context.Context, r *Run, p *restartPlan) error {
-	_, err := e.Retry(ctx, RetryParams{SessionID: r.SessionID, From: p.from, Agent: r.Agent, forkID: p.forkID, runID: p.runID})
+	_, err := e.retry(ctx, RetryParams{SessionID: r.SessionID, From: p.from, Agent: r.Agent}, p.forkID, p.runID)
 	return err
 }
 

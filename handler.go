@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // Handler executes one named step of an agent's graph. It receives a scope
@@ -65,19 +65,7 @@ type Decision struct {
 // InputRequest asks a human for input. The answer is validated against
 // Schema when set. An approval request (Approval set) is answered with
 // {"approved": bool, "message": "...", "always": bool}.
-type InputRequest struct {
-	Prompt  string          `json:"prompt"`
-	Schema  json.RawMessage `json:"schema,omitempty"`
-	Context map[string]any  `json:"context,omitempty"`
-	// Approval names the tool call awaiting approval.
-	Approval *ToolCall `json:"approval,omitempty"`
-	// ExpiresAfter, when set, makes the request expire; then OnExpire
-	// decides: "fail" (default) fails the run, "default" answers Default.
-	ExpiresAfter time.Duration   `json:"-"`
-	ExpiresAt    time.Time       `json:"expires_at,omitzero"`
-	OnExpire     string          `json:"on_expire,omitempty"`
-	Default      json.RawMessage `json:"default,omitempty"`
-}
+type InputRequest = wire.InputRequest
 
 // Scope is what a handler sees: the session's context, the run and its
 // state, the agent, and an emitter for streaming deltas. A scope is valid

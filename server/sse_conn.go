@@ -19,7 +19,7 @@ import (
 // with the server. The bytes on the wire are those net/http would send.
 //
 // The handler learns the connection from the request's context, where
-// ConnContext put it: Serve and RunLoad set it on their http.Server; a
+// ConnContext put it: Serve and the load harness (internal/loadgen) set it on their http.Server; a
 // server without it streams through net/http as before.
 
 // connKey is the context key of the request's connection (ConnContext).

@@ -3,7 +3,7 @@ package cli
 import (
 	"testing"
 
-	"github.com/stepwise-run/stepwise/server"
+	"github.com/stepwise-run/stepwise/internal/loadgen"
 )
 
 // `stepwise bench --http` with no --latency measures the load that
@@ -14,7 +14,7 @@ func TestBenchHTTPLatencyDefault(t *testing.T) {
 	if f == nil {
 		t.Fatal("bench has no --latency flag")
 	}
-	if want := server.DefaultLoadLatency.String(); f.DefValue != want {
-		t.Errorf("bench --latency defaults to %s, want %s (server.DefaultLoadLatency)", f.DefValue, want)
+	if want := loadgen.DefaultLatency.String(); f.DefValue != want {
+		t.Errorf("bench --latency defaults to %s, want %s (loadgen.DefaultLatency)", f.DefValue, want)
 	}
 }
