@@ -53,11 +53,8 @@ func run(t *testing.T, e *stepwise.Engine, agent, input string) *stepwise.Run {
 
 func obsOf(t *testing.T, st store.Store) store.ObservationStore {
 	t.Helper()
-	return st.(store.ObservationStore)
+	return st
 }
-
-// plain hides the observation methods of a store.
-type plain struct{ store.Store }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 

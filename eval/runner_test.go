@@ -115,8 +115,8 @@ func TestScore(t *testing.T) {
 		if len(all) != 3 {
 			t.Errorf("%d evals stored, want 3 (bad input stores nothing)", len(all))
 		}
-		if _, err := eval.Score(ctx, plain{st}, eval.ScoreParams{TargetKind: store.TargetRun, TargetID: r.ID, Score: 1}); !errors.Is(err, eval.ErrNotSupported) {
-			t.Errorf("store without observations: %v", err)
+		if _, err := eval.Score(ctx, nil, eval.ScoreParams{TargetKind: store.TargetRun, TargetID: r.ID, Score: 1}); !errors.Is(err, eval.ErrNoStore) {
+			t.Errorf("no store: %v", err)
 		}
 	})
 }

@@ -86,8 +86,7 @@ func Search(ctx context.Context, st store.Store, emb Embedder, q Query) (*QueryW
 // Errors: bad queries (no text, K < 1, negative MaxDistance, unknown kind)
 // wrap store.ErrInvalid; a store without vectors of this embedder wraps
 // store.ErrNoVectors and names the embedders it does have; a query vector
-// of another dimension wraps store.ErrDimensionMismatch; a store that keeps
-// no vectors is ErrUnsupportedStore.
+// of another dimension wraps store.ErrDimensionMismatch.
 func (s *Searcher) Search(ctx context.Context, q Query) (*QueryWithSteps, error) {
 	texts, err := checkQuery(&q)
 	if err != nil {

@@ -223,7 +223,7 @@ func TestBackfill(t *testing.T) {
 	}
 	for _, cfg := range []recall.WorkerConfig{
 		{Store: st},
-		{Store: plainStore{st}, Embedder: emb},
+		{Embedder: emb},
 		{Store: st, Embedder: emb, Kinds: []steptype.Kind{"thought"}},
 		{Store: st, Embedder: emb, AgentKinds: map[string][]steptype.Kind{"a": {"thought"}}},
 		{Store: st, Embedder: emb, BatchSize: -1},
