@@ -2,7 +2,6 @@ package stepwisetest
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"iter"
@@ -55,35 +54,6 @@ func Golden(t testing.TB, path string, events []*stepwise.Event) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("events differ from %s (run go test -update to accept them):\n%s", path, diff(string(want), string(got)))
 	}
-}
-
-// Transcript is the normalised text of events: one JSON object per event,
-// keys sorted, indented, with what changes from run to run masked. Ids
-// (keys "id" and "…_id") become "<id1>", "<id2>"… in the order they first
-// appear, so that references stay checkable; times ("time", "…_at",
-// "lease_expires") become "<time>"; durations ("…_us") are left out; the
-// lease owner becomes "<owner>". Event positions are written as "position".
-func Transcript(events []*stepwise.Event) ([]byte, error) {
-	m := masker{ids: map[string]string{}}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	for _, ev := range events {
-		raw, err := json.Marshal(ev)
-		if err != nil {
-			return nil, fmt.Errorf("stepwisetest: encode event: %w", err)
-		}
-		var v map[string]any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("stepwisetest: decode event: %w", err)
-		}
-		v["position"] = ev.Position.String()
-		if err := enc.Encode(m.mask("", v)); err != nil {
-			return nil, fmt.Errorf("stepwisetest: encode transcript: %w", err)
-		}
-	}
-	return b.Bytes(), nil
 }
 
 type masker struct {
