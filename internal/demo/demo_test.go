@@ -1,6 +1,7 @@
 package demo_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -28,4 +29,35 @@ func TestAnalystTranscript(t *testing.T) {
 		t.Fatalf("last event %s, run %+v", last.Type, last.Run)
 	}
 	stepwisetest.Golden(t, "testdata/analyst.events.golden", events)
+}
+
+// TestOperatorTranscript runs the approval demo: the run parks on the
+// archive call, a human approves, the run resumes and finishes. Both
+// halves are compared with testdata/operator.events.golden.
+func TestOperatorTranscript(t *testing.T) {
+	t.Parallel()
+	operator, err := demo.Operator(demo.Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := stepwisetest.NewEngine(t, stepwise.Config{Agents: []*stepwise.Agent{operator}})
+	ctx := t.Context()
+	events := stepwisetest.Collect(t, e.Run(ctx, stepwise.StartParams{Agent: "operator", Input: demo.OperatorInput}))
+	last := events[len(events)-1]
+	if last.Type != stepwise.EventRunWaiting {
+		t.Fatalf("last event %s, want run_waiting", last.Type)
+	}
+	pending, err := e.Pending(ctx, last.RunID)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending %v, %v", pending, err)
+	}
+	answer, _ := json.Marshal(stepwise.ApprovalAnswer{Approved: true})
+	if _, err := e.Answer(ctx, stepwise.AnswerParams{RunID: last.RunID, RequestID: pending[0].RequestID, Answer: answer}); err != nil {
+		t.Fatal(err)
+	}
+	events = append(events, stepwisetest.Collect(t, e.Resume(ctx, last.RunID))...)
+	if last := events[len(events)-1]; last.Type != stepwise.EventRunFinished || last.Run.Status != steptype.RunCompleted {
+		t.Fatalf("last event %s, run %+v", last.Type, last.Run)
+	}
+	stepwisetest.Golden(t, "testdata/operator.events.golden", events)
 }
