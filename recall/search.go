@@ -51,7 +51,7 @@ type Hit struct {
 }
 
 // QueryWithSteps is the result of a search: the queries and the steps
-// found, best first (seed 002's QueryWithSteps).
+// found, best first.
 type QueryWithSteps struct {
 	Queries  []string `json:"queries"`
 	Embedder string   `json:"embedder"`
@@ -69,7 +69,8 @@ func (r *QueryWithSteps) StepList() []*stepwise.Step {
 
 // Render renders the hits as text for a model or a terminal: a header per
 // hit (rank, score, session, time) followed by the step rendered with
-// stepwise.RenderSteps (seed 002's templates).
+// stepwise.RenderSteps (its Action, Decision, Call Program or End Program
+// template).
 func (r *QueryWithSteps) Render() string {
 	if len(r.Steps) == 0 {
 		return "No matching past steps."

@@ -11,7 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-// The observation endpoints (seed 003, docs/observation.md): evals of steps,
+// The observation endpoints (docs/observation.md): evals of steps,
 // runs and sessions; attachments of steps and their content; the events
 // inside a step; annotations set after a step committed; datasets and
 // experiments. They need a store implementing store.ObservationStore; on
