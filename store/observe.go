@@ -16,8 +16,8 @@ import (
 const InlinePayloadLimit = 64 << 10
 
 // ObservationStore is the optional interface of stores that keep the
-// observation data of steps (seed 003) and the evaluation data built on it:
-// evals on steps, runs and sessions; annotations (state, goal, action and
+// observation data of steps (docs/observation.md) and the evaluation data
+// built on it: evals on steps, runs and sessions; annotations (state, goal, action and
 // their summaries) set after a step committed; blobs stored once by content
 // hash; attachments of steps; the fine-grained events inside steps; datasets
 // and experiments.

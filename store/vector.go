@@ -21,7 +21,7 @@ var (
 )
 
 // VectorStore is the optional interface of stores that keep step
-// embeddings for similarity search (seed 002's "vector" on each step).
+// embeddings for similarity search (the step memory of package recall).
 //
 // Vectors live beside the steps, never in them: a step row is immutable, and
 // one step may carry one vector per embedder. Every vector is tagged with the
