@@ -17,10 +17,10 @@ const InlinePayloadLimit = 64 << 10
 
 // ObservationStore is the optional interface of stores that keep the
 // observation data of steps (docs/observation.md) and the evaluation data
-// built on it: evals on steps, runs and sessions; annotations (state, goal, action and
-// their summaries) set after a step committed; blobs stored once by content
-// hash; attachments of steps; the fine-grained events inside steps; datasets
-// and experiments.
+// built on it: evals on steps, runs and sessions; annotations (state, goal,
+// action and their summaries) set after a step committed; blobs stored once
+// by content hash; attachments of steps; the fine-grained events inside
+// steps; datasets and experiments.
 //
 // None of it is ever written into a step row: step rows stay immutable, and
 // observation rows live beside them. Deleting a step (truncate, session
