@@ -72,7 +72,7 @@ func TestBadInput(t *testing.T) {
 		{"missing flag", []string{"run", "--input", "x"}, 2, "--agent is required"},
 	}
 	// Read-only commands do not create a database.
-	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "sessions"); code != 1 || !strings.Contains(errOut, "no such file") {
+	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "sessions"); code != 1 || !strings.Contains(errOut, "no database at") {
 		t.Fatalf("sessions on a missing database: exit %d %q", code, errOut)
 	}
 	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "demo", "--no-serve", "--fast"); code != 0 {

@@ -240,3 +240,16 @@ func (e *env) runWith(agent *string, body func(cmd *cobra.Command, b backend, ar
 		return body(cmd, b, args)
 	}
 }
+
+// readWith is runWith for read-only commands: the backend is e.reader's,
+// so the command creates no database and works beside a writer.
+func (e *env) readWith(body func(cmd *cobra.Command, b backend, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		b, err := e.reader(cmd)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		return body(cmd, b, args)
+	}
+}

@@ -80,7 +80,7 @@ func forksCmd(e *env) *cobra.Command {
 		Use:   "forks SESSION",
 		Short: "Print the fork tree of a session",
 		Args:  cobra.ExactArgs(1),
-		RunE: e.runWith(nil, func(cmd *cobra.Command, b backend, args []string) error {
+		RunE: e.readWith(func(cmd *cobra.Command, b backend, args []string) error {
 			t, err := b.Tree(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -111,7 +111,7 @@ func summaryCmd(e *env) *cobra.Command {
 		Use:   "summary SESSION",
 		Short: "Counts per kind and role, tokens, cost, duration, sequence range, forks",
 		Args:  cobra.ExactArgs(1),
-		RunE: e.runWith(nil, func(cmd *cobra.Command, b backend, args []string) error {
+		RunE: e.readWith(func(cmd *cobra.Command, b backend, args []string) error {
 			s, err := b.Summary(cmd.Context(), args[0])
 			if err != nil {
 				return err
