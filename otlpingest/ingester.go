@@ -92,11 +92,15 @@ type held struct {
 // sessionState remembers what a session already holds, so a re-sent span
 // or history costs no store write.
 type sessionState struct {
-	seen     map[string]bool              // step ids appended
-	calls    map[string]steptype.ToolCall // tool calls of recorded llm steps, by id
-	lastStep string
-	output   string // content of the latest llm step (the run's output)
-	lastUse  time.Time
+	seen  map[string]bool              // step ids appended
+	calls map[string]steptype.ToolCall // tool calls of recorded llm steps, by id
+	// unanswered are the ids of calls of recorded llm steps that no tool
+	// step answers yet, oldest first: a tool span without a call id
+	// answers the first of them with its tool's name.
+	unanswered []string
+	lastStep   string
+	output     string // content of the latest llm step (the run's output)
+	lastUse    time.Time
 }
 
 type pendingLogs struct {
