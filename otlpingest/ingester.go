@@ -80,6 +80,9 @@ type traceState struct {
 	recorded  map[string]bool // span ids already turned into steps (or ignored)
 	lastSeen  time.Time
 	failed    bool
+	// end is the latest end of the trace's recorded spans: when its run
+	// finished.
+	end time.Time
 }
 
 // held is a received span not recorded yet.
@@ -414,6 +417,9 @@ func (in *Ingester) flush(ctx context.Context, ts *traceState) error {
 	root := false
 	for _, h := range hs {
 		ts.recorded[h.s.spanID] = true
+		if e := h.s.finished(); e.After(ts.end) {
+			ts.end = e
+		}
 		if h.s.parentID == "" {
 			root = true
 			ts.failed = ts.failed || h.s.failed
@@ -429,7 +435,7 @@ func (in *Ingester) flush(ctx context.Context, ts *traceState) error {
 				st = steptype.RunFailed
 			}
 			out := ss.output
-			u.Status, u.Output, u.ClearLease = &st, &out, true
+			u.Status, u.Output, u.ClearLease, u.Now = &st, &out, true, ts.end
 		}
 		runs = append(runs, u)
 	}
@@ -469,7 +475,7 @@ func (in *Ingester) finishRun(ctx context.Context, ts *traceState, st steptype.R
 		out = ss.output
 	}
 	_, err := in.st.RunUpdate(ctx, &store.RunUpdateParams{ID: ts.runID, Status: &st, Output: &out, ClearLease: true,
-		ExpectStatus: []steptype.RunStatus{steptype.RunRunning}})
+		ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, Now: ts.end})
 	ts.runOpen = false
 	if errors.Is(err, store.ErrConflict) {
 		return nil

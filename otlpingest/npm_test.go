@@ -89,6 +89,9 @@ func TestVercelAISDK(t *testing.T) {
 		t.Fatalf("step log:\n%s\nwant:\n%s", got, want)
 	}
 	e.checkViews(sid, 4, "completed")
+	if sess, err := e.st.SessionGet(context.Background(), &store.SessionGetParams{ID: sid}); err != nil || sess.Title != "What is 2+3?" {
+		t.Fatalf("session %+v %v, want it titled after the prompt", sess, err)
+	}
 }
 
 // TestOpenInferenceLangChain: @arizeai/openinference-instrumentation-langchain
