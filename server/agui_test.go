@@ -231,8 +231,18 @@ func TestAGUIInterruptAndResume(t *testing.T) {
 	// before the model step commits (any real model); with this instant
 	// model the step may already be committed, and then the translator
 	// completes the message from the committed step.
-	if !strings.HasPrefix(got, "RUN_STARTED STATE_SNAPSHOT TOOL_CALL_RESULT") || !strings.Contains(got, "TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END") || !strings.HasSuffix(got, "RUN_FINISHED") {
+	// The answer is the result of the tools step, framed by its STEP_STARTED.
+	if !strings.HasPrefix(got, "RUN_STARTED STATE_SNAPSHOT STEP_STARTED TOOL_CALL_RESULT STEP_FINISHED") || !strings.Contains(got, "TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END") || !strings.HasSuffix(got, "RUN_FINISHED") {
 		t.Fatalf("resumed run: %s", got)
+	}
+	tools := 0
+	for _, e := range evs {
+		if e["type"] == "STEP_STARTED" && e["stepName"] == "tools" {
+			tools++
+		}
+	}
+	if tools != 1 {
+		t.Fatalf("the tools step is framed %d times in the resumed run: %s", tools, got)
 	}
 	var text strings.Builder
 	for _, e := range evs {
