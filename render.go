@@ -14,9 +14,9 @@ import (
 	"github.com/stepwise-run/stepwise/tool"
 )
 
-// DefaultTemplates render steps as text for models and people, in the style
-// of seed 002 (Action / Decision / Call Program / End Program). Each template
-// receives a *RenderData.
+// DefaultTemplates render steps as text for models and people, one numbered
+// block per step (User, Assistant, Action, Decision, Call Program and End
+// Program, …). Each template receives a *RenderData.
 var DefaultTemplates = map[steptype.Kind]string{
 	steptype.KindUser: "--- Step {{.N}} ---\nUser: {{.Step.Content}}",
 	steptype.KindLLM: "--- Step {{.N}} ---{{if or .Step.Content (not .Step.ToolCalls)}}\nAssistant: {{.Step.Content}}{{end}}" +

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // The fuzz targets run their seed corpus in every go test; fuzz them with
@@ -106,7 +107,7 @@ func FuzzIngest(f *testing.F) {
 			}
 			return
 		}
-		out := decode[stepList](t, rec.Body.Bytes())
+		out := decode[wire.StepList](t, rec.Body.Bytes())
 		for _, s := range out.Steps {
 			if s.SessionID != sess.ID || s.Sequence < 1 || s.Sequence > after.LastSequence {
 				t.Fatalf("ingested %+v into session at %d", s, after.LastSequence)

@@ -1,13 +1,13 @@
 package main_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -122,11 +122,26 @@ func TestCorruptAndLockedDatabase(t *testing.T) {
 	db := filepath.Join(dir, "shared.db")
 	first := exec.Command(bin, "--db", "sqlite:"+db, "demo", "--no-serve")
 	first.Dir = dir
+	stdout, err := first.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer first.Wait()
-	time.Sleep(500 * time.Millisecond)
+	// The first process holds the database (lock taken, schema written)
+	// once it prints the run it started.
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !runLine.MatchString(sc.Text()) {
+	}
+	if sc.Err() != nil || !runLine.MatchString(sc.Text()) {
+		t.Fatalf("the first process printed no run line (%v)", sc.Err())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
 	_, errOut, code = stepwise(t, dir, "--db", "sqlite:"+db, "run", "--agent", "analyst", "--input", "x")
 	if code != 1 || !strings.Contains(errOut, "in use by another stepwise process") {
 		t.Fatalf("second writer: exit %d %q", code, errOut)

@@ -90,11 +90,7 @@ document with every bucket.`,
 					return err
 				}
 				defer st.Close()
-				ms, ok := st.(store.MetricsStore)
-				if !ok {
-					return fmt.Errorf("%s: this store has no time-series analytics", e.db)
-				}
-				if m, err = ms.Metrics(ctx, &p); err != nil {
+				if m, err = st.Metrics(ctx, &p); err != nil {
 					return err
 				}
 				known = func() (bool, error) { return knownLocalAgent(ctx, st, p.Agent) }
