@@ -5,38 +5,14 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
-// SubscribeParams select a stream: a whole session, or one run of it.
-type SubscribeParams struct {
-	SessionID string // required unless RunID is set
-	RunID     string // only this run's events; the stream ends when it finishes
-	// After is the position of the last event the client has; the stream
-	// starts with the first event after it. The zero value replays the
-	// whole session.
-	After Position
-	// Flush, when set, is called each time the sequence has yielded every
-	// event it has and is about to wait for more: after the replay, and
-	// after each batch of live events that arrived together. A consumer
-	// that buffers what it writes (an HTTP response) sends it there, once
-	// per batch instead of once per event, without a goroutine of its own
-	// to learn that the stream went quiet. An error from it ends the
-	// sequence, which yields that error.
-	Flush func() error
-	// Direct, when set, may be offered a live step_delta event instead of
-	// the sequence yielding it: when one is published while the sequence
-	// waits for events (after Flush), the publisher calls Direct on its
-	// own goroutine, which saves waking the consumer's. Direct is
-	// never called concurrently with the loop's body, Flush or itself, nor
-	// after the sequence ended; it must not block. It reports whether it
-	// took the event (if not, the sequence yields it as usual) and whether
-	// it sent everything (if not, the sequence calls Flush before it waits
-	// again, and an error from Flush ends it as usual). Positions, order
-	// and exactly-once are those of the yielded events.
-	Direct func(*Event) (taken, sent bool)
-}
+// SubscribeParams select the events of Subscribe; see wire.SubscribeParams.
+type SubscribeParams = wire.SubscribeParams
 
 // Subscribe streams the events of a session (or a run) after a position:
 // first the committed steps from the store, then live events, each exactly
@@ -121,17 +97,17 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 			}
 		}
 		for {
-			sub, buffered, storeTo := e.broker.subscribe(sid, p.RunID, pos, direct)
+			sub, buffered, storeTo := e.broker.Subscribe(sid, p.RunID, pos, direct)
 			done, err := e.catchUp(ctx, sid, p.RunID, &pos, storeTo, buffered, emit, seen)
 			if err != nil || done {
-				e.broker.unsubscribe(sid, sub)
+				e.broker.Unsubscribe(sid, sub)
 				if err != nil && err != errStopped {
 					yield(nil, err)
 				}
 				return
 			}
 			finished, err := e.follow(ctx, sub, p.RunID, emit, p.Flush)
-			e.broker.unsubscribe(sid, sub)
+			e.broker.Unsubscribe(sid, sub)
 			if err != nil || finished {
 				if err != nil && err != errStopped {
 					yield(nil, err)
@@ -173,8 +149,8 @@ func (e *Engine) streamSession(ctx context.Context, p SubscribeParams) (string, 
 // With a direct hook (SubscribeParams.Direct) publishers may deliver lone
 // deltas while it waits (subscriber.deliver); it holds the consumer's
 // role otherwise.
-func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit func(*Event) bool, flush func() error) (bool, error) {
-	stop := context.AfterFunc(ctx, sub.wake)
+func (e *Engine) follow(ctx context.Context, sub *broker.Subscriber, runID string, emit func(*Event) bool, flush func() error) (bool, error) {
+	stop := context.AfterFunc(ctx, sub.Wake)
 	defer stop()
 	var batch []*Event
 	for {
@@ -183,12 +159,12 @@ func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit
 				return true, err
 			}
 		}
-		sub.wait()
+		sub.Wait()
 		if err := ctx.Err(); err != nil {
 			return true, err
 		}
-		lagged := sub.lagged.Load()
-		batch = sub.take(batch)
+		lagged := sub.Lagged()
+		batch = sub.Take(batch)
 		for _, ev := range batch {
 			if !emit(ev) {
 				return true, errStopped
@@ -252,7 +228,7 @@ func (e *Engine) catchUpOnce(ctx context.Context, sid, runID string, pos *Positi
 	var stored []*Event
 	if storeTo != 0 && (storeTo < 0 || storeTo > pos.Seq) {
 		end := max(storeTo, 0)
-		pokes := e.broker.pokesOf(sid)
+		pokes := e.broker.PokesOf(sid)
 		steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sid, StartSeq: pos.Seq + 1, EndSeq: end})
 		if err != nil {
 			return true, false, fmt.Errorf("replay steps: %w", err)
@@ -264,7 +240,7 @@ func (e *Engine) catchUpOnce(ctx context.Context, sid, runID string, pos *Positi
 			stored = append(stored, &Event{Type: EventStepCompleted, SessionID: sid, RunID: s.RunID, StepName: s.Name, Step: s, Time: s.CreatedAt, Position: Position{Seq: s.Sequence}})
 		}
 		if n := len(steps); n > 0 {
-			e.broker.observe(sid, steps[n-1].Sequence, pokes)
+			e.broker.Observe(sid, steps[n-1].Sequence, pokes)
 		}
 	}
 	// Committed steps and the ring's events in position order: a ring

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,15 +115,28 @@ func TestStreamGivesUpWhenServerIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := client.New(ts.URL, client.WithReconnect(time.Millisecond, 2*time.Millisecond, 3))
+	// A proxy in front of the server reports when the stream is connected,
+	// so the server goes away in the middle of it.
+	connected := make(chan struct{})
+	var once sync.Once
+	proxy := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			once.Do(func() { close(connected) })
+		}
+		ts.Config.Handler.ServeHTTP(w, r)
+	}))
+	proxy.Config.ConnContext = server.ConnContext
+	proxy.Start()
+	t.Cleanup(proxy.Close)
+	c, _ := client.New(proxy.URL, client.WithReconnect(time.Millisecond, 2*time.Millisecond, 3))
 	seen := 0
 	var last error
-	ts.Config.SetKeepAlivesEnabled(false)
+	proxy.Config.SetKeepAlivesEnabled(false)
 	go func() {
-		time.Sleep(50 * time.Millisecond)
-		ts.CloseClientConnections()
-		ts.Listener.Close()
-		ts.CloseClientConnections()
+		<-connected
+		proxy.CloseClientConnections()
+		proxy.Listener.Close()
+		proxy.CloseClientConnections()
 	}()
 	for _, err := range c.Subscribe(context.Background(), stepwise.SubscribeParams{SessionID: sess.ID}) {
 		if err != nil {

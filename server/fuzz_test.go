@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // The fuzz targets run their seed corpus in every go test; fuzz them with
@@ -125,7 +126,7 @@ func fuzzIngestOne(t *testing.T, e *fuzzTarget, sid string, body []byte, allowed
 		}
 		return
 	}
-	out := decode[stepList](t, rec.Body.Bytes())
+	out := decode[wire.StepList](t, rec.Body.Bytes())
 	for _, s := range out.Steps {
 		if s.SessionID != sid || s.Sequence < 1 || s.Sequence > after.LastSequence {
 			t.Fatalf("%s: ingested %+v into session at %d", e.name, s, after.LastSequence)

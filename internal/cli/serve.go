@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stepwise-run/stepwise/internal/loadgen"
 	"github.com/stepwise-run/stepwise/server"
 )
 
@@ -37,7 +38,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			e.events = events
-			defer server.TuneGC(gcPercent)()
+			defer loadgen.TuneGC(gcPercent)()
 			toks, err := collectTokens(tokens, tokensFile)
 			if err != nil {
 				return err
@@ -88,7 +89,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7700", "listen address")
-	c.Flags().IntVar(&gcPercent, "gc-percent", server.DefaultGCPercent, "garbage-collection target of the server process (GOGC): fewer collections, a shorter streaming tail, a heap up to (1+N/100)× the live data; GOGC in the environment wins, 0 keeps Go's default, GOMEMLIMIT caps the heap")
+	c.Flags().IntVar(&gcPercent, "gc-percent", loadgen.DefaultGCPercent, "garbage-collection target of the server process (GOGC): fewer collections, a shorter streaming tail, a heap up to (1+N/100)× the live data; GOGC in the environment wins, 0 keeps Go's default, GOMEMLIMIT caps the heap")
 	c.Flags().StringVar(&agentsDir, "agents", "", "directory of agent files")
 	c.Flags().StringSliceVar(&agentFiles, "agent", nil, "agent file (repeatable)")
 	c.Flags().StringSliceVar(&tokens, "token", nil, "accepted bearer token (repeatable)")

@@ -36,8 +36,8 @@ type Store struct {
 	ident *fileIdent // the opened file's identity; nil when read-only
 }
 
-// Every capability the product uses: store.Driver.
-var _ store.Driver = (*Store)(nil)
+// The whole driver contract.
+var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database at cfg.Path, runs the
 // embedded migrations and starts the writer. A second writer on the same
