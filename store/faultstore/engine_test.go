@@ -13,13 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/scripted"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/faultstore"
 	"github.com/stepwise-run/stepwise/store/memory"
+	"github.com/stepwise-run/stepwise/store/postgres"
 	"github.com/stepwise-run/stepwise/store/sqlite"
 	"github.com/stepwise-run/stepwise/tool"
 )
@@ -68,27 +72,53 @@ func schedule(seed int64) faultstore.Config {
 func TestEngineUnderFaults(t *testing.T) {
 	t.Parallel()
 	for _, seed := range seeds(t) {
-		for _, driver := range []string{"memory", "sqlite"} {
-			if driver == "sqlite" && seed%3 != 1 {
-				continue // SQLite on every third seed: it is slower
+		for _, driver := range []string{"memory", "sqlite", "postgres"} {
+			if driver != "memory" && seed%3 != map[string]int64{"sqlite": 1, "postgres": 2}[driver] {
+				continue // SQLite and PostgreSQL on every third seed each: they are slower
 			}
 			t.Run(fmt.Sprintf("%s/seed=%d", driver, seed), func(t *testing.T) {
 				t.Parallel()
 				var inner store.Store
-				if driver == "memory" {
+				switch driver {
+				case "memory":
 					inner = memory.New()
-				} else {
+				case "sqlite":
 					st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "faults.db")})
 					if err != nil {
 						t.Fatal(err)
 					}
 					inner = st
+				case "postgres":
+					inner = openPostgres(t)
 				}
 				t.Cleanup(func() { _ = inner.Close() })
-				runUnderFaults(t, seed, inner)
+				instances := 1
+				if driver == "postgres" {
+					instances = 2 // a shared database: two engines, notifications between them
+				}
+				runUnderFaults(t, seed, inner, instances)
 			})
 		}
 	}
+}
+
+// openPostgres opens a store on a fresh schema of STEPWISE_TEST_POSTGRES,
+// dropped when the test ends.
+func openPostgres(t *testing.T) store.Store {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	schema := fmt.Sprintf("stepwise_faults_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), dsn); err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			_ = c.Close(context.Background())
+		}
+	})
+	st, err := postgres.Open(t.Context(), postgres.Config{DSN: dsn, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // tracker records the executions of tool calls and whether one ran after
@@ -118,28 +148,38 @@ func (k *tracker) tool() tool.Tool {
 	})
 }
 
-func runUnderFaults(t *testing.T, seed int64, inner store.Store) {
+func runUnderFaults(t *testing.T, seed int64, inner store.Store, instances int) {
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf("seed %d (replay: STEPWISE_FAULT_SEED=%d): %s", seed, seed, fmt.Sprintf(format, args...))
 	}
 	ctx := t.Context()
-	fs := faultstore.New(inner, schedule(seed))
 	k := &tracker{inner: inner, runs: map[string]int{}}
 	model := scripted.New("faults", scripted.Script{Strict: true, Turns: []scripted.Turn{
 		{Text: "calling", ToolCalls: []steptype.ToolCall{{Name: "record", Arguments: json.RawMessage(`{"a":1}`)}, {Name: "record", Arguments: json.RawMessage(`{"b":2}`)}}, Repeat: 3},
 		{Text: "done"},
 	}})
 	agent := &stepwise.Agent{Name: "worker", Model: model, Tools: []tool.Tool{k.tool()}}
-	eng, err := stepwise.New(stepwise.Config{Store: fs, Agents: []*stepwise.Agent{agent}, Lease: 300 * time.Millisecond,
-		PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		fail("new engine: %v", err)
+	// Each instance has a schedule of its own (seed, seed+1000, …).
+	var stores []*faultstore.Store
+	var eng *stepwise.Engine
+	for i := range instances {
+		fs := faultstore.New(inner, schedule(seed+int64(1000*i)))
+		stores = append(stores, fs)
+		e, err := stepwise.New(stepwise.Config{Store: fs, Agents: []*stepwise.Agent{agent}, Lease: 300 * time.Millisecond, Owner: fmt.Sprintf("instance-%d", i),
+			PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			fail("new engine: %v", err)
+		}
+		defer e.Close()
+		if err := e.Start(ctx); err != nil {
+			fail("start: %v", err)
+		}
+		if i == 0 {
+			eng = e
+		}
 	}
-	defer eng.Close()
-	if err := eng.Start(ctx); err != nil {
-		fail("start: %v", err)
-	}
+	fs := stores[0]
 	const sessions = 6
 	for i := range sessions {
 		for attempt := 0; ; attempt++ {
@@ -157,7 +197,9 @@ func runUnderFaults(t *testing.T, seed int64, inner store.Store) {
 		checkOneUnfinished(t, inner, fail)
 		time.Sleep(20 * time.Millisecond)
 	}
-	fs.SetEnabled(false)
+	for _, st := range stores {
+		st.SetEnabled(false)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		runs, err := inner.RunList(ctx, &store.RunListParams{})
