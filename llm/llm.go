@@ -3,7 +3,7 @@
 // responses with partial chunks flagged, usage, and classified errors.
 //
 // Providers live in subpackages: llm/scripted (deterministic, file driven),
-// llm/openai (any OpenAI-compatible server), llm/anthropic.
+// llm/openai (any OpenAI-compatible server), llm/anthropic, llm/gemini.
 package llm
 
 import (
@@ -96,7 +96,8 @@ type Usage struct {
 }
 
 // Provider is implemented by models that can say which provider serves them
-// ("openai", "anthropic", "scripted"); used for metrics and telemetry.
+// ("openai", "anthropic", "gemini", "scripted"); used for metrics and
+// telemetry.
 type Provider interface {
 	Provider() string
 }
