@@ -48,8 +48,10 @@ func TestLoadErrors(t *testing.T) {
 
 func TestLoadProviders(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("AWS_REGION", "us-east-1") // Bedrock needs a region
 	for model, provider := range map[string]string{
-		"gemini:gemini-2.5-flash": "gemini",
+		"gemini:gemini-2.5-flash":                             "gemini",
+		"bedrock:us.anthropic.claude-haiku-4-5-20251001-v1:0": "bedrock",
 	} {
 		p := filepath.Join(dir, provider+".yaml")
 		if err := os.WriteFile(p, []byte("name: a\nmodel: "+model+"\nmodel_options: {base_url: http://127.0.0.1:9, api_key_env: TEST_KEY}\n"), 0o644); err != nil {
