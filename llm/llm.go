@@ -80,13 +80,8 @@ type Response struct {
 }
 
 // ToolCallDelta is a fragment of a streamed tool call; Index identifies the
-// call among parallel calls of one response.
-type ToolCallDelta struct {
-	Index     int    `json:"index"`
-	ID        string `json:"id,omitempty"`
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments,omitempty"` // appended to the call's arguments
-}
+// call among parallel calls of one response. See steptype.ToolCallDelta.
+type ToolCallDelta = steptype.ToolCallDelta
 
 // Usage counts tokens of one call.
 type Usage struct {

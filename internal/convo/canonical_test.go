@@ -1,4 +1,4 @@
-package stepwise
+package convo
 
 import (
 	"bytes"
@@ -11,13 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stepwise-run/stepwise/internal/raceflag"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
-// slowCanonical is canonicalJSON without its fast path.
+// slowCanonical is CanonicalJSON without its fast path.
 func slowCanonical(b []byte) []byte {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -65,17 +64,17 @@ func TestIsCanonicalAgreesWithReencoding(t *testing.T) {
 	accepted := 0
 	for range 20000 {
 		b := []byte(randomCanonJSON(r, 0))
-		if !isCanonical(b) {
+		if !IsCanonical(b) {
 			continue
 		}
 		accepted++
 		if got := slowCanonical(b); !bytes.Equal(got, b) || !json.Valid(b) {
-			t.Fatalf("isCanonical(%s) but re-encoded %s", b, got)
+			t.Fatalf("IsCanonical(%s) but re-encoded %s", b, got)
 		}
 	}
 	for _, ok := range []string{`{"n":1}`, `{"city":"Paris","days":3,"tags":["a","b"]}`, `{"a":{"b":[true,null,"x\"y"]},"é":-12}`, `[]`, `{}`} {
-		if !isCanonical([]byte(ok)) {
-			t.Errorf("isCanonical(%s) = false", ok)
+		if !IsCanonical([]byte(ok)) {
+			t.Errorf("IsCanonical(%s) = false", ok)
 		}
 	}
 	if accepted == 0 {
@@ -86,9 +85,9 @@ func TestIsCanonicalAgreesWithReencoding(t *testing.T) {
 // refChainHash is the message hash before chainHash reused its buffers.
 func refChainHash(prev []byte, m llm.Message) [sha256.Size]byte {
 	if len(m.ToolCalls) > 0 {
-		calls := make([]ToolCall, len(m.ToolCalls))
+		calls := make([]steptype.ToolCall, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
-			calls[i] = ToolCall{ID: c.ID, Name: c.Name, Arguments: slowCanonical(c.Arguments)}
+			calls[i] = steptype.ToolCall{ID: c.ID, Name: c.Name, Arguments: slowCanonical(c.Arguments)}
 		}
 		m.ToolCalls = calls
 	} else {
@@ -116,7 +115,7 @@ func refToolFingerprint(name string, args json.RawMessage) string {
 }
 
 // refRequestFingerprint is requestFingerprint before it kept its prefix.
-func refRequestFingerprint(toolsHash []byte, c *conversation, model string, req *llm.Request) string {
+func refRequestFingerprint(toolsHash []byte, c *Conversation, model string, req *llm.Request) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode(model)
@@ -124,7 +123,7 @@ func refRequestFingerprint(toolsHash []byte, c *conversation, model string, req 
 	h.Write(toolsHash)
 	_ = enc.Encode(req.Temperature)
 	_ = enc.Encode(req.MaxTokens)
-	h.Write(c.headBytes())
+	h.Write(c.HeadBytes())
 	_ = enc.Encode(c.trimmed)
 	_ = enc.Encode(c.summary)
 	return hex.EncodeToString(h.Sum(nil)[:16])
@@ -137,14 +136,14 @@ func TestFingerprintsUnchanged(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(uint64(seed), 3))
-	c := newConversation()
-	x := &execution{conv: c}
+	c := New()
+	fp := &Fingerprinter{}
 	temps := []*float64{nil, new(0.0), new(0.7)}
 	for i := range 400 {
 		m := llm.Message{Role: []steptype.Role{steptype.RoleUser, steptype.RoleAssistant, steptype.RoleTool}[r.IntN(3)],
 			Content: []string{"", "hi", "<b>&", "é\n"}[r.IntN(4)], ToolCallID: []string{"", "c1"}[r.IntN(2)]}
 		for j := range r.IntN(3) {
-			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: fmt.Sprint("c", j), Name: "t", Arguments: json.RawMessage(randomCanonJSON(r, 0))})
+			m.ToolCalls = append(m.ToolCalls, steptype.ToolCall{ID: fmt.Sprint("c", j), Name: "t", Arguments: json.RawMessage(randomCanonJSON(r, 0))})
 		}
 		for j := range m.ToolCalls {
 			if !json.Valid(m.ToolCalls[j].Arguments) {
@@ -156,20 +155,20 @@ func TestFingerprintsUnchanged(t *testing.T) {
 			if r.IntN(2) == 0 {
 				args = json.RawMessage(randomCanonJSON(r, 0)) // possibly invalid
 			}
-			if got, want := toolFingerprint(tc.Name, args), refToolFingerprint(tc.Name, args); got != want {
+			if got, want := ToolFingerprint(tc.Name, args), refToolFingerprint(tc.Name, args); got != want {
 				t.Fatalf("tool fingerprint of %s: %s, want %s", args, got, want)
 			}
 		}
-		if got, want := c.chainHash(c.headBytes(), m), refChainHash(c.headBytes(), m); got != want {
+		if got, want := c.chainHash(c.HeadBytes(), m), refChainHash(c.HeadBytes(), m); got != want {
 			t.Fatalf("message %d %+v: chain hash %x, want %x", i, m, got, want)
 		}
-		c.push(m, int64(i))
+		c.Push(m, int64(i))
 		c.trimmed, c.summary = r.IntN(3)*i, []string{"", "", "sum <x>"}[r.IntN(3)]
 		req := &llm.Request{System: []string{"sys", "other"}[r.IntN(2)], MaxTokens: r.IntN(2) * 100, Temperature: temps[r.IntN(3)],
 			Tools: []llm.ToolDef{{Name: "t", Parameters: json.RawMessage(`{"type":"object"}`)}}}
 		model := []string{"m1", "m2"}[r.IntN(2)]
-		got := x.requestFingerprint(model, req)
-		if want := refRequestFingerprint(x.toolsHash, c, model, req); got != want {
+		got := fp.Request(c, model, req)
+		if want := refRequestFingerprint(fp.ToolsHash(), c, model, req); got != want {
 			t.Fatalf("request %d: fingerprint %s, want %s", i, got, want)
 		}
 	}
@@ -178,8 +177,8 @@ func TestFingerprintsUnchanged(t *testing.T) {
 // Hashing a message whose arguments are already canonical allocates
 // nothing.
 func TestChainHashAllocatesNothing(t *testing.T) {
-	c := newConversation()
-	m := llm.Message{Role: steptype.RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"n":1}`)}}}
+	c := New()
+	m := llm.Message{Role: steptype.RoleAssistant, ToolCalls: []steptype.ToolCall{{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"n":1}`)}}}
 	prev := make([]byte, 32)
 	c.chainHash(prev, m)
 	if raceflag.Enabled {
@@ -188,43 +187,5 @@ func TestChainHashAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { c.chainHash(prev, m) }); n != 0 {
 		t.Errorf("chainHash allocates %.0f times, want 0", n)
-	}
-}
-
-// NewID returns version-7 UUIDs in strictly increasing order, one
-// allocation each.
-func TestNewIDSortableV7(t *testing.T) {
-	prev := ""
-	for range 10000 {
-		id := NewID()
-		u, err := uuid.Parse(id)
-		if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
-			t.Fatalf("%s: %v version %d variant %v", id, err, u.Version(), u.Variant())
-		}
-		if id <= prev {
-			t.Fatalf("%s after %s", id, prev)
-		}
-		if sec, _ := u.Time().UnixTime(); time.Since(time.Unix(sec, 0)).Abs() > time.Minute {
-			t.Fatalf("%s: time %d is not now", id, sec)
-		}
-		prev = id
-	}
-	if n := testing.AllocsPerRun(100, func() { NewID() }); n != 1 && !raceflag.Enabled {
-		t.Errorf("NewID allocates %.0f times, want 1", n)
-	}
-}
-
-// Idempotency keys are the ones tools saw before (a re-executed call after
-// an upgrade must present the same key).
-func TestIdempotencyKeyUnchanged(t *testing.T) {
-	for _, b := range []idemSeed{{}, {runID: "0190c0de-0000-7000-8000-000000000001", seq: 42, set: true}, {runID: strings.Repeat("r", 200), seq: -1, set: true}} {
-		base := ""
-		if b.set {
-			base = b.runID + ":" + fmt.Sprint(b.seq)
-		}
-		sum := sha256.Sum256([]byte(base + ":" + "call_1"))
-		if got, want := b.key("call_1"), hex.EncodeToString(sum[:16]); got != want {
-			t.Errorf("%+v: key %s, want %s", b, got, want)
-		}
 	}
 }

@@ -1,8 +1,10 @@
-package stepwise
+package broker
 
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // sinkBuffer is how many events an inline execution may send that its
@@ -11,7 +13,7 @@ import (
 // events ahead.
 const sinkBuffer = 256
 
-// eventSink hands an inline execution's events (sub-agents' included) to
+// Sink hands an inline execution's events (sub-agents' included) to
 // the consumer of Execute. The producers append to a list under a mutex;
 // the consumer takes the whole list at once, so that one lock and at most
 // one wake-up serve all the events that piled up while it was busy, where
@@ -23,12 +25,12 @@ const sinkBuffer = 256
 // them one by one, see took), until the consumer takes one or the
 // producer's context is done. Events reach the consumer in the order their
 // sends took the mutex.
-type eventSink struct {
+type Sink struct {
 	mu      sync.Mutex
-	pending []*Event // appended by the producers
-	spare   []*Event // the consumer's last batch, cleared, for reuse
-	out     int      // events of the consumer's batch
-	parked  bool     // the consumer waits on wake for a first event
+	pending []*steptype.Event // appended by the producers
+	spare   []*steptype.Event // the consumer's last batch, cleared, for reuse
+	out     int               // events of the consumer's batch
+	parked  bool              // the consumer waits on wake for a first event
 	closed  bool
 	// taken counts the events of the batch the consumer has taken (it
 	// writes it without the mutex); waiting is set by a producer that
@@ -42,16 +44,16 @@ type eventSink struct {
 	room chan struct{}
 }
 
-func newEventSink() *eventSink {
-	return &eventSink{pending: make([]*Event, 0, 16), spare: make([]*Event, 0, 16), wake: make(chan struct{}, 1)}
+func NewSink() *Sink {
+	return &Sink{pending: make([]*steptype.Event, 0, 16), spare: make([]*steptype.Event, 0, 16), wake: make(chan struct{}, 1)}
 }
 
-// send appends a (if not nil), then b (if not nil), waiting while
+// Send appends a (if not nil), then b (if not nil), waiting while
 // sinkBuffer events are not taken; once done is closed a waiting producer
 // drops the rest. It reports whether it waited.
-func (s *eventSink) send(done <-chan struct{}, a, b *Event) (waited bool) {
+func (s *Sink) Send(done <-chan struct{}, a, b *steptype.Event) (waited bool) {
 	s.mu.Lock()
-	for _, ev := range [2]*Event{a, b} {
+	for _, ev := range [2]*steptype.Event{a, b} {
 		if ev == nil {
 			continue
 		}
@@ -83,14 +85,14 @@ func (s *eventSink) send(done <-chan struct{}, a, b *Event) (waited bool) {
 
 // full reports whether sinkBuffer events are not taken; the caller holds
 // mu. The counter is read only when the events out could fill it.
-func (s *eventSink) full() bool {
+func (s *Sink) full() bool {
 	n := len(s.pending) + s.out
 	return n >= sinkBuffer && n-int(s.taken.Load()) >= sinkBuffer
 }
 
-// took tells that the consumer takes the next event of its batch to handle
+// Took tells that the consumer takes the next event of its batch to handle
 // it (a channel's receive): a producer that waits for room goes on.
-func (s *eventSink) took() {
+func (s *Sink) Took() {
 	s.taken.Add(1)
 	if s.waiting.Load() {
 		s.mu.Lock()
@@ -100,7 +102,7 @@ func (s *eventSink) took() {
 }
 
 // makeRoom wakes the producers that wait for room; the caller holds mu.
-func (s *eventSink) makeRoom() {
+func (s *Sink) makeRoom() {
 	s.waiting.Store(false)
 	if s.room != nil {
 		close(s.room)
@@ -110,7 +112,7 @@ func (s *eventSink) makeRoom() {
 
 // unlockWaking releases the mutex, waking the consumer if it is parked and
 // there is something for it.
-func (s *eventSink) unlockWaking() {
+func (s *Sink) unlockWaking() {
 	wake := s.parked && (len(s.pending) > 0 || s.closed)
 	if wake {
 		s.parked = false
@@ -121,19 +123,19 @@ func (s *eventSink) unlockWaking() {
 	}
 }
 
-// close ends the sequence once the consumer has taken what is pending. No
+// Close ends the sequence once the consumer has taken what is pending. No
 // send may follow.
-func (s *eventSink) close() {
+func (s *Sink) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.unlockWaking()
 }
 
-// next gives back the consumer's batch (its events handled) and returns the
+// Next gives back the consumer's batch (its events handled) and returns the
 // next one, waiting for a first event; nil once the sink is closed and
 // drained. The batch returned stays the consumer's until its next call;
 // it calls took before it handles each of its events.
-func (s *eventSink) next(done []*Event) []*Event {
+func (s *Sink) Next(done []*steptype.Event) []*steptype.Event {
 	s.mu.Lock()
 	if done != nil {
 		clear(done)
@@ -155,7 +157,7 @@ func (s *eventSink) next(done []*Event) []*Event {
 	batch := s.pending
 	s.pending, s.spare = s.spare, nil
 	if s.pending == nil {
-		s.pending = make([]*Event, 0, cap(batch))
+		s.pending = make([]*steptype.Event, 0, cap(batch))
 	}
 	s.out = len(batch)
 	s.mu.Unlock()

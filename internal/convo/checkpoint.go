@@ -1,8 +1,7 @@
-package stepwise
+package convo
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -10,13 +9,9 @@ import (
 	"slices"
 
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
-
-// checkpointEvery is how many steps a context build reads between two
-// context checkpoints it saves: a later build reads at most about this many
-// steps after the newest checkpoint (plus what the model can see).
-var checkpointEvery = 512
 
 // convState is the state of a conversation after a step, saved as a
 // store.ContextCheckpoint: everything that decides how later steps extend
@@ -56,14 +51,14 @@ type blockState struct {
 
 const convStateVersion = 1
 
-// snapshot returns the checkpoint of c after step s.
-func (c *conversation) snapshot(s *Step, allowed map[string]bool) (*store.ContextCheckpoint, error) {
-	n := c.count()
-	st := convState{V: convStateVersion, Messages: n, Tokens: c.tokens(n), FirstSeq: c.firstSeq,
+// Snapshot returns the checkpoint of c after step s.
+func (c *Conversation) Snapshot(s *steptype.Step, allowed map[string]bool) (*store.ContextCheckpoint, error) {
+	n := c.Count()
+	st := convState{V: convStateVersion, Messages: n, Tokens: c.Tokens(n), FirstSeq: c.firstSeq,
 		Open: c.open, BlockAt: c.blockAt, Trimmed: c.trimmed, TrimSeq: c.trimSeq, Summary: c.summary,
 		Allowed: slices.Sorted(maps.Keys(allowed))}
 	if n > 0 {
-		st.Head, st.LastSeq = c.headBytes(), c.seqAt(n-1)
+		st.Head, st.LastSeq = c.HeadBytes(), c.SeqAt(n-1)
 	}
 	if c.lastAssistant != nil {
 		st.Assistant = c.lastAssistant.Sequence
@@ -105,42 +100,13 @@ func decodeState(cp *store.ContextCheckpoint) (*convState, error) {
 	return &st, nil
 }
 
-// restore returns the conversation of a checkpoint: no messages loaded
-// (base is its message count), its hash, tool-call and trim state. The
-// latest assistant step with tool calls is re-read from the session.
-func (x *execution) restore(ctx context.Context, st *convState) (*conversation, map[string]bool, error) {
-	c := newConversation()
-	c.base, c.baseTokens, c.baseSeq, c.firstSeq = st.Messages, st.Tokens, st.LastSeq, st.FirstSeq
-	copy(c.head[:], st.Head)
-	c.open, c.blockAt, c.trimmed, c.trimSeq, c.summary = st.Open, st.BlockAt, st.Trimmed, st.TrimSeq, st.Summary
-	for _, id := range st.Answered {
-		c.answered[id] = true
-	}
-	copy(c.blockHash[:], st.BlockHash)
-	for _, b := range st.Block {
-		c.block = append(c.block, blockResult{pos: b.Pos, msg: b.Msg})
-	}
-	if st.Assistant > 0 {
-		s, err := x.e.store.StepGet(ctx, &store.StepGetParams{SessionID: x.run.SessionID, Sequence: st.Assistant})
-		if err != nil {
-			return nil, nil, fmt.Errorf("context checkpoint: step %d: %w", st.Assistant, err)
-		}
-		c.lastAssistant = s
-	}
-	allowed := map[string]bool{}
-	for _, name := range st.Allowed {
-		allowed[name] = true
-	}
-	return c, allowed, nil
-}
-
 // adopt makes c continue, with hashing, from the state st it reached
 // without hashing (the messages a checkpoint already hashed): ok is false
 // when c does not match st.
-func (c *conversation) adopt(st *convState) bool {
-	n := c.count()
-	if n != st.Messages || c.tokens(n) != st.Tokens || c.trimmed != st.Trimmed || c.open != st.Open ||
-		n > 0 && c.seqAt(n-1) != st.LastSeq {
+func (c *Conversation) adopt(st *convState) bool {
+	n := c.Count()
+	if n != st.Messages || c.Tokens(n) != st.Tokens || c.trimmed != st.Trimmed || c.open != st.Open ||
+		n > 0 && c.SeqAt(n-1) != st.LastSeq {
 		return false
 	}
 	copy(c.head[:], st.Head)
@@ -152,47 +118,4 @@ func (c *conversation) adopt(st *convState) bool {
 	}
 	c.hashing = true
 	return true
-}
-
-// checkpoints returns the context checkpoints valid for a session's steps
-// up to end, newest first: its own, then those of its ancestors up to the
-// fork points (a fork's first steps are its parent's). Nil when the store
-// keeps none.
-func (x *execution) checkpoints(ctx context.Context, sess *Session, end int64) ([]*store.ContextCheckpoint, error) {
-	cs, ok := x.e.store.(store.ContextCheckpointStore)
-	if !ok {
-		return nil, nil
-	}
-	var out []*store.ContextCheckpoint
-	for depth := 0; end > 0 && depth < 64; depth++ {
-		list, err := cs.ContextCheckpointList(ctx, &store.ContextCheckpointListParams{SessionID: sess.ID, MaxSeq: end})
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range list {
-			if sess.ParentSessionID == "" || c.Sequence > sess.ForkSequence {
-				out = append(out, c)
-			}
-		}
-		if sess.ParentSessionID == "" {
-			break
-		}
-		end = min(end, sess.ForkSequence)
-		p, err := x.e.store.SessionGet(ctx, &store.SessionGetParams{ID: sess.ParentSessionID})
-		if err != nil {
-			return nil, err
-		}
-		sess = p
-	}
-	return out, nil
-}
-
-// saveCheckpoints stores the checkpoints a build took. They are derived
-// data: a failure to save them costs the next build time, nothing else.
-func (x *execution) saveCheckpoints(ctx context.Context, cps []*store.ContextCheckpoint) {
-	cs, ok := x.e.store.(store.ContextCheckpointStore)
-	if !ok || len(cps) == 0 {
-		return
-	}
-	_ = cs.ContextCheckpointPut(context.WithoutCancel(ctx), &store.ContextCheckpointPutParams{Checkpoints: cps})
 }

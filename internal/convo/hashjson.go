@@ -1,4 +1,4 @@
-package stepwise
+package convo
 
 import (
 	"github.com/stepwise-run/stepwise/internal/jsonstr"
@@ -7,7 +7,7 @@ import (
 
 // appendMessageJSON appends what encoding/json writes for m (field order,
 // omitempty, escaping), without reflection, and reports whether it could:
-// tool-call arguments that are not canonical (see isCanonical: compact,
+// tool-call arguments that are not canonical (see IsCanonical: compact,
 // written back unchanged) make it return false, and the caller encodes
 // with encoding/json. The message hash chain is built from these bytes, so
 // they must never differ (TestAppendMessageJSONMatchesEncoder).
@@ -23,7 +23,7 @@ func appendMessageJSON(dst []byte, m *llm.Message) ([]byte, bool) {
 		dst = append(dst, `,"tool_calls":[`...)
 		for i := range m.ToolCalls {
 			tc := &m.ToolCalls[i]
-			if !isCanonical(tc.Arguments) {
+			if !IsCanonical(tc.Arguments) {
 				return dst, false
 			}
 			if i > 0 {

@@ -1,32 +1,32 @@
-package stepwise
+package broker
 
 import (
 	"hash/maphash"
 	"sync"
 )
 
-// sessionLocks holds the per-session commit locks of lockSession, spread
+// SessionLocks holds the per-session commit locks of lockSession, spread
 // over shards by session ID so that commits of different sessions do not
 // take a common mutex (the engine's own would serialise every commit of
 // every run twice).
-type sessionLocks struct {
-	shards [brokerShards]struct {
+type SessionLocks struct {
+	shards [shardCount]struct {
 		mu sync.Mutex
-		m  map[string]*sessionLock
+		m  map[string]*SessionLock
 		_  [40]byte // keeps shards' mutexes on separate cache lines
 	}
 }
 
-// acquire returns the lock of a session, counted as in use.
-func (sl *sessionLocks) acquire(id string) *sessionLock {
+// Acquire returns the lock of a session, counted as in use.
+func (sl *SessionLocks) Acquire(id string) *SessionLock {
 	sh := &sl.shards[shardIndex(id)]
 	sh.mu.Lock()
 	if sh.m == nil {
-		sh.m = map[string]*sessionLock{}
+		sh.m = map[string]*SessionLock{}
 	}
 	l := sh.m[id]
 	if l == nil {
-		l = &sessionLock{}
+		l = &SessionLock{}
 		sh.m[id] = l
 	}
 	l.refs++
@@ -34,8 +34,8 @@ func (sl *sessionLocks) acquire(id string) *sessionLock {
 	return l
 }
 
-// release ends an acquire, forgetting the lock when nobody uses it.
-func (sl *sessionLocks) release(id string, l *sessionLock) {
+// Release ends an acquire, forgetting the lock when nobody uses it.
+func (sl *SessionLocks) Release(id string, l *SessionLock) {
 	sh := &sl.shards[shardIndex(id)]
 	sh.mu.Lock()
 	l.refs--
@@ -45,10 +45,16 @@ func (sl *sessionLocks) release(id string, l *sessionLock) {
 	sh.mu.Unlock()
 }
 
+// SessionLock is the commit lock of one session.
+type SessionLock struct {
+	sync.Mutex
+	refs int
+}
+
 // shardIndex is the shard of a session ID (the runtime's string hash, seeded
 // per process), for the broker and the session locks.
 func shardIndex(id string) uint32 {
-	return uint32(maphash.String(shardSeed, id) & (brokerShards - 1))
+	return uint32(maphash.String(shardSeed, id) & (shardCount - 1))
 }
 
 // shardSeed seeds shardIndex.

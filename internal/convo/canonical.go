@@ -1,14 +1,20 @@
-package stepwise
+package convo
 
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"slices"
+	"unicode/utf8"
 
-// isCanonical reports whether b is certainly already what canonicalJSON
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// IsCanonical reports whether b is certainly already what CanonicalJSON
 // would make of it (decoded into any and re-encoded by encoding/json), so
 // that it can be used as is: compact, object keys plain and strictly
 // increasing, strings without characters the encoder escapes differently,
 // numbers plain integers of at most 15 digits. false means "not certain",
 // never "invalid": the caller then re-encodes. It allocates nothing.
-func isCanonical(b []byte) bool {
+func IsCanonical(b []byte) bool {
 	c := canonCursor{b: b}
 	return c.value(0) && c.i == len(b)
 }
@@ -150,4 +156,37 @@ func (c *canonCursor) object(depth int) bool {
 			return false
 		}
 	}
+}
+
+// CanonicalCalls returns calls with canonical arguments (see CanonicalJSON),
+// calls itself when every argument is canonical already.
+func CanonicalCalls(calls []steptype.ToolCall) []steptype.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	if !slices.ContainsFunc(calls, func(c steptype.ToolCall) bool { return !IsCanonical(c.Arguments) }) {
+		return calls // nothing to re-encode: no copy
+	}
+	out := make([]steptype.ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = steptype.ToolCall{ID: c.ID, Name: c.Name, Arguments: CanonicalJSON(c.Arguments)}
+	}
+	return out
+}
+
+// CanonicalJSON re-encodes JSON with sorted keys and no insignificant
+// whitespace; invalid JSON is returned unchanged.
+func CanonicalJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 || IsCanonical(b) {
+		return b
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
 }

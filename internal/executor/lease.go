@@ -1,4 +1,4 @@
-package stepwise
+package executor
 
 import (
 	"context"
@@ -16,17 +16,31 @@ import (
 // run must not overlap.
 var ErrLeaseStalled = errors.New("stepwise: lease renewal stalled; execution stopped before its lease could lapse")
 
-// leaseClock records, per run leased by this engine, when (on this
+// Lessee is an execution of this process that holds the lease of its run.
+type Lessee interface {
+	// LeasedRun is the ID of the run.
+	LeasedRun() string
+	// Running reports whether the execution has not been stopped.
+	Running() bool
+	// Stop stops the execution with cause.
+	Stop(cause error)
+	// LeaseRefused stops the execution whose lease the store did not
+	// renew (it was cancelled, or taken over after its lease lapsed).
+	LeaseRefused()
+}
+
+// LeaseClock records, per run leased by this process, when (on this
 // process's monotonic clock) the request that last set its lease was sent.
 // The lease runs from the database's clock at some instant after that, so
 // it lasts at least until that time plus the lease length, whatever the
 // skew between this process's clock and the database's.
-type leaseClock struct {
+type LeaseClock struct {
 	mu sync.Mutex
 	at map[string]time.Time
 }
 
-func (l *leaseClock) set(id string, t time.Time) {
+// Set records that the request setting the lease of run id was sent at t.
+func (l *LeaseClock) Set(id string, t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.at == nil {
@@ -35,14 +49,16 @@ func (l *leaseClock) set(id string, t time.Time) {
 	l.at[id] = t
 }
 
-func (l *leaseClock) get(id string) (time.Time, bool) {
+// Get returns what Set recorded for run id.
+func (l *LeaseClock) Get(id string) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.at[id]
 	return t, ok
 }
 
-func (l *leaseClock) drop(id string) {
+// Drop forgets run id.
+func (l *LeaseClock) Drop(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.at, id)
@@ -56,13 +72,15 @@ var liveOwners = struct {
 	n map[string]int
 }{n: map[string]int{}}
 
-func registerOwner(o string) {
+// RegisterOwner counts an engine of this process that leases runs as o.
+func RegisterOwner(o string) {
 	liveOwners.Lock()
 	defer liveOwners.Unlock()
 	liveOwners.n[o]++
 }
 
-func unregisterOwner(o string) {
+// UnregisterOwner ends a RegisterOwner (the engine closed).
+func UnregisterOwner(o string) {
 	liveOwners.Lock()
 	defer liveOwners.Unlock()
 	if liveOwners.n[o]--; liveOwners.n[o] <= 0 {
@@ -70,30 +88,30 @@ func unregisterOwner(o string) {
 	}
 }
 
-func ownerAlive(o string) bool {
+// OwnerAlive reports whether an engine of this process leases runs as o.
+func OwnerAlive(o string) bool {
 	liveOwners.Lock()
 	defer liveOwners.Unlock()
 	return liveOwners.n[o] > 0
 }
 
-// startHeartbeat starts the lease heartbeat once. Every Lease/6 it checks
-// the leases of the executions of this process, and renews them all in one
-// store call (RunLeaseRenew, on the database's clock) unless a renewal is
-// still in flight; each renewal has Lease/3 to answer.
-func (e *Engine) startHeartbeat() {
-	e.bg.once.Do(func() {
-		e.wakeChan()
-		e.mu.Lock()
-		if e.bg.stopping {
-			e.mu.Unlock()
+// StartHeartbeat starts the lease heartbeat once (Start starts it too).
+// Every Lease/6 it checks the leases of the executions of this process, and
+// renews them all in one store call (RunLeaseRenew, on the database's
+// clock) unless a renewal is still in flight; each renewal has Lease/3 to
+// answer.
+func (s *Service) StartHeartbeat() {
+	s.once.Do(func() {
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
 			return
 		}
-		stop := e.bg.stop
-		e.bg.done.Add(1)
-		e.mu.Unlock()
+		s.done.Add(1)
+		s.mu.Unlock()
 		go func() {
-			defer e.bg.done.Done()
-			t := time.NewTicker(max(e.cfg.Lease/6, time.Millisecond))
+			defer s.done.Done()
+			t := time.NewTicker(max(s.cfg.Lease/6, time.Millisecond))
 			defer t.Stop()
 			inflight := make(chan struct{}, 1)
 			var renewing sync.WaitGroup
@@ -101,12 +119,12 @@ func (e *Engine) startHeartbeat() {
 			last := time.Now()
 			for {
 				select {
-				case <-stop:
+				case <-s.stop:
 					return
 				case <-t.C:
 				}
-				e.stopStalled()
-				if time.Since(last) < e.cfg.Lease/3 {
+				s.stopStalled()
+				if time.Since(last) < s.cfg.Lease/3 {
 					continue
 				}
 				select {
@@ -119,70 +137,59 @@ func (e *Engine) startHeartbeat() {
 				go func() {
 					defer renewing.Done()
 					defer func() { <-inflight }()
-					e.heartbeat()
+					s.heartbeat()
 				}()
 			}
 		}()
 	})
 }
 
-// activeExecutions returns the executions of this process.
-func (e *Engine) activeExecutions() []*execution {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	xs := make([]*execution, 0, len(e.active))
-	for _, x := range e.active {
-		xs = append(xs, x)
-	}
-	return xs
-}
-
 // heartbeat renews the leases of every run executing in this process, in
 // one statement. A run whose lease was not renewed (cancelled, or taken
 // over after its lease lapsed) stops.
-func (e *Engine) heartbeat() {
-	xs := e.activeExecutions()
+func (s *Service) heartbeat() {
+	xs := s.cfg.Lessees()
 	if len(xs) == 0 {
 		return
 	}
 	ids := make([]string, len(xs))
 	for i, x := range xs {
-		ids[i] = x.run.ID
+		ids[i] = x.LeasedRun()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(e.cfg.Lease/3, time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), max(s.cfg.Lease/3, time.Millisecond))
 	defer cancel()
 	sent := time.Now()
-	renewed, err := e.store.RunLeaseRenew(ctx, &store.RunLeaseRenewParams{Owner: e.cfg.Owner, IDs: ids, Lease: e.cfg.Lease})
+	renewed, err := s.cfg.Store.RunLeaseRenew(ctx, &store.RunLeaseRenewParams{Owner: s.cfg.Owner, IDs: ids, Lease: s.cfg.Lease})
 	if err != nil {
-		e.cfg.Logger.Warn("stepwise: lease renewal failed", "runs", len(ids), "err", err)
+		s.cfg.Logger.Warn("stepwise: lease renewal failed", "runs", len(ids), "err", err)
 		return
 	}
 	for _, x := range xs {
-		if slices.Contains(renewed, x.run.ID) {
-			e.leases.set(x.run.ID, sent)
+		if slices.Contains(renewed, x.LeasedRun()) {
+			s.Leases.Set(x.LeasedRun(), sent)
 			continue
 		}
-		x.cancel(x.conflict(store.ErrConflict))
+		x.LeaseRefused()
 	}
 }
 
 // stopStalled stops the executions whose lease has not been renewed for
 // two thirds of its length: the database did not answer, and the lease
 // must not lapse while this process still executes the run.
-func (e *Engine) stopStalled() {
-	var stalled []*execution
-	for _, x := range e.activeExecutions() {
-		at, ok := e.leases.get(x.run.ID)
-		if ok && x.ctx.Err() == nil && time.Since(at) >= e.cfg.Lease*2/3 {
+func (s *Service) stopStalled() {
+	var stalled []Lessee
+	for _, x := range s.cfg.Lessees() {
+		at, ok := s.Leases.Get(x.LeasedRun())
+		if ok && x.Running() && time.Since(at) >= s.cfg.Lease*2/3 {
 			stalled = append(stalled, x)
 		}
 	}
 	if len(stalled) == 0 {
 		return
 	}
-	e.cfg.Logger.Error("stepwise: the database has not renewed this instance's leases; stopping its executions before the leases lapse",
-		"executions", len(stalled), "lease", e.cfg.Lease)
+	s.cfg.Logger.Error("stepwise: the database has not renewed this instance's leases; stopping its executions before the leases lapse",
+		"executions", len(stalled), "lease", s.cfg.Lease)
 	for _, x := range stalled {
-		x.cancel(ErrLeaseStalled)
+		x.Stop(ErrLeaseStalled)
 	}
 }

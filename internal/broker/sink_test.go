@@ -1,15 +1,17 @@
-package stepwise
+package broker
 
 import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
-func sinkEvents(n int) []*Event {
-	evs := make([]*Event, n)
+func sinkEvents(n int) []*steptype.Event {
+	evs := make([]*steptype.Event, n)
 	for i := range evs {
-		evs[i] = &Event{StepName: fmt.Sprint(i)}
+		evs[i] = &steptype.Event{StepName: fmt.Sprint(i)}
 	}
 	return evs
 }
@@ -18,17 +20,17 @@ func sinkEvents(n int) []*Event {
 // since its last call in one batch, in order, and a producer wakes it only
 // when it is parked.
 func TestEventSinkHandsOverWhatPiledUp(t *testing.T) {
-	s := newEventSink()
+	s := NewSink()
 	evs := sinkEvents(100)
 	for i := 0; i < len(evs); i += 2 {
-		if s.send(nil, evs[i], evs[i+1]) {
+		if s.Send(nil, evs[i], evs[i+1]) {
 			t.Fatal("a send waited with room")
 		}
 	}
 	if len(s.wake) != 0 {
 		t.Fatal("a send woke a consumer that was not parked")
 	}
-	batch := s.next(nil)
+	batch := s.Next(nil)
 	if len(batch) != len(evs) {
 		t.Fatalf("batch of %d events, want all %d", len(batch), len(evs))
 	}
@@ -38,12 +40,12 @@ func TestEventSinkHandsOverWhatPiledUp(t *testing.T) {
 		}
 	}
 	// Parked on an empty list, the consumer is woken by the next send.
-	got := make(chan []*Event)
-	go func() { got <- s.next(batch) }()
+	got := make(chan []*steptype.Event)
+	go func() { got <- s.Next(batch) }()
 	for !s.isParked() {
 		time.Sleep(time.Millisecond)
 	}
-	s.send(nil, nil, evs[0])
+	s.Send(nil, nil, evs[0])
 	if b := <-got; len(b) != 1 || b[0] != evs[0] {
 		t.Fatalf("after the wake-up got %d events, want 1", len(b))
 	}
@@ -51,17 +53,17 @@ func TestEventSinkHandsOverWhatPiledUp(t *testing.T) {
 		t.Error("a batch given back still holds its events")
 	}
 	// Closed, the consumer gets what is pending, then the end.
-	s.send(nil, evs[1], evs[2])
-	s.close()
-	if b := s.next(nil); len(b) != 2 {
+	s.Send(nil, evs[1], evs[2])
+	s.Close()
+	if b := s.Next(nil); len(b) != 2 {
 		t.Fatalf("after close got %d events, want the 2 pending", len(b))
 	}
-	if b := s.next(nil); b != nil {
+	if b := s.Next(nil); b != nil {
 		t.Fatalf("a closed, drained sink gave %d events", len(b))
 	}
 }
 
-func (s *eventSink) isParked() bool {
+func (s *Sink) isParked() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.parked
@@ -72,18 +74,18 @@ func (s *eventSink) isParked() bool {
 // batch, and the one it handles is not counted; it goes on when the
 // consumer takes one, and drops its event when its context is done.
 func TestEventSinkBound(t *testing.T) {
-	s := newEventSink()
+	s := NewSink()
 	evs := sinkEvents(sinkBuffer + 3)
-	s.send(nil, evs[0], nil)
-	batch := s.next(nil)
-	s.took() // the consumer handles evs[0]
+	s.Send(nil, evs[0], nil)
+	batch := s.Next(nil)
+	s.Took() // the consumer handles evs[0]
 	for _, ev := range evs[1 : sinkBuffer+1] {
-		if s.send(nil, ev, nil) {
+		if s.Send(nil, ev, nil) {
 			t.Fatalf("send %s waited, %d events not taken", ev.StepName, sinkBuffer-1)
 		}
 	}
 	sent := make(chan bool)
-	go func() { sent <- s.send(nil, evs[sinkBuffer+1], nil) }()
+	go func() { sent <- s.Send(nil, evs[sinkBuffer+1], nil) }()
 	stillWaits := func(when string) {
 		t.Helper()
 		select {
@@ -94,24 +96,24 @@ func TestEventSinkBound(t *testing.T) {
 	}
 	stillWaits("all pending")
 	// Handed over, the batch's events count until the consumer takes them.
-	batch = s.next(batch)
+	batch = s.Next(batch)
 	if len(batch) != sinkBuffer || batch[0] != evs[1] {
 		t.Fatalf("batch of %d events, want %d", len(batch), sinkBuffer)
 	}
 	stillWaits("all in the consumer's batch")
-	s.took()
+	s.Took()
 	if !<-sent {
 		t.Error("a send that waited reported it did not")
 	}
 	// Full again (one pending, sinkBuffer-1 of the batch not taken): a send
 	// whose context ends meanwhile gives up and drops its event.
 	done := make(chan struct{})
-	go func() { sent <- s.send(done, evs[sinkBuffer+2], nil) }()
+	go func() { sent <- s.Send(done, evs[sinkBuffer+2], nil) }()
 	close(done)
 	if !<-sent {
 		t.Error("a send given up reported it did not wait")
 	}
-	batch = s.next(batch)
+	batch = s.Next(batch)
 	if len(batch) != 1 || batch[0] != evs[sinkBuffer+1] {
 		t.Fatalf("batch of %d events, want only %s (the given-up event dropped)", len(batch), evs[sinkBuffer+1].StepName)
 	}

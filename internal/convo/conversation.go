@@ -1,4 +1,4 @@
-package stepwise
+package convo
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
-// conversation is the in-memory model context of an execution: the
+// Conversation is the in-memory model context of an execution: the
 // message-bearing steps of the run's thread, appended as steps commit, so
 // building a request never re-reads the session.
-type conversation struct {
+type Conversation struct {
 	// msgs are the messages from index base on: a conversation restored
 	// from a context checkpoint under a token budget holds only the
 	// messages the model can still see (see loadThread); base is 0 after a
@@ -29,7 +29,7 @@ type conversation struct {
 	firstSeq   int64
 	// lastAssistant is the latest assistant step with tool calls, and
 	// answered the tool-call ids that already have a result after it.
-	lastAssistant *Step
+	lastAssistant *steptype.Step
 	answered      map[string]bool
 	// open is true while results of lastAssistant's calls may still come:
 	// until a message of another role follows it (see closeCalls).
@@ -71,9 +71,9 @@ type blockResult struct {
 	msg llm.Message
 }
 
-// tokens returns the estimated tokens of the first n messages (n >= base,
+// Tokens returns the estimated tokens of the first n messages (n >= base,
 // or n <= 0).
-func (c *conversation) tokens(n int) int {
+func (c *Conversation) Tokens(n int) int {
 	switch {
 	case n <= 0:
 		return 0
@@ -83,38 +83,39 @@ func (c *conversation) tokens(n int) int {
 	return c.prefix[n-c.base-1]
 }
 
-// count is the number of messages, loaded or not.
-func (c *conversation) count() int { return c.base + len(c.msgs) }
+// Count is the number of messages, loaded or not.
+func (c *Conversation) Count() int { return c.base + len(c.msgs) }
 
-// seqAt is the sequence of message i (i >= base-1).
-func (c *conversation) seqAt(i int) int64 {
+// SeqAt is the sequence of message i (i >= base-1).
+func (c *Conversation) SeqAt(i int) int64 {
 	if i < c.base {
 		return c.baseSeq
 	}
 	return c.seqs[i-c.base]
 }
 
-func newConversation() *conversation {
-	return &conversation{answered: map[string]bool{}, blockAt: -1, hashing: true}
+// New returns an empty conversation.
+func New() *Conversation {
+	return &Conversation{answered: map[string]bool{}, blockAt: -1, hashing: true}
 }
 
 // inThread reports whether a step belongs to the model context of a run at
 // hop `hop` (root runs see every hop-0 message of the session; child runs
 // are loaded by run id).
-func inContext(s *Step) bool {
+func InContext(s *steptype.Step) bool {
 	if !s.InMessageContext() {
 		return false
 	}
 	return s.Status != steptype.StepWaiting && s.Status != steptype.StepCancelled
 }
 
-// add appends a committed step if it is part of the context, keeping the
+// Add appends a committed step if it is part of the context, keeping the
 // messages a sequence every provider accepts (see closeCalls): a tool
 // message that answers no open call of the latest assistant message (an
 // orphan, or a second result for one call) is left out, and a message of
 // another role closes the calls still without a result first.
-func (c *conversation) add(s *Step) {
-	if !inContext(s) {
+func (c *Conversation) Add(s *steptype.Step) {
+	if !InContext(s) {
 		return
 	}
 	m := llm.MessageOf(s)
@@ -123,28 +124,28 @@ func (c *conversation) add(s *Step) {
 			return
 		}
 	} else {
-		c.closeCalls()
+		c.CloseCalls()
 	}
-	c.push(m, s.Sequence)
+	c.Push(m, s.Sequence)
 	if s.HasToolCalls() {
 		c.lastAssistant, c.open = s, true
 		clear(c.answered)
 		clear(c.block) // reused: checkpoints copy it
-		c.blockAt, c.blockHash, c.block = c.count()-1, c.head, c.block[:0]
+		c.blockAt, c.blockHash, c.block = c.Count()-1, c.head, c.block[:0]
 	}
 	if m.Role == steptype.RoleTool {
 		c.answered[m.ToolCallID] = true
 	}
 }
 
-// push appends a message with its token and hash bookkeeping.
-func (c *conversation) push(m llm.Message, seq int64) {
-	n := c.count()
+// Push appends a message with its token and hash bookkeeping.
+func (c *Conversation) Push(m llm.Message, seq int64) {
+	n := c.Count()
 	if n == 0 {
 		c.firstSeq = seq
 	}
 	c.msgs = appendDoubling(c.msgs, m)
-	c.prefix = appendDoubling(c.prefix, c.tokens(n)+EstimateTokens(m))
+	c.prefix = appendDoubling(c.prefix, c.Tokens(n)+EstimateTokens(m))
 	if c.hashing {
 		c.head = c.nextHash(m, n)
 	}
@@ -162,7 +163,7 @@ func appendDoubling[T any](s []T, v T) []T {
 }
 
 // calls reports whether the latest assistant message has a call with id.
-func (c *conversation) calls(id string) bool {
+func (c *Conversation) calls(id string) bool {
 	if c.lastAssistant == nil {
 		return false
 	}
@@ -179,33 +180,44 @@ func (c *conversation) calls(id string) bool {
 // without it (a fork or retry cut inside a parallel tool call, a new user
 // turn after one, a cancelled request): providers refuse an assistant tool
 // call without its result.
-const NotExecutedResult = "error: this tool call was not executed; the conversation continued without its result"
+const NotExecutedResult = "error: this tool call was not executed; the Conversation continued without its result"
 
-// closeCalls ends the tool calls of the latest assistant message: every call
+// CloseCalls ends the tool calls of the latest assistant message: every call
 // still without a result gets a NotExecutedResult tool message, in the
 // model's call order, right after the results it has. It is a pure function
 // of the step log, so a reloaded conversation (and its request fingerprints)
 // is the same as the live one.
-func (c *conversation) closeCalls() {
+func (c *Conversation) CloseCalls() {
 	if !c.open {
 		return
 	}
 	c.open = false
-	seq := c.seqAt(c.count() - 1)
+	seq := c.SeqAt(c.Count() - 1)
 	for _, tc := range c.lastAssistant.ToolCalls {
 		if c.answered[tc.ID] {
 			continue
 		}
 		c.answered[tc.ID] = true
-		c.push(llm.Message{Role: steptype.RoleTool, Content: NotExecutedResult, ToolCallID: tc.ID, ToolName: tc.Name}, seq)
+		c.Push(llm.Message{Role: steptype.RoleTool, Content: NotExecutedResult, ToolCallID: tc.ID, ToolName: tc.Name}, seq)
 	}
 }
 
-func (c *conversation) messages() []llm.Message { return c.msgs }
+// Messages returns the loaded messages, oldest first.
+func (c *Conversation) Messages() []llm.Message { return c.msgs }
 
-// pendingToolCalls appends to out the calls of the last assistant message
+// LastAssistant is the latest assistant step with tool calls (nil: none).
+func (c *Conversation) LastAssistant() *steptype.Step { return c.lastAssistant }
+
+// Open reports whether results of LastAssistant's calls may still come.
+func (c *Conversation) Open() bool { return c.open }
+
+// Partial reports whether only the tail of the conversation is loaded (it
+// was restored from a context checkpoint under a token budget).
+func (c *Conversation) Partial() bool { return c.base > 0 }
+
+// PendingToolCalls appends to out the calls of the last assistant message
 // that have no result yet, in the model's order.
-func (c *conversation) pendingToolCalls(out []ToolCall) []ToolCall {
+func (c *Conversation) PendingToolCalls(out []steptype.ToolCall) []steptype.ToolCall {
 	if c.lastAssistant == nil || !c.open {
 		return out
 	}
@@ -217,10 +229,10 @@ func (c *conversation) pendingToolCalls(out []ToolCall) []ToolCall {
 	return out
 }
 
-// lastAssistantText returns the content of the latest assistant message;
+// LastAssistantText returns the content of the latest assistant message;
 // ok is false when no loaded message is one and messages before base are
 // not loaded.
-func (c *conversation) lastAssistantText() (text string, ok bool) {
+func (c *Conversation) LastAssistantText() (text string, ok bool) {
 	for i := len(c.msgs) - 1; i >= 0; i-- {
 		if c.msgs[i].Role == steptype.RoleAssistant {
 			return c.msgs[i].Content, true
@@ -231,7 +243,7 @@ func (c *conversation) lastAssistantText() (text string, ok bool) {
 
 // chainHash extends the message hash chain ending in prev (nil: empty)
 // with m: sha256(prev ‖ JSON of m with canonical tool-call arguments).
-func (c *conversation) chainHash(prev []byte, m llm.Message) [sha256.Size]byte {
+func (c *Conversation) chainHash(prev []byte, m llm.Message) [sha256.Size]byte {
 	if c.hashEnc == nil {
 		c.hashEnc = json.NewEncoder(&c.hashBuf) // writes what json.Marshal does, plus "\n"
 	}
@@ -244,7 +256,7 @@ func (c *conversation) chainHash(prev []byte, m llm.Message) [sha256.Size]byte {
 		return sha256.Sum256(c.hashBuf.Bytes())
 	}
 	c.hashMsg = m
-	c.hashMsg.ToolCalls = canonicalCalls(m.ToolCalls)
+	c.hashMsg.ToolCalls = CanonicalCalls(m.ToolCalls)
 	_ = c.hashEnc.Encode(&c.hashMsg)
 	c.hashMsg = llm.Message{}
 	b := c.hashBuf.Bytes()
@@ -254,7 +266,7 @@ func (c *conversation) chainHash(prev []byte, m llm.Message) [sha256.Size]byte {
 // nextHash is the chain hash after appending m as message n: a tool result
 // that continues the results of the last tool-call message re-hashes that
 // block in call order.
-func (c *conversation) nextHash(m llm.Message, n int) [sha256.Size]byte {
+func (c *Conversation) nextHash(m llm.Message, n int) [sha256.Size]byte {
 	pos := -1
 	if m.Role == steptype.RoleTool && c.blockAt >= 0 && n == c.blockAt+1+len(c.block) {
 		for i, tc := range c.lastAssistant.ToolCalls {
@@ -279,9 +291,9 @@ func (c *conversation) nextHash(m llm.Message, n int) [sha256.Size]byte {
 	return out
 }
 
-// headBytes is the hash of the whole conversation (nil when empty).
-func (c *conversation) headBytes() []byte {
-	if c.count() == 0 {
+// HeadBytes is the hash of the whole conversation (nil when empty).
+func (c *Conversation) HeadBytes() []byte {
+	if c.Count() == 0 {
 		return nil
 	}
 	h := c.head

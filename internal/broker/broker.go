@@ -1,12 +1,14 @@
-package stepwise
+package broker
 
 import (
 	"container/list"
 	"slices"
 	"sync"
+
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
-// broker fans events out to live subscribers of a session and assigns each
+// Broker fans events out to live subscribers of a session and assigns each
 // event its position. It keeps a ring of recent events per session so that a
 // client reconnecting shortly after a disconnect also gets the deltas and run
 // events it missed; older history is served from the store (committed
@@ -18,38 +20,41 @@ import (
 // events of different sessions rarely share a lock, while all the state of
 // one session (positions, ring, subscribers) stays under one, which keeps
 // the per-session ordering guarantees of a single lock.
-type broker struct {
-	shards   [brokerShards]brokerShard
+type Broker struct {
+	shards   [shardCount]brokerShard
 	ringSize int
-	idleRing int // events an idle topic keeps
+	idleRing int // events an idle Topic keeps
 	maxIdle  int // idle topics kept per shard
 	bufSize  int
 }
 
-// brokerShards is the number of shards of the broker (a power of two).
-const brokerShards = 64
+// shardCount is the number of shards of the broker (a power of two).
+const shardCount = 64
 
 type brokerShard struct {
 	mu     sync.Mutex
-	topics map[string]*topic
+	topics map[string]*Topic
 	idle   *list.List // idle topics, least recently used first
 	_      [64]byte   // keeps shards' mutexes on separate cache lines
 }
 
-type topic struct {
+// Topic is the broker's state of one session: its positions, its ring of
+// recent events and its live subscribers. An execution holds the topic
+// Acquire returned and publishes into it (PublishTo).
+type Topic struct {
 	id       string
 	seq, idx int64
-	ring     []*Event // recent events, oldest first, at most ringSize
+	ring     []*steptype.Event // recent events, oldest first, at most ringSize
 	// start is the position just before ring[0] when known: every event
 	// after start is in the ring. Unknown (the topic was created without
 	// knowing the session's last sequence) until an execution acquires it.
-	start      Position
+	start      steptype.Position
 	startKnown bool
 	// pokes counts the pokes: a store read that a poke overtook does not
 	// make the ring complete again (see observe).
 	pokes  uint64
-	subs   []*subscriber // a slice: publishing ranges over it per event
-	active int           // executions publishing into the topic
+	subs   []*Subscriber // a slice: publishing ranges over it per event
+	active int           // executions publishing into the Topic
 	// resolving counts this process's answers between the start of their
 	// commit and their publication (beginResolution, publishResolution).
 	// The answer's commit queues its run, which an execution of this or
@@ -65,27 +70,28 @@ type topic struct {
 	idleElem  *list.Element // position in the shard's idle list while idle
 }
 
-func newBroker() *broker {
-	b := &broker{ringSize: 512, idleRing: 8, maxIdle: 32, bufSize: 1024}
+// New returns a broker with its default ring and buffer sizes.
+func New() *Broker {
+	b := &Broker{ringSize: 512, idleRing: 8, maxIdle: 32, bufSize: 1024}
 	for i := range b.shards {
-		b.shards[i].topics = map[string]*topic{}
+		b.shards[i].topics = map[string]*Topic{}
 		b.shards[i].idle = list.New()
 	}
 	return b
 }
 
 // lock returns the shard of a session, locked.
-func (b *broker) lock(sessionID string) *brokerShard {
+func (b *Broker) lock(sessionID string) *brokerShard {
 	sh := &b.shards[shardIndex(sessionID)]
 	sh.mu.Lock()
 	return sh
 }
 
 // topicLocked returns the session's topic, creating it, and marks it busy.
-func (sh *brokerShard) topicLocked(sessionID string) *topic {
+func (sh *brokerShard) topicLocked(sessionID string) *Topic {
 	t := sh.topics[sessionID]
 	if t == nil {
-		t = &topic{id: sessionID, sh: sh}
+		t = &Topic{id: sessionID, sh: sh}
 		sh.topics[sessionID] = t
 	}
 	if t.idleElem != nil {
@@ -97,14 +103,14 @@ func (sh *brokerShard) topicLocked(sessionID string) *topic {
 
 // settleLocked parks a topic nobody uses any more on the idle list with a
 // short ring, evicting the least recently used idle topics beyond maxIdle.
-func (b *broker) settleLocked(sh *brokerShard, t *topic) {
+func (b *Broker) settleLocked(sh *brokerShard, t *Topic) {
 	if t.active > 0 || len(t.subs) > 0 || t.resolving > 0 || t.idleElem != nil {
 		return
 	}
 	t.trimLocked(b.idleRing)
 	t.idleElem = sh.idle.PushBack(t)
 	for sh.idle.Len() > b.maxIdle {
-		old := sh.idle.Remove(sh.idle.Front()).(*topic)
+		old := sh.idle.Remove(sh.idle.Front()).(*Topic)
 		old.idleElem = nil
 		delete(sh.topics, old.id)
 	}
@@ -112,7 +118,7 @@ func (b *broker) settleLocked(sh *brokerShard, t *topic) {
 
 // trimLocked keeps the last n events of the ring, in place unless the ring
 // is much larger than needed (an idle topic gives its memory back).
-func (t *topic) trimLocked(n int) {
+func (t *Topic) trimLocked(n int) {
 	if len(t.ring) <= n {
 		return
 	}
@@ -126,12 +132,12 @@ func (t *topic) trimLocked(n int) {
 		t.ring = t.ring[:n]
 		return
 	}
-	kept := make([]*Event, n, max(n, 16))
+	kept := make([]*steptype.Event, n, max(n, 16))
 	copy(kept, t.ring[drop:])
 	t.ring = kept
 }
 
-// acquire marks an execution publishing into a session whose last committed
+// Acquire marks an execution publishing into a session whose last committed
 // sequence is lastSeq. It returns the session's topic, which stays the
 // session's until the matching release: the execution publishes into it
 // (publishTo) without looking it up per event.
@@ -139,7 +145,7 @@ func (t *topic) trimLocked(n int) {
 // An execution that resumes a run whose answer this process has committed
 // but not published yet waits for that publication (bounded by the
 // answer's commit): its steps come after the answer (see topic.resolving).
-func (b *broker) acquire(sessionID string, lastSeq int64) *topic {
+func (b *Broker) Acquire(sessionID string, lastSeq int64) *Topic {
 	for {
 		sh := b.lock(sessionID)
 		t := sh.topicLocked(sessionID)
@@ -156,18 +162,18 @@ func (b *broker) acquire(sessionID string, lastSeq int64) *topic {
 }
 
 // advanceLocked records that the store holds steps up to seq; when the
-// topic had no ring yet, the ring starts here.
-func (t *topic) advanceLocked(seq int64) {
+// Topic had no ring yet, the ring starts here.
+func (t *Topic) advanceLocked(seq int64) {
 	if seq > t.seq {
 		t.seq, t.idx = seq, 0
 	}
 	if len(t.ring) == 0 {
-		t.start, t.startKnown = Position{Seq: t.seq, Idx: t.idx}, true
+		t.start, t.startKnown = steptype.Position{Seq: t.seq, Idx: t.idx}, true
 	}
 }
 
-// release ends an acquire.
-func (b *broker) release(sessionID string) {
+// Release ends an acquire.
+func (b *Broker) Release(sessionID string) {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	if t := sh.topics[sessionID]; t != nil {
@@ -176,10 +182,10 @@ func (b *broker) release(sessionID string) {
 	}
 }
 
-// beginResolution is called before the commit of an answer in a session;
+// BeginResolution is called before the commit of an answer in a session;
 // publishResolution ends it. In between, pokes of the session are held and
 // executions of the session wait in acquire (see topic.resolving).
-func (b *broker) beginResolution(sessionID string) {
+func (b *Broker) BeginResolution(sessionID string) {
 	sh := b.lock(sessionID)
 	t := sh.topicLocked(sessionID)
 	if t.resolving++; t.resolving == 1 {
@@ -188,7 +194,7 @@ func (b *broker) beginResolution(sessionID string) {
 	sh.mu.Unlock()
 }
 
-// publishResolution publishes the step_completed event of a step resolved
+// PublishResolution publishes the step_completed event of a step resolved
 // after its commit (an answer), then applies the pokes held since
 // beginResolution; ev nil (the answer failed) only does the latter. When
 // this broker never saw the step's commit (another instance made it, and
@@ -198,7 +204,7 @@ func (b *broker) beginResolution(sessionID string) {
 // is positioned after the commit's (seq, 0), never at it, or a subscriber
 // that read the step from the store would take it for the commit it has
 // and drop it.
-func (b *broker) publishResolution(sessionID string, ev *Event) {
+func (b *Broker) PublishResolution(sessionID string, ev *steptype.Event) {
 	if ev != nil {
 		sh := b.lock(sessionID)
 		if t := sh.topicLocked(sessionID); t.seq < ev.Step.Sequence {
@@ -208,7 +214,7 @@ func (b *broker) publishResolution(sessionID string, ev *Event) {
 			t.advanceLocked(ev.Step.Sequence)
 		}
 		sh.mu.Unlock()
-		b.publish(ev)
+		b.Publish(ev)
 	}
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
@@ -225,18 +231,18 @@ func (b *broker) publishResolution(sessionID string, ev *Event) {
 	b.settleLocked(sh, t)
 }
 
-// publish assigns ev its position and delivers it. A subscriber whose buffer
+// Publish assigns ev its position and delivers it. A subscriber whose buffer
 // is full is marked lagged and stops receiving; it catches up from the store.
-func (b *broker) publish(ev *Event) { b.publishTo(nil, ev) }
+func (b *Broker) Publish(ev *steptype.Event) { b.PublishTo(nil, ev) }
 
-// publishTo is publish into the topic acquire returned for ev's session
+// PublishTo is publish into the topic acquire returned for ev's session
 // (nil: look it up). A topic no longer acquired may have left the
 // session's shard: then it is looked up too.
-func (b *broker) publishTo(t *topic, ev *Event) {
+func (b *Broker) PublishTo(t *Topic, ev *steptype.Event) {
 	// Consumers are woken after the shard is unlocked: waking a goroutine
 	// is a scheduler call, and every other session of the shard would wait
 	// on it.
-	var wakeBuf [4]*subscriber
+	var wakeBuf [4]*Subscriber
 	wake := b.publishLocked(t, ev, wakeBuf[:0])
 	for i, s := range wake {
 		// At most one direct delivery per event: the publisher (a run)
@@ -244,14 +250,14 @@ func (b *broker) publishTo(t *topic, ev *Event) {
 		if i == 0 {
 			s.deliver()
 		} else {
-			s.wake()
+			s.Wake()
 		}
 	}
 }
 
 // publishLocked is publishTo under the shard lock; it returns the
 // subscribers to wake, appended to wake.
-func (b *broker) publishLocked(t *topic, ev *Event, wake []*subscriber) []*subscriber {
+func (b *Broker) publishLocked(t *Topic, ev *steptype.Event, wake []*Subscriber) []*Subscriber {
 	var sh *brokerShard
 	if t != nil && t.id == ev.SessionID {
 		sh = t.sh
@@ -264,12 +270,12 @@ func (b *broker) publishLocked(t *topic, ev *Event, wake []*subscriber) []*subsc
 		t = sh.topicLocked(ev.SessionID)
 	}
 	defer sh.mu.Unlock()
-	if ev.Type == EventStepCompleted && ev.Step != nil && ev.Step.Sequence > t.seq {
+	if ev.Type == steptype.EventStepCompleted && ev.Step != nil && ev.Step.Sequence > t.seq {
 		t.seq, t.idx = ev.Step.Sequence, 0
 	} else {
 		t.idx++
 	}
-	ev.Position = Position{Seq: t.seq, Idx: t.idx}
+	ev.Position = steptype.Position{Seq: t.seq, Idx: t.idx}
 	if len(t.ring) >= b.ringSize {
 		t.trimLocked(b.ringSize / 2)
 	}
@@ -286,12 +292,12 @@ func (b *broker) publishLocked(t *topic, ev *Event, wake []*subscriber) []*subsc
 	return wake
 }
 
-// subscribe registers a live subscriber and returns the buffered events
+// Subscribe registers a live subscriber and returns the buffered events
 // after pos that are in the ring, and from where the store must be read:
 // storeTo is the last sequence to read from the store (0: nothing, -1: to
 // the end). direct, if not nil, is the subscriber's direct hook (see
-// subscriber.deliver); the calling goroutine is then its consumer.
-func (b *broker) subscribe(sessionID, runID string, pos Position, direct func(*Event) (taken, sent bool)) (s *subscriber, buffered []*Event, storeTo int64) {
+// Subscriber.deliver); the calling goroutine is then its consumer.
+func (b *Broker) Subscribe(sessionID, runID string, pos steptype.Position, direct func(*steptype.Event) (taken, sent bool)) (s *Subscriber, buffered []*steptype.Event, storeTo int64) {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	t := sh.topicLocked(sessionID)
@@ -311,7 +317,7 @@ func (b *broker) subscribe(sessionID, runID string, pos Position, direct func(*E
 	return s, buffered, storeTo
 }
 
-func (b *broker) unsubscribe(sessionID string, s *subscriber) {
+func (b *Broker) Unsubscribe(sessionID string, s *Subscriber) {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	if t := sh.topics[sessionID]; t != nil {
@@ -325,9 +331,9 @@ func (b *broker) unsubscribe(sessionID string, s *subscriber) {
 	}
 }
 
-// poke makes every live subscriber of a session catch up from the store:
+// Poke makes every live subscriber of a session catch up from the store:
 // another instance committed steps this broker has not seen.
-func (b *broker) poke(sessionID string) {
+func (b *Broker) Poke(sessionID string) {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	if t := sh.topics[sessionID]; t != nil {
@@ -339,26 +345,26 @@ func (b *broker) poke(sessionID string) {
 
 // pokeLocked marks the ring incomplete and switches the topic's
 // subscribers to catch-up.
-func (t *topic) pokeLocked() {
+func (t *Topic) pokeLocked() {
 	t.startKnown = false
 	t.pokes++
 	if t.resolving > 0 {
-		t.heldPoke = true // see topic.resolving
+		t.heldPoke = true // see Topic.resolving
 		return
 	}
 	t.lagSubsLocked()
 }
 
 // lagSubsLocked switches the topic's subscribers to catch-up.
-func (t *topic) lagSubsLocked() {
+func (t *Topic) lagSubsLocked() {
 	for _, s := range t.subs {
-		s.markLagged()
+		s.MarkLagged()
 	}
 }
 
-// pokesOf returns the session's poke count, taken before a store read
+// PokesOf returns the session's poke count, taken before a store read
 // whose result is then passed to observe.
-func (b *broker) pokesOf(sessionID string) uint64 {
+func (b *Broker) PokesOf(sessionID string) uint64 {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	if t := sh.topics[sessionID]; t != nil {
@@ -367,13 +373,13 @@ func (b *broker) pokesOf(sessionID string) uint64 {
 	return 0
 }
 
-// observe records that the store holds steps up to seq (seen by a
-// subscriber catching up), so that events published here afterwards are
+// Observe records that the store holds steps up to seq (seen by a
+// Subscriber catching up), so that events published here afterwards are
 // positioned after them even when another instance committed them. pokes is
 // the count taken before the read: when a poke came in since, steps were
 // committed elsewhere after the read and the ring does not cover them, so
 // it is not marked complete.
-func (b *broker) observe(sessionID string, seq int64, pokes uint64) {
+func (b *Broker) Observe(sessionID string, seq int64, pokes uint64) {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	t := sh.topics[sessionID]
@@ -386,21 +392,21 @@ func (b *broker) observe(sessionID string, seq int64, pokes uint64) {
 	}
 }
 
-// pokeBehind pokes a session's subscribers unless this broker has already
+// PokeBehind pokes a session's subscribers unless this broker has already
 // published or observed its steps up to seq (a commit of this process).
-func (b *broker) pokeBehind(sessionID string, seq int64) {
+func (b *Broker) PokeBehind(sessionID string, seq int64) {
 	sh := b.lock(sessionID)
 	t := sh.topics[sessionID]
 	behind := t != nil && t.seq < seq
 	sh.mu.Unlock()
 	if behind {
-		b.poke(sessionID)
+		b.Poke(sessionID)
 	}
 }
 
-// pokeAll makes every live subscriber catch up from the store: changes may
+// PokeAll makes every live subscriber catch up from the store: changes may
 // have been committed that no notification reported.
-func (b *broker) pokeAll() {
+func (b *Broker) PokeAll() {
 	for i := range b.shards {
 		sh := &b.shards[i]
 		sh.mu.Lock()
@@ -411,9 +417,9 @@ func (b *broker) pokeAll() {
 	}
 }
 
-// watch registers a subscriber of a run's live events used as a wake-up
+// Watch registers a subscriber of a run's live events used as a wake-up
 // only (the client protocol re-reads the store when it fires).
-func (b *broker) watch(sessionID, runID string) *subscriber {
+func (b *Broker) Watch(sessionID, runID string) *Subscriber {
 	sh := b.lock(sessionID)
 	defer sh.mu.Unlock()
 	t := sh.topicLocked(sessionID)
@@ -422,9 +428,9 @@ func (b *broker) watch(sessionID, runID string) *subscriber {
 	return s
 }
 
-// subscriberCount is the number of live subscribers (for tests and
+// SubscriberCount is the number of live subscribers (for tests and
 // benchmarks).
-func (b *broker) subscriberCount() int {
+func (b *Broker) SubscriberCount() int {
 	n := 0
 	for i := range b.shards {
 		sh := &b.shards[i]
@@ -435,4 +441,14 @@ func (b *broker) subscriberCount() int {
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// Subscribers returns the live subscribers of a session (for tests).
+func (b *Broker) Subscribers(sessionID string) []*Subscriber {
+	sh := b.lock(sessionID)
+	defer sh.mu.Unlock()
+	if t := sh.topics[sessionID]; t != nil {
+		return slices.Clone(t.subs)
+	}
+	return nil
 }

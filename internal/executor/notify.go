@@ -1,4 +1,4 @@
-package stepwise
+package executor
 
 import (
 	"context"
@@ -15,21 +15,21 @@ import (
 //     slow subscriber takes);
 //   - a run's change of status (finished, cancelled, waiting, queued) makes
 //     them re-check the store, so a run stream ends or reports the park
-//     wherever the run executed; a queued run wakes the executor;
+//     wherever the run executed; a queued run wakes the service;
 //   - an empty payload (the listening connection was re-established, and
 //     notifications may have been lost) makes every local subscriber
-//     re-check the store and wakes the executor.
+//     re-check the store and wakes the service.
 //
 // Stores without a Notifier are reached by this process only: every change
 // is published locally.
-func (e *Engine) listen(ctx context.Context) {
-	n := e.store.Notifier()
+func (s *Service) listen(ctx context.Context) {
+	n := s.cfg.Store.Notifier()
 	if n == nil {
 		return
 	}
 	changes, err := n.Listen(ctx, store.ChannelChanges)
 	if err != nil {
-		e.cfg.Logger.Error("stepwise: listen for changes", "err", err)
+		s.cfg.Logger.Error("stepwise: listen for changes", "err", err)
 		return
 	}
 	go func() {
@@ -41,27 +41,27 @@ func (e *Engine) listen(ctx context.Context) {
 				if !ok {
 					return
 				}
-				e.onChange(p)
+				s.OnChange(p)
 			}
 		}
 	}()
 }
 
-// onChange applies one change notification.
-func (e *Engine) onChange(payload string) {
+// OnChange applies one change notification.
+func (s *Service) OnChange(payload string) {
 	c, ok := store.ParseChange(payload)
 	switch {
 	case !ok:
 		// A reconnect (empty payload), or a payload of a newer version:
 		// re-check everything.
-		e.broker.pokeAll()
-		e.wakeLocal()
+		s.cfg.Broker.PokeAll()
+		s.Wake()
 	case c.RunID == "":
-		e.broker.pokeBehind(c.SessionID, c.Seq)
+		s.cfg.Broker.PokeBehind(c.SessionID, c.Seq)
 	default:
-		e.broker.poke(c.SessionID)
+		s.cfg.Broker.Poke(c.SessionID)
 		if steptype.RunStatus(c.Status) == steptype.RunQueued {
-			e.wakeLocal()
+			s.Wake()
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package stepwise
+package convo
 
 import (
 	"bytes"
