@@ -31,12 +31,21 @@ var ErrNoCredentials = errors.New("stepwise: bedrock: no AWS credentials (set AW
 //
 //  1. AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN;
 //  2. the profile AWS_PROFILE (default "default") of the shared
-//     credentials file, AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials;
-//  3. the same profile of the shared config file, AWS_CONFIG_FILE or
-//     ~/.aws/config ("[profile NAME]", or "[default]").
+//     credentials file, AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials,
+//     then of the shared config file, AWS_CONFIG_FILE or ~/.aws/config
+//     ("[profile NAME]", or "[default]"): its keys, or the output of its
+//     credential_process;
+//  3. the container endpoint of ECS and EKS Pod Identity
+//     (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI, with
+//     AWS_CONTAINER_AUTHORIZATION_TOKEN(_FILE));
+//  4. the EC2 instance metadata service (IMDSv2), unless
+//     AWS_EC2_METADATA_DISABLED is "true".
 //
-// Profiles that name a role, SSO or a credential process are not
-// resolved; pass a CredentialsFunc built on the AWS SDK for those.
+// Credentials of the last three sources are kept until five minutes
+// before they expire. Profiles that assume a role or use SSO directly are
+// not resolved: give them a credential_process (for SSO,
+// "aws configure export-credentials --profile NAME --format process"), or
+// pass a CredentialsFunc built on the AWS SDK.
 func DefaultCredentials(ctx context.Context) (Credentials, error) {
 	if id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"); id != "" && secret != "" {
 		return Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: os.Getenv("AWS_SESSION_TOKEN")}, nil
@@ -56,6 +65,30 @@ func DefaultCredentials(ctx context.Context) (Credentials, error) {
 		if kv["aws_access_key_id"] != "" && kv["aws_secret_access_key"] != "" {
 			return Credentials{AccessKeyID: kv["aws_access_key_id"], SecretAccessKey: kv["aws_secret_access_key"], SessionToken: kv["aws_session_token"]}, nil
 		}
+		if cmd := kv["credential_process"]; cmd != "" {
+			return cached(ctx, "process "+cmd, func(ctx context.Context) (remoteCredentials, error) { return processCredentials(ctx, cmd) })
+		}
+	}
+	if rel, full := os.Getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"), os.Getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI"); rel != "" || full != "" {
+		u := full
+		if rel != "" {
+			u = "http://169.254.170.2" + rel
+		}
+		return cached(ctx, "container "+u, func(ctx context.Context) (remoteCredentials, error) { return containerCredentials(ctx, u) })
+	}
+	if !strings.EqualFold(os.Getenv("AWS_EC2_METADATA_DISABLED"), "true") {
+		base := os.Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+		if base == "" {
+			base = "http://169.254.169.254"
+		}
+		c, err := cached(ctx, "imds "+base, func(ctx context.Context) (remoteCredentials, error) { return imdsCredentials(ctx, base) })
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return Credentials{}, ctx.Err()
+		}
+		// Not on EC2, or no role: nothing more to try.
 	}
 	return Credentials{}, ErrNoCredentials
 }
