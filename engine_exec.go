@@ -374,6 +374,10 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		if errors.Is(err, store.ErrConflict) {
 			return x.conflict(err)
 		}
+		// The commit may have happened and only its answer been lost
+		// (store.ErrUnavailable): nothing of it is published here, so the
+		// session's subscribers read what the store holds.
+		x.e.broker.Poke(x.run.SessionID)
 		return fmt.Errorf("commit step: %w", err)
 	}
 	x.mu.Lock()

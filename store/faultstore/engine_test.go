@@ -162,7 +162,7 @@ func runUnderFaults(t *testing.T, seed int64, inner store.Store, instances int) 
 	agent := &stepwise.Agent{Name: "worker", Model: model, Tools: []tool.Tool{k.tool()}}
 	// Each instance has a schedule of its own (seed, seed+1000, …).
 	var stores []*faultstore.Store
-	var eng *stepwise.Engine
+	var engines []*stepwise.Engine
 	for i := range instances {
 		fs := faultstore.New(inner, schedule(seed+int64(1000*i)))
 		stores = append(stores, fs)
@@ -175,15 +175,17 @@ func runUnderFaults(t *testing.T, seed int64, inner store.Store, instances int) 
 		if err := e.Start(ctx); err != nil {
 			fail("start: %v", err)
 		}
-		if i == 0 {
-			eng = e
-		}
+		engines = append(engines, e)
 	}
-	fs := stores[0]
+	eng, fs := engines[0], stores[0]
 	const sessions = 6
+	var streams []*runStream
 	for i := range sessions {
 		for attempt := 0; ; attempt++ {
-			if _, err := eng.StartRun(ctx, stepwise.StartParams{Agent: "worker", Input: fmt.Sprintf("task %d", i)}); err == nil {
+			if r, err := eng.StartRun(ctx, stepwise.StartParams{Agent: "worker", Input: fmt.Sprintf("task %d", i)}); err == nil {
+				// Watched from the last instance: on PostgreSQL, another
+				// one than the run's starter.
+				streams = append(streams, watchRun(ctx, engines[len(engines)-1], r.ID))
 				break
 			}
 			if attempt == 50 {
@@ -221,6 +223,9 @@ func runUnderFaults(t *testing.T, seed int64, inner store.Store, instances int) 
 		time.Sleep(10 * time.Millisecond)
 	}
 	checkInvariants(t, inner, k, fail)
+	for _, rs := range streams {
+		rs.check(t, inner, deadline, fail)
+	}
 	runs, _ := inner.RunList(ctx, &store.RunListParams{})
 	statuses := map[steptype.RunStatus]int{}
 	for _, r := range runs {
@@ -237,6 +242,88 @@ func runUnderFaults(t *testing.T, seed int64, inner store.Store, instances int) 
 	keys := len(k.runs)
 	k.mu.Unlock()
 	t.Logf("seed %d: %d calls, injected %v; runs %v; %d tool executions of %d calls", seed, fs.Calls(), fs.Injected(), statuses, execs, keys)
+}
+
+// runStream is a consumer of a run's event stream that reconnects from
+// its last position after an error, as an SSE client does.
+type runStream struct {
+	runID string
+	mu    sync.Mutex
+	steps []string // ids of the step_completed events, in order
+	done  bool     // run_finished seen
+	errs  int
+}
+
+func watchRun(ctx context.Context, eng *stepwise.Engine, runID string) *runStream {
+	rs := &runStream{runID: runID}
+	go func() {
+		var after stepwise.Position
+		for ctx.Err() == nil {
+			for ev, err := range eng.Subscribe(ctx, stepwise.SubscribeParams{RunID: runID, After: after}) {
+				if err != nil {
+					rs.mu.Lock()
+					rs.errs++
+					rs.mu.Unlock()
+					break
+				}
+				after = ev.Position
+				rs.mu.Lock()
+				switch ev.Type {
+				case stepwise.EventStepCompleted:
+					rs.steps = append(rs.steps, ev.Step.ID)
+				case stepwise.EventRunFinished:
+					rs.done = true
+				}
+				done := rs.done
+				rs.mu.Unlock()
+				if done {
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return rs
+}
+
+// check waits for the stream to end, then compares what it received with
+// the run's committed steps: each exactly once, in order.
+func (rs *runStream) check(t *testing.T, st store.Store, deadline time.Time, fail func(string, ...any)) {
+	t.Helper()
+	for {
+		rs.mu.Lock()
+		done := rs.done
+		rs.mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			fail("the stream of run %s did not end", rs.runID)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	steps, err := st.StepList(t.Context(), &store.StepListParams{RunID: rs.runID})
+	if err != nil {
+		fail("steps of run %s: %v", rs.runID, err)
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var want []string
+	for _, s := range steps {
+		want = append(want, s.ID)
+	}
+	if fmt.Sprint(want) != fmt.Sprint(rs.steps) {
+		got := map[string]bool{}
+		for _, id := range rs.steps {
+			got[id] = true
+		}
+		for _, s := range steps {
+			if !got[s.ID] {
+				t.Logf("run %s: step %d (%s %s %s, session %s) not delivered", rs.runID, s.Sequence, s.Kind, s.Name, s.Status, s.SessionID)
+			}
+		}
+		fail("run %s: the stream delivered %d steps %v (after %d reconnections), committed %d %v", rs.runID, len(rs.steps), rs.steps, rs.errs, len(want), want)
+	}
 }
 
 func checkOneUnfinished(t *testing.T, st store.Store, fail func(string, ...any)) {

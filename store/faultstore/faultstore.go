@@ -34,8 +34,10 @@ type Config struct {
 	MaxLatency time.Duration
 	// RenewFail fails RunLeaseRenew (nothing renewed).
 	RenewFail float64
-	// NotifyLost drops a notification received from the store's Notifier;
-	// NotifyDelay delivers it up to MaxNotifyDelay late.
+	// NotifyLost loses a notification received from the store's Notifier
+	// in a simulated reconnect (an empty payload takes its place, as the
+	// Notifier contract says); NotifyDelay delivers one up to
+	// MaxNotifyDelay late.
 	NotifyLost     float64
 	NotifyDelay    float64
 	MaxNotifyDelay time.Duration

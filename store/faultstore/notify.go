@@ -31,8 +31,10 @@ func (n *notifier) Notify(ctx context.Context, channel, payload string) error {
 	return n.inner.Notify(ctx, channel, payload)
 }
 
-// Listen forwards the inner subscription, dropping or delaying each
-// delivery on the schedule. Delayed deliveries keep their order.
+// Listen forwards the inner subscription, losing or delaying deliveries on
+// the schedule. A lost notification is lost as the Notifier contract
+// allows, in a reconnect: an empty payload (re-read everything) takes its
+// place, up to MaxNotifyDelay late. Deliveries keep their order.
 func (n *notifier) Listen(ctx context.Context, channel string) (<-chan string, error) {
 	in, err := n.inner.Listen(ctx, channel)
 	if err != nil {
@@ -45,16 +47,18 @@ func (n *notifier) Listen(ctx context.Context, channel string) (<-chan string, e
 			d := n.s.decide()
 			if n.s.enabled.Load() && p != "" {
 				if d.draws[0] < n.s.cfg.NotifyLost {
+					// Lost as the contract allows: in a reconnect, which is
+					// then reported with an empty payload (re-read
+					// everything), here after up to MaxNotifyDelay.
 					n.s.count(FaultNotifyLost)
-					continue
+					if !sleep(ctx, time.Duration(d.draws[2]*float64(n.s.cfg.MaxNotifyDelay))) {
+						return
+					}
+					p = ""
 				}
-				if d.draws[1] < n.s.cfg.NotifyDelay && n.s.cfg.MaxNotifyDelay > 0 {
+				if p != "" && d.draws[1] < n.s.cfg.NotifyDelay && n.s.cfg.MaxNotifyDelay > 0 {
 					n.s.count(FaultNotifyDelay)
-					t := time.NewTimer(time.Duration(d.draws[2] * float64(n.s.cfg.MaxNotifyDelay)))
-					select {
-					case <-t.C:
-					case <-ctx.Done():
-						t.Stop()
+					if !sleep(ctx, time.Duration(d.draws[2]*float64(n.s.cfg.MaxNotifyDelay))) {
 						return
 					}
 				}
@@ -67,4 +71,16 @@ func (n *notifier) Listen(ctx context.Context, channel string) (<-chan string, e
 		}
 	}()
 	return out, nil
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
