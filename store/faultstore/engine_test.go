@@ -17,6 +17,7 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/internal/pgtest"
+	"github.com/stepwise-run/stepwise/internal/raceflag"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/scripted"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -202,7 +203,11 @@ func runUnderFaults(t *testing.T, seed int64, inner store.Store, instances int) 
 	for _, st := range stores {
 		st.SetEnabled(false)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	drain := 30 * time.Second
+	if raceflag.Enabled {
+		drain *= 4 // the race detector slows everything on a shared machine
+	}
+	deadline := time.Now().Add(drain)
 	for {
 		runs, err := inner.RunList(ctx, &store.RunListParams{})
 		if err != nil {
@@ -218,7 +223,7 @@ func runUnderFaults(t *testing.T, seed int64, inner store.Store, instances int) 
 			break
 		}
 		if time.Now().After(deadline) {
-			fail("%d of %d runs unfinished 30s after the faults stopped (injected %v)", open, len(runs), fs.Injected())
+			fail("%d of %d runs unfinished %v after the faults stopped (injected %v)", open, len(runs), drain, fs.Injected())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
