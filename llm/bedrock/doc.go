@@ -20,9 +20,10 @@
 // of Config.Credentials, by default [DefaultCredentials]: the
 // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN variables,
 // then the AWS_PROFILE profile of ~/.aws/credentials and ~/.aws/config
-// (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE), its keys or its
-// credential_process, then the ECS / EKS Pod Identity container endpoint,
-// then the EC2 instance metadata service. They are read before every
+// (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE) — a role it assumes with
+// STS, its keys or its credential_process —, then a web identity (EKS
+// IRSA), then the ECS / EKS Pod Identity container endpoint, then the EC2
+// instance metadata service. They are read before every
 // request (expiring ones are kept until shortly before they expire), so
 // rotated keys are picked up. A Bedrock API key
 // (Config.BearerToken, AWS_BEARER_TOKEN_BEDROCK) replaces the signature
