@@ -1,4 +1,4 @@
-package server
+package loadgen
 
 import (
 	"bufio"
@@ -151,7 +151,7 @@ func TestWireStreamRejects(t *testing.T) {
 }
 
 // TestRunLoadClientReaders: the client process's two readers (the epoll
-// one, and net/http's selected by LoadClientReaderEnv) deliver and measure
+// one, and net/http's selected by ClientReaderEnv) deliver and measure
 // every delta of a real server's streams.
 func TestRunLoadClientReaders(t *testing.T) {
 	t.Parallel()
@@ -159,8 +159,8 @@ func TestRunLoadClientReaders(t *testing.T) {
 		t.Skip("sets the client's environment with env(1)")
 	}
 	for _, reader := range []string{"", "net/http"} {
-		cmd := append([]string{"env", LoadClientReaderEnv + "=" + reader}, loadClientCommand()...)
-		res, err := runLoad(t, LoadConfig{Runs: 20, Turns: 3, Deltas: 4, Latency: time.Millisecond, ClientCommand: cmd})
+		cmd := append([]string{"env", ClientReaderEnv + "=" + reader}, loadClientCommand()...)
+		res, err := runLoad(t, Config{Runs: 20, Turns: 3, Deltas: 4, Latency: time.Millisecond, ClientCommand: cmd})
 		if err != nil {
 			t.Fatalf("reader %q: %v", reader, err)
 		}
@@ -170,7 +170,7 @@ func TestRunLoadClientReaders(t *testing.T) {
 	}
 }
 
-// TestLoadGC: the collector's counters RunLoad reports count the cycles
+// TestLoadGC: the collector's counters Run reports count the cycles
 // between two readings and their mark work, and the memory sampler
 // records what the collections after the first reading found live and
 // scanned of the stacks, none before it.
@@ -211,7 +211,7 @@ func TestLoadGC(t *testing.T) {
 	if peaks.stacks.Load() <= 0 {
 		t.Fatal("no stack scanned")
 	}
-	r := LoadResult{GC: got}
+	r := Result{GC: got}
 	if s := r.String(); !strings.Contains(s, fmt.Sprintf("; %d GC cycles, mark ", got.Cycles)) {
 		t.Fatalf("String() = %q, want the GC figures", s)
 	}

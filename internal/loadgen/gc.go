@@ -1,4 +1,4 @@
-package server
+package loadgen
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultGCPercent is the garbage-collection target (GOGC) that `stepwise
-// serve` and RunLoad run with. A streaming server's live heap is mostly
+// serve` and Run run with. A streaming server's live heap is mostly
 // long-lived (connection buffers, the engine's rings of recent events),
 // while each delta leaves a little short-lived garbage: with Go's default
 // of 100 the collector runs several times a second at 1,000 streams and

@@ -1,4 +1,4 @@
-package server
+package loadgen
 
 import (
 	"bufio"
@@ -13,28 +13,27 @@ import (
 	"time"
 )
 
-// LoadClientEnv is set (to "1") in the environment of the client process
-// RunLoad starts for LoadConfig.ClientCommand: the program that finds it
-// calls LoadClientMain.
-const LoadClientEnv = "STEPWISE_LOAD_CLIENT"
+// ClientEnv is set (to "1") in the environment of the client process
+// Run starts for Config.ClientCommand: the program that finds it
+// calls ClientMain.
+const ClientEnv = "STEPWISE_LOAD_CLIENT"
 
-// LoadClientReaderEnv, set to "net/http" in the environment of the client
+// ClientReaderEnv, set to "net/http" in the environment of the client
 // process, makes it read each stream on a goroutine of its own through
-// net/http (as the in-process clients do, and as the client process did
-// before round seven) instead of all streams on one goroutine waiting on
-// epoll (Linux; readLoadStreams): to compare the two.
-const LoadClientReaderEnv = "STEPWISE_LOAD_CLIENT_READER"
+// net/http (as the in-process clients do) instead of all streams on one
+// goroutine waiting on epoll (Linux; readLoadStreams): to compare the two.
+const ClientReaderEnv = "STEPWISE_LOAD_CLIENT_READER"
 
-// IsLoadClient reports whether this process was started by RunLoad as its
+// IsClient reports whether this process was started by Run as its
 // client process.
-func IsLoadClient() bool { return os.Getenv(LoadClientEnv) == "1" }
+func IsClient() bool { return os.Getenv(ClientEnv) == "1" }
 
-// LoadClientMain is the client process of RunLoad: it reads the clients'
+// ClientMain is the client process of Run: it reads the clients'
 // configuration (JSON) from standard input, connects the subscribers and
 // reports on file descriptor 3, one JSON line when all are connected (the
 // measurement starts), then one with the result. Its standard output stays
 // free for whatever else the program prints.
-func LoadClientMain(ctx context.Context) error {
+func ClientMain(ctx context.Context) error {
 	out := os.NewFile(3, "load-results")
 	if out == nil {
 		return errors.New("load client: no results pipe (fd 3)")
@@ -54,7 +53,7 @@ func loadClientMain(ctx context.Context, in io.Reader, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	var cpu0 time.Duration
 	read := readLoadStreams
-	if !readLoadStreamsSupported || os.Getenv(LoadClientReaderEnv) == "net/http" {
+	if !readLoadStreamsSupported || os.Getenv(ClientReaderEnv) == "net/http" {
 		read = runLoadClients
 	}
 	res, err := read(ctx, cfg, func() {
@@ -69,7 +68,7 @@ func loadClientMain(ctx context.Context, in io.Reader, out io.Writer) error {
 	return enc.Encode(res)
 }
 
-// runClientProcess starts argv as RunLoad's client process, hands it cfg,
+// runClientProcess starts argv as Run's client process, hands it cfg,
 // calls ready when it reports its subscribers connected and returns what it
 // measured.
 func runClientProcess(ctx context.Context, argv []string, cfg loadClientConfig, ready func()) (*loadClientResult, error) {
@@ -84,7 +83,7 @@ func runClientProcess(ctx context.Context, argv []string, cfg loadClientConfig, 
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), LoadClientEnv+"=1")
+	cmd.Env = append(os.Environ(), ClientEnv+"=1")
 	cmd.Stdin = bytes.NewReader(cfgJSON)
 	var output bytes.Buffer // shown if it fails (a test binary prints PASS)
 	cmd.Stdout, cmd.Stderr = &output, &output

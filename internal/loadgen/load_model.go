@@ -1,4 +1,4 @@
-package server
+package loadgen
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 var loadToolDef = llm.ToolDef{Name: "noop", Description: "Does nothing.", Parameters: json.RawMessage(`{"type":"object"}`)}
 
-// loadModel is the model of RunLoad: each call streams deltas whose text is
+// loadModel is the model of Run: each call streams deltas whose text is
 // the time they were produced ("t<unix nanoseconds>|"), so a subscriber can
 // measure delivery latency, each after a delay of latency ±50%; every call
 // but the last asks for the noop tool.

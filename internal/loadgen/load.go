@@ -1,4 +1,4 @@
-package server
+package loadgen
 
 import (
 	"bufio"
@@ -20,17 +20,18 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/server"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
-// DefaultLoadLatency is LoadConfig.Latency's default: about 50 chunks a
+// DefaultLatency is Config.Latency's default: about 50 chunks a
 // second per stream, the pace of a fast hosted model. `stepwise bench
 // --http` uses it too, so its default load is BenchmarkHTTPStreaming's.
-const DefaultLoadLatency = 20 * time.Millisecond
+const DefaultLatency = 20 * time.Millisecond
 
-// LoadConfig configures RunLoad. Zero values take the defaults.
-type LoadConfig struct {
+// Config configures Run. Zero values take the defaults.
+type Config struct {
 	// Runs is the number of concurrent runs, each in its own session with
 	// its own SSE subscriber. Default 100.
 	Runs int
@@ -41,7 +42,7 @@ type LoadConfig struct {
 	// Deltas is the streamed deltas per model call. Default 10.
 	Deltas int
 	// Latency is the model's delay before each delta (±50%). Default
-	// DefaultLoadLatency.
+	// DefaultLatency.
 	Latency time.Duration
 	// Ramp spreads the starts of the runs evenly over this duration, as
 	// users do not all press enter in the same millisecond. Default: one
@@ -49,7 +50,7 @@ type LoadConfig struct {
 	Ramp time.Duration
 	// Burst starts every run at once instead (the worst case).
 	Burst bool
-	// Store backs the engine (required; RunLoad does not close it). The
+	// Store backs the engine (required; Run does not close it). The
 	// caller chooses the driver, as everywhere in the serving layer: the
 	// CLI and the benchmark pass a new in-memory store.
 	Store store.Store
@@ -57,7 +58,7 @@ type LoadConfig struct {
 	Logger *slog.Logger
 	// ClientCommand, if set, runs the subscribers in a process of their
 	// own: the command (program and arguments) is started with
-	// LoadClientEnv set, and must call LoadClientMain. The kernel then
+	// ClientEnv set, and must call ClientMain. The kernel then
 	// schedules server and clients as it would on separate machines;
 	// without it (nil) they share the server's process and Go scheduler,
 	// where goroutines woken by the network poller wait behind the runs'.
@@ -68,8 +69,8 @@ type LoadConfig struct {
 	GCPercent int
 }
 
-// LoadResult is what RunLoad measured.
-type LoadResult struct {
+// Result is what Run measured.
+type Result struct {
 	Runs       int           `json:"runs"`
 	Steps      int64         `json:"steps"`  // committed steps seen by the subscribers
 	Deltas     int64         `json:"deltas"` // step_delta events seen by the subscribers
@@ -97,17 +98,17 @@ type LoadResult struct {
 	// (ClientProcess); zero otherwise.
 	ServerCPUPerEvent time.Duration `json:"server_cpu_per_event_ns"`
 	// ClientProcess reports that the subscribers ran in a process of
-	// their own (LoadConfig.ClientCommand).
+	// their own (Config.ClientCommand).
 	ClientProcess bool `json:"client_process"`
 	// GC is what the server process's collector did while the runs ran.
-	GC LoadGC `json:"gc"`
+	GC GCStats `json:"gc"`
 }
 
-// LoadGC is the work of the collector of RunLoad's process during the
+// GCStats is the work of the collector of Run's process during the
 // runs (from runtime/metrics: the CPU figures are the runtime's estimates,
 // updated as each cycle ends, so a cycle still marking when the runs end
 // is not in them).
-type LoadGC struct {
+type GCStats struct {
 	// Cycles is the number of collections completed.
 	Cycles int `json:"cycles"`
 	// MarkCPU is the CPU time of their mark phases (assists, dedicated,
@@ -118,13 +119,13 @@ type LoadGC struct {
 	AssistCPU time.Duration `json:"assist_cpu_ns"`
 	// PeakLiveMB is the most heap one of those collections marked live,
 	// PeakStacksMB the most goroutine stack one of them scanned (both
-	// sampled as RunLoad samples the heap; 0 without a collection).
+	// sampled as Run samples the heap; 0 without a collection).
 	PeakLiveMB   float64 `json:"peak_live_mb"`
 	PeakStacksMB float64 `json:"peak_stacks_mb"`
 }
 
 // String summarizes the result on one line.
-func (r *LoadResult) String() string {
+func (r *Result) String() string {
 	clients := "clients in process"
 	if r.ClientProcess {
 		clients = fmt.Sprintf("clients in their own process, server %s CPU/event", r.ServerCPUPerEvent.Round(100*time.Nanosecond))
@@ -136,7 +137,7 @@ func (r *LoadResult) String() string {
 			r.GC.Cycles, r.GC.MarkCPU.Round(100*time.Microsecond), r.GC.AssistCPU.Round(100*time.Microsecond), r.GC.PeakLiveMB, r.GC.PeakStacksMB)
 }
 
-func (c LoadConfig) withDefaults() LoadConfig {
+func (c Config) withDefaults() Config {
 	if c.Runs <= 0 {
 		c.Runs = 100
 	}
@@ -147,7 +148,7 @@ func (c LoadConfig) withDefaults() LoadConfig {
 		c.Deltas = 10
 	}
 	if c.Latency == 0 {
-		c.Latency = DefaultLoadLatency
+		c.Latency = DefaultLatency
 	}
 	if c.Ramp <= 0 {
 		c.Ramp = time.Duration(c.Deltas) * c.Latency
@@ -164,7 +165,7 @@ func (c LoadConfig) withDefaults() LoadConfig {
 	return c
 }
 
-// RunLoad measures streaming over HTTP on loopback: it starts an engine and
+// Run measures streaming over HTTP on loopback: it starts an engine and
 // a server on 127.0.0.1, creates Runs sessions and connects an SSE
 // subscriber to each, then starts a run in every session (spread over
 // Ramp), on a model that stamps each delta with the time it was produced. It reports
@@ -172,12 +173,12 @@ func (c LoadConfig) withDefaults() LoadConfig {
 // The subscribers run in the same process and count against the same CPUs,
 // unless ClientCommand starts them in a process of their own.
 // It backs BenchmarkHTTPStreaming and `stepwise bench --http`.
-func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
+func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
 	defer TuneGC(cfg.GCPercent)()
 	st := cfg.Store
 	if st == nil {
-		return nil, errors.New("server: RunLoad needs a store (LoadConfig.Store)")
+		return nil, errors.New("loadgen: Run needs a store (Config.Store)")
 	}
 	noop := tool.Func(loadToolDef, func(context.Context, *tool.Call) (*tool.Result, error) { return &tool.Result{Content: "ok"}, nil })
 	eng, err := stepwise.New(stepwise.Config{Store: st, Workers: cfg.Runs, Logger: cfg.Logger,
@@ -186,7 +187,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		return nil, err
 	}
 	defer eng.Close()
-	srv, err := New(Config{Engine: eng, Logger: cfg.Logger})
+	srv, err := server.New(server.Config{Engine: eng, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +196,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load: listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ConnContext: ConnContext}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ConnContext: server.ConnContext}
 	go func() { _ = hs.Serve(ln) }()
 	defer hs.Close()
 
@@ -220,22 +221,22 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	server := processCPU() - cpu0
+	serverCPU := processCPU() - cpu0
 	gc := readGC().since(gc0)
 	stopSampling()
 	all := out.Lats
 	slices.Sort(all)
-	res := &LoadResult{Runs: cfg.Runs, Steps: out.Steps, Deltas: out.Deltas, Elapsed: out.Elapsed,
+	res := &Result{Runs: cfg.Runs, Steps: out.Steps, Deltas: out.Deltas, Elapsed: out.Elapsed,
 		PeakHeapMB: float64(peakHeap.Load()) / (1 << 20), PeakGoroutines: int(peakG.Load()),
 		ClientProcess: len(cfg.ClientCommand) > 0, GC: gc}
 	res.GC.PeakLiveMB = float64(peakGC.live.Load()) / (1 << 20)
 	res.GC.PeakStacksMB = float64(peakGC.stacks.Load()) / (1 << 20)
 	res.StepsPerS = float64(res.Steps) / res.Elapsed.Seconds()
 	res.DeltasPerS = float64(res.Deltas) / res.Elapsed.Seconds()
-	if n := res.Steps + res.Deltas; n > 0 && server > 0 {
-		res.CPUPerEvent = (server + out.CPU) / time.Duration(n)
+	if n := res.Steps + res.Deltas; n > 0 && serverCPU > 0 {
+		res.CPUPerEvent = (serverCPU + out.CPU) / time.Duration(n)
 		if res.ClientProcess {
-			res.ServerCPUPerEvent = server / time.Duration(n)
+			res.ServerCPUPerEvent = serverCPU / time.Duration(n)
 		}
 	}
 	if n := len(all); n > 0 {
@@ -244,7 +245,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	return res, nil
 }
 
-// loadClientConfig is what the subscribers of RunLoad need to know; a
+// loadClientConfig is what the subscribers of Run need to know; a
 // client process reads it as JSON.
 type loadClientConfig struct {
 	Base   string        `json:"base"`
@@ -411,7 +412,9 @@ func createLoadSession(ctx context.Context, hc *http.Client, base string) (strin
 
 // startLoadRun starts the run of a session and returns its id.
 func startLoadRun(ctx context.Context, hc *http.Client, base, sessionID string) (string, error) {
-	var created runCreated
+	var created struct {
+		Run *stepwise.Run `json:"run"`
+	}
 	if err := loadPost(ctx, hc, base+"/v1/runs", `{"agent":"load","input":"go","session_id":"`+sessionID+`"}`, &created); err != nil {
 		return "", err
 	}
@@ -655,9 +658,9 @@ func readGC() gcCounters {
 }
 
 // since is the collector's work between c0 and c.
-func (c gcCounters) since(c0 gcCounters) LoadGC {
+func (c gcCounters) since(c0 gcCounters) GCStats {
 	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-	return LoadGC{Cycles: int(c.cycles - c0.cycles), MarkCPU: sec(c.mark - c0.mark), AssistCPU: sec(c.assist - c0.assist)}
+	return GCStats{Cycles: int(c.cycles - c0.cycles), MarkCPU: sec(c.mark - c0.mark), AssistCPU: sec(c.assist - c0.assist)}
 }
 
 // parseStamp parses the decimal nanoseconds of a delta stamp.

@@ -1,4 +1,4 @@
-package server
+package loadgen
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // (16 steps per run); starts are spread over one model call (200ms), and
 // runs=1000/burst starts them all at once. It reports committed steps/s,
 // the delivery latency of deltas from the model to the subscriber (p50,
-// p99), CPU per event and the peak live heap. See RunLoad and
+// p99), CPU per event and the peak live heap. See Run and
 // `stepwise bench --http`.
 //
 // The subscribers run in a process of their own (this test binary, started
@@ -26,7 +26,7 @@ import (
 // harness of the earlier rounds, whose figures they compare with.
 func BenchmarkHTTPStreaming(b *testing.B) {
 	for _, inproc := range []bool{false, true} {
-		for _, c := range []LoadConfig{{Runs: 10}, {Runs: 100}, {Runs: 1000}, {Runs: 1000, Burst: true}} {
+		for _, c := range []Config{{Runs: 10}, {Runs: 100}, {Runs: 1000}, {Runs: 1000, Burst: true}} {
 			name := fmt.Sprintf("runs=%d", c.Runs)
 			if c.Burst {
 				name += "/burst"
@@ -37,7 +37,7 @@ func BenchmarkHTTPStreaming(b *testing.B) {
 				c.ClientCommand = loadClientCommand()
 			}
 			b.Run(name, func(b *testing.B) {
-				var last *LoadResult
+				var last *Result
 				for b.Loop() {
 					res, err := runLoad(b, c)
 					if err != nil {
@@ -55,7 +55,7 @@ func BenchmarkHTTPStreaming(b *testing.B) {
 	}
 }
 
-// loadClientCommand starts this test binary again as RunLoad's client
+// loadClientCommand starts this test binary again as Run's client
 // process: it runs TestLoadClientProcess alone. STEPWISE_LOAD_CLIENT_PREFIX
 // (words separated by spaces) is put before it, to measure with the
 // clients under another scheduling policy (e.g. "chrt -r 11": the clients
@@ -64,13 +64,13 @@ func loadClientCommand() []string {
 	return append(strings.Fields(os.Getenv("STEPWISE_LOAD_CLIENT_PREFIX")), os.Args[0], "-test.run=^TestLoadClientProcess$", "-test.bench=^$", "-test.count=1")
 }
 
-// TestLoadClientProcess is RunLoad's client process when this test binary
+// TestLoadClientProcess is Run's client process when this test binary
 // is started by loadClientCommand; otherwise it has nothing to do.
 func TestLoadClientProcess(t *testing.T) {
-	if !IsLoadClient() {
-		t.Skip("only as RunLoad's client process")
+	if !IsClient() {
+		t.Skip("only as Run's client process")
 	}
-	if err := LoadClientMain(context.Background()); err != nil {
+	if err := ClientMain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -79,7 +79,7 @@ func TestLoadClientProcess(t *testing.T) {
 // same counts as in process, every delta delivered and measured.
 func TestRunLoadClientProcess(t *testing.T) {
 	t.Parallel()
-	res, err := runLoad(t, LoadConfig{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, ClientCommand: loadClientCommand()})
+	res, err := runLoad(t, Config{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, ClientCommand: loadClientCommand()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestRunLoadClientProcess(t *testing.T) {
 
 func TestRunLoadSmall(t *testing.T) {
 	t.Parallel()
-	res, err := runLoad(t, LoadConfig{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, Burst: true})
+	res, err := runLoad(t, Config{Runs: 5, Turns: 3, Deltas: 4, Latency: time.Millisecond, Burst: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +104,11 @@ func TestRunLoadSmall(t *testing.T) {
 	t.Log(res)
 }
 
-// runLoad is RunLoad on a new in-memory store, closed when it returns.
-func runLoad(tb testing.TB, c LoadConfig) (*LoadResult, error) {
+// runLoad is Run on a new in-memory store, closed when it returns.
+func runLoad(tb testing.TB, c Config) (*Result, error) {
 	tb.Helper()
 	st := memory.New()
 	defer st.Close()
 	c.Store = st
-	return RunLoad(context.Background(), c)
+	return Run(context.Background(), c)
 }
