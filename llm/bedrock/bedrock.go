@@ -125,7 +125,8 @@ func (m *Model) Provider() string { return ProviderName }
 // Generate streams one message for req; see [llm.Model] for the contract of
 // the sequence. Partial responses carry text, reasoning and tool-input
 // deltas as they arrive; the final response carries the whole message,
-// usage and stop reason.
+// usage and stop reason, and as its Model the model id called (the API
+// reports none).
 //
 // Errors are *llm.Error classified for the engine's retries, except that
 // cancellation of ctx yields ctx.Err() unchanged.
@@ -149,10 +150,10 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 			return
 		}
 		if m.cfg.Unary {
-			m.unary(ctx, callCtx, raw, yield)
+			m.unary(ctx, callCtx, raw, model, yield)
 			return
 		}
-		m.stream(ctx, callCtx, raw, yield)
+		m.stream(ctx, callCtx, raw, model, yield)
 	}
 }
 

@@ -53,7 +53,8 @@
 // carry the text, reasoningContent and toolUse input deltas; a toolUse
 // block's start yields a ToolCallDelta with its id and name. The final
 // response, after messageStop, has the whole text and reasoning, the tool
-// calls, the stop reason and the usage of the metadata event: InputTokens
+// calls, the stop reason, the model id called (the stream names none) and
+// the usage of the metadata event: InputTokens
 // counts inputTokens + cacheReadInputTokens + cacheWriteInputTokens,
 // CachedTokens the cache reads.
 //
