@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stepwise-run/stepwise/llm/bedrock"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 )
 
 // awsEnv clears the variables of the chain and points the shared files
@@ -118,8 +119,8 @@ func TestModelSignsWithTheChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := run(t.Context(), m, ask("hi")); d.err != nil {
-		t.Fatal(d.err)
+	if d := llmtest.Drain(t.Context(), m, llmtest.UserRequest("hi")); d.Err != nil {
+		t.Fatal(d.Err)
 	}
 	if r := f.last(t); r.header.Get("X-Amz-Security-Token") != "" {
 		t.Errorf("token sent: %v", r.header)
