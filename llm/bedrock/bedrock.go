@@ -49,6 +49,13 @@ type Config struct {
 	// Unary sends converse and yields only the final response. Default
 	// false: converse-stream.
 	Unary bool
+	// PromptCaching ends the last message with a cachePoint, so that
+	// models that support it (Claude 3.7 and later, Nova) cache the
+	// longest reusable prefix of each call: cheaper and faster agent
+	// loops, since every step resends the previous context. Off by
+	// default: cache writes cost more than plain input, and other models
+	// refuse the block.
+	PromptCaching bool
 	// HTTPClient sends the requests. Default: a client with the standard
 	// transport and a 10-minute limit on the wait for response headers.
 	HTTPClient *http.Client

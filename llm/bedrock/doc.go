@@ -43,6 +43,7 @@
 // message; assistant tool calls are toolUse blocks. Tools are
 // toolConfig.tools with their JSON Schema unchanged. Request.MaxTokens,
 // else Config.MaxTokens, and Request.Temperature are inferenceConfig.
+// Config.PromptCaching ends the last message with a cachePoint block.
 // Reasoning from earlier turns is not sent back (it needs the signature
 // the model issued, which llm.Message has no field for).
 //

@@ -121,3 +121,18 @@ func TestNewConfig(t *testing.T) {
 		t.Fatalf("%v %v", m, err)
 	}
 }
+
+func TestRequestPromptCaching(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, serveEvents(eventFile(t, "text.events")))
+	if d := llmtest.Drain(t.Context(), f.model(t, func(c *bedrock.Config) { c.PromptCaching = true }), agentTurn()); d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	b := f.last(t).body
+	if got := jsonOf(t, llmtest.Field(b, "messages", 2, "content", 2)); got != `{"cachePoint":{"type":"default"}}` {
+		t.Errorf("last block %s", got)
+	}
+	if n := len(llmtest.Field(b, "messages", 1, "content").([]any)); n != 3 {
+		t.Errorf("%d blocks in the assistant turn: the cache point belongs to the last message only", n)
+	}
+}
