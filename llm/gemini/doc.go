@@ -60,6 +60,9 @@
 //     delay is Retry-After, else the status's RetryInfo retryDelay;
 //   - a status inside the stream by its code, the same way;
 //   - a prompt blocked by promptFeedback: permanent, Code "blocked";
+//   - a turn that ends with finish reason MALFORMED_FUNCTION_CALL and no
+//     call: transient, Code "malformed_function_call" (another attempt
+//     usually writes the call);
 //   - refused or reset connections and timeouts: transient;
 //   - a stream that ends before a chunk with a finish reason: transient,
 //     Code "stream_truncated";

@@ -55,7 +55,7 @@ func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield f
 		yield(nil, llm.Truncated("a finish reason", dec.Err()))
 		return
 	}
-	yield(acc.final(), nil)
+	yield(acc.result())
 }
 
 // unary reads the single response of generateContent and yields it as the
@@ -80,7 +80,7 @@ func (m *Model) unary(ctx, callCtx context.Context, raw *http.Response, yield fu
 		yield(nil, llm.Truncated("a finish reason", nil))
 		return
 	}
-	yield(acc.final(), nil)
+	yield(acc.result())
 }
 
 // accumulator assembles the final message from the chunks of a stream.
@@ -152,6 +152,17 @@ func (a *accumulator) chunk(data []byte) (*llm.Response, error) {
 	}
 	p.Partial = true
 	return &p, nil
+}
+
+// result returns the final response, or the error of a turn the model
+// botched: a function call it could not write (finish reason
+// MALFORMED_FUNCTION_CALL, no call) is transient, since another attempt
+// usually succeeds.
+func (a *accumulator) result() (*llm.Response, error) {
+	if a.finish == "MALFORMED_FUNCTION_CALL" && len(a.calls) == 0 {
+		return nil, &llm.Error{Class: steptype.ErrorTransient, Code: "malformed_function_call", Message: "the model produced a function call it could not write (finish reason MALFORMED_FUNCTION_CALL)"}
+	}
+	return a.final(), nil
 }
 
 // final returns the whole message. OutputTokens counts the thinking tokens

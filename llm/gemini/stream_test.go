@@ -133,3 +133,19 @@ func TestGeneratePromptBlocked(t *testing.T) {
 		t.Errorf("error %+v", e)
 	}
 }
+
+func TestGenerateMalformedFunctionCall(t *testing.T) {
+	t.Parallel()
+	for name, unary := range map[string]bool{"stream": false, "unary": true} {
+		body := `{"candidates": [{"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": "MALFORMED_FUNCTION_CALL", "index": 0}], "usageMetadata": {"promptTokenCount": 40}}`
+		h := llmtest.SSEBytes([]byte("data: " + body + "\n\n"))
+		if unary {
+			h = llmtest.JSONError(200, body)
+		}
+		f := llmtest.NewServer(t, "", h)
+		d := llmtest.Drain(t.Context(), model(t, f, func(c *gemini.Config) { c.Unary = unary }), llmtest.UserRequest("?"))
+		if e := llmtest.AsError(t, d.Err); e.Class != steptype.ErrorTransient || e.Code != "malformed_function_call" {
+			t.Errorf("%s: error %+v", name, e)
+		}
+	}
+}
