@@ -31,7 +31,8 @@ type Config struct {
 	// Model is the model id, e.g. "gemini-2.5-flash" ("models/" in front
 	// is accepted). A Request.Model overrides it per call. Required.
 	Model string
-	// BaseURL is the API root, without the version. Default:
+	// BaseURL is the API root; APIVersion is appended unless the URL
+	// already ends with a version ("/v1beta", "/v1", "/v1alpha"). Default:
 	// $GEMINI_BASE_URL, else DefaultBaseURL.
 	BaseURL string
 	// APIKey is sent as the x-goog-api-key header. Default:
@@ -113,7 +114,11 @@ func New(cfg Config) (*Model, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = sse.DefaultClient
 	}
-	return &Model{cfg: cfg, root: strings.TrimSuffix(cfg.BaseURL, "/") + "/" + APIVersion + "/models/"}, nil
+	root := strings.TrimSuffix(cfg.BaseURL, "/")
+	if v := root[strings.LastIndexByte(root, '/')+1:]; v != "v1beta" && v != "v1" && v != "v1alpha" {
+		root += "/" + APIVersion
+	}
+	return &Model{cfg: cfg, root: root + "/models/"}, nil
 }
 
 // Name returns "gemini:" followed by the configured model id.

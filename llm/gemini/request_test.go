@@ -149,3 +149,22 @@ func TestNewEnvironment(t *testing.T) {
 		t.Errorf("key %q", k)
 	}
 }
+
+func TestBaseURLWithVersion(t *testing.T) {
+	t.Parallel()
+	f := llmtest.NewServer(t, "", llmtest.SSEFile(t, "text.sse"))
+	for base, want := range map[string]string{
+		f.URL + "/":                 "/v1beta/models/gemini-test:streamGenerateContent",
+		f.URL + "/proxy/v1":         "/proxy/v1/models/gemini-test:streamGenerateContent",
+		f.URL + "/proxy/v1alpha/":   "/proxy/v1alpha/models/gemini-test:streamGenerateContent",
+		f.URL + "/google-ai-studio": "/google-ai-studio/v1beta/models/gemini-test:streamGenerateContent",
+	} {
+		m := model(t, f, func(c *gemini.Config) { c.BaseURL = base })
+		if d := llmtest.Drain(t.Context(), m, llmtest.UserRequest("hi")); d.Err != nil {
+			t.Fatal(d.Err)
+		}
+		if p := f.Last(t).Path; p != want {
+			t.Errorf("base %s: path %s, want %s", base, p, want)
+		}
+	}
+}
