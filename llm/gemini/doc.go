@@ -19,6 +19,18 @@
 // empty Config.BaseURL. The wire format is spoken directly over net/http,
 // without a vendor SDK.
 //
+// # Vertex AI
+//
+// With Config.Vertex (or GOOGLE_GENAI_USE_VERTEXAI=true, as Google's SDKs
+// read it) the same wire format goes to Vertex AI:
+// https://LOCATION-aiplatform.googleapis.com/v1/projects/PROJECT/locations/LOCATION/publishers/google/models/MODEL
+// (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION, default location
+// "global"), with an OAuth access token from Config.TokenSource, by default
+// [DefaultTokenSource]: the service account key or authorized user of
+// GOOGLE_APPLICATION_CREDENTIALS or of gcloud's application default
+// credentials, else the metadata server on Google Cloud. Without a
+// project, Vertex AI's express mode is called with the API key.
+//
 // # What is sent
 //
 // POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse (or
