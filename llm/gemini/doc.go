@@ -45,9 +45,11 @@
 // maxOutputTokens; Config.IncludeThoughts and Config.ThinkingBudget set
 // thinkingConfig.
 //
-// Thought signatures are not kept in steps, so a replayed function call
-// carries the placeholder signature Google documents for history from
-// elsewhere.
+// The thought signature of each function call the Model received goes back
+// with the call on the next request of the loop, as Gemini 3 requires; the
+// Model keeps the last 1024 in memory, since steps do not record them. A
+// call it did not receive (after a restart, or from another process) carries
+// the placeholder signature Google documents for history from elsewhere.
 //
 // # What comes back
 //

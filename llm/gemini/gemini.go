@@ -85,6 +85,8 @@ type Model struct {
 	cfg Config
 	// root is the models collection URL, ending in "/models/".
 	root string
+	// sigs are the thought signatures of the calls received.
+	sigs signatures
 }
 
 var (

@@ -168,3 +168,37 @@ func TestBaseURLWithVersion(t *testing.T) {
 		}
 	}
 }
+
+// The thought signature a call came with goes back with it on the next
+// request of the loop; a call the Model did not receive gets the
+// placeholder.
+func TestRequestSendsThoughtSignaturesBack(t *testing.T) {
+	t.Parallel()
+	f := llmtest.NewServer(t, "", llmtest.SSEFile(t, "tools.sse"))
+	m := model(t, f)
+	d := llmtest.Drain(t.Context(), m, llmtest.UserRequest("Weather in Paris and Tokyo?"))
+	if d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	calls := d.Final.ToolCalls
+	req := &llm.Request{Messages: []llm.Message{
+		{Role: steptype.RoleUser, Content: "Weather in Paris and Tokyo?"},
+		{Role: steptype.RoleAssistant, ToolCalls: calls},
+		{Role: steptype.RoleTool, ToolCallID: calls[0].ID, ToolName: "get_weather", Content: "sunny"},
+		{Role: steptype.RoleTool, ToolCallID: calls[1].ID, ToolName: "get_weather", Content: "rain"},
+		{Role: steptype.RoleAssistant, ToolCalls: []steptype.ToolCall{{ID: "call_elsewhere", Name: "get_weather", Arguments: json.RawMessage(`{}`)}}},
+		{Role: steptype.RoleTool, ToolCallID: "call_elsewhere", Content: "fog"},
+	}}
+	if d := llmtest.Drain(t.Context(), m, req); d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	b := f.Last(t).Body
+	for path, want := range map[string]any{
+		"1.0": "CiQBVKhc7...", "1.1": nil, "3.0": "skip_thought_signature_validator",
+	} {
+		turn, i := int(path[0]-'0'), int(path[2]-'0')
+		if got := llmtest.Field(b, "contents", turn, "parts", i, "thoughtSignature"); got != want {
+			t.Errorf("contents[%d].parts[%d].thoughtSignature = %v, want %v", turn, i, got, want)
+		}
+	}
+}

@@ -55,6 +55,7 @@ func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield f
 		yield(nil, llm.Truncated("a finish reason", dec.Err()))
 		return
 	}
+	m.remember(&acc)
 	yield(acc.result())
 }
 
@@ -80,7 +81,15 @@ func (m *Model) unary(ctx, callCtx context.Context, raw *http.Response, yield fu
 		yield(nil, llm.Truncated("a finish reason", nil))
 		return
 	}
+	m.remember(&acc)
 	yield(acc.result())
+}
+
+// remember keeps the thought signatures of a turn's calls.
+func (m *Model) remember(acc *accumulator) {
+	for id, sig := range acc.sigs {
+		m.sigs.put(id, sig)
+	}
 }
 
 // accumulator assembles the final message from the chunks of a stream.
@@ -88,6 +97,7 @@ type accumulator struct {
 	content   strings.Builder
 	reasoning strings.Builder
 	calls     []steptype.ToolCall
+	sigs      map[string]string // call id → thought signature
 	model     string
 	finish    string
 	usage     usageMetadata
@@ -137,6 +147,12 @@ func (a *accumulator) chunk(data []byte) (*llm.Response, error) {
 				id = newCallID()
 			}
 			args := arguments(fc.Args)
+			if pt.ThoughtSignature != "" {
+				if a.sigs == nil {
+					a.sigs = map[string]string{}
+				}
+				a.sigs[id] = pt.ThoughtSignature
+			}
 			p.ToolCallDeltas = append(p.ToolCallDeltas, llm.ToolCallDelta{Index: len(a.calls), ID: id, Name: fc.Name, Arguments: string(args)})
 			a.calls = append(a.calls, steptype.ToolCall{ID: id, Name: fc.Name, Arguments: args})
 		case pt.Thought:
