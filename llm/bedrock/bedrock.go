@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -72,6 +73,9 @@ type Config struct {
 type Model struct {
 	cfg  Config
 	base string // endpoint without a trailing slash
+	// unaryTools is set once the model has refused tools in a stream:
+	// requests with tools go to converse from then on.
+	unaryTools atomic.Bool
 }
 
 var (
@@ -151,12 +155,21 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		defer cancel()
 
 		// One attempt: the engine retries, and records each attempt.
-		raw, err := m.post(callCtx, model, body)
+		unary := m.cfg.Unary || body.ToolConfig != nil && m.unaryTools.Load()
+		raw, err := m.post(callCtx, model, body, unary)
 		if err != nil || raw.StatusCode >= 400 {
-			yield(nil, m.callError(ctx, callCtx, raw, err))
+			err := m.callError(ctx, callCtx, raw, err)
+			if !unary && body.ToolConfig != nil && refusesStreamedTools(err) {
+				// Some models (Llama, Mistral) take tools only without
+				// streaming: the next attempt goes to converse.
+				m.unaryTools.Store(true)
+				err = &llm.Error{Class: steptype.ErrorTransient, StatusCode: 400, Code: "stream_unsupported",
+					Message: "the model takes tools only without streaming; the next attempt uses converse", Err: err}
+			}
+			yield(nil, err)
 			return
 		}
-		if m.cfg.Unary {
+		if unary {
 			m.unary(ctx, callCtx, raw, model, yield)
 			return
 		}
@@ -166,13 +179,13 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 
 // post signs and sends body to the model's converse or converse-stream
 // operation.
-func (m *Model) post(ctx context.Context, model string, body *converseRequest) (*http.Response, error) {
+func (m *Model) post(ctx context.Context, model string, body *converseRequest, unary bool) (*http.Response, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	op, accept := "/converse-stream", "application/vnd.amazon.eventstream"
-	if m.cfg.Unary {
+	if unary {
 		op, accept = "/converse", "application/json"
 	}
 	// The model id is escaped as AWS does (":" and "/" too), and the

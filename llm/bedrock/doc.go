@@ -72,6 +72,9 @@
 //     ModelStreamErrorException are transient with Code "model_error";
 //     the wait is Retry-After when the response has one;
 //   - exceptions inside the stream by their type, the same way;
+//   - a model that takes tools only without streaming (Llama, Mistral):
+//     its ValidationException is transient, Code "stream_unsupported",
+//     and the Model sends requests with tools to converse from then on;
 //   - no credentials: permanent, Code "auth", wrapping ErrNoCredentials;
 //   - refused or reset connections and timeouts: transient;
 //   - a stream that ends before messageStop: transient, Code

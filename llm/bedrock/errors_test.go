@@ -3,6 +3,7 @@ package bedrock_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,43 @@ func TestBearerToken(t *testing.T) {
 	}
 	if r := f.last(t); r.header.Get("Authorization") != "Bearer ABSK-test" || r.header.Get("X-Amz-Date") != "" {
 		t.Errorf("headers %v", r.header)
+	}
+}
+
+// A model that takes tools only without streaming answers converse-stream
+// with a ValidationException: that attempt fails as transient, and the
+// next one, and those after it, go to converse.
+func TestToolsWithoutStreaming(t *testing.T) {
+	t.Parallel()
+	refusal := `{"message":"This model doesn't support tool use in streaming mode."}`
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/converse-stream") {
+			llmtest.JSONError(400, refusal, "X-Amzn-Errortype: ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/")(w, r)
+			return
+		}
+		llmtest.JSONError(200, `{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"now","input":{}}}]}},"stopReason":"tool_use","usage":{"inputTokens":9,"outputTokens":4}}`)(w, r)
+	})
+	m := f.model(t, func(c *bedrock.Config) { c.Model = "meta.llama3-1-70b-instruct-v1:0" })
+	req := llmtest.UserRequest("what time is it?")
+	req.Tools = []llm.ToolDef{{Name: "now"}}
+	d := llmtest.Drain(t.Context(), m, req)
+	if e := llmtest.AsError(t, d.Err); e.Class != steptype.ErrorTransient || e.Code != "stream_unsupported" {
+		t.Fatalf("first attempt: %+v", e)
+	}
+	for range 2 {
+		d = llmtest.Drain(t.Context(), m, req)
+		if d.Err != nil || len(d.Final.ToolCalls) != 1 || !strings.HasSuffix(f.last(t).rawPath, "/converse") {
+			t.Fatalf("next attempt: %+v to %s", d, f.last(t).rawPath)
+		}
+	}
+	// Without tools the model still streams.
+	f2 := newFake(t, serveEvents(eventFile(t, "text.events")))
+	if d := llmtest.Drain(t.Context(), f2.model(t), llmtest.UserRequest("hi")); d.Err != nil || !strings.HasSuffix(f2.last(t).rawPath, "/converse-stream") {
+		t.Errorf("%+v", d)
+	}
+	// Another ValidationException stays permanent.
+	f3 := newFake(t, llmtest.JSONError(400, `{"message":"messages: roles must alternate"}`, "X-Amzn-Errortype: ValidationException"))
+	if e := llmtest.AsError(t, llmtest.Drain(t.Context(), f3.model(t), req).Err); e.Class != steptype.ErrorPermanent {
+		t.Errorf("other validation error: %+v", e)
 	}
 }
