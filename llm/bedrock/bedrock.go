@@ -160,8 +160,8 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		if err != nil || raw.StatusCode >= 400 {
 			err := m.callError(ctx, callCtx, raw, err)
 			if !unary && body.ToolConfig != nil && refusesStreamedTools(err) {
-				// Some models (Llama, Mistral) take tools only without
-				// streaming: the next attempt goes to converse.
+				// Some models take tools only without streaming:
+				// the next attempt goes to converse.
 				m.unaryTools.Store(true)
 				err = &llm.Error{Class: steptype.ErrorTransient, StatusCode: 400, Code: "stream_unsupported",
 					Message: "the model takes tools only without streaming; the next attempt uses converse", Err: err}

@@ -72,7 +72,7 @@
 //     ModelStreamErrorException are transient with Code "model_error";
 //     the wait is Retry-After when the response has one;
 //   - exceptions inside the stream by their type, the same way;
-//   - a model that takes tools only without streaming (Llama, Mistral):
+//   - a model that takes tools only without streaming:
 //     its ValidationException is transient, Code "stream_unsupported",
 //     and the Model sends requests with tools to converse from then on;
 //   - no credentials: permanent, Code "auth", wrapping ErrNoCredentials;
