@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-run/stepwise/eval"
+	"github.com/stepwise-run/stepwise/graph"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -66,6 +68,32 @@ var wireSchemas = []struct {
 	{"Metrics", wire.Metrics{}},
 	{"Metrics.series[]", store.MetricsSeries{}},
 	{"Metrics.series[].points[]", store.MetricsPoint{}},
+	{"ScoreRequest", wire.ScoreRequest{}},
+	{"Attachment", store.Attachment{}},
+	{"AttachmentList", wire.AttachmentList{}},
+	{"StepEvent", store.StepEvent{}},
+	{"StepEventList", wire.StepEventList{}},
+	{"AnnotationRequest", wire.AnnotationRequest{}},
+	{"AnnotationView", wire.AnnotationView{}},
+	{"Dataset", store.Dataset{}},
+	{"DatasetList", wire.DatasetList{}},
+	{"DatasetItem", store.DatasetItem{}},
+	{"ImportResult", wire.ImportResult{}},
+	{"ImportResult.errors[]", wire.LineError{}},
+	{"Experiment", store.Experiment{}},
+	{"ExperimentList", wire.ExperimentList{}},
+	{"ExperimentSummary", eval.Summary{}},
+	{"ExperimentItem", store.ExperimentItem{}},
+	{"ExperimentReport", reportView{}},
+	{"Comparison", comparisonView{}},
+	{"Comparison.metrics[]", eval.MetricRow{}},
+	{"Graph", graph.Graph{}},
+	{"AgentOverview", wire.AgentOverview{}},
+	{"AgentOverview.latency[]", wire.KindLatency{}},
+	{"StepHitPage", wire.StepHitPage{}},
+	{"StepHitPage.steps[]", wire.StepHit{}},
+	{"RunList", wire.RunList{}},
+	{"SessionRowPage", wire.SessionRowPage{}},
 }
 
 // TestOpenAPIMatchesWireTypes checks the OpenAPI document against the
