@@ -16,7 +16,7 @@ import (
 
 // UpdateMode says what the unfinished runs of an agent that started on an
 // older version of its definition do once a changed definition is loaded
-// (seed 000's update modes, DESIGN §8).
+// (docs/state_machine.md, agent versions).
 type UpdateMode string
 
 // Update modes.
@@ -262,7 +262,7 @@ func (e *Engine) updateWaiting(ctx context.Context, a *Agent, r *Run, old string
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", r.ID, err)
 	}
-	e.broker.publish(&Event{Type: EventRunFinished, SessionID: done.SessionID, RunID: done.ID, Run: done, Time: e.now()})
+	e.broker.Publish(&Event{Type: EventRunFinished, SessionID: done.SessionID, RunID: done.ID, Run: done, Time: e.now()})
 	e.observeRunFinished(done, done.Error)
 	if plan != nil {
 		return e.restart(ctx, r, plan)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/wire"
@@ -95,12 +96,12 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	// pokes: the run is queued by the commit, and another instance may
 	// resume it and commit its next steps before the answer is published
 	// here; subscribers must not read those from the store first.
-	e.broker.beginResolution(s.SessionID)
+	e.broker.BeginResolution(s.SessionID)
 	out, err := e.store.StepResolve(ctx, &store.StepResolveParams{
-		ID: s.ID, RunID: run.ID, Status: steptype.StepCompleted, Content: content, Outputs: canonicalJSON(p.Answer), Now: e.now(), QueueRun: true,
+		ID: s.ID, RunID: run.ID, Status: steptype.StepCompleted, Content: content, Outputs: convo.CanonicalJSON(p.Answer), Now: e.now(), QueueRun: true,
 	})
 	if err != nil {
-		e.broker.publishResolution(s.SessionID, nil)
+		e.broker.PublishResolution(s.SessionID, nil)
 	}
 	if errors.Is(err, store.ErrConflict) {
 		// The step was resolved, or its run finished (a cancel closes its
@@ -116,7 +117,7 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	if testHookAnswerPublish != nil {
 		testHookAnswerPublish()
 	}
-	e.broker.publishResolution(s.SessionID, &Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
+	e.broker.PublishResolution(s.SessionID, &Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
 	e.wake()
 	return out, nil
 }
@@ -145,11 +146,11 @@ func checkAnswer(req *InputRequest, answer json.RawMessage) (string, error) {
 		if err := validateAgainst(req.Schema, answer); err != nil {
 			return "", fmt.Errorf("%w: %v", ErrInvalidAnswer, err)
 		}
-		return string(canonicalJSON(answer)), nil
+		return string(convo.CanonicalJSON(answer)), nil
 	}
 	var text string
 	if err := json.Unmarshal(answer, &text); err != nil {
-		return string(canonicalJSON(answer)), nil
+		return string(convo.CanonicalJSON(answer)), nil
 	}
 	if strings.TrimSpace(text) == "" {
 		return "", fmt.Errorf("%w: an empty answer; this request needs text", ErrInvalidAnswer)
@@ -187,7 +188,7 @@ func (e *Engine) expireInputs(ctx context.Context) {
 			continue
 		}
 		if r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: s.RunID}); err == nil && r.Status.Terminal() {
-			e.broker.publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
+			e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
 			e.observeRunFinished(r, serr)
 		}
 	}

@@ -51,7 +51,7 @@ func idleSubscriberCost(b *testing.B, n int) float64 {
 			}
 		})
 	}
-	for e.broker.subscriberCount() < n {
+	for e.broker.SubscriberCount() < n {
 		runtime.Gosched()
 	}
 	after := inUse()

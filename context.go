@@ -2,12 +2,11 @@ package stepwise
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
+	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -15,98 +14,35 @@ import (
 
 // EstimateTokens is the token estimate used by context budgets: about four
 // characters per token, plus a small per-message overhead.
-func EstimateTokens(m llm.Message) int {
-	n := len(m.Content) + len(m.Reasoning)
-	for _, tc := range m.ToolCalls {
-		n += len(tc.Name) + len(tc.Arguments)
-	}
-	return n/4 + 4
-}
-
-// contextTrim is what a "context" system step records.
-type contextTrim struct {
-	Strategy     string `json:"strategy"`
-	Messages     int    `json:"trimmed_messages"` // messages dropped from the front
-	FromSequence int64  `json:"from_sequence"`
-	ToSequence   int64  `json:"to_sequence"`
-	Tokens       int    `json:"trimmed_tokens"`
-	Budget       int    `json:"budget"`
-}
+func EstimateTokens(m llm.Message) int { return convo.EstimateTokens(m) }
 
 // window returns the messages of the next request under the agent's token
 // budget, and, when the trim point moved, the system step that records it.
 func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 	c := x.conv
-	msgs := c.messages()
 	budget := x.agent.Context.TokenBudget
-	if budget <= 0 || c.count() == 0 {
-		return msgs, nil, nil
+	if budget <= 0 || c.Count() == 0 {
+		return c.Messages(), nil, nil
 	}
 	start := x.e.now()
-	n := c.count()
-	total := c.tokens(n)
-	cut := c.trimmed
-	// The summary of earlier messages is part of the context: it counts
-	// against the budget.
-	extra := 0
-	if c.summary != "" {
-		extra = EstimateTokens(summaryMessage(c.summary))
-	}
-	// A trim point before the loaded messages is over the budget (see
-	// conversation.sufficient).
-	if cut < c.base || total-c.tokens(cut)+extra > budget {
-		// Drop whole turns from the front: cut at the first user message
-		// that brings the rest under the budget, keeping the last turn.
-		for i := max(cut+1, c.base); i < n; i++ {
-			if msgs[i-c.base].Role != steptype.RoleUser {
-				continue
-			}
-			cut = i
-			if total-c.tokens(i)+extra <= budget {
-				break
-			}
-		}
-	}
 	var rec *Step
-	if cut > c.trimmed {
-		t := contextTrim{Strategy: x.agent.Context.Strategy, Messages: cut, FromSequence: c.firstSeq,
-			ToSequence: c.seqAt(cut - 1), Tokens: c.tokens(cut), Budget: budget}
-		if t.Strategy == "" {
-			t.Strategy = "trim"
-		}
-		out, _ := json.Marshal(t)
-		rec = &Step{Kind: steptype.KindSystem, Name: "context", Outputs: out,
-			Content: fmt.Sprintf("context over budget (%d tokens): %d oldest messages (sequences %d..%d, ~%d tokens) left out of the model context", budget, cut, t.FromSequence, t.ToSequence, t.Tokens)}
-		if t.Strategy == "summarize" && x.agent.Model != nil {
+	if t := c.PlanTrim(budget, x.agent.Context.Strategy); t != nil {
+		rec = t.Step()
+		if t.Strategy() == "summarize" && x.agent.Model != nil {
 			// Incremental: the previous summary and the newly trimmed
 			// messages, never everything since the start. The call is
 			// recorded on the context step (tokens, cost, model), so it
 			// counts in the run's and session's totals. (A conversation
 			// of an agent that summarizes is loaded from its trim point.)
-			if err := x.summarize(ctx, rec, c.summary, msgs[c.trimmed-c.base:cut-c.base]); err != nil {
+			if err := x.summarize(ctx, rec, t.Previous(), t.Dropped()); err != nil {
 				return nil, nil, fmt.Errorf("summarize trimmed context: %w", err)
 			}
 		}
 		rec.Metrics.StartedAt, rec.Metrics.FinishedAt = start, x.e.now()
 		rec.Metrics.Duration = rec.Metrics.FinishedAt.Sub(rec.Metrics.StartedAt)
-		c.trimmed, c.trimSeq, c.summary = cut, t.ToSequence, ""
-		if t.Strategy == "summarize" {
-			c.summary = rec.Content
-		}
+		c.ApplyTrim(t, rec.Content)
 	}
-	out := msgs[c.trimmed-c.base:]
-	if out == nil {
-		out = []llm.Message{} // none loaded: empty as a full build's, not null
-	}
-	if c.summary != "" {
-		out = append([]llm.Message{summaryMessage(c.summary)}, out...)
-	}
-	return out, rec, nil
-}
-
-// summaryMessage is the message that stands for the trimmed messages.
-func summaryMessage(summary string) llm.Message {
-	return llm.Message{Role: steptype.RoleUser, Content: "Summary of the earlier conversation:\n" + summary}
+	return c.Window(), rec, nil
 }
 
 // summarize asks the agent's model to fold newly trimmed messages into the
@@ -141,23 +77,6 @@ func (x *execution) summarize(ctx context.Context, rec *Step, previous string, m
 	}
 	rec.Content = final.Content
 	return nil
-}
-
-// restoreTrim re-applies the latest context trim recorded in the session.
-func (c *conversation) restoreTrim(s *Step) {
-	var t contextTrim
-	if json.Unmarshal(s.Outputs, &t) != nil {
-		return
-	}
-	// The trim point is the first message after ToSequence; before the
-	// loaded messages its index is not known (-1, see trimmed).
-	c.trimmed, c.trimSeq, c.summary = -1, t.ToSequence, ""
-	if c.base == 0 || t.ToSequence >= c.baseSeq {
-		c.trimmed = c.base + sort.Search(len(c.seqs), func(i int) bool { return c.seqs[i] > t.ToSequence })
-	}
-	if t.Strategy == "summarize" {
-		c.summary = s.Content
-	}
 }
 
 // ContextPreview returns the exact model request the next llm step of a
@@ -218,7 +137,7 @@ func (e *Engine) ContextPreviewAt(ctx context.Context, sessionID, agentName stri
 		return nil, err
 	}
 	if len(busy) == 0 {
-		x.conv.closeCalls()
+		x.conv.CloseCalls()
 	}
 	req := x.request()
 	msgs, _, err := x.windowPreview()
@@ -242,8 +161,76 @@ func (x *execution) windowPreview() ([]llm.Message, *Step, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if saved.summary != "" && x.conv.summary == "" {
-		msgs = append([]llm.Message{summaryMessage(saved.summary)}, msgs...)
+	if saved.Summary() != "" && x.conv.Summary() == "" {
+		msgs = append([]llm.Message{convo.SummaryMessage(saved.Summary())}, msgs...)
 	}
 	return append([]llm.Message(nil), msgs...), nil, nil
 }
+
+// loadThread builds the context of a top-level run: the session's hop-0
+// messages up to x.before, from the session's context checkpoints (see
+// convo.Loader.Load).
+func (x *execution) loadThread(ctx context.Context, sess *Session) error {
+	conv, allowed, err := x.contextLoader().Load(ctx, sess, x.threadEnd(sess))
+	if err != nil {
+		return err
+	}
+	x.conv, x.allowed = conv, allowed
+	return nil
+}
+
+// contextLoader is the context builder of the execution's agent.
+func (x *execution) contextLoader() *convo.Loader {
+	return &convo.Loader{Store: x.e.store, Budget: x.agent.Context.TokenBudget,
+		Summarize: x.agent.Context.Strategy == "summarize" && x.agent.Model != nil, Allowed: allowedBy}
+}
+
+// threadEnd is the last step of the session the run's context holds.
+func (x *execution) threadEnd(sess *Session) int64 {
+	end := sess.LastSequence
+	if x.before > 0 {
+		end = min(end, x.before-1)
+	}
+	return end
+}
+
+// fullConversation rebuilds the whole conversation when only its tail was
+// loaded (Scope.Messages, a last answer before the loaded messages).
+func (x *execution) fullConversation() *convo.Conversation {
+	if !x.conv.Partial() {
+		return x.conv
+	}
+	sess, err := x.e.store.SessionGet(x.ctx, &store.SessionGetParams{ID: x.run.SessionID})
+	if err != nil {
+		return x.conv
+	}
+	full, err := x.contextLoader().Full(x.ctx, sess, x.threadEnd(sess))
+	if err == nil && full.Open() && !x.conv.Open() {
+		full.CloseCalls() // as the model call did on x.conv
+	}
+	if err != nil || full.HeadBytes() == nil || string(full.HeadBytes()) != string(x.conv.HeadBytes()) {
+		return x.conv // the tail is all there is
+	}
+	full.SetTrimState(x.conv.TrimState())
+	x.conv = full
+	return x.conv
+}
+
+// allMessages returns every message of the run's context.
+func (x *execution) allMessages() []llm.Message { return x.fullConversation().Messages() }
+
+// lastAssistantText returns the content of the latest assistant message.
+func (x *execution) lastAssistantText() string {
+	if t, ok := x.conv.LastAssistantText(); ok {
+		return t
+	}
+	t, _ := x.fullConversation().LastAssistantText()
+	return t
+}
+
+// NotExecutedResult is the content of the tool message the context builder
+// adds for a tool call that has no result when the conversation moves on
+// without it (a fork or retry cut inside a parallel tool call, a new user
+// turn after one, a cancelled request): providers refuse an assistant tool
+// call without its result.
+const NotExecutedResult = convo.NotExecutedResult

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
+	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -142,7 +142,16 @@ func (g *logGen) trim(sessionID string) {
 		return
 	}
 	to := steps[g.rng.IntN(len(steps)-1)].Sequence
-	t := contextTrim{Strategy: "trim", ToSequence: to}
+	// What a "context" step records (see convo.Trim.Step).
+	var t struct {
+		Strategy     string `json:"strategy"`
+		Messages     int    `json:"trimmed_messages"`
+		FromSequence int64  `json:"from_sequence"`
+		ToSequence   int64  `json:"to_sequence"`
+		Tokens       int    `json:"trimmed_tokens"`
+		Budget       int    `json:"budget"`
+	}
+	t.Strategy, t.ToSequence = "trim", to
 	content := "trimmed"
 	if g.rng.IntN(2) == 0 {
 		t.Strategy, content = "summarize", fmt.Sprintf("summary up to %d", to)
@@ -186,9 +195,9 @@ func build(t *testing.T, e *Engine, a Agent, sessionID string, before int64) bui
 	if err := x.load(t.Context()); err != nil {
 		t.Fatalf("load %s before %d: %v", sessionID, before, err)
 	}
-	b.Pending = x.conv.pendingToolCalls(nil)
-	if x.conv.lastAssistant != nil {
-		b.Assistant = x.conv.lastAssistant.Sequence
+	b.Pending = x.conv.PendingToolCalls(nil)
+	if x.conv.LastAssistant() != nil {
+		b.Assistant = x.conv.LastAssistant().Sequence
 	}
 	b.Allowed = slices.Sorted(func(yield func(string) bool) {
 		for k := range x.allowed {
@@ -197,15 +206,15 @@ func build(t *testing.T, e *Engine, a Agent, sessionID string, before int64) bui
 			}
 		}
 	})
-	x.conv.closeCalls()
+	x.conv.CloseCalls()
 	req := x.request()
 	msgs, rec, err := x.window(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Messages = msgs
-	b.Messages, b.Fingerprint = msgs, x.requestFingerprint("m", req)
-	b.Trimmed, b.Summary = x.conv.trimmed, x.conv.summary
+	b.Messages, b.Fingerprint = msgs, x.fp.Request(x.conv, "m", req)
+	b.Trimmed, b.Summary = x.conv.Trimmed(), x.conv.Summary()
 	if rec != nil {
 		b.Record = string(rec.Outputs) + " " + rec.Content
 	}
@@ -220,8 +229,8 @@ func build(t *testing.T, e *Engine, a Agent, sessionID string, before int64) bui
 // and summary, pending calls, allowed tools and Scope.Messages, without a
 // budget and under budgets that trim, with "trim" and "summarize".
 func TestContextCheckpointExact(t *testing.T) {
-	defer func(k int) { checkpointEvery = k }(checkpointEvery)
-	checkpointEvery = 3
+	defer func(k int) { convo.CheckpointEvery = k }(convo.CheckpointEvery)
+	convo.CheckpointEvery = 3
 	// Memory, SQLite and PostgreSQL, each with its own size (a build
 	// costs a few queries per cut point on PostgreSQL).
 	t.Run("memory", func(t *testing.T) { testCheckpointExact(t, memory.New(), 120) })

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/broker"
+	"github.com/stepwise-run/stepwise/internal/executor"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -75,16 +78,17 @@ type Engine struct {
 	// procClock: cfg.Now is the default, time.Now (see nowRead).
 	procClock bool
 	store     store.Store
-	broker    *broker
+	broker    *broker.Broker
 
 	mu       sync.Mutex
 	agents   map[string]*Agent
 	active   map[string]*execution // run id → execution in this process
-	sessLock sessionLocks          // per-session commit locks (session_locks.go)
+	sessLock broker.SessionLocks   // per-session commit locks
 	closed   bool
 
-	bg     bgState
-	leases leaseClock // when each lease held here was last set (engine_lease.go)
+	// exec is the background executor: claims, leases and their
+	// heartbeat, change notifications (engine_bg.go).
+	exec *executor.Service
 
 	hooksMu sync.RWMutex
 	hooks   []func(*Step) // OnCommit callbacks (engine_hooks.go)
@@ -92,11 +96,6 @@ type Engine struct {
 	obsOnce sync.Once
 	obs     atomic.Pointer[observeState] // observers and masks (engine_observe.go); read on every step without e.mu
 
-}
-
-type sessionLock struct {
-	mu   sync.Mutex
-	refs int
 }
 
 // New returns an engine. It does not start background work; call Start to
@@ -108,7 +107,7 @@ func New(cfg Config) (*Engine, error) {
 	procClock := cfg.Now == nil
 	cfg = cfg.withDefaults()
 	e := &Engine{
-		cfg: cfg, store: cfg.Store, broker: newBroker(), procClock: procClock,
+		cfg: cfg, store: cfg.Store, broker: broker.New(), procClock: procClock,
 		agents: map[string]*Agent{}, active: map[string]*execution{},
 	}
 	for _, a := range cfg.Agents {
@@ -116,7 +115,8 @@ func New(cfg Config) (*Engine, error) {
 			return nil, err
 		}
 	}
-	registerOwner(cfg.Owner)
+	e.exec = e.newExecutor()
+	executor.RegisterOwner(cfg.Owner)
 	return e, nil
 }
 
@@ -185,9 +185,9 @@ func (e *Engine) Agents() []*Agent {
 // so event positions follow sequence order.
 func (e *Engine) lockSession(id string) func() {
 	l := e.refSession(id)
-	l.mu.Lock()
+	l.Lock()
 	return func() {
-		l.mu.Unlock()
+		l.Unlock()
 		e.unrefSession(id, l)
 	}
 }
@@ -195,12 +195,12 @@ func (e *Engine) lockSession(id string) func() {
 // refSession returns the commit lock of a session, kept in the engine until
 // the matching unrefSession. The locks live in a sharded table, so taking
 // one does not take the engine's mutex.
-func (e *Engine) refSession(id string) *sessionLock {
-	return e.sessLock.acquire(id)
+func (e *Engine) refSession(id string) *broker.SessionLock {
+	return e.sessLock.Acquire(id)
 }
 
-func (e *Engine) unrefSession(id string, l *sessionLock) {
-	e.sessLock.release(id, l)
+func (e *Engine) unrefSession(id string, l *broker.SessionLock) {
+	e.sessLock.Release(id, l)
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Now().UTC() }
@@ -216,4 +216,18 @@ func (e *Engine) nowRead() (now, proc time.Time) {
 		return proc.UTC(), proc
 	}
 	return e.now(), time.Time{}
+}
+
+// agentNames lists the registered agents: an instance claims only runs it
+// can execute, so a run of an agent it does not know waits for an instance
+// that does (rolling deploys).
+func (e *Engine) agentNames() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	names := make([]string, 0, len(e.agents))
+	for n := range e.agents {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -8,6 +8,8 @@ import (
 	"iter"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/broker"
+	"github.com/stepwise-run/stepwise/internal/executor"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -119,7 +121,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 		return nil, fmt.Errorf("create run: %w", err)
 	}
 	if own {
-		e.leases.set(created.ID, leaseAt)
+		e.exec.Leases.Set(created.ID, leaseAt)
 	}
 	if !own {
 		e.wake()
@@ -167,21 +169,21 @@ func (e *Engine) execute(ctx context.Context, runID string, owned bool) iter.Seq
 			yield(nil, err)
 			return
 		}
-		events := newEventSink()
+		events := broker.NewSink()
 		x.sink = events
 		done := make(chan error, 1)
 		go func() {
 			err := x.loop()
 			x.release()
-			events.close()
+			events.Close()
 			done <- err
 		}()
-		for batch := events.next(nil); batch != nil; batch = events.next(batch) {
+		for batch := events.Next(nil); batch != nil; batch = events.Next(batch) {
 			for _, ev := range batch {
-				events.took()
+				events.Took()
 				if !yield(ev, nil) {
 					x.cancel(errDetached)
-					for batch = events.next(batch); batch != nil; batch = events.next(batch) {
+					for batch = events.Next(batch); batch != nil; batch = events.Next(batch) {
 					}
 					<-done
 					return
@@ -219,7 +221,7 @@ func (e *Engine) Wait(ctx context.Context, seq iter.Seq2[*Event, error]) (*Run, 
 // claim leases a run to this engine and prepares its execution.
 func (e *Engine) claim(ctx context.Context, runID string, parent *execution, owned bool) (*execution, error) {
 	e.mu.Lock()
-	closed := e.closed || e.bg.stopping
+	closed := e.closed || e.exec.Stopping()
 	_, busy := e.active[runID]
 	e.mu.Unlock()
 	if closed {
@@ -236,7 +238,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	var run *Run
 	if shared {
 		var err error
-		if run, err = e.claimOne(ctx, runID, time.Time{}, e.agentNames()); err != nil {
+		if run, err = e.exec.ClaimOne(ctx, runID, time.Time{}, e.agentNames()); err != nil {
 			return nil, err
 		}
 	}
@@ -256,8 +258,8 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	a, err := e.Agent(r.Agent)
 	if err != nil {
 		if run != nil { // claimed, and the agent went away meanwhile
-			e.leases.drop(runID)
-			e.requeue([]*Run{run})
+			e.exec.Leases.Drop(runID)
+			e.exec.Requeue([]*Run{run})
 		}
 		return nil, err
 	}
@@ -268,7 +270,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 		return nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
 	case !shared:
 		var now time.Time // zero: the database's clock
-		if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && !ownerAlive(r.LeaseOwner) {
+		if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && !executor.OwnerAlive(r.LeaseOwner) {
 			// The store is exclusive to this process and no engine of this
 			// process holds the lease, so its owner is a process that died:
 			// take the lease over at once. A lease held by another engine of
@@ -277,7 +279,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 				now = time.Now()
 			}
 		}
-		if run, err = e.claimOne(ctx, runID, now, nil); err != nil {
+		if run, err = e.exec.ClaimOne(ctx, runID, now, nil); err != nil {
 			return nil, err
 		}
 		if run == nil {
@@ -302,7 +304,7 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	if err := x.load(ctx); err != nil {
 		x.abandon()
 		x.handBack() // claimed but never started
-		e.leases.drop(runID)
+		e.exec.Leases.Drop(runID)
 		return nil, err
 	}
 	x.done = make(chan struct{})
@@ -316,30 +318,9 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	}
 	e.active[runID] = x
 	e.mu.Unlock()
-	x.topic = e.broker.acquire(r.SessionID, x.lastSeq)
-	e.startHeartbeat()
+	x.topic = e.broker.Acquire(r.SessionID, x.lastSeq)
+	e.exec.StartHeartbeat()
 	return x, nil
-}
-
-// claimOne leases one run to this engine (now: zero for the database's
-// clock; agents: when set, only a run of one of them); nil when the run is
-// not claimable.
-func (e *Engine) claimOne(ctx context.Context, runID string, now time.Time, agents []string) (*Run, error) {
-	e.leases.set(runID, time.Now())
-	claimed, err := e.store.RunClaim(ctx, &store.RunClaimParams{Owner: e.cfg.Owner, Lease: e.cfg.Lease, ID: runID, Limit: 1, Now: now, Agents: agents})
-	if err != nil || len(claimed) == 0 {
-		e.leases.drop(runID)
-	}
-	if err != nil {
-		// The claim may have been written before the failure (a context
-		// cancelled mid-call): hand it back if it is ours.
-		e.requeue([]*Run{{ID: runID}})
-		return nil, fmt.Errorf("claim run: %w", err)
-	}
-	if len(claimed) == 0 {
-		return nil, nil
-	}
-	return claimed[0], nil
 }
 
 // abandon releases the contexts of an execution that never started.
@@ -356,13 +337,13 @@ func (x *execution) release() {
 	x.e.mu.Lock()
 	if x.e.active[x.run.ID] == x {
 		delete(x.e.active, x.run.ID)
-		x.e.leases.drop(x.run.ID)
+		x.e.exec.Leases.Drop(x.run.ID)
 	}
 	x.e.mu.Unlock()
 	if x.done != nil {
 		close(x.done)
 	}
-	x.e.broker.release(x.run.SessionID)
+	x.e.broker.Release(x.run.SessionID)
 }
 
 // Cancel cancels a run that has not finished: its status becomes cancelled
@@ -388,7 +369,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*Run, error)
 	if x != nil {
 		x.cancel(ErrRunCancelled)
 	}
-	e.broker.publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: e.now()})
+	e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: e.now()})
 	e.observeRunFinished(r, nil)
 	return r, nil
 }

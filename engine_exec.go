@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/broker"
+	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -53,14 +55,14 @@ func (x *execution) interrupted() bool { return context.Cause(x.ctx) != nil }
 type execution struct {
 	e      *Engine
 	agent  *Agent
-	run    *Run   // current row; updated in memory after each commit
-	topic  *topic // the session's broker topic, from acquire to release
-	conv   *conversation
+	run    *Run          // current row; updated in memory after each commit
+	topic  *broker.Topic // the session's broker topic, from acquire to release
+	conv   *convo.Conversation
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	// unwatch stops relaying the consumer's cancellation (inline runs).
 	unwatch func() bool
-	sink    *eventSink // inline consumer, nil for background runs
+	sink    *broker.Sink // inline consumer, nil for background runs
 	// held is a step_completed event not sent to sink yet (publishHeld);
 	// sinkMu orders the sends to sink (a handler's goroutines may publish).
 	sinkMu sync.Mutex
@@ -76,10 +78,9 @@ type execution struct {
 	allowed     map[string]bool           // tools allowed for the session
 	clientTools []llm.ToolDef             // tools the run's caller executes
 
-	done      chan struct{} // closed by release
-	toolsHash []byte        // fingerprint of the agent's tool definitions
-	fp        fingerprinter // requestFingerprint's reused state
-	defs      []llm.ToolDef // the agent's tool definitions, built once
+	done chan struct{}       // closed by release
+	fp   convo.Fingerprinter // request fingerprints' reused state
+	defs []llm.ToolDef       // the agent's tool definitions, built once
 
 	progress *Progress    // the run's last progress report (Scope.Progress)
 	deltas   atomic.Int64 // deltas streamed, to detect a failed attempt's partial output
@@ -92,7 +93,7 @@ type execution struct {
 	// sessLock is the session's commit lock (referenced while loop runs),
 	// storeCtx the context of store writes, appendRuns StepAppend's Runs,
 	// llmH and toolsH the built-in handlers.
-	sessLock     *sessionLock
+	sessLock     *broker.SessionLock
 	storeCtx     context.Context
 	appendRuns   [1]*store.RunUpdateParams
 	llmH, toolsH Handler
@@ -148,7 +149,7 @@ func (x *execution) load(ctx context.Context) error {
 		}
 	}
 	if x.run.Hop > 0 {
-		x.conv, x.allowed = newConversation(), map[string]bool{}
+		x.conv, x.allowed = convo.New(), map[string]bool{}
 		for _, s := range own {
 			if name, ok := allowedBy(s); ok {
 				x.allowed[name] = true
@@ -156,9 +157,9 @@ func (x *execution) load(ctx context.Context) error {
 			if x.before > 0 && s.Sequence >= x.before {
 				continue
 			}
-			x.conv.add(s)
+			x.conv.Add(s)
 			if s.Kind == steptype.KindSystem && s.Name == "context" {
-				x.conv.restoreTrim(s)
+				x.conv.RestoreTrim(s)
 			}
 		}
 	} else if err := x.loadThread(ctx, sess); err != nil {
@@ -186,7 +187,7 @@ func (x *execution) publishWaited(ev *Event, t time.Time) (waited bool) {
 		x.sinkMu.Lock()
 		h := x.held
 		x.held = nil
-		waited = x.sink.send(x.ctx.Done(), h, ev)
+		waited = x.sink.Send(x.ctx.Done(), h, ev)
 		x.sinkMu.Unlock()
 	}
 	return waited
@@ -218,7 +219,7 @@ func (x *execution) toSubscribers(ev *Event, t time.Time) {
 		ev.RunID = x.run.ID
 	}
 	ev.Time = t
-	x.e.broker.publishTo(x.topic, ev)
+	x.e.broker.PublishTo(x.topic, ev)
 }
 
 // flush sends the held event to the inline consumer: before anything that
@@ -236,7 +237,7 @@ func (x *execution) flush() {
 func (x *execution) sendHeld() {
 	if h := x.held; h != nil {
 		x.held = nil
-		x.sink.send(x.ctx.Done(), h, nil)
+		x.sink.Send(x.ctx.Done(), h, nil)
 	}
 }
 
@@ -351,8 +352,8 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		p.ClearLease = true
 	}
 	if l := x.sessLock; l != nil {
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l.Lock()
+		defer l.Unlock()
 	} else {
 		defer x.e.lockSession(x.run.SessionID)()
 	}
@@ -395,7 +396,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	x.run.UpdatedAt = now
 	x.mu.Unlock()
 	for i, s := range stored {
-		x.conv.add(s)
+		x.conv.Add(s)
 		ev := u.completed
 		if ev == nil || i > 0 {
 			ev = new(Event)
@@ -775,7 +776,7 @@ func (x *execution) record(name string, next *Next) (parked, completed bool, err
 // steps are added to the context.
 func (x *execution) outputWith(steps []*Step) string {
 	for i := len(steps) - 1; i >= 0; i-- {
-		if s := steps[i]; inContext(s) && s.Role == steptype.RoleAssistant {
+		if s := steps[i]; convo.InContext(s) && s.Role == steptype.RoleAssistant {
 			return s.Content
 		}
 	}

@@ -1,13 +1,9 @@
 package stepwise
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -29,7 +25,7 @@ func (x *execution) request() *llm.Request {
 // fillRequest makes the zero req the model request of the next llm step.
 func (x *execution) fillRequest(req *llm.Request) {
 	a := x.agent
-	req.System, req.Messages, req.Temperature, req.MaxTokens = a.Instructions, x.conv.messages(), a.Temperature, a.MaxTokens
+	req.System, req.Messages, req.Temperature, req.MaxTokens = a.Instructions, x.conv.Messages(), a.Temperature, a.MaxTokens
 	if x.defs == nil {
 		x.defs = x.toolDefs()
 	}
@@ -52,7 +48,7 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	}
 	// Calls still without a result will not get one from this run: the
 	// model is called instead of the tools step.
-	x.conv.closeCalls()
+	x.conv.CloseCalls()
 	call := new(llmCall)
 	req := &call.req
 	x.fillRequest(req)
@@ -66,7 +62,7 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 	}
 	req.Messages = msgs
-	fp := x.requestFingerprint(model.Name(), req)
+	fp := x.fp.Request(x.conv, model.Name(), req)
 	step := s.step
 	step.Kind, step.Role, step.Fingerprint = steptype.KindLLM, steptype.RoleAssistant, fp
 	step.Metrics.Model = model.Name()
@@ -178,124 +174,4 @@ func (x *execution) afterLLM(s *Step) string {
 		return StepTools
 	}
 	return x.agent.AfterLLM
-}
-
-// requestFingerprint is the canonical hash of a model request: model name,
-// system prompt, tools, parameters and the messages — the latter through the
-// conversation's hash chain (canonical JSON of every message, chained), the
-// trim point and the summary, so it costs O(1) in the history length.
-func (x *execution) requestFingerprint(model string, req *llm.Request) string {
-	if x.toolsHash == nil {
-		th := sha256.New()
-		enc := json.NewEncoder(th)
-		for _, t := range req.Tools {
-			_ = enc.Encode(t.Name)
-			_ = enc.Encode(t.Description)
-			_ = enc.Encode(canonicalJSON(t.Parameters))
-		}
-		x.toolsHash = th.Sum(nil)
-	}
-	// The hashed bytes are, in order: each of model, system prompt (then
-	// the tools' hash), temperature, max tokens, (then the conversation's
-	// head), trim point and summary as encoding/json writes it with a
-	// trailing newline. The part before the head is the same for every
-	// request of the execution: it is built once.
-	fp := &x.fp
-	if fp.prefix == nil || fp.model != model || fp.system != req.System || fp.maxTokens != req.MaxTokens ||
-		(fp.temperature == nil) != (req.Temperature == nil) || fp.temperature != nil && *fp.temperature != *req.Temperature {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		_ = enc.Encode(model)
-		_ = enc.Encode(req.System)
-		b.Write(x.toolsHash)
-		_ = enc.Encode(req.Temperature)
-		_ = enc.Encode(req.MaxTokens)
-		fp.prefix, fp.model, fp.system, fp.maxTokens = b.Bytes(), model, req.System, req.MaxTokens
-		fp.temperature = nil
-		if req.Temperature != nil {
-			t := *req.Temperature
-			fp.temperature = &t
-		}
-	}
-	buf := append(fp.buf[:0], fp.prefix...)
-	buf = append(buf, x.conv.headBytes()...)
-	buf = strconv.AppendInt(buf, int64(x.conv.trimmed), 10)
-	buf = append(buf, '\n')
-	if x.conv.summary == "" {
-		buf = append(buf, `""`+"\n"...)
-	} else {
-		s, _ := json.Marshal(x.conv.summary)
-		buf = append(append(buf, s...), '\n')
-	}
-	fp.buf = buf
-	return hex16(sha256.Sum256(buf))
-}
-
-// fingerprinter is what requestFingerprint keeps between requests.
-type fingerprinter struct {
-	prefix      []byte // the encoded model, system, tools hash, temperature, max tokens
-	model       string
-	system      string
-	temperature *float64
-	maxTokens   int
-	buf         []byte
-}
-
-func canonicalCalls(calls []ToolCall) []ToolCall {
-	if len(calls) == 0 {
-		return nil
-	}
-	if !slices.ContainsFunc(calls, func(c ToolCall) bool { return !isCanonical(c.Arguments) }) {
-		return calls // nothing to re-encode: no copy
-	}
-	out := make([]ToolCall, len(calls))
-	for i, c := range calls {
-		out[i] = ToolCall{ID: c.ID, Name: c.Name, Arguments: canonicalJSON(c.Arguments)}
-	}
-	return out
-}
-
-// canonicalJSON re-encodes JSON with sorted keys and no insignificant
-// whitespace; invalid JSON is returned unchanged.
-func canonicalJSON(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 || isCanonical(b) {
-		return b
-	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return b
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return b
-	}
-	return out
-}
-
-// toolFingerprint identifies a tool call by name and canonical arguments.
-//
-// Arguments are compacted, not re-encoded: a replayed call carries the exact
-// bytes of the recorded model response, so key order already matches, and
-// compacting is an order of magnitude cheaper than decoding.
-func toolFingerprint(name string, args json.RawMessage) string {
-	var arr [256]byte
-	b := append(append(arr[:0], name...), 0)
-	if isCanonical(args) {
-		b = append(b, args...) // compact already
-	} else {
-		buf := bytes.NewBuffer(b)
-		if json.Compact(buf, args) != nil {
-			buf.Write(args)
-		}
-		b = buf.Bytes()
-	}
-	return hex16(sha256.Sum256(b))
-}
-
-// hex16 is the hex text of the first 16 bytes of a hash, the form of every
-// fingerprint; it allocates only the string.
-func hex16(sum [sha256.Size]byte) string {
-	var out [32]byte
-	hex.Encode(out[:], sum[:16])
-	return string(out[:])
 }

@@ -190,7 +190,7 @@ func (e *Engine) Ingest(ctx context.Context, p IngestParams) ([]*Step, error) {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	for _, s := range out {
-		e.broker.publish(&Event{Type: EventStepCompleted, SessionID: s.SessionID, RunID: s.RunID, StepName: s.Name, Step: s, Time: now})
+		e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: s.SessionID, RunID: s.RunID, StepName: s.Name, Step: s, Time: now})
 	}
 	return out, nil
 }

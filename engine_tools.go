@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -58,7 +59,7 @@ type outcome struct {
 func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 	// The calls live in a buffer of the execution, reused by every tools
 	// step (nothing keeps them once the step returns).
-	pending := x.conv.pendingToolCalls(x.callsBuf[:0])
+	pending := x.conv.PendingToolCalls(x.callsBuf[:0])
 	defer func() { x.callsBuf = pending[:0] }()
 	if len(pending) == 0 {
 		llmStep := StepLLM
@@ -105,8 +106,8 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 	}
 	r.remaining = len(run)
 	idemBase := idemSeed{}
-	if x.conv.lastAssistant != nil {
-		idemBase = idemSeed{runID: x.run.ID, seq: x.conv.lastAssistant.Sequence, set: true}
+	if x.conv.LastAssistant() != nil {
+		idemBase = idemSeed{runID: x.run.ID, seq: x.conv.LastAssistant().Sequence, set: true}
 	}
 	// Recorded results a replay reuses commit first, in their recorded
 	// order, so that a replay is the same story every time.
@@ -196,7 +197,7 @@ func (x *execution) recheckChildren(ids []string) {
 	ctx := context.WithoutCancel(x.ctx)
 	for _, id := range ids {
 		if r, err := x.e.store.RunGet(ctx, &store.RunGetParams{ID: id}); err == nil && r.Status.Terminal() {
-			x.e.wakeParent(ctx, x.run.ID)
+			x.e.exec.WakeParent(ctx, x.run.ID)
 			return
 		}
 	}
@@ -217,7 +218,7 @@ func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
 	for _, call := range calls {
 		rc := reusedCall{call: call}
 		if x.replay != nil && call.Name != AskHumanTool && x.subAgent(call.Name) == nil {
-			fp := toolFingerprint(call.Name, call.Arguments)
+			fp := convo.ToolFingerprint(call.Name, call.Arguments)
 			if rec := x.replay.takeTool(call.Name, fp); rec != nil {
 				s := x.toolResultStep(call, &tool.Result{Content: rec.Content, Output: rec.Outputs, IsError: rec.Error != nil})
 				s.Replay, s.Fingerprint = "reused", fp
@@ -285,7 +286,7 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 		send(x.clientCall(call))
 		return
 	}
-	fp := toolFingerprint(call.Name, call.Arguments)
+	fp := convo.ToolFingerprint(call.Name, call.Arguments)
 	t := x.tool(call.Name)
 	if t == nil {
 		send(&outcome{step: x.toolResultStep(call, &tool.Result{Content: fmt.Sprintf("error: unknown tool %q", call.Name), IsError: true}), final: true})

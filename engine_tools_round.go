@@ -2,6 +2,7 @@ package stepwise
 
 import (
 	"crypto/sha256"
+	"github.com/stepwise-run/stepwise/internal/convo"
 	"strconv"
 )
 
@@ -68,5 +69,5 @@ func (b idemSeed) key(callID string) string {
 		k = strconv.AppendInt(append(append(k, b.runID...), ':'), b.seq, 10)
 	}
 	k = append(append(k, ':'), callID...)
-	return hex16(sha256.Sum256(k))
+	return convo.Hex16(sha256.Sum256(k))
 }

@@ -1,44 +1,45 @@
 package stepwise
 
-import (
-	"github.com/stepwise-run/stepwise/steptype"
-	"github.com/stepwise-run/stepwise/wire"
-)
+import "github.com/stepwise-run/stepwise/steptype"
 
-// EventType names what an event reports.
-type EventType = wire.EventType
+// The event types are defined in package steptype, shared with the
+// machinery that publishes them and with the wire; these aliases make them
+// part of the root API.
+type (
+	// EventType names what an event reports; see steptype.EventType.
+	EventType = steptype.EventType
+	// Position orders the events of a session; see steptype.Position.
+	Position = steptype.Position
+	// Event is what streams from a run or a session; see steptype.Event.
+	Event = steptype.Event
+	// Progress is a progress report of a step; see steptype.Progress.
+	Progress = steptype.Progress
+	// Yield is a typed value streamed by a step (Scope.Yield); see
+	// steptype.Yield.
+	Yield = steptype.Yield
+	// Reset reports that the streamed output of a step's attempt is void;
+	// see steptype.Reset.
+	Reset = steptype.Reset
+	// Delta is a streamed fragment of a step in flight; see steptype.Delta.
+	Delta = steptype.Delta
+)
 
 // Event types.
 const (
-	EventRunStarted    = wire.EventRunStarted
-	EventStepStarted   = wire.EventStepStarted
-	EventStepDelta     = wire.EventStepDelta
-	EventStepProgress  = wire.EventStepProgress // a progress report of a step (Progress)
-	EventStepYield     = wire.EventStepYield    // a typed value a step streamed (Yield)
-	EventStepReset     = wire.EventStepReset    // discard what the step streamed so far (Reset)
-	EventStepCompleted = wire.EventStepCompleted
-	EventRunWaiting    = wire.EventRunWaiting
-	EventRunFinished   = wire.EventRunFinished
+	EventRunStarted  = steptype.EventRunStarted
+	EventStepStarted = steptype.EventStepStarted
+	EventStepDelta   = steptype.EventStepDelta
+	// EventStepProgress carries a progress report of a step (Progress).
+	EventStepProgress = steptype.EventStepProgress
+	// EventStepYield carries a typed value a step streamed (Yield).
+	EventStepYield = steptype.EventStepYield
+	// EventStepReset tells subscribers to discard what the step streamed so
+	// far; see steptype.EventStepReset.
+	EventStepReset     = steptype.EventStepReset
+	EventStepCompleted = steptype.EventStepCompleted
+	EventRunWaiting    = steptype.EventRunWaiting
+	EventRunFinished   = steptype.EventRunFinished
 )
 
-// Position orders the events of a session; see wire.Position.
-type Position = wire.Position
-
 // ParsePosition parses "SEQ:IDX" (or a bare "SEQ", meaning "SEQ:0").
-func ParsePosition(s string) (Position, error) { return wire.ParsePosition(s) }
-
-// Event is what streams from a run or a session; see wire.Event.
-type Event = wire.Event
-
-// Progress is a progress report of a step; see steptype.Progress.
-type Progress = steptype.Progress
-
-// Yield is a typed value streamed by a step (Scope.Yield): an event name
-// such as "validation.checking" and a JSON payload.
-type Yield = wire.Yield
-
-// Reset reports that the streamed output of a step's attempt is void.
-type Reset = wire.Reset
-
-// Delta is a streamed fragment of a step in flight.
-type Delta = wire.Delta
+func ParsePosition(s string) (Position, error) { return steptype.ParsePosition(s) }

@@ -1,9 +1,15 @@
 package stepwise
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/stepwise-run/stepwise/internal/raceflag"
 )
 
 // TestNewIDRandomBits checks the ids' form (UUIDv7, RFC 9562 variant,
@@ -29,5 +35,43 @@ func TestNewIDRandomBits(t *testing.T) {
 			t.Fatalf("id %d: %q repeats the random bits of an earlier id", i, id)
 		}
 		seen[r] = true
+	}
+}
+
+// NewID returns version-7 UUIDs in strictly increasing order, one
+// allocation each.
+func TestNewIDSortableV7(t *testing.T) {
+	prev := ""
+	for range 10000 {
+		id := NewID()
+		u, err := uuid.Parse(id)
+		if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("%s: %v version %d variant %v", id, err, u.Version(), u.Variant())
+		}
+		if id <= prev {
+			t.Fatalf("%s after %s", id, prev)
+		}
+		if sec, _ := u.Time().UnixTime(); time.Since(time.Unix(sec, 0)).Abs() > time.Minute {
+			t.Fatalf("%s: time %d is not now", id, sec)
+		}
+		prev = id
+	}
+	if n := testing.AllocsPerRun(100, func() { NewID() }); n != 1 && !raceflag.Enabled {
+		t.Errorf("NewID allocates %.0f times, want 1", n)
+	}
+}
+
+// Idempotency keys are the ones tools saw before (a re-executed call after
+// an upgrade must present the same key).
+func TestIdempotencyKeyUnchanged(t *testing.T) {
+	for _, b := range []idemSeed{{}, {runID: "0190c0de-0000-7000-8000-000000000001", seq: 42, set: true}, {runID: strings.Repeat("r", 200), seq: -1, set: true}} {
+		base := ""
+		if b.set {
+			base = b.runID + ":" + fmt.Sprint(b.seq)
+		}
+		sum := sha256.Sum256([]byte(base + ":" + "call_1"))
+		if got, want := b.key("call_1"), hex.EncodeToString(sum[:16]); got != want {
+			t.Errorf("%+v: key %s, want %s", b, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -50,17 +51,17 @@ func (e *Engine) NextStep(ctx context.Context, inv *Invocation) (AgentStep, erro
 	}
 	for {
 		// Watch before reading: a change after the read wakes the wait.
-		sub := e.broker.watch(r.SessionID, r.ID)
+		sub := e.broker.Watch(r.SessionID, r.ID)
 		step, at, err := e.protocolEvent(ctx, r.ID, pos)
 		if err != nil || step != nil {
-			e.broker.unsubscribe(r.SessionID, sub)
+			e.broker.Unsubscribe(r.SessionID, sub)
 			if step != nil {
 				inv.After, inv.Cursor = at, at.String()
 			}
 			return step, err
 		}
 		err = waitRunChange(ctx, sub)
-		e.broker.unsubscribe(r.SessionID, sub)
+		e.broker.Unsubscribe(r.SessionID, sub)
 		if err != nil {
 			return nil, err
 		}
@@ -217,15 +218,15 @@ func (e *Engine) descends(ctx context.Context, id, ancestor string) bool {
 // waitRunChange waits until the run may have a new event: a step of it was
 // committed or resolved, it parked or finished, or the subscriber was told
 // to re-read the store (another instance changed the session).
-func waitRunChange(ctx context.Context, sub *subscriber) error {
+func waitRunChange(ctx context.Context, sub *broker.Subscriber) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-sub.lag:
+		case <-sub.Lag():
 			return nil
-		case <-sub.ready:
-			for _, ev := range sub.take(nil) {
+		case <-sub.Ready():
+			for _, ev := range sub.Take(nil) {
 				switch ev.Type {
 				case EventStepCompleted, EventRunWaiting, EventRunFinished:
 					return nil

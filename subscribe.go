@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/wire"
@@ -96,17 +97,17 @@ func (e *Engine) Subscribe(ctx context.Context, p SubscribeParams) iter.Seq2[*Ev
 			}
 		}
 		for {
-			sub, buffered, storeTo := e.broker.subscribe(sid, p.RunID, pos, direct)
+			sub, buffered, storeTo := e.broker.Subscribe(sid, p.RunID, pos, direct)
 			done, err := e.catchUp(ctx, sid, p.RunID, &pos, storeTo, buffered, emit, seen)
 			if err != nil || done {
-				e.broker.unsubscribe(sid, sub)
+				e.broker.Unsubscribe(sid, sub)
 				if err != nil && err != errStopped {
 					yield(nil, err)
 				}
 				return
 			}
 			finished, err := e.follow(ctx, sub, p.RunID, emit, p.Flush)
-			e.broker.unsubscribe(sid, sub)
+			e.broker.Unsubscribe(sid, sub)
 			if err != nil || finished {
 				if err != nil && err != errStopped {
 					yield(nil, err)
@@ -148,8 +149,8 @@ func (e *Engine) streamSession(ctx context.Context, p SubscribeParams) (string, 
 // With a direct hook (SubscribeParams.Direct) publishers may deliver lone
 // deltas while it waits (subscriber.deliver); it holds the consumer's
 // role otherwise.
-func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit func(*Event) bool, flush func() error) (bool, error) {
-	stop := context.AfterFunc(ctx, sub.wake)
+func (e *Engine) follow(ctx context.Context, sub *broker.Subscriber, runID string, emit func(*Event) bool, flush func() error) (bool, error) {
+	stop := context.AfterFunc(ctx, sub.Wake)
 	defer stop()
 	var batch []*Event
 	for {
@@ -158,12 +159,12 @@ func (e *Engine) follow(ctx context.Context, sub *subscriber, runID string, emit
 				return true, err
 			}
 		}
-		sub.wait()
+		sub.Wait()
 		if err := ctx.Err(); err != nil {
 			return true, err
 		}
-		lagged := sub.lagged.Load()
-		batch = sub.take(batch)
+		lagged := sub.Lagged()
+		batch = sub.Take(batch)
 		for _, ev := range batch {
 			if !emit(ev) {
 				return true, errStopped
@@ -227,7 +228,7 @@ func (e *Engine) catchUpOnce(ctx context.Context, sid, runID string, pos *Positi
 	var stored []*Event
 	if storeTo != 0 && (storeTo < 0 || storeTo > pos.Seq) {
 		end := max(storeTo, 0)
-		pokes := e.broker.pokesOf(sid)
+		pokes := e.broker.PokesOf(sid)
 		steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: sid, StartSeq: pos.Seq + 1, EndSeq: end})
 		if err != nil {
 			return true, false, fmt.Errorf("replay steps: %w", err)
@@ -239,7 +240,7 @@ func (e *Engine) catchUpOnce(ctx context.Context, sid, runID string, pos *Positi
 			stored = append(stored, &Event{Type: EventStepCompleted, SessionID: sid, RunID: s.RunID, StepName: s.Name, Step: s, Time: s.CreatedAt, Position: Position{Seq: s.Sequence}})
 		}
 		if n := len(steps); n > 0 {
-			e.broker.observe(sid, steps[n-1].Sequence, pokes)
+			e.broker.Observe(sid, steps[n-1].Sequence, pokes)
 		}
 	}
 	// Committed steps and the ring's events in position order: a ring

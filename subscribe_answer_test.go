@@ -44,12 +44,12 @@ func TestRunStreamParkAnsweredBetweenReads(t *testing.T) {
 			Content: "yes", Outputs: json.RawMessage(`true`), Now: time.Now(), QueueRun: true}); err != nil {
 			t.Error(err)
 		}
-		e.onChange(store.ChangeRun(sid, rid, string(steptype.RunQueued)))
+		e.exec.OnChange(store.ChangeRun(sid, rid, string(steptype.RunQueued)))
 		if _, err := mem.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{step(steptype.KindTool, steptype.StepCompleted)},
 			Runs: []*store.RunUpdateParams{{ID: rid, Status: &running}}}); err != nil {
 			t.Error(err)
 		}
-		e.onChange(store.ChangeStep(sid, 3))
+		e.exec.OnChange(store.ChangeStep(sid, 3))
 	}
 	var got []string
 	steps := map[int64]int{}
@@ -69,7 +69,7 @@ func TestRunStreamParkAnsweredBetweenReads(t *testing.T) {
 				Runs: []*store.RunUpdateParams{{ID: rid, Status: &completed}}}); err != nil {
 				t.Fatal(err)
 			}
-			e.onChange(store.ChangeRun(sid, rid, string(completed)))
+			e.exec.OnChange(store.ChangeRun(sid, rid, string(completed)))
 		}
 	}
 	if len(got) == 0 || !strings.HasPrefix(got[len(got)-1], string(EventRunFinished)+"@") {
@@ -94,20 +94,20 @@ func TestRunStreamLatePublication(t *testing.T) {
 	mk := func(seq int64, kind steptype.Kind, status steptype.StepStatus) *steptype.Step {
 		return &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Sequence: seq, Kind: kind, Name: "x", Status: status, Role: steptype.RoleUser, Content: "x", CreatedAt: time.Now()}
 	}
-	e.broker.acquire(sid, 0)
-	defer e.broker.release(sid)
+	e.broker.Acquire(sid, 0)
+	defer e.broker.Release(sid)
 	tool, request, next := mk(1, steptype.KindTool, steptype.StepCompleted), mk(2, steptype.KindInput, steptype.StepWaiting), mk(3, steptype.KindTool, steptype.StepCompleted)
 	answered := *request
 	answered.Status = steptype.StepCompleted
 	for _, s := range []*steptype.Step{next, tool, request, &answered} {
 		if s == next {
 			// The steps before it were delivered.
-			e.broker.publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: tool})
-			e.broker.publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: request})
+			e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: tool})
+			e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: request})
 		}
-		e.broker.publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: s})
+		e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: s})
 	}
-	e.broker.publish(&Event{Type: EventRunFinished, SessionID: sid, RunID: rid, Run: &steptype.Run{ID: rid, Status: steptype.RunCompleted}})
+	e.broker.Publish(&Event{Type: EventRunFinished, SessionID: sid, RunID: rid, Run: &steptype.Run{ID: rid, Status: steptype.RunCompleted}})
 	var got []string
 	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: rid}) {
 		if err != nil {
@@ -132,12 +132,12 @@ func TestRunStreamResumeAtStep(t *testing.T) {
 	defer cancel()
 	mem := memory.New()
 	e, sid, rid := streamFixture(ctx, t, mem, mem)
-	e.broker.acquire(sid, 1)
-	defer e.broker.release(sid)
+	e.broker.Acquire(sid, 1)
+	defer e.broker.Release(sid)
 	step := &steptype.Step{ID: uuid.NewString(), SessionID: sid, RunID: rid, Sequence: 1, Kind: steptype.KindTool, Status: steptype.StepCompleted}
-	e.broker.publish(&Event{Type: EventStepStarted, SessionID: sid, RunID: rid})
-	e.broker.publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: step})
-	e.broker.publish(&Event{Type: EventRunFinished, SessionID: sid, RunID: rid, Run: &steptype.Run{ID: rid, Status: steptype.RunCompleted}})
+	e.broker.Publish(&Event{Type: EventStepStarted, SessionID: sid, RunID: rid})
+	e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: step})
+	e.broker.Publish(&Event{Type: EventRunFinished, SessionID: sid, RunID: rid, Run: &steptype.Run{ID: rid, Status: steptype.RunCompleted}})
 	var got []string
 	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: rid, After: Position{Seq: 1}}) {
 		if err != nil {

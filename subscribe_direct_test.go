@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stepwise-run/stepwise/internal/broker"
 )
 
 // SubscribeParams.Direct: a delta published while the stream waits is
@@ -69,27 +71,17 @@ func TestSubscribeDirectDelta(t *testing.T) {
 			}
 		}
 	}()
-	sub := func() *subscriber {
+	sub := func() *broker.Subscriber {
 		for {
-			sh := e.broker.lock("s")
-			var s *subscriber
-			if tp := sh.topics["s"]; tp != nil && len(tp.subs) == 1 {
-				s = tp.subs[0]
-			}
-			sh.mu.Unlock()
-			if s != nil {
-				return s
+			if subs := e.broker.Subscribers("s"); len(subs) == 1 {
+				return subs[0]
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}
 	waitIdle := func() {
 		for {
-			s := sub()
-			s.mu.Lock()
-			idle := s.idle
-			s.mu.Unlock()
-			if idle {
+			if sub().Idle() {
 				return
 			}
 			time.Sleep(time.Millisecond)
@@ -103,7 +95,7 @@ func TestSubscribeDirectDelta(t *testing.T) {
 		case EventRunStarted:
 			ev.Run, ev.StepName = &Run{ID: "r"}, text
 		}
-		e.broker.publish(ev)
+		e.broker.Publish(ev)
 	}
 	waitFor := func(want string) {
 		t.Helper()
@@ -147,7 +139,7 @@ func TestSubscribeDirectDelta(t *testing.T) {
 	// A lag: the stream catches up from the ring after its position (that
 	// of "e") and subscribes again; what Direct took is not repeated.
 	before := logged()
-	e.broker.poke("s")
+	e.broker.Poke("s")
 	waitFor(before + " flush")
 	step(EventStepDelta, "d", "direct:e flush direct:d")
 	cancel()

@@ -52,7 +52,7 @@ func TestRunStreamParkBetweenReads(t *testing.T) {
 			Runs: []*store.RunUpdateParams{{ID: rid, Status: &waiting}}}); err != nil {
 			t.Error(err)
 		}
-		e.onChange(store.ChangeRun(sid, rid, string(waiting)))
+		e.exec.OnChange(store.ChangeRun(sid, rid, string(waiting)))
 	}
 	var got []string
 	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: rid}) {
@@ -88,9 +88,9 @@ func TestRunStreamParkBeforePublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The execution publishes into the topic: the ring covers what follows.
-	e.broker.acquire(sid, 1)
-	defer e.broker.release(sid)
-	e.broker.publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: first[0]})
+	e.broker.Acquire(sid, 1)
+	defer e.broker.Release(sid)
+	e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: sid, RunID: rid, Step: first[0]})
 	waiting := steptype.RunWaiting
 	var got []string
 	for ev, err := range e.Subscribe(ctx, SubscribeParams{RunID: rid}) {
@@ -108,11 +108,9 @@ func TestRunStreamParkBeforePublish(t *testing.T) {
 				Runs: []*store.RunUpdateParams{{ID: rid, Status: &waiting}}}); err != nil {
 				t.Fatal(err)
 			}
-			sh := e.broker.lock(sid)
-			for _, s := range sh.topics[sid].subs {
-				s.markLagged()
+			for _, s := range e.broker.Subscribers(sid) {
+				s.MarkLagged()
 			}
-			sh.mu.Unlock()
 		}
 	}
 	want := []string{"step_completed@1:0", "step_completed@2:0", "run_waiting@2:1"}

@@ -3,7 +3,8 @@
 // responses with partial chunks flagged, usage, and classified errors.
 //
 // Providers live in subpackages: llm/scripted (deterministic, file driven),
-// llm/openai (any OpenAI-compatible server), llm/anthropic.
+// llm/openai (any OpenAI-compatible server), llm/anthropic, llm/gemini,
+// llm/bedrock (Amazon Bedrock's Converse API).
 package llm
 
 import (
@@ -79,13 +80,8 @@ type Response struct {
 }
 
 // ToolCallDelta is a fragment of a streamed tool call; Index identifies the
-// call among parallel calls of one response.
-type ToolCallDelta struct {
-	Index     int    `json:"index"`
-	ID        string `json:"id,omitempty"`
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments,omitempty"` // appended to the call's arguments
-}
+// call among parallel calls of one response. See steptype.ToolCallDelta.
+type ToolCallDelta = steptype.ToolCallDelta
 
 // Usage counts tokens of one call.
 type Usage struct {
@@ -96,7 +92,8 @@ type Usage struct {
 }
 
 // Provider is implemented by models that can say which provider serves them
-// ("openai", "anthropic", "scripted"); used for metrics and telemetry.
+// ("openai", "anthropic", "gemini", "bedrock", "scripted"); used for
+// metrics and telemetry.
 type Provider interface {
 	Provider() string
 }

@@ -38,7 +38,8 @@ func (r *QueryWithSteps) StepList() []*stepwise.Step {
 
 // Render renders the hits as text for a model or a terminal: a header per
 // hit (rank, score, session, time) followed by the step rendered with
-// stepwise.RenderSteps (seed 002's templates).
+// stepwise.RenderSteps (its Action, Decision, Call Program or End Program
+// template).
 func (r *QueryWithSteps) Render() string {
 	if len(r.Steps) == 0 {
 		return "No matching past steps."
@@ -86,8 +87,7 @@ func Search(ctx context.Context, st store.Store, emb Embedder, q Query) (*QueryW
 // Errors: bad queries (no text, K < 1, negative MaxDistance, unknown kind)
 // wrap store.ErrInvalid; a store without vectors of this embedder wraps
 // store.ErrNoVectors and names the embedders it does have; a query vector
-// of another dimension wraps store.ErrDimensionMismatch; a store that keeps
-// no vectors is ErrUnsupportedStore.
+// of another dimension wraps store.ErrDimensionMismatch.
 func (s *Searcher) Search(ctx context.Context, q Query) (*QueryWithSteps, error) {
 	texts, err := checkQuery(&q)
 	if err != nil {

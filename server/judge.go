@@ -37,9 +37,6 @@ func (s *Server) judge(session bool) handlerFunc {
 		if j == nil {
 			return errorf(http.StatusUnprocessableEntity, CodeNoJudge, "this server has no judges (declare observe.judge in an agent file)")
 		}
-		if _, ok := j.Store.(store.ObservationStore); !ok {
-			return errorf(http.StatusNotImplemented, CodeNotImplemented, "this server's store (%T) keeps no evals", j.Store)
-		}
 		var evs []*store.Eval
 		if session {
 			evs, err = j.JudgeSession(r.Context(), id)

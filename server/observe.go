@@ -12,15 +12,10 @@ import (
 	"github.com/stepwise-run/stepwise/wire"
 )
 
-// The observation endpoints (seed 003, docs/observation.md): evals of steps,
-// runs and sessions; attachments of steps and their content; the events
-// inside a step; annotations set after a step committed; datasets and
-// experiments. They need a store implementing store.ObservationStore; on
-// any other store they answer 501 not_implemented.
-
-// CodeNotImplemented is the problem code of an observation endpoint on a
-// store that keeps no observations (501).
-const CodeNotImplemented = "not_implemented"
+// The observation endpoints (docs/observation.md): evals of steps, runs
+// and sessions; attachments of steps and their content; the events inside
+// a step; annotations set after a step committed; datasets and
+// experiments, read and written through the store's ObservationStore part.
 
 // observationAPI holds the handlers of the observation endpoints and their
 // attachment limits (observe's defaults).
@@ -81,15 +76,6 @@ func (s *Server) registerObservationAPI() {
 	}
 }
 
-// observations returns the store's observation interface, or a 501.
-func (o *observationAPI) observations() (store.ObservationStore, error) {
-	obs, ok := o.s.eng.Store().(store.ObservationStore)
-	if !ok {
-		return nil, errorf(http.StatusNotImplemented, CodeNotImplemented, "this server's store (%T) keeps no evals, attachments, events, datasets or experiments", o.s.eng.Store())
-	}
-	return obs, nil
-}
-
 // observationError maps the sentinels of the observe and eval packages,
 // which problemOf does not know, to API errors; others pass unchanged.
 func observationError(err error) error {
@@ -98,8 +84,6 @@ func observationError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, observe.ErrNotSupported), errors.Is(err, eval.ErrNotSupported):
-		status, code = http.StatusNotImplemented, CodeNotImplemented
 	case errors.Is(err, observe.ErrTooLarge):
 		status, code = http.StatusRequestEntityTooLarge, CodeBodyTooLarge
 	case errors.Is(err, observe.ErrContentType):
@@ -148,10 +132,7 @@ func (o *observationAPI) target(r *http.Request, kind store.EvalTarget) (string,
 // steps included). Oldest first; ?name= and ?source= filter.
 func (o *observationAPI) evals(kind store.EvalTarget) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		obs, err := o.observations()
-		if err != nil {
-			return err
-		}
+		obs := o.s.eng.Store()
 		id, err := o.target(r, kind)
 		if err != nil {
 			return err
@@ -179,9 +160,6 @@ func (o *observationAPI) evals(kind store.EvalTarget) handlerFunc {
 // (201). A score outside [0, 1] is 422 and stores nothing.
 func (o *observationAPI) score(kind store.EvalTarget) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if _, err := o.observations(); err != nil {
-			return err
-		}
 		var req wire.ScoreRequest
 		if err := o.s.decodeBody(w, r, &req, false); err != nil {
 			return err

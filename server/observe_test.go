@@ -309,24 +309,3 @@ func TestObservationEventsAndAnnotations(t *testing.T) {
 		env.want(404, CodeNotFound, "PUT", "/v1/steps/nope/annotations", "application/json", []byte(`{"state":"s"}`))
 	})
 }
-
-func TestObservationWithoutObservationStore(t *testing.T) {
-	t.Parallel()
-	env, step := chatEnv(t, struct{ store.Store }{memory.New()})
-	for _, c := range []struct{ method, path, ctype, body string }{
-		{"GET", "/v1/steps/" + step.ID + "/evals", "", ""},
-		{"POST", "/v1/steps/" + step.ID + "/evals", "application/json", `{"score":1}`},
-		{"POST", "/v1/steps/" + step.ID + "/attachments", "text/plain", "x"},
-		{"GET", "/v1/attachments/a/content", "", ""},
-		{"GET", "/v1/steps/" + step.ID + "/events", "", ""},
-		{"PUT", "/v1/steps/" + step.ID + "/annotations", "application/json", `{"state":"s"}`},
-		{"POST", "/v1/datasets?name=d", "application/x-ndjson", `{"input":"q"}`},
-		{"GET", "/v1/experiments/compare?a=x&b=y", "", ""},
-	} {
-		var body []byte
-		if c.body != "" {
-			body = []byte(c.body)
-		}
-		env.want(501, CodeNotImplemented, c.method, c.path, c.ctype, body)
-	}
-}

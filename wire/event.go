@@ -1,83 +1,40 @@
 package wire
 
 import (
-	"encoding/json"
 	"time"
 
-	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
-// EventType names what an event reports.
-type EventType string
+// The event types are defined in package steptype, shared with the
+// machinery that publishes them; these aliases make them part of the wire.
+type (
+	// EventType names what an event reports.
+	EventType = steptype.EventType
+	// Event is what streams from a run or a session.
+	Event = steptype.Event
+	// Progress is a progress report of a step.
+	Progress = steptype.Progress
+	// Yield is a typed value streamed by a step.
+	Yield = steptype.Yield
+	// Reset reports that the streamed output of a step's attempt is void.
+	Reset = steptype.Reset
+	// Delta is a streamed fragment of a step in flight.
+	Delta = steptype.Delta
+)
 
 // Event types.
 const (
-	EventRunStarted  EventType = "run_started"
-	EventStepStarted EventType = "step_started"
-	EventStepDelta   EventType = "step_delta"
-	// EventStepProgress carries a progress report of a step (Progress).
-	EventStepProgress EventType = "step_progress"
-	// EventStepYield carries a typed value a step streamed (Yield).
-	EventStepYield EventType = "step_yield"
-	// EventStepReset tells subscribers to discard what the step streamed so
-	// far: its attempt failed after streaming and will be retried (or the
-	// step failed for good). Reset says which attempt.
-	EventStepReset     EventType = "step_reset"
-	EventStepCompleted EventType = "step_completed"
-	EventRunWaiting    EventType = "run_waiting"
-	EventRunFinished   EventType = "run_finished"
+	EventRunStarted    = steptype.EventRunStarted
+	EventStepStarted   = steptype.EventStepStarted
+	EventStepDelta     = steptype.EventStepDelta
+	EventStepProgress  = steptype.EventStepProgress
+	EventStepYield     = steptype.EventStepYield
+	EventStepReset     = steptype.EventStepReset
+	EventStepCompleted = steptype.EventStepCompleted
+	EventRunWaiting    = steptype.EventRunWaiting
+	EventRunFinished   = steptype.EventRunFinished
 )
-
-// Event is what streams from a run or a session.
-type Event struct {
-	Type      EventType `json:"type"`
-	SessionID string    `json:"session_id"`
-	RunID     string    `json:"run_id"`
-	Position  Position  `json:"-"`
-	Time      time.Time `json:"time"`
-	// StepName is the graph step the event belongs to (started, delta).
-	StepName string `json:"step_name,omitempty"`
-	// Delta is set on step_delta events.
-	Delta *Delta `json:"delta,omitempty"`
-	// Step is set on step_completed events (the committed record).
-	Step *steptype.Step `json:"step,omitempty"`
-	// Run is set on run events (a snapshot of the run row).
-	Run *steptype.Run `json:"run,omitempty"`
-	// Progress is set on step_progress events.
-	Progress *Progress `json:"progress,omitempty"`
-	// Yield is set on step_yield events.
-	Yield *Yield `json:"yield,omitempty"`
-	// Reset is set on step_reset events.
-	Reset *Reset `json:"reset,omitempty"`
-}
-
-// Progress is a progress report of a step; see steptype.Progress.
-type Progress = steptype.Progress
-
-// Yield is a typed value streamed by a step (Scope.Yield): an event name
-// such as "validation.checking" and a JSON payload.
-type Yield struct {
-	Name string          `json:"name"`
-	Data json.RawMessage `json:"data,omitempty"`
-}
-
-// Reset reports that the streamed output of a step's attempt is void.
-type Reset struct {
-	// Attempt is the attempt whose deltas must be discarded.
-	Attempt int `json:"attempt"`
-	// Reason is the error that ended the attempt.
-	Reason string `json:"reason,omitempty"`
-	// Retrying tells whether another attempt follows.
-	Retrying bool `json:"retrying"`
-}
-
-// Delta is a streamed fragment of a step in flight.
-type Delta struct {
-	Content   string             `json:"content,omitempty"`
-	Reasoning string             `json:"reasoning,omitempty"`
-	ToolCall  *llm.ToolCallDelta `json:"tool_call,omitempty"`
-}
 
 // SubscribeParams select the events of a stream.
 type SubscribeParams struct {

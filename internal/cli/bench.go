@@ -108,14 +108,13 @@ default 400; GOGC in the environment wins), and prints it.`,
 				if s != "memory" && s != "sqlite" && s != "postgres" {
 					return usagef("--store %q: want memory, sqlite or postgres", s)
 				}
-				open := benchOpen
+				cfg := bench.Config{Store: s, Steps: steps, Runs: runs, Synchronous: sync, Dir: dir, Open: benchOpen}
 				if s == "postgres" {
 					if !isPostgresDSN(e.db) {
 						return usagef("--store postgres needs --db postgres://… (the server to measure on)")
 					}
-					open = func(ctx context.Context, _, _, _ string) (store.Store, error) { return openBenchPostgres(ctx, e.db) }
+					cfg.OpenGroupCommit = func(ctx context.Context) (bench.GroupCommitter, error) { return openBenchPostgres(ctx, e.db) }
 				}
-				cfg := bench.Config{Store: s, Steps: steps, Runs: runs, Synchronous: sync, Dir: dir, Open: open}
 				if floor {
 					cfg.Floor = sqlite.Floor
 				}
