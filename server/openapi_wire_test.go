@@ -24,6 +24,7 @@ var wireSchemas = []struct {
 	typ  any
 }{
 	{"Problem", wire.Problem{}},
+	{"Problem", Problem{}}, // the server's, which carries a Retry-After besides
 	{"Agent", wire.Agent{}},
 	{"Agent.limits", wire.AgentLimits{}},
 	{"Agent.tools[]", llm.ToolDef{}},
