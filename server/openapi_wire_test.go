@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -95,6 +96,7 @@ var wireSchemas = []struct {
 	{"StepHitPage.steps[]", wire.StepHit{}},
 	{"RunList", wire.RunList{}},
 	{"SessionRowPage", wire.SessionRowPage{}},
+	{"SessionRow", wire.SessionRow{}},
 }
 
 // TestOpenAPIMatchesWireTypes checks the OpenAPI document against the
@@ -120,7 +122,7 @@ func TestOpenAPIMatchesWireTypes(t *testing.T) {
 			t.Errorf("%s: %v", w.path, err)
 			continue
 		}
-		props, _ := schema["properties"].(map[string]any)
+		props := schemaProperties(doc.Components.Schemas, schema)
 		typ := reflect.TypeOf(w.typ)
 		fields := jsonFields(typ)
 		if typ == reflect.TypeFor[steptype.Step]() {
@@ -137,6 +139,24 @@ func TestOpenAPIMatchesWireTypes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// schemaProperties returns the properties of an object schema, those of
+// every part of an allOf included.
+func schemaProperties(schemas map[string]map[string]any, s map[string]any) map[string]any {
+	props := map[string]any{}
+	if own, ok := s["properties"].(map[string]any); ok {
+		maps.Copy(props, own)
+	}
+	parts, _ := s["allOf"].([]any)
+	for _, p := range parts {
+		m, _ := p.(map[string]any)
+		if ref, ok := m["$ref"].(string); ok {
+			m = schemas[strings.TrimPrefix(ref, "#/components/schemas/")]
+		}
+		maps.Copy(props, schemaProperties(schemas, m))
+	}
+	return props
 }
 
 // stepJSONKeys returns the top-level keys of a step with every field set.
