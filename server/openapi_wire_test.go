@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"github.com/stepwise-run/stepwise/otlpingest"
 	"maps"
 	"reflect"
 	"slices"
@@ -99,12 +100,16 @@ var wireSchemas = []struct {
 	{"SessionRow", wire.SessionRow{}},
 	{"RunAgentInput", aguiInput{}},
 	{"RunAgentInput.resume[]", aguiResume{}},
+	{"LangSmithBatch", otlpingest.RunOps{}},
 }
 
 // notGoTyped are the schemas with no Go struct to check them against: the
-// OTLP/HTTP bodies are protobuf messages in their JSON mapping.
+// OTLP/HTTP bodies are protobuf messages in their JSON mapping; LangSmith's
+// runs, info and error bodies are its API's open JSON objects, read and
+// written as maps.
 var notGoTyped = []string{"ExportLogsServiceRequest", "ExportLogsServiceResponse", "ExportTraceServiceRequest",
 	"ExportTraceServiceResponse", "OTLPStatus",
+	"LangSmithRun", "LangSmithInfo", "LangSmithAccepted", "LangSmithDetail",
 }
 
 // TestOpenAPIMatchesWireTypes checks the OpenAPI document against the
