@@ -230,77 +230,11 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	if busy {
 		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
 	}
-	// On a store shared with other processes the claim comes first (it
-	// reads the run); the run is read on its own only to explain a refusal:
-	// an execution costs one read fewer. An exclusive store's run is read
-	// first, for the takeover of a dead process's lease.
-	shared := !owned && !e.store.Exclusive()
-	var run *Run
-	if shared {
-		var err error
-		if run, err = e.exec.ClaimOne(ctx, runID, time.Time{}, e.agentNames()); err != nil {
-			return nil, err
-		}
-	}
-	r := run
-	if r == nil {
-		var err error
-		if r, err = e.store.RunGet(ctx, &store.RunGetParams{ID: runID}); err != nil {
-			return nil, fmt.Errorf("run %q: %w", runID, err)
-		}
-		switch {
-		case r.Status.Terminal():
-			return nil, fmt.Errorf("%w: run %s is %s", ErrRunFinished, runID, r.Status)
-		case r.Status == steptype.RunWaiting:
-			return nil, fmt.Errorf("%w: run %s is waiting for input; answer its pending requests first", ErrConflict, runID)
-		}
-	}
-	a, err := e.Agent(r.Agent)
+	run, a, err := e.leaseRun(ctx, runID, owned)
 	if err != nil {
-		if run != nil { // claimed, and the agent went away meanwhile
-			e.exec.Leases.Drop(runID)
-			e.exec.Requeue([]*Run{run})
-		}
 		return nil, err
 	}
-	switch {
-	case owned:
-		run = r
-	case shared && run == nil:
-		return nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
-	case !shared:
-		var now time.Time // zero: the database's clock
-		if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && !executor.OwnerAlive(r.LeaseOwner) {
-			// The store is exclusive to this process and no engine of this
-			// process holds the lease, so its owner is a process that died:
-			// take the lease over at once. A lease held by another engine of
-			// this process is never taken.
-			if now = r.LeaseExpires.Add(time.Millisecond); now.Before(time.Now()) {
-				now = time.Now()
-			}
-		}
-		if run, err = e.exec.ClaimOne(ctx, runID, now, nil); err != nil {
-			return nil, err
-		}
-		if run == nil {
-			return nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
-		}
-	}
-	x := &execution{e: e, agent: a, run: run, parent: parent}
-	if parent != nil {
-		x.ctx, x.cancel = context.WithCancelCause(parent.ctx)
-		x.sink = parent.sink
-	} else {
-		// The consumer's cancellation reaches the execution with a cause of
-		// its own, so that it hands the run back instead of failing a step.
-		x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-		x.unwatch = context.AfterFunc(ctx, func() { x.cancel(&goneError{cause: context.Cause(ctx)}) })
-	}
-	if t := a.Limits.RunTimeout; t > 0 && parent == nil {
-		var cancel context.CancelFunc
-		x.ctx, cancel = context.WithTimeoutCause(x.ctx, t, ErrRunTimeout)
-		_ = cancel // released with x.cancel
-	}
+	x := e.newExecution(ctx, a, run, parent)
 	if err := x.load(ctx); err != nil {
 		x.abandon()
 		x.handBack() // claimed but never started
@@ -318,9 +252,110 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	}
 	e.active[runID] = x
 	e.mu.Unlock()
-	x.topic = e.broker.Acquire(r.SessionID, x.lastSeq)
+	x.topic = e.broker.Acquire(run.SessionID, x.lastSeq)
 	e.exec.StartHeartbeat()
 	return x, nil
+}
+
+// leaseRun leases a run to this engine (owned: the caller holds its lease
+// already) and returns it with its agent.
+func (e *Engine) leaseRun(ctx context.Context, runID string, owned bool) (*Run, *Agent, error) {
+	// On a store shared with other processes the claim comes first (it
+	// reads the run); the run is read on its own only to explain a refusal:
+	// an execution costs one read fewer. An exclusive store's run is read
+	// first, for the takeover of a dead process's lease.
+	shared := !owned && !e.store.Exclusive()
+	var run *Run
+	if shared {
+		var err error
+		if run, err = e.exec.ClaimOne(ctx, runID, time.Time{}, e.agentNames()); err != nil {
+			return nil, nil, err
+		}
+	}
+	r := run
+	if r == nil {
+		var err error
+		if r, err = e.claimableRun(ctx, runID); err != nil {
+			return nil, nil, err
+		}
+	}
+	a, err := e.Agent(r.Agent)
+	if err != nil {
+		if run != nil { // claimed, and the agent went away meanwhile
+			e.exec.Leases.Drop(runID)
+			e.exec.Requeue([]*Run{run})
+		}
+		return nil, nil, err
+	}
+	switch {
+	case owned:
+		run = r
+	case shared && run == nil:
+		return nil, nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
+	case !shared:
+		if run, err = e.exec.ClaimOne(ctx, runID, e.takeoverTime(r), nil); err != nil {
+			return nil, nil, err
+		}
+		if run == nil {
+			return nil, nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
+		}
+	}
+	return run, a, nil
+}
+
+// claimableRun reads a run to claim, refusing one that finished or waits
+// for input.
+func (e *Engine) claimableRun(ctx context.Context, runID string) (*Run, error) {
+	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID})
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w", runID, err)
+	}
+	switch {
+	case r.Status.Terminal():
+		return nil, fmt.Errorf("%w: run %s is %s", ErrRunFinished, runID, r.Status)
+	case r.Status == steptype.RunWaiting:
+		return nil, fmt.Errorf("%w: run %s is waiting for input; answer its pending requests first", ErrConflict, runID)
+	}
+	return r, nil
+}
+
+// takeoverTime is the time a claim of r on an exclusive store is made at:
+// zero (the database's clock), or just after the lease of a process that
+// died.
+func (e *Engine) takeoverTime(r *Run) time.Time {
+	var now time.Time // zero: the database's clock
+	if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && !executor.OwnerAlive(r.LeaseOwner) {
+		// The store is exclusive to this process and no engine of this
+		// process holds the lease, so its owner is a process that died:
+		// take the lease over at once. A lease held by another engine of
+		// this process is never taken.
+		if now = r.LeaseExpires.Add(time.Millisecond); now.Before(time.Now()) {
+			now = time.Now()
+		}
+	}
+	return now
+}
+
+// newExecution returns the execution of a claimed run, with its contexts:
+// a child's derives from its parent's; a top-level one's is cancelled
+// with a cause of its own when ctx is, and bounded by the run timeout.
+func (e *Engine) newExecution(ctx context.Context, a *Agent, run *Run, parent *execution) *execution {
+	x := &execution{e: e, agent: a, run: run, parent: parent}
+	if parent != nil {
+		x.ctx, x.cancel = context.WithCancelCause(parent.ctx)
+		x.sink = parent.sink
+	} else {
+		// The consumer's cancellation reaches the execution with a cause of
+		// its own, so that it hands the run back instead of failing a step.
+		x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		x.unwatch = context.AfterFunc(ctx, func() { x.cancel(&goneError{cause: context.Cause(ctx)}) })
+	}
+	if t := a.Limits.RunTimeout; t > 0 && parent == nil {
+		var cancel context.CancelFunc
+		x.ctx, cancel = context.WithTimeoutCause(x.ctx, t, ErrRunTimeout)
+		_ = cancel // released with x.cancel
+	}
+	return x
 }
 
 // abandon releases the contexts of an execution that never started.

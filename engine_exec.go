@@ -297,7 +297,9 @@ type runUpdate struct {
 }
 
 // commit writes steps and the run change in one transaction, then updates
-// the in-memory run and context and publishes the steps.
+// the in-memory run and context and publishes the steps. The session's
+// commit lock is held from the write to the publication, so positions
+// follow sequence order.
 func (x *execution) commit(steps []*Step, u runUpdate) error {
 	now, proc := x.e.nowRead() // proc: the same reading for the steps' ids
 	x.mu.Lock()
@@ -313,6 +315,35 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 			u.patchStep.StatePatch = patch
 		}
 	}
+	x.stampSteps(steps, now, proc, progress)
+	if err := x.e.maskSteps(steps); err != nil {
+		return err
+	}
+	if u.completes {
+		completed, out := steptype.RunCompleted, x.outputWith(steps)
+		u.status, u.output, u.finish = &completed, &out, true
+	}
+	x.setRunParams(&u, state, len(steps), now)
+	defer func() { x.runParams = store.RunUpdateParams{} }()
+	if l := x.sessLock; l != nil {
+		l.Lock()
+		defer l.Unlock()
+	} else {
+		defer x.e.lockSession(x.run.SessionID)()
+	}
+	stored, err := x.write(steps, u.inPlace)
+	if err != nil {
+		return err
+	}
+	x.applyRun(&u, state, len(steps), now)
+	x.announce(stored, &u, now)
+	return nil
+}
+
+// stampSteps gives the steps of a commit their ids (the first one's from
+// proc, the reading of the commit's time), run, parent, status, metrics,
+// progress and time.
+func (x *execution) stampSteps(steps []*Step, now, proc time.Time, progress *Progress) {
 	for _, s := range steps {
 		if s.ID == "" {
 			s.ID = newIDAt(proc)
@@ -332,51 +363,53 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		s.CreatedAt = now
 		x.prevStepID = s.ID
 	}
-	if err := x.e.maskSteps(steps); err != nil {
-		return err
-	}
-	if u.completes {
-		completed, out := steptype.RunCompleted, x.outputWith(steps)
-		u.status, u.output, u.finish = &completed, &out, true
-	}
+}
+
+// setRunParams sets x.runParams to the fenced run update of a commit of n
+// steps (state: the run's state after u's patch).
+func (x *execution) setRunParams(u *runUpdate, state json.RawMessage, n int, now time.Time) {
 	x.runParams = store.RunUpdateParams{
 		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: expectRunning,
-		Cursor: u.cursor, Status: u.status, Output: u.output, Error: u.err, StepDelta: int64(len(steps)), Now: now,
+		Cursor: u.cursor, Status: u.status, Output: u.output, Error: u.err, StepDelta: int64(n), Now: now,
 	}
-	p := &x.runParams
-	defer func() { x.runParams = store.RunUpdateParams{} }()
 	if len(u.patch) > 0 {
-		p.State = state
+		x.runParams.State = state
 	}
 	if u.finish || (u.status != nil && *u.status == steptype.RunWaiting) {
-		p.ClearLease = true
+		x.runParams.ClearLease = true
 	}
-	if l := x.sessLock; l != nil {
-		l.Lock()
-		defer l.Unlock()
-	} else {
-		defer x.e.lockSession(x.run.SessionID)()
-	}
+}
+
+// write appends the steps with the run update of x.runParams in one
+// transaction (or only updates the run when there are none) and returns
+// the stored steps; a fenced write that fails says why (conflict).
+func (x *execution) write(steps []*Step, inPlace bool) ([]*Step, error) {
 	if x.storeCtx == nil {
 		x.storeCtx = context.WithoutCancel(x.ctx)
 	}
 	var stored []*Step
 	var err error
 	if len(steps) > 0 {
-		x.appendRuns[0] = p
-		x.appendParams = store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:], InPlace: u.inPlace}
+		x.appendRuns[0] = &x.runParams
+		x.appendParams = store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:], InPlace: inPlace}
 		stored, err = x.e.store.StepAppend(x.storeCtx, &x.appendParams)
 		x.appendRuns[0], x.appendParams = nil, store.StepAppendParams{}
 	} else {
-		_, err = x.e.store.RunUpdate(x.storeCtx, p)
+		_, err = x.e.store.RunUpdate(x.storeCtx, &x.runParams)
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return x.conflict(err)
+			return nil, x.conflict(err)
 		}
-		return fmt.Errorf("commit step: %w", err)
+		return nil, fmt.Errorf("commit step: %w", err)
 	}
+	return stored, nil
+}
+
+// applyRun updates the in-memory run after a commit of n steps.
+func (x *execution) applyRun(u *runUpdate, state json.RawMessage, n int, now time.Time) {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	if u.cursor != nil {
 		x.run.Cursor = *u.cursor
 	}
@@ -392,9 +425,13 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	if u.err != nil {
 		x.run.Error = u.err
 	}
-	x.run.StepCount += int64(len(steps))
+	x.run.StepCount += int64(n)
 	x.run.UpdatedAt = now
-	x.mu.Unlock()
+}
+
+// announce adds committed steps to the context and publishes their
+// step_completed events, then runs the commit hooks.
+func (x *execution) announce(stored []*Step, u *runUpdate, now time.Time) {
 	for i, s := range stored {
 		x.conv.Add(s)
 		ev := u.completed
@@ -411,7 +448,6 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	if len(stored) > 0 {
 		x.e.afterCommit(stored)
 	}
-	return nil
 }
 
 // stampMetrics makes every committed step say when its work started and how
@@ -576,105 +612,141 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	// scope and its record are reused, without an id.
 	lean := name == StepTools && x.agent.Steps[StepTools] == nil && !x.hooks(name) && x.e.eventsState() == nil
 	for attempt := 1; ; attempt++ {
-		// One reading of the clock for the step's start, its id's timestamp
-		// and the start of its timeout (proc: zero with a clock of the
-		// caller's, and then each reads its own).
-		startedAt, proc := x.e.nowRead()
-		var scope *Scope
-		var started *Event
-		var dc *deadlineCtx
-		if lean {
-			x.leanStep = Step{Name: name}
-			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
-			ls := new(leanStart)
-			scope, started, dc = &x.leanScope, &ls.started, &ls.dc
-		} else {
-			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: newIDAt(proc), Name: name}}
-			ss.Scope.step = &ss.step
-			scope, started, dc = &ss.Scope, &ss.started, &ss.dc
-		}
-		scope.step.Metrics.Attempt = attempt
-		scope.step.Metrics.StartedAt = startedAt
-		started.Type, started.StepName = EventStepStarted, name
-		if x.publishWaited(started, startedAt) {
-			// The consumer held the step back: its timeout counts from
-			// now, as it did when it was read after the publish.
-			proc = time.Time{}
-		}
+		scope, proc, dc := x.startAttempt(name, attempt, lean)
 		streamed := x.deltas.Load()
 		next, err := x.call(x.hooked(name, h), scope, proc, dc)
-		if err == nil && next != nil && next.State != nil && !next.committed {
-			err = x.checkState(next.State)
-		}
 		if err == nil {
-			if next == nil || (!next.committed && !x.agent.hasStep(next.Step)) {
-				got := "<nil>"
-				if next != nil {
-					got = next.Step
-				}
-				err = fmt.Errorf("%w: step %q routed to %q", ErrUnknownStep, name, got)
-			} else {
-				if next.record != nil {
-					next.record.ID = scope.step.ID
-				}
-				if next.record == nil && !next.committed {
-					next.record = scope.step
-				}
-				if len(scope.hookTrail) > 0 && next.record != nil {
-					if next.record.Metadata == nil {
-						next.record.Metadata = map[string]any{}
-					}
-					next.record.Metadata["hooks"] = scope.hookTrail
-				}
+			if next, err = x.accept(name, scope, next); err == nil {
 				return next, nil, nil
 			}
 		}
 		if cause := context.Cause(x.ctx); cause != nil {
 			return nil, nil, cause
 		}
-		class := llm.Classify(err)
-		code := "step_error"
-		switch {
-		case errors.Is(err, ErrStepTimeout):
-			class, code = steptype.ErrorTransient, "timeout"
-		case errors.Is(err, ErrStepPanic):
-			class, code = steptype.ErrorPermanent, "panic"
-		case errors.Is(err, ErrUnknownStep):
-			class, code = steptype.ErrorPermanent, "unknown_step"
-		case errors.Is(err, ErrInvalidState):
-			class, code = steptype.ErrorPermanent, "invalid_state"
+		serr, cerr := x.failAttempt(name, scope, attempt, x.deltas.Load() != streamed, err)
+		if cerr != nil {
+			return nil, nil, cerr
 		}
-		var le *llm.Error
-		if errors.As(err, &le) && le.Code != "" {
-			code = le.Code
-		}
-		retry := class == steptype.ErrorTransient && attempt < pol.MaxAttempts
-		serr := &StepError{Message: err.Error(), Class: class, Attempt: attempt, Recoverable: retry, Code: code}
-		if cause := errors.Unwrap(err); cause != nil {
-			serr.Cause = cause.Error()
-		}
-		es := &Step{Kind: steptype.KindError, Name: name, Status: steptype.StepFailed, Error: serr}
-		es.Metrics.Attempt = attempt
-		es.Metrics.StartedAt, es.Metrics.FinishedAt = scope.step.Metrics.StartedAt, x.e.now()
-		es.Metrics.Duration = es.Metrics.FinishedAt.Sub(es.Metrics.StartedAt)
-		if m := x.agent.Model; m != nil && name == StepLLM {
-			es.Metrics.Model = m.Name()
-		}
-		if x.deltas.Load() != streamed {
-			// The attempt streamed output that no step will carry: tell
-			// subscribers to discard it before anything else of the step.
-			x.publish(&Event{Type: EventStepReset, StepName: name, Reset: &Reset{Attempt: attempt, Reason: serr.Message, Retrying: retry}})
-		}
-		if err := x.commit([]*Step{es}, runUpdate{}); err != nil {
-			return nil, nil, err
-		}
-		if !retry {
+		if !serr.Recoverable {
 			return nil, serr, nil
 		}
 		if err := sleepCtx(x.ctx, backoffDelay(pol, attempt, llm.RetryAfter(err))); err != nil {
 			return nil, nil, context.Cause(x.ctx)
 		}
 	}
+}
+
+// startAttempt prepares an attempt of a step, its scope and record (lean:
+// the execution's reused ones) and the zero context of its handler, and
+// publishes its step_started event. It returns the reading of the clock
+// its timeout counts from (zero: from now).
+func (x *execution) startAttempt(name string, attempt int, lean bool) (*Scope, time.Time, *deadlineCtx) {
+	// One reading of the clock for the step's start, its id's timestamp
+	// and the start of its timeout (proc: zero with a clock of the
+	// caller's, and then each reads its own).
+	startedAt, proc := x.e.nowRead()
+	var scope *Scope
+	var started *Event
+	var dc *deadlineCtx
+	if lean {
+		x.leanStep = Step{Name: name}
+		x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
+		ls := new(leanStart)
+		scope, started, dc = &x.leanScope, &ls.started, &ls.dc
+	} else {
+		ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: newIDAt(proc), Name: name}}
+		ss.Scope.step = &ss.step
+		scope, started, dc = &ss.Scope, &ss.started, &ss.dc
+	}
+	scope.step.Metrics.Attempt = attempt
+	scope.step.Metrics.StartedAt = startedAt
+	started.Type, started.StepName = EventStepStarted, name
+	if x.publishWaited(started, startedAt) {
+		// The consumer held the step back: its timeout counts from
+		// now, as it did when it was read after the publish.
+		proc = time.Time{}
+	}
+	return scope, proc, dc
+}
+
+// accept checks what a handler returned (a state update that applies, a
+// route to a step of the agent) and makes the scope's record the step's
+// record; an error fails the attempt.
+func (x *execution) accept(name string, scope *Scope, next *Next) (*Next, error) {
+	if next != nil && next.State != nil && !next.committed {
+		if err := x.checkState(next.State); err != nil {
+			return nil, err
+		}
+	}
+	if next == nil || (!next.committed && !x.agent.hasStep(next.Step)) {
+		got := "<nil>"
+		if next != nil {
+			got = next.Step
+		}
+		return nil, fmt.Errorf("%w: step %q routed to %q", ErrUnknownStep, name, got)
+	}
+	if next.record != nil {
+		next.record.ID = scope.step.ID
+	}
+	if next.record == nil && !next.committed {
+		next.record = scope.step
+	}
+	if len(scope.hookTrail) > 0 && next.record != nil {
+		if next.record.Metadata == nil {
+			next.record.Metadata = map[string]any{}
+		}
+		next.record.Metadata["hooks"] = scope.hookTrail
+	}
+	return next, nil
+}
+
+// failAttempt records a failed attempt as an error step, telling
+// subscribers first to discard what it streamed (streamed), and returns
+// its StepError, Recoverable when the policy retries it.
+func (x *execution) failAttempt(name string, scope *Scope, attempt int, streamed bool, err error) (*StepError, error) {
+	class, code := classify(err)
+	retry := class == steptype.ErrorTransient && attempt < x.agent.Retry.MaxAttempts
+	serr := &StepError{Message: err.Error(), Class: class, Attempt: attempt, Recoverable: retry, Code: code}
+	if cause := errors.Unwrap(err); cause != nil {
+		serr.Cause = cause.Error()
+	}
+	es := &Step{Kind: steptype.KindError, Name: name, Status: steptype.StepFailed, Error: serr}
+	es.Metrics.Attempt = attempt
+	es.Metrics.StartedAt, es.Metrics.FinishedAt = scope.step.Metrics.StartedAt, x.e.now()
+	es.Metrics.Duration = es.Metrics.FinishedAt.Sub(es.Metrics.StartedAt)
+	if m := x.agent.Model; m != nil && name == StepLLM {
+		es.Metrics.Model = m.Name()
+	}
+	if streamed {
+		// The attempt streamed output that no step will carry: tell
+		// subscribers to discard it before anything else of the step.
+		x.publish(&Event{Type: EventStepReset, StepName: name, Reset: &Reset{Attempt: attempt, Reason: serr.Message, Retrying: retry}})
+	}
+	if err := x.commit([]*Step{es}, runUpdate{}); err != nil {
+		return nil, err
+	}
+	return serr, nil
+}
+
+// classify returns the error class and code of a failed attempt.
+func classify(err error) (steptype.ErrorClass, string) {
+	class := llm.Classify(err)
+	code := "step_error"
+	switch {
+	case errors.Is(err, ErrStepTimeout):
+		class, code = steptype.ErrorTransient, "timeout"
+	case errors.Is(err, ErrStepPanic):
+		class, code = steptype.ErrorPermanent, "panic"
+	case errors.Is(err, ErrUnknownStep):
+		class, code = steptype.ErrorPermanent, "unknown_step"
+	case errors.Is(err, ErrInvalidState):
+		class, code = steptype.ErrorPermanent, "invalid_state"
+	}
+	var le *llm.Error
+	if errors.As(err, &le) && le.Code != "" {
+		code = le.Code
+	}
+	return class, code
 }
 
 // call runs a handler under the step timeout, turning a panic into an error.

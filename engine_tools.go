@@ -66,36 +66,9 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		return &Next{committed: true}, x.commit(nil, runUpdate{cursor: &llmStep})
 	}
 	r := toolsRound{x: x}
-	run := pending[:0] // filtered in place
-	for _, call := range pending {
-		if x.waiting[call.ID] {
-			continue // already asked, still waiting
-		}
-		if ans, decided := x.approvals[call.ID]; decided {
-			if !ans.Approved {
-				msg := "The user rejected this tool call."
-				if ans.Message != "" {
-					msg += " Message: " + ans.Message
-				}
-				if err := x.commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runUpdate{}); err != nil {
-					return nil, err
-				}
-				continue
-			}
-		} else if x.needsApproval(call) {
-			approval := call // its own copy: only this branch keeps a pointer
-			in, err := x.inputStep(StepTools, &InputRequest{
-				Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
-				Approval: &approval,
-				Schema:   approvalSchema,
-			}, nil)
-			if err != nil {
-				return nil, err
-			}
-			r.approvals = append(r.approvals, in)
-			continue
-		}
-		run = append(run, call)
+	run, err := x.triageCalls(&r, pending)
+	if err != nil {
+		return nil, err
 	}
 	// The cursor moves with the last result unless a call may park (a
 	// sub-agent or ask_human); then it moves by itself at the end.
@@ -128,42 +101,93 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		// One call: execute it on this goroutine, no hand-off.
 		x.execCall(ctx, run[0], idemBase, r.handle)
 	default:
-		// A failed commit cancels the sibling calls: their results could
-		// not be committed anyway (the step re-runs them).
-		ctx, cancelCalls := context.WithCancelCause(ctx)
-		defer cancelCalls(nil)
-		results := make(chan *outcome)
-		send := func(o *outcome) bool {
-			select {
-			case results <- o:
-				return true
-			case <-ctx.Done():
-				return false
-			}
+		x.execParallel(ctx, &r, run, idemBase)
+	}
+	return x.endTools(ctx, &r)
+}
+
+// triageCalls sorts the pending calls of a tools step (filtered in place):
+// a call already asked about is left waiting, a rejected one gets its
+// rejection committed as its result, one that needs approval gets an
+// approval request (in r.approvals), and the rest are returned to run.
+func (x *execution) triageCalls(r *toolsRound, pending []ToolCall) ([]ToolCall, error) {
+	run := pending[:0]
+	for _, call := range pending {
+		if x.waiting[call.ID] {
+			continue // already asked, still waiting
 		}
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
-		idemBase := idemBase // the goroutines' own: the one-call path keeps it on the stack
-		for _, call := range run {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				select {
-				case sem <- struct{}{}:
-				case <-ctx.Done():
-					return
+		if ans, decided := x.approvals[call.ID]; decided {
+			if !ans.Approved {
+				msg := "The user rejected this tool call."
+				if ans.Message != "" {
+					msg += " Message: " + ans.Message
 				}
-				defer func() { <-sem }()
-				x.execCall(ctx, call, idemBase, send)
-			}()
-		}
-		go func() { wg.Wait(); close(results) }()
-		for o := range results {
-			if !r.handle(o) {
-				cancelCalls(errSiblingFailed)
+				if err := x.commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runUpdate{}); err != nil {
+					return nil, err
+				}
+				continue
 			}
+		} else if x.needsApproval(call) {
+			approval := call // its own copy: only this branch keeps a pointer
+			in, err := x.inputStep(StepTools, &InputRequest{
+				Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
+				Approval: &approval,
+				Schema:   approvalSchema,
+			}, nil)
+			if err != nil {
+				return nil, err
+			}
+			r.approvals = append(r.approvals, in)
+			continue
+		}
+		run = append(run, call)
+	}
+	return run, nil
+}
+
+// execParallel executes the calls of a tools step in parallel, at most
+// Limits.MaxParallelTools at once, handing each outcome to r on this
+// goroutine. A failed commit cancels the sibling calls: their results
+// could not be committed anyway (the step re-runs them).
+func (x *execution) execParallel(ctx context.Context, r *toolsRound, run []ToolCall, idemBase idemSeed) {
+	ctx, cancelCalls := context.WithCancelCause(ctx)
+	defer cancelCalls(nil)
+	results := make(chan *outcome)
+	send := func(o *outcome) bool {
+		select {
+		case results <- o:
+			return true
+		case <-ctx.Done():
+			return false
 		}
 	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
+	for _, call := range run {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			x.execCall(ctx, call, idemBase, send)
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+	for o := range results {
+		if !r.handle(o) {
+			cancelCalls(errSiblingFailed)
+		}
+	}
+}
+
+// endTools ends a tools step whose calls all reported: it parks the run
+// when an approval, a human or a child is awaited, or else moves the
+// cursor to "llm" unless the last result moved it.
+func (x *execution) endTools(ctx context.Context, r *toolsRound) (*Next, error) {
 	if r.firstErr != nil {
 		return nil, r.firstErr
 	}
