@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/internal/convo"
+	"github.com/stepwise-run/stepwise/internal/stepctx"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -592,14 +593,14 @@ type scopedStep struct {
 	Scope   Scope
 	step    Step
 	started Event
-	dc      deadlineCtx // the handler's context (see call)
+	dc      stepctx.Context // the handler's context (see call)
 }
 
 // leanStart is what a lean step (see runStep) allocates: its step_started
 // event and its handler's context, in one allocation.
 type leanStart struct {
 	started Event
-	dc      deadlineCtx
+	dc      stepctx.Context
 }
 
 // runStep executes one step with the retry policy. It returns the handler's
@@ -640,14 +641,14 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 // the execution's reused ones) and the zero context of its handler, and
 // publishes its step_started event. It returns the reading of the clock
 // its timeout counts from (zero: from now).
-func (x *execution) startAttempt(name string, attempt int, lean bool) (*Scope, time.Time, *deadlineCtx) {
+func (x *execution) startAttempt(name string, attempt int, lean bool) (*Scope, time.Time, *stepctx.Context) {
 	// One reading of the clock for the step's start, its id's timestamp
 	// and the start of its timeout (proc: zero with a clock of the
 	// caller's, and then each reads its own).
 	startedAt, proc := x.e.nowRead()
 	var scope *Scope
 	var started *Event
-	var dc *deadlineCtx
+	var dc *stepctx.Context
 	if lean {
 		x.leanStep = Step{Name: name}
 		x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
@@ -752,11 +753,11 @@ func classify(err error) (steptype.ErrorClass, string) {
 // call runs a handler under the step timeout, turning a panic into an error.
 // The timeout counts from start (a reading of time.Now), or from now when
 // start is zero. dc is the zero context the step allocated for it.
-func (x *execution) call(h Handler, s *Scope, start time.Time, dc *deadlineCtx) (next *Next, err error) {
+func (x *execution) call(h Handler, s *Scope, start time.Time, dc *stepctx.Context) (next *Next, err error) {
 	// What context.WithTimeoutCause(x.ctx, StepTimeout, ErrStepTimeout)
-	// answers, made only when the handler needs it (see deadlineCtx).
-	dc.init(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
-	defer dc.end()
+	// answers, made only when the handler needs it (see stepctx.Context).
+	dc.Init(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
+	defer dc.End()
 	ctx := x.observeStepContext(dc, s)
 	defer func() {
 		if r := recover(); r != nil {
