@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/internal/executor"
+	"github.com/stepwise-run/stepwise/internal/ids"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -231,3 +232,6 @@ func (e *Engine) agentNames() []string {
 	slices.Sort(names)
 	return names
 }
+
+// NewID returns a new sortable id (UUIDv7). It allocates only the string.
+func NewID() string { return ids.At(time.Now()) }

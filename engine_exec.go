@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/internal/convo"
+	"github.com/stepwise-run/stepwise/internal/ids"
 	"github.com/stepwise-run/stepwise/internal/stepctx"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -347,7 +348,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 func (x *execution) stampSteps(steps []*Step, now, proc time.Time, progress *Progress) {
 	for _, s := range steps {
 		if s.ID == "" {
-			s.ID = newIDAt(proc)
+			s.ID = ids.At(proc)
 			proc = time.Time{} // the next id reads the clock itself
 		}
 		s.SessionID, s.RunID, s.Hop = x.run.SessionID, x.run.ID, x.run.Hop
@@ -655,7 +656,7 @@ func (x *execution) startAttempt(name string, attempt int, lean bool) (*Scope, t
 		ls := new(leanStart)
 		scope, started, dc = &x.leanScope, &ls.started, &ls.dc
 	} else {
-		ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: newIDAt(proc), Name: name}}
+		ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: ids.At(proc), Name: name}}
 		ss.Scope.step = &ss.step
 		scope, started, dc = &ss.Scope, &ss.started, &ss.dc
 	}
