@@ -61,10 +61,7 @@ func TestBrowserModelRequest(t *testing.T) {
 	chat := e.eng.Agents()[0]
 	chat.Instructions = "You compute."
 	run2 := runUntil(t, e, "chat", "Again?", steptype.RunCompleted)
-	obs, err := observe.Observations(e.st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs := e.st
 	step2, err := e.st.StepGet(context.Background(), &store.StepGetParams{SessionID: run2.SessionID, Sequence: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -13,19 +13,16 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-// ErrNotSupported is returned when a store does not implement
-// store.ObservationStore.
-var ErrNotSupported = errors.New("stepwise: store does not keep evals (no store.ObservationStore)")
+// ErrNoStore is returned when a function or configuration of this package
+// is given no store.
+var ErrNoStore = errors.New("stepwise: eval: Store is required")
 
+// observations returns the part of st that evals use, or ErrNoStore.
 func observations(st store.Store) (store.ObservationStore, error) {
 	if st == nil {
-		return nil, errors.New("stepwise: eval: Store is required")
+		return nil, ErrNoStore
 	}
-	o, ok := st.(store.ObservationStore)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T", ErrNotSupported, st)
-	}
-	return o, nil
+	return st, nil
 }
 
 // Input is what an evaluator judges: one finished run.

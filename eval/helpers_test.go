@@ -2,7 +2,6 @@ package eval_test
 
 import (
 	"encoding/json"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,16 +31,6 @@ func forEachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
 	}
 }
 
-func newEngine(t *testing.T, st store.Store, agents ...*stepwise.Agent) *stepwise.Engine {
-	t.Helper()
-	e, err := stepwise.New(stepwise.Config{Store: st, Agents: agents, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
-
 func run(t *testing.T, e *stepwise.Engine, agent, input string) *stepwise.Run {
 	t.Helper()
 	r, err := e.Wait(t.Context(), e.Run(t.Context(), stepwise.StartParams{Agent: agent, Input: input}))
@@ -53,11 +42,8 @@ func run(t *testing.T, e *stepwise.Engine, agent, input string) *stepwise.Run {
 
 func obsOf(t *testing.T, st store.Store) store.ObservationStore {
 	t.Helper()
-	return st.(store.ObservationStore)
+	return st
 }
-
-// plain hides the observation methods of a store.
-type plain struct{ store.Store }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 

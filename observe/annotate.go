@@ -13,11 +13,7 @@ import (
 // or their summaries) through the API: nil fields are left, the step row is
 // never rewritten. It fails with store.ErrNotFound for an unknown step.
 func Annotate(ctx context.Context, st store.Store, p *store.AnnotationPutParams) (*store.Annotation, error) {
-	obs, err := Observations(st)
-	if err != nil {
-		return nil, err
-	}
-	a, err := obs.AnnotationPut(ctx, p)
+	a, err := st.AnnotationPut(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("annotate step %q: %w", p.StepID, err)
 	}
@@ -26,10 +22,9 @@ func Annotate(ctx context.Context, st store.Store, p *store.AnnotationPutParams)
 
 // ApplyAnnotations overlays the stored annotation rows on the annotations
 // the steps were committed with, in place: what a reader (the dashboard, the
-// HTTP API) should show. Stores without observations leave steps unchanged.
+// HTTP API) should show.
 func ApplyAnnotations(ctx context.Context, st store.Store, steps []*stepwise.Step) error {
-	obs, ok := st.(store.ObservationStore)
-	if !ok || len(steps) == 0 {
+	if len(steps) == 0 {
 		return nil
 	}
 	byStep := map[string]*store.Annotation{}
@@ -38,7 +33,7 @@ func ApplyAnnotations(ctx context.Context, st store.Store, steps []*stepwise.Ste
 		for i, s := range chunk {
 			ids[i] = s.ID
 		}
-		rows, err := obs.AnnotationList(ctx, &store.AnnotationListParams{StepIDs: ids})
+		rows, err := st.AnnotationList(ctx, &store.AnnotationListParams{StepIDs: ids})
 		if err != nil {
 			return fmt.Errorf("read annotations: %w", err)
 		}

@@ -59,12 +59,10 @@ type Attachments struct {
 	cfg AttachmentConfig
 }
 
-// NewAttachments returns the attachment API over st, which must implement
-// store.ObservationStore.
+// NewAttachments returns the attachment API over st.
 func NewAttachments(st store.Store, cfg AttachmentConfig) (*Attachments, error) {
-	obs, err := Observations(st)
-	if err != nil {
-		return nil, err
+	if st == nil {
+		return nil, ErrNoStore
 	}
 	if cfg.MaxSize == 0 {
 		cfg.MaxSize = 10 << 20
@@ -72,7 +70,7 @@ func NewAttachments(st store.Store, cfg AttachmentConfig) (*Attachments, error) 
 	if cfg.Allowed == nil {
 		cfg.Allowed = DefaultAllowedTypes
 	}
-	return &Attachments{st: st, obs: obs, cfg: cfg}, nil
+	return &Attachments{st: st, obs: st, cfg: cfg}, nil
 }
 
 // AttachParams describe one attachment: Data or Reader.

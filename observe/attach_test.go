@@ -117,16 +117,15 @@ func TestAnnotate(t *testing.T) {
 	})
 }
 
-func TestStoreWithoutObservations(t *testing.T) {
+func TestNoStore(t *testing.T) {
 	t.Parallel()
-	st := struct{ store.Store }{stores(t)["memory"](t)} // hides the observation methods
-	if _, err := observe.NewAttachments(st, observe.AttachmentConfig{}); !errors.Is(err, observe.ErrNotSupported) {
+	if _, err := observe.NewAttachments(nil, observe.AttachmentConfig{}); !errors.Is(err, observe.ErrNoStore) {
 		t.Errorf("NewAttachments: %v", err)
 	}
-	if _, err := observe.NewRecorder(observe.RecorderConfig{Store: st}); !errors.Is(err, observe.ErrNotSupported) {
+	if _, err := observe.NewRecorder(observe.RecorderConfig{}); !errors.Is(err, observe.ErrNoStore) {
 		t.Errorf("NewRecorder: %v", err)
 	}
-	if err := observe.ApplyAnnotations(t.Context(), st, []*steptype.Step{{ID: "a"}}); err != nil {
-		t.Errorf("ApplyAnnotations on a plain store: %v", err)
+	if _, err := observe.NewSummarizer(observe.SummarizerConfig{}); !errors.Is(err, observe.ErrNoStore) {
+		t.Errorf("NewSummarizer: %v", err)
 	}
 }

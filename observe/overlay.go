@@ -10,12 +10,10 @@ import (
 // OverlayAnnotations applies the annotation rows stored beside steps (set
 // through the API, or summaries written by a Summarizer) over the steps'
 // own annotations, in place, so that readers see each step's effective
-// state, goal and action with their summaries. Stores without observations
-// leave the steps as they are. The steps must be the caller's copies (as
-// store reads return them).
+// state, goal and action with their summaries. The steps must be the
+// caller's copies (as store reads return them).
 func OverlayAnnotations(ctx context.Context, st store.Store, steps []*stepwise.Step) error {
-	obs, ok := st.(store.ObservationStore)
-	if !ok || len(steps) == 0 {
+	if len(steps) == 0 {
 		return nil
 	}
 	byID := make(map[string]*stepwise.Step, len(steps))
@@ -33,7 +31,7 @@ func OverlayAnnotations(ctx context.Context, st store.Store, steps []*stepwise.S
 		} else {
 			p.SessionID = sid
 		}
-		rows, err := obs.AnnotationList(ctx, &p)
+		rows, err := st.AnnotationList(ctx, &p)
 		if err != nil {
 			return err
 		}

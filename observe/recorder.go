@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -13,23 +12,13 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-// ErrNotSupported is returned when a store does not implement
-// store.ObservationStore.
-var ErrNotSupported = errors.New("stepwise: store does not keep observations (no store.ObservationStore)")
-
-// Observations returns st as a store.ObservationStore, or ErrNotSupported.
-func Observations(st store.Store) (store.ObservationStore, error) {
-	o, ok := st.(store.ObservationStore)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T", ErrNotSupported, st)
-	}
-	return o, nil
-}
+// ErrNoStore is returned by the constructors of this package when their
+// configuration names no store.
+var ErrNoStore = errors.New("stepwise: observe: Store is required")
 
 // RecorderConfig configures a Recorder.
 type RecorderConfig struct {
-	// Store keeps the events; it must implement store.ObservationStore.
-	// Required.
+	// Store keeps the events. Required.
 	Store store.Store
 	// Mask, when set, is applied to every string of an event payload and to
 	// event errors, after secrets were redacted; e.g. (*Masker).Text.
@@ -73,9 +62,8 @@ type runEvents struct {
 
 // NewRecorder returns a Recorder.
 func NewRecorder(cfg RecorderConfig) (*Recorder, error) {
-	obs, err := Observations(cfg.Store)
-	if err != nil {
-		return nil, err
+	if cfg.Store == nil {
+		return nil, ErrNoStore
 	}
 	if cfg.MaxPayload == 0 {
 		cfg.MaxPayload = 16 << 20
@@ -86,7 +74,7 @@ func NewRecorder(cfg RecorderConfig) (*Recorder, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Recorder{cfg: cfg, obs: obs, runs: map[string]*runEvents{}}, nil
+	return &Recorder{cfg: cfg, obs: cfg.Store, runs: map[string]*runEvents{}}, nil
 }
 
 var (

@@ -24,8 +24,7 @@ Answer with the JSON object only.`
 
 // SummarizerConfig configures a Summarizer.
 type SummarizerConfig struct {
-	// Store keeps the summaries; it must implement store.ObservationStore.
-	// Required.
+	// Store keeps the summaries. Required.
 	Store store.Store
 	// Model writes the summaries. Required.
 	Model llm.Model
@@ -60,9 +59,8 @@ type Summarizer struct {
 
 // NewSummarizer returns a Summarizer.
 func NewSummarizer(cfg SummarizerConfig) (*Summarizer, error) {
-	obs, err := Observations(cfg.Store)
-	if err != nil {
-		return nil, err
+	if cfg.Store == nil {
+		return nil, ErrNoStore
 	}
 	if cfg.Model == nil {
 		return nil, errors.New("stepwise: summarizer: Model is required")
@@ -79,7 +77,7 @@ func NewSummarizer(cfg SummarizerConfig) (*Summarizer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Summarizer{cfg: cfg, obs: obs}, nil
+	return &Summarizer{cfg: cfg, obs: cfg.Store}, nil
 }
 
 var _ stepwise.Observer = (*Summarizer)(nil)

@@ -29,8 +29,6 @@ type Embedder interface {
 
 // Errors of the recall package. Bad input also wraps store.ErrInvalid.
 var (
-	// ErrUnsupportedStore: the store does not implement store.VectorStore.
-	ErrUnsupportedStore = errors.New("stepwise: recall: store does not keep step vectors (no store.VectorStore)")
 	// ErrEmbedder: an embedder returned something unusable (wrong count,
 	// inconsistent dimensions, empty vectors).
 	ErrEmbedder = errors.New("stepwise: recall: embedder failed")
@@ -40,16 +38,13 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: recall: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// vectorStore returns st as a VectorStore.
+// vectorStore returns the part of st that recall uses, or an error
+// wrapping store.ErrInvalid when there is no store.
 func vectorStore(st store.Store) (store.VectorStore, error) {
 	if st == nil {
 		return nil, invalid("no store")
 	}
-	vs, ok := st.(store.VectorStore)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T", ErrUnsupportedStore, st)
-	}
-	return vs, nil
+	return st, nil
 }
 
 // embed calls e and checks its answer: one vector per text, all of one

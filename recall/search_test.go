@@ -113,9 +113,9 @@ func TestSearchBadInput(t *testing.T) {
 	if _, err := recall.Backfill(ctx, recall.WorkerConfig{Store: st, Embedder: renamed{other, emb.Name()}}); !errors.Is(err, store.ErrDimensionMismatch) {
 		t.Errorf("backfill with another dimension under the stored name: %v", err)
 	}
-	// A store without vectors.
-	if _, err := recall.Search(ctx, plainStore{st}, emb, recall.Query{Texts: []string{"x"}, K: 1}); !errors.Is(err, recall.ErrUnsupportedStore) {
-		t.Errorf("plain store: %v", err)
+	// No store.
+	if _, err := recall.Search(ctx, nil, emb, recall.Query{Texts: []string{"x"}, K: 1}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("no store: %v", err)
 	}
 	// Nothing matching the filters is an empty result.
 	res, err := recall.Search(ctx, st, emb, recall.Query{Texts: []string{"x"}, K: 3, Agent: "nobody"})
@@ -131,9 +131,6 @@ type renamed struct {
 }
 
 func (r renamed) Name() string { return r.name }
-
-// plainStore hides the VectorStore methods of a store.
-type plainStore struct{ store.Store }
 
 // badEmbedder returns wrong answers.
 type badEmbedder struct{ vecs [][]float32 }

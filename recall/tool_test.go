@@ -8,6 +8,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
@@ -87,7 +88,7 @@ func TestToolScopes(t *testing.T) {
 	}
 	for _, cfg := range []recall.ToolConfig{
 		{Store: st},
-		{Store: plainStore{st}, Embedder: emb},
+		{Embedder: emb},
 		{Store: st, Embedder: emb, Scope: "everything"},
 		{Store: st, Embedder: emb, K: 30},
 		{Store: st, Embedder: emb, K: -1},
@@ -96,7 +97,7 @@ func TestToolScopes(t *testing.T) {
 			t.Errorf("NewTool(%+v) succeeded", cfg)
 		}
 	}
-	if _, err := recall.NewTool(recall.ToolConfig{Store: plainStore{st}, Embedder: emb}); !errors.Is(err, recall.ErrUnsupportedStore) {
-		t.Errorf("plain store: %v", err)
+	if _, err := recall.NewTool(recall.ToolConfig{Embedder: emb}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("no store: %v", err)
 	}
 }

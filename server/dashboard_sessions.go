@@ -97,27 +97,15 @@ func (s *Server) sessionRows(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// rowsOf makes the rows of a page of sessions: one query for every
-// session's latest top-level run where the store is a
-// store.LatestRunReader, else one RunList per session.
+// rowsOf makes the rows of a page of sessions, with one query for every
+// session's latest top-level run.
 func (s *Server) rowsOf(ctx context.Context, sessions []*stepwise.Session) ([]*sessionRow, error) {
 	out := make([]*sessionRow, 0, len(sessions))
-	lr, ok := s.eng.Store().(store.LatestRunReader)
-	if !ok {
-		for _, sess := range sessions {
-			row, err := s.rowOf(ctx, sess)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, row)
-		}
-		return out, nil
-	}
 	ids := make([]string, len(sessions))
 	for i, sess := range sessions {
 		ids[i] = sess.ID
 	}
-	latest, err := lr.RunLatest(ctx, &store.RunLatestParams{SessionIDs: ids})
+	latest, err := s.eng.Store().RunLatest(ctx, &store.RunLatestParams{SessionIDs: ids})
 	if err != nil {
 		return nil, err
 	}
@@ -129,25 +117,6 @@ func (s *Server) rowsOf(ctx context.Context, sessions []*stepwise.Session) ([]*s
 		out = append(out, row)
 	}
 	return out, nil
-}
-
-// rowOf makes one row from the session's runs.
-func (s *Server) rowOf(ctx context.Context, sess *stepwise.Session) (*sessionRow, error) {
-	runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{SessionID: sess.ID})
-	if err != nil {
-		return nil, err
-	}
-	row := &sessionRow{Session: sess, Status: StatusIdle, DurationMS: sess.UpdatedAt.Sub(sess.CreatedAt).Milliseconds()}
-	for _, run := range runs { // newest first
-		if run.Hop != 0 {
-			continue
-		}
-		if row.Runs == 0 {
-			row.Status, row.RunID = string(run.Status), run.ID
-		}
-		row.Runs++
-	}
-	return row, nil
 }
 
 // sessionRuns: GET /v1/sessions/{id}/runs?limit=, the session's runs,

@@ -16,7 +16,7 @@ import (
 )
 
 // The endpoints of the dashboard's views beyond the core API: the workflow
-// graph of a session or of an agent (seed 003), and an agent's overview.
+// graph of a session or of an agent, and an agent's overview.
 
 // Bounds of the graph and overview query parameters.
 const (
@@ -156,12 +156,9 @@ func (s *Server) agentSteps(r *http.Request) (*agentRead, error) {
 			return nil, err
 		}
 	}
-	// The graph and the statistics need no message content: a store that
-	// reads outlines skips decoding it (the bulk of every step).
-	var list stepLister = s.eng.Store().StepList
-	if o, ok := s.eng.Store().(store.StepOutliner); ok {
-		list = o.StepOutline
-	}
+	// The graph and the statistics need no message content: outlines
+	// skip decoding it (the bulk of every step).
+	list := s.eng.Store().StepOutline
 	rd := &agentRead{truncated: page.Next != "", inputs: []viewInput{}}
 	budget := int64(maxAgentSteps)
 	for _, sess := range page.Sessions {
@@ -310,24 +307,13 @@ func stepStats(rd *agentRead) *agentOverview {
 	return out
 }
 
-// countRuns counts the agent's runs by status: one aggregate where the
-// store is a store.RunCounter, else by listing them.
+// countRuns counts the agent's runs by status, in one aggregate.
 func (s *Server) countRuns(ctx context.Context, agent string, out *agentOverview) error {
-	if rc, ok := s.eng.Store().(store.RunCounter); ok {
-		counts, err := rc.RunCount(ctx, &store.RunCountParams{Agent: agent})
-		if err != nil {
-			return fmt.Errorf("count runs: %w", err)
-		}
-		maps.Copy(out.Runs, counts)
-	} else {
-		runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{Agent: agent})
-		if err != nil {
-			return fmt.Errorf("list runs: %w", err)
-		}
-		for _, run := range runs {
-			out.Runs[run.Status]++
-		}
+	counts, err := s.eng.Store().RunCount(ctx, &store.RunCountParams{Agent: agent})
+	if err != nil {
+		return fmt.Errorf("count runs: %w", err)
 	}
+	maps.Copy(out.Runs, counts)
 	finished := 0
 	for st, n := range out.Runs {
 		out.RunsTotal += n

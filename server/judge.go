@@ -6,6 +6,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/eval"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // CodeNoJudge is the problem code of a judgment asked for a run whose agent
@@ -36,9 +37,6 @@ func (s *Server) judge(session bool) handlerFunc {
 		if j == nil {
 			return errorf(http.StatusUnprocessableEntity, CodeNoJudge, "this server has no judges (declare observe.judge in an agent file)")
 		}
-		if _, ok := j.Store.(store.ObservationStore); !ok {
-			return errorf(http.StatusNotImplemented, CodeNotImplemented, "this server's store (%T) keeps no evals", j.Store)
-		}
 		var evs []*store.Eval
 		if session {
 			evs, err = j.JudgeSession(r.Context(), id)
@@ -51,7 +49,7 @@ func (s *Server) judge(session bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, evalList{Evals: nonNil(evs)})
+		writeJSON(w, http.StatusOK, wire.EvalList{Evals: nonNil(evs)})
 		return nil
 	}
 }

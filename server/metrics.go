@@ -61,13 +61,9 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ms, ok := s.cfg.Engine.Store().(store.MetricsStore)
-	if !ok {
-		return errorf(http.StatusNotImplemented, CodeNotImplemented, "this server's store (%T) has no time-series analytics", s.cfg.Engine.Store())
-	}
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	m, err := ms.Metrics(ctx, p)
+	m, err := s.cfg.Engine.Store().Metrics(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -9,17 +9,13 @@ import (
 	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
-// The observation endpoints (seed 003, docs/observation.md): evals of steps,
-// runs and sessions; attachments of steps and their content; the events
-// inside a step; annotations set after a step committed; datasets and
-// experiments. They need a store implementing store.ObservationStore; on
-// any other store they answer 501 not_implemented.
-
-// CodeNotImplemented is the problem code of an observation endpoint on a
-// store that keeps no observations (501).
-const CodeNotImplemented = "not_implemented"
+// The observation endpoints (docs/observation.md): evals of steps, runs
+// and sessions; attachments of steps and their content; the events inside
+// a step; annotations set after a step committed; datasets and
+// experiments, read and written through the store's ObservationStore part.
 
 // observationAPI holds the handlers of the observation endpoints and their
 // attachment limits (observe's defaults).
@@ -80,15 +76,6 @@ func (s *Server) registerObservationAPI() {
 	}
 }
 
-// observations returns the store's observation interface, or a 501.
-func (o *observationAPI) observations() (store.ObservationStore, error) {
-	obs, ok := o.s.eng.Store().(store.ObservationStore)
-	if !ok {
-		return nil, errorf(http.StatusNotImplemented, CodeNotImplemented, "this server's store (%T) keeps no evals, attachments, events, datasets or experiments", o.s.eng.Store())
-	}
-	return obs, nil
-}
-
 // observationError maps the sentinels of the observe and eval packages,
 // which problemOf does not know, to API errors; others pass unchanged.
 func observationError(err error) error {
@@ -97,8 +84,6 @@ func observationError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, observe.ErrNotSupported), errors.Is(err, eval.ErrNotSupported):
-		status, code = http.StatusNotImplemented, CodeNotImplemented
 	case errors.Is(err, observe.ErrTooLarge):
 		status, code = http.StatusRequestEntityTooLarge, CodeBodyTooLarge
 	case errors.Is(err, observe.ErrContentType):
@@ -142,19 +127,12 @@ func (o *observationAPI) target(r *http.Request, kind store.EvalTarget) (string,
 	return id, nil
 }
 
-type evalList struct {
-	Evals []*store.Eval `json:"evals"`
-}
-
 // evals: GET /v1/{steps,runs,sessions}/{id}/evals. A step's evals; a run's
 // evals and those of its steps; every eval in a session (its runs and
 // steps included). Oldest first; ?name= and ?source= filter.
 func (o *observationAPI) evals(kind store.EvalTarget) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		obs, err := o.observations()
-		if err != nil {
-			return err
-		}
+		obs := o.s.eng.Store()
 		id, err := o.target(r, kind)
 		if err != nil {
 			return err
@@ -173,7 +151,7 @@ func (o *observationAPI) evals(kind store.EvalTarget) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, evalList{Evals: nonNil(evs)})
+		writeJSON(w, http.StatusOK, wire.EvalList{Evals: nonNil(evs)})
 		return nil
 	}
 }
@@ -193,9 +171,6 @@ type scoreRequest struct {
 // (201). A score outside [0, 1] is 422 and stores nothing.
 func (o *observationAPI) score(kind store.EvalTarget) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if _, err := o.observations(); err != nil {
-			return err
-		}
 		var req scoreRequest
 		if err := o.s.decodeBody(w, r, &req, false); err != nil {
 			return err

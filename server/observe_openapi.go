@@ -3,8 +3,6 @@ package server
 // The OpenAPI operations and schemas of the observation endpoints
 // (observe.go, observe_attach.go, observe_experiments.go). apiOps and
 // schemas include them once registerObservationAPI is part of register.
-// Every operation also answers 501 not_implemented on a store without
-// observations (see CodeNotImplemented).
 
 func observationOps() []apiOp {
 	pStep := pathParam("id", "step id")

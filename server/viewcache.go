@@ -217,7 +217,7 @@ func stepBytes(s *steptype.Step) int64 {
 	return n
 }
 
-// stepLister is Store.StepList or StepOutliner.StepOutline.
+// stepLister is Store.StepList or Store.StepOutline.
 type stepLister func(context.Context, *store.StepListParams) ([]*steptype.Step, error)
 
 // sessionSteps returns what list returns for sess's steps from sequence

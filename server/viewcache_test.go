@@ -56,14 +56,10 @@ func TestAgentViewsIncremental(t *testing.T) {
 	})
 }
 
-func testAgentViewsIncremental(t *testing.T, st store.Driver) {
+func testAgentViewsIncremental(t *testing.T, st store.Store) {
 	ctx := t.Context()
-	counted := &countingStore{Driver: st}
-	var wrapped store.Store = capableStore{counted}
-	if _, ok := st.(store.RunCounter); !ok {
-		wrapped = outlineStore{counted} // memory
-	}
-	cached := serveStore(t, wrapped, 0)
+	counted := &countingStore{Store: st}
+	cached := serveStore(t, capableStore{counted}, 0)
 	plain := serveStore(t, st, -1)
 	const agent = "views"
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -175,13 +171,6 @@ func testAgentViewsIncremental(t *testing.T, st store.Driver) {
 	same("after one more append")
 }
 
-// outlineStore is a countingStore that reads outlines.
-type outlineStore struct{ *countingStore }
-
-func (c outlineStore) StepOutline(ctx context.Context, p *store.StepListParams) ([]*steptype.Step, error) {
-	return capableStore(c).StepOutline(ctx, p)
-}
-
 // serveStore serves st on loopback with the given Config.ViewCacheBytes
 // (0: the default).
 func serveStore(t *testing.T, st store.Store, cacheBytes int64) string {
@@ -208,7 +197,7 @@ func serveStore(t *testing.T, st store.Store, cacheBytes int64) string {
 func TestAgentViewsWarmReadsBounded(t *testing.T) {
 	e := newBigEnv(t, bench.FillConfig{Steps: 6000, Sessions: 120, Agents: 2, Seed: 5})
 	agent := bench.AgentName(0)
-	plain := serveStore(t, e.capable.Driver, -1)
+	plain := serveStore(t, e.capable.Store, -1)
 	for _, path := range []string{"/overview", "/graph", "/overview?sessions=500"} {
 		url := "/v1/agents/" + agent + path
 		getBody(t, e.capURL+url) // cold
@@ -226,7 +215,7 @@ func TestAgentViewsWarmReadsBounded(t *testing.T) {
 		}
 	}
 	// New steps in the newest session of the agent: read, and only them.
-	page, err := e.capable.Driver.SessionList(t.Context(), &store.SessionListParams{Agent: agent, Limit: 1})
+	page, err := e.capable.Store.SessionList(t.Context(), &store.SessionListParams{Agent: agent, Limit: 1})
 	if err != nil || len(page.Sessions) != 1 {
 		t.Fatal(page, err)
 	}
@@ -234,7 +223,7 @@ func TestAgentViewsWarmReadsBounded(t *testing.T) {
 	for i := range 7 {
 		steps = append(steps, &steptype.Step{ID: stepwise.NewID(), SessionID: page.Sessions[0].ID, Kind: steptype.KindCustom, Name: "late", Status: steptype.StepCompleted, Content: fmt.Sprint(i)})
 	}
-	if _, err := e.capable.Driver.StepAppend(t.Context(), &store.StepAppendParams{Steps: steps}); err != nil {
+	if _, err := e.capable.Store.StepAppend(t.Context(), &store.StepAppendParams{Steps: steps}); err != nil {
 		t.Fatal(err)
 	}
 	url := "/v1/agents/" + agent + "/graph"
@@ -253,7 +242,7 @@ func TestAgentViewsWarmReadsBounded(t *testing.T) {
 // -race), and the last answers equal those of a full read.
 func TestAgentViewsConcurrent(t *testing.T) {
 	st := memory.New()
-	cached := serveStore(t, outlineStore{&countingStore{Driver: st}}, 0)
+	cached := serveStore(t, capableStore{&countingStore{Store: st}}, 0)
 	plain := serveStore(t, st, -1)
 	ctx := t.Context()
 	var ids []string

@@ -29,9 +29,8 @@ type ContextCheckpoint struct {
 	State json.RawMessage
 }
 
-// ContextCheckpointStore stores context checkpoints. Every driver shipped
-// with Stepwise implements it (it is part of Driver); the engine finds it
-// with a type assertion and rebuilds the whole context without it.
+// ContextCheckpointStore is the part of Store that keeps context
+// checkpoints.
 type ContextCheckpointStore interface {
 	// ContextCheckpointPut saves checkpoints, replacing any at the same
 	// session and sequence. A checkpoint whose step (StepID, at SessionID

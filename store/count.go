@@ -6,13 +6,9 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
-// RunCounter is the optional interface of stores that count runs by
-// status without reading them (an agent's overview over its whole history
-// stays one indexed aggregate however many runs it has).
-//
-// Check for it with a type assertion:
-//
-//	rc, ok := st.(store.RunCounter)
+// RunCounter is the part of Store that counts runs by status without
+// reading them (an agent's overview over its whole history stays one
+// aggregate however many runs it has).
 type RunCounter interface {
 	// RunCount counts the runs of an agent by status; statuses without
 	// runs are absent.
@@ -24,14 +20,9 @@ type RunCountParams struct {
 	Agent string // required
 }
 
-// LatestRunReader is the optional interface of stores that find the
-// newest top-level run of many sessions in one query (the sessions list
-// shows each session's latest turn without one RunList per row). Every
-// driver shipped with Stepwise implements it.
-//
-// Check for it with a type assertion:
-//
-//	lr, ok := st.(store.LatestRunReader)
+// LatestRunReader is the part of Store that finds the newest top-level
+// run of many sessions in one query (the sessions list shows each
+// session's latest turn without one RunList per row).
 type LatestRunReader interface {
 	// RunLatest returns, for each session of p.SessionIDs with at least
 	// one top-level run (hop 0), the newest of them (the first RunList

@@ -12,7 +12,7 @@ import (
 // one opening it.
 var ErrNewerSchema = errors.New("stepwise: database schema is newer than this stepwise")
 
-// Importer is the optional interface of stores that accept rows verbatim:
+// Importer is the part of Store that accepts rows verbatim:
 // with the ids, sequences, totals and timestamps they had in another
 // store. stepwise copy writes through it, and retention uses it to
 // materialise a fork before its parent is deleted.
@@ -22,10 +22,6 @@ var ErrNewerSchema = errors.New("stepwise: database schema is newer than this st
 // again. A row stored under the same id (or, for steps, the same session
 // and sequence) with different content fails with ErrConflict and nothing
 // of the call is written.
-//
-// Check for it with a type assertion:
-//
-//	imp, ok := st.(store.Importer)
 type Importer interface {
 	// SessionImport inserts a session row as given: parent, fork
 	// sequence, last sequence, totals, metadata and timestamps. The parent
@@ -71,7 +67,7 @@ type SessionDetachParams struct {
 	Cost                      float64
 }
 
-// Exporter is the optional interface of stores that list every session in
+// Exporter is the part of Store that lists every session in
 // a stable order, for copies and retention that must visit each session
 // exactly once however sessions change activity meanwhile.
 type Exporter interface {
@@ -85,8 +81,8 @@ type SessionExportParams struct {
 	Limit   int    // page size; default 100, max 1000
 }
 
-// VectorExporter is the optional interface of vector stores that list the
-// stored vectors of a session, for copies.
+// VectorExporter is the part of Store that lists the stored vectors of a
+// session, for copies.
 type VectorExporter interface {
 	// VectorExport pages through the vectors of the steps stored in a
 	// session (not those it inherits), by step id then embedder.

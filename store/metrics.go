@@ -10,15 +10,13 @@ import (
 	"time"
 )
 
-// MetricsStore is the optional interface of stores that aggregate their runs,
-// steps and evals into time series (seed 000 analytics): run counts, failed
+// MetricsStore is the part of Store that aggregates its runs,
+// steps and evals into time series (docs/analytics.md): run counts, failed
 // runs, steps, errors, tokens, cost, run latency percentiles and the average
 // eval score, per time bucket, for one agent or all, optionally split by a
 // key of the session metadata. Drivers aggregate in the database where they
 // can and report partial aggregates to a MetricsBuilder, which owns the
 // bucketing, zero filling and the shape of the result.
-//
-//	ms, ok := st.(store.MetricsStore)
 type MetricsStore interface {
 	// Metrics aggregates the data in [p.From, p.To). p must have been
 	// normalized (MetricsParams.Normalize).

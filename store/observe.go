@@ -15,8 +15,8 @@ import (
 // and the event carries the hash.
 const InlinePayloadLimit = 64 << 10
 
-// ObservationStore is the optional interface of stores that keep the
-// observation data of steps (seed 003) and the evaluation data built on it:
+// ObservationStore is the part of Store that keeps the
+// observation data of steps and the evaluation data built on it:
 // evals on steps, runs and sessions; annotations (state, goal, action and
 // their summaries) set after a step committed; blobs stored once by content
 // hash; attachments of steps; the fine-grained events inside steps; datasets
@@ -27,10 +27,6 @@ const InlinePayloadLimit = 64 << 10
 // delete) deletes its evals, annotations, attachments and events; deleting
 // a session deletes its evals. Blobs are shared by content and removed only
 // by BlobPrune once nothing refers to them.
-//
-// Check for it with a type assertion:
-//
-//	obs, ok := st.(store.ObservationStore)
 type ObservationStore interface {
 	// EvalPut inserts an eval, or replaces the eval with the same ID
 	// (keeping its CreatedAt). The target must exist (ErrNotFound); the

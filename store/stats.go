@@ -6,14 +6,9 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
-// SessionStatsReader is the optional interface of stores that keep, as
-// steps and runs are written, per-session totals: a session's summary is
-// then a few rows however long the session is. Every driver shipped with
-// Stepwise implements it.
-//
-// Check for it with a type assertion:
-//
-//	sr, ok := st.(store.SessionStatsReader)
+// SessionStatsReader is the part of Store that keeps, as steps and runs
+// are written, per-session totals: a session's summary is then a few
+// rows however long the session is.
 type SessionStatsReader interface {
 	// SessionStats returns the totals of the step rows stored under the
 	// session's id (its own steps: not those a fork inherits, but the

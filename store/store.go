@@ -1,7 +1,8 @@
 // Package store defines the seam between the Stepwise engine and its storage:
 // one Store interface with noun-first methods taking params structs, the
 // shared error sentinels every driver maps its native errors to, and the
-// capability interfaces through which dialect differences are declared.
+// capability methods (Capabilities) through which dialect differences are
+// declared.
 //
 // Drivers live in subpackages named after what they wrap: store/memory,
 // store/sqlite, store/postgres. store/storetest is the conformance suite every
@@ -34,12 +35,24 @@ var (
 	ErrLocked = errors.New("stepwise: database locked")
 	// ErrCorrupt: the database file is not a readable Stepwise database.
 	ErrCorrupt = errors.New("stepwise: database corrupt or not a stepwise database")
+	// ErrStorageFull: the write needs room the storage does not have (a
+	// full disk, SQLITE_FULL, PostgreSQL's disk_full). Nothing of the
+	// write was stored; it can succeed once room is made.
+	ErrStorageFull = errors.New("stepwise: storage full")
+	// ErrUnavailable: the database cannot be reached or did not answer in
+	// time (connection refused or lost, server shutting down, a store
+	// deadline passed). A write that fails so may or may not have
+	// committed; reads can be tried again.
+	ErrUnavailable = errors.New("stepwise: storage unavailable")
 	// ErrSessionBusy: the session already has an unfinished top-level run
 	// (queued, running or waiting). It wraps ErrConflict.
 	ErrSessionBusy = fmt.Errorf("%w: session has an unfinished run", ErrConflict)
 )
 
-// Store is the storage of sessions, steps and runs. Every method is safe for
+// Store is the storage of sessions, steps and runs and of the data beside
+// them (observations, vectors, checkpoints), and the whole contract of a
+// driver: the engine, the server, evals and the CLI take it and call what
+// they use, checked by the compiler. Every method is safe for
 // concurrent use. Reads of a session read through its fork lineage: a fork at
 // K of session P shows P's steps 1..K (with P's session id on them) followed
 // by its own.
@@ -106,9 +119,42 @@ type Store interface {
 	// now plus p.Lease, and returns the ids it renewed.
 	RunLeaseRenew(ctx context.Context, p *RunLeaseRenewParams) ([]string, error)
 
-	// Capabilities (capability.go). They are methods of Store, so a store
-	// that wraps another by embedding forwards them and one that does not
-	// must implement them: a capability cannot be dropped silently.
+	// The rest of the contract is grouped by area, each group an interface
+	// of its own (documented method by method in its file) so that code
+	// needing one area can say so in its signature. Every driver
+	// implements every group: the compiler checks it, and store/storetest
+	// checks the behaviour.
+
+	// RunCounter counts an agent's runs by status (count.go).
+	RunCounter
+	// LatestRunReader finds the newest top-level run of many sessions
+	// (count.go).
+	LatestRunReader
+	// StepOutliner reads steps without their bulky members (outline.go).
+	StepOutliner
+	// SessionStatsReader reads a session's totals (stats.go).
+	SessionStatsReader
+	// ContextCheckpointStore keeps the engine's context checkpoints
+	// (checkpoint.go).
+	ContextCheckpointStore
+	// ObservationStore keeps evals, annotations, blobs, attachments, step
+	// events, datasets and experiments (observe.go).
+	ObservationStore
+	// VectorStore keeps step embeddings for similarity search (vector.go).
+	VectorStore
+	// MetricsStore aggregates runs, steps and evals into time series
+	// (metrics.go).
+	MetricsStore
+	// Importer writes rows verbatim, Exporter and VectorExporter list
+	// them in a stable order (import.go): stepwise copy and retention.
+	Importer
+	Exporter
+	VectorExporter
+
+	// Capabilities (capability.go) declare what a driver can or cannot
+	// do: they are methods of Store, so a store that wraps another by
+	// embedding forwards them and one that does not must implement them:
+	// a capability cannot be dropped silently.
 	Capabilities
 
 	// Close releases the store's resources.

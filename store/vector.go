@@ -20,8 +20,8 @@ var (
 	ErrNoVectors = errors.New("stepwise: no step vectors for this embedder")
 )
 
-// VectorStore is the optional interface of stores that keep step
-// embeddings for similarity search (seed 002's "vector" on each step).
+// VectorStore is the part of Store that keeps step
+// embeddings for similarity search (the step memory of package recall).
 //
 // Vectors live beside the steps, never in them: a step row is immutable, and
 // one step may carry one vector per embedder. Every vector is tagged with the
@@ -29,10 +29,6 @@ var (
 // fixes its dimension, and a search only ever compares vectors of the
 // embedder it names, so switching embedders never mixes vector spaces.
 // Deleting a step (truncate, session delete, retention) deletes its vectors.
-//
-// Check for it with a type assertion:
-//
-//	vs, ok := st.(store.VectorStore)
 type VectorStore interface {
 	// VectorUpsert stores one vector per step for an embedder, replacing a
 	// vector the step already has for it. All or nothing: it fails with

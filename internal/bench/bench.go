@@ -33,8 +33,13 @@ type Config struct {
 	// Model, when set, replaces the scripted model (e.g. an OpenAI-compatible
 	// provider pointed at a local fake server); it must follow the loop.
 	Model func(steps int) llm.Model
-	// Open opens the store; required (the CLI passes its DSN opener).
+	// Open opens the store; required unless OpenGroupCommit is set (the
+	// CLI passes its DSN opener).
 	Open func(ctx context.Context, kind, path, sync string) (store.Store, error)
+	// OpenGroupCommit, when set, opens the store instead of Open: a store
+	// that reports its group commits, counted into Result.Commits and
+	// Result.Appends (the CLI passes it for postgres).
+	OpenGroupCommit func(ctx context.Context) (GroupCommitter, error)
 	// Floor, when set on the sqlite store, measures the raw cost of one
 	// step's transaction on the benchmark's database file after the run
 	// (the CLI passes sqlite.Floor); n is the number of transactions.
@@ -78,7 +83,22 @@ type Result struct {
 // GroupCommitter is a store that reports its group commits (see
 // postgres.Store.GroupCommitStats).
 type GroupCommitter interface {
+	store.Store
 	GroupCommitStats() (commits, appends int64)
+}
+
+// open opens the store, returning it as a GroupCommitter too when it was
+// opened by OpenGroupCommit.
+func (c *Config) open(ctx context.Context, path string) (store.Store, GroupCommitter, error) {
+	if c.OpenGroupCommit != nil {
+		gc, err := c.OpenGroupCommit(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return gc, gc, nil
+	}
+	st, err := c.Open(ctx, c.Store, path, c.Synchronous)
+	return st, nil, err
 }
 
 type echoArgs struct {
@@ -112,7 +132,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		}
 		path = filepath.Join(dir, fmt.Sprintf("bench-%d.db", time.Now().UnixNano()))
 	}
-	st, err := c.Open(ctx, c.Store, path, c.Synchronous)
+	st, gc, err := c.open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +163,6 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	var wg sync.WaitGroup
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	gc, _ := st.(GroupCommitter)
 	var commits0, appends0 int64
 	if gc != nil {
 		commits0, appends0 = gc.GroupCommitStats()

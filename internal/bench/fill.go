@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -58,18 +57,15 @@ type FillResult struct {
 	Seed          int64  `json:"seed"`
 }
 
-// ErrNoImporter: the store cannot take rows verbatim.
-var ErrNoImporter = errors.New("stepwise: bench fill: the store does not implement store.Importer")
-
 // AgentName is the name of the i-th agent of a filled database.
 func AgentName(i int) string { return fmt.Sprintf("agent-%d", i) }
 
-// Fill writes a realistic history through store.Importer: sessions of
+// Fill writes a realistic history through the store's Importer: sessions of
 // turns (a user step, model calls asking for tools, tool results, a final
 // answer), one run per turn (about 3% failed, ending in an error step),
 // about 5% of sessions forked from an earlier one, session metadata,
 // token and cost metrics, evals on about 10% of runs and lexical vectors
-// of the user steps (when the store keeps vectors and observations).
+// of the user steps.
 func Fill(ctx context.Context, st store.Store, c FillConfig) (*FillResult, error) {
 	if c.Steps <= 0 {
 		c.Steps = 1000000
@@ -92,14 +88,8 @@ func Fill(ctx context.Context, st store.Store, c FillConfig) (*FillResult, error
 	if c.Now.IsZero() {
 		c.Now = time.Now()
 	}
-	imp, ok := st.(store.Importer)
-	if !ok {
-		return nil, ErrNoImporter
-	}
-	obs, _ := st.(store.ObservationStore)
-	vs, _ := st.(store.VectorStore)
 	src := rand.NewPCG(uint64(c.Seed), 0x5eed)
-	f := &filler{c: c, imp: imp, obs: obs, vs: vs, src: src, rng: rand.New(src), emb: recall.DefaultEmbedder()}
+	f := &filler{c: c, st: st, src: src, rng: rand.New(src), emb: recall.DefaultEmbedder()}
 	f.res.Seed = c.Seed
 	for i := range c.Agents {
 		f.res.Agents = append(f.res.Agents, AgentName(i))
@@ -138,9 +128,7 @@ func Fill(ctx context.Context, st store.Store, c FillConfig) (*FillResult, error
 
 type filler struct {
 	c    FillConfig
-	imp  store.Importer
-	obs  store.ObservationStore
-	vs   store.VectorStore
+	st   store.Store
 	src  *rand.PCG // rng's source, to replay a stretch of it
 	rng  *rand.Rand
 	emb  *recall.Lexical
@@ -227,13 +215,13 @@ func (f *filler) session(ctx context.Context, i, n int, at time.Time) error {
 		sess.Cost += s.Metrics.Cost
 	}
 	sess.LastSequence, sess.UpdatedAt = seq, t
-	if err := f.imp.SessionImport(ctx, &store.SessionImportParams{Session: sess}); err != nil {
+	if err := f.st.SessionImport(ctx, &store.SessionImportParams{Session: sess}); err != nil {
 		return fmt.Errorf("session %d: %w", i, err)
 	}
-	if err := f.imp.RunImport(ctx, &store.RunImportParams{Runs: runs}); err != nil {
+	if err := f.st.RunImport(ctx, &store.RunImportParams{Runs: runs}); err != nil {
 		return fmt.Errorf("session %d runs: %w", i, err)
 	}
-	if err := f.imp.StepImport(ctx, &store.StepImportParams{Steps: steps}); err != nil {
+	if err := f.st.StepImport(ctx, &store.StepImportParams{Steps: steps}); err != nil {
 		return fmt.Errorf("session %d steps: %w", i, err)
 	}
 	f.res.Sessions++
@@ -323,15 +311,12 @@ func (f *filler) llm(content string, calls []steptype.ToolCall) *steptype.Step {
 
 // evals scores about 10% of the runs.
 func (f *filler) evals(ctx context.Context, runs []*steptype.Run, now time.Time) error {
-	if f.obs == nil {
-		return nil
-	}
 	for _, r := range runs {
 		if f.rng.IntN(10) != 0 {
 			continue
 		}
 		e := &store.Eval{ID: f.id(now), TargetKind: store.TargetRun, TargetID: r.ID, Name: "helpfulness", Source: store.SourceLLMJudge, Score: f.rng.Float64()}
-		if _, err := f.obs.EvalPut(ctx, &store.EvalPutParams{Eval: e, Now: now}); err != nil {
+		if _, err := f.st.EvalPut(ctx, &store.EvalPutParams{Eval: e, Now: now}); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
 		f.res.Evals++
@@ -341,7 +326,7 @@ func (f *filler) evals(ctx context.Context, runs []*steptype.Run, now time.Time)
 
 // flushVectors embeds and stores the pending user steps.
 func (f *filler) flushVectors(ctx context.Context) error {
-	if f.vs == nil || len(f.vec) == 0 {
+	if len(f.vec) == 0 {
 		f.vec, f.text = f.vec[:0], f.text[:0]
 		return nil
 	}
@@ -352,7 +337,7 @@ func (f *filler) flushVectors(ctx context.Context) error {
 	for i := range f.vec {
 		f.vec[i].Vector = vecs[i]
 	}
-	if _, err := f.vs.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: f.emb.Name(), Vectors: f.vec}); err != nil {
+	if _, err := f.st.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: f.emb.Name(), Vectors: f.vec}); err != nil {
 		return fmt.Errorf("vectors: %w", err)
 	}
 	f.res.Vectors += len(f.vec)

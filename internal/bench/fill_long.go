@@ -27,7 +27,7 @@ func (f *filler) longSession(ctx context.Context, n int, at time.Time) error {
 	}
 	sess.LastSequence, sess.UpdatedAt = ts.seq, ts.t
 	*f.src = saved
-	if err := f.imp.SessionImport(ctx, &store.SessionImportParams{Session: sess}); err != nil {
+	if err := f.st.SessionImport(ctx, &store.SessionImportParams{Session: sess}); err != nil {
 		return fmt.Errorf("long session: %w", err)
 	}
 	ts = &turnState{t: at}
@@ -37,10 +37,10 @@ func (f *filler) longSession(ctx context.Context, n int, at time.Time) error {
 		if len(steps) == 0 {
 			return nil
 		}
-		if err := f.imp.RunImport(ctx, &store.RunImportParams{Runs: runs}); err != nil {
+		if err := f.st.RunImport(ctx, &store.RunImportParams{Runs: runs}); err != nil {
 			return fmt.Errorf("long session runs: %w", err)
 		}
-		if err := f.imp.StepImport(ctx, &store.StepImportParams{Steps: steps}); err != nil {
+		if err := f.st.StepImport(ctx, &store.StepImportParams{Steps: steps}); err != nil {
 			return fmt.Errorf("long session steps: %w", err)
 		}
 		f.res.Runs += len(runs)

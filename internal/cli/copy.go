@@ -136,7 +136,7 @@ func (e *env) copy(ctx context.Context, from, to, checkpoint string, page int, q
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("copy refused: %w (copy into an empty database, or one this copy wrote)", err)
-	case errors.Is(err, transfer.ErrUnsupported), errors.Is(err, transfer.ErrVerify):
+	case errors.Is(err, transfer.ErrVerify):
 		return fmt.Errorf("copy: %w", err)
 	case err != nil:
 		return fmt.Errorf("copy: %w (progress is kept in %s: run the same command again to continue)", err, checkpoint)
@@ -150,9 +150,6 @@ func (e *env) copy(ctx context.Context, from, to, checkpoint string, page int, q
 	}
 	fmt.Fprintf(e.stdout, "copied %d sessions, %d steps, %d datasets, %d experiments in %s (%.0f steps/s); %d sessions done by an earlier run; verified: all match\n",
 		rep.Sessions, rep.Steps, rep.Datasets, rep.Experiments, rep.Elapsed.Round(1e6), rate, rep.Skipped)
-	if !rep.ObservationCopy {
-		fmt.Fprintln(e.stdout, "note: the source keeps no observation data (evals, attachments, events); none copied")
-	}
 	return nil
 }
 

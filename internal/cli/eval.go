@@ -160,11 +160,7 @@ func evalListCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			obs, ok := st.(store.ObservationStore)
-			if !ok {
-				return fmt.Errorf("this store keeps no evals")
-			}
-			evs, err := obs.EvalList(cmd.Context(), &store.EvalListParams{TargetKind: store.EvalTarget(args[0]), TargetID: args[1]})
+			evs, err := st.EvalList(cmd.Context(), &store.EvalListParams{TargetKind: store.EvalTarget(args[0]), TargetID: args[1]})
 			if err != nil {
 				return err
 			}

@@ -4,10 +4,9 @@ import (
 	"github.com/stepwise-run/stepwise/eval"
 	"github.com/stepwise-run/stepwise/internal/agentload"
 	"github.com/stepwise-run/stepwise/observe"
-	"github.com/stepwise-run/stepwise/store"
 )
 
-// observeAgents registers what seed 003 asks of the binary, from the agent
+// observeAgents registers the binary's observation, from the agent
 // files' observe sections and the events default of the command (on for
 // serve, --events for run): the recorder of events inside steps, the
 // summarizers of steps, and the evaluators run when a run ends — the
@@ -19,9 +18,6 @@ func (r *runtime) observeAgents(events bool) error {
 		for name, o := range l.Observed {
 			obs[name] = o
 		}
-	}
-	if _, ok := r.st.(store.ObservationStore); !ok {
-		return nil // nothing to keep events, summaries or evals in (memory: without observation)
 	}
 	record := func(agent string) bool {
 		if o := obs[agent]; o != nil {

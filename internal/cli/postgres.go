@@ -32,7 +32,7 @@ func isPostgresDSN(dsn string) bool {
 // openBenchPostgres opens a store on the server of dsn in a fresh schema
 // that Close drops, so `stepwise bench --store postgres` leaves nothing
 // behind.
-func openBenchPostgres(ctx context.Context, dsn string) (store.Store, error) {
+func openBenchPostgres(ctx context.Context, dsn string) (bench.GroupCommitter, error) {
 	schema := fmt.Sprintf("stepwise_bench_%d", time.Now().UnixNano())
 	st, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Schema: schema})
 	if err != nil {
@@ -43,16 +43,8 @@ func openBenchPostgres(ctx context.Context, dsn string) (store.Store, error) {
 
 // tempSchema is a store whose schema is dropped when it closes.
 type tempSchema struct {
-	store.Store
+	*postgres.Store
 	dsn, schema string
-}
-
-// GroupCommitStats reports the store's group commits (bench.GroupCommitter).
-func (t *tempSchema) GroupCommitStats() (commits, appends int64) {
-	if g, ok := t.Store.(bench.GroupCommitter); ok {
-		return g.GroupCommitStats()
-	}
-	return 0, 0
 }
 
 func (t *tempSchema) Close() error {

@@ -199,8 +199,6 @@ func (m *Store) SessionExport(_ context.Context, p *store.SessionExportParams) (
 	return out, nil
 }
 
-var _ store.VectorExporter = (*Store)(nil)
-
 // VectorExport implements store.VectorExporter. The memory store keeps
 // vectors L2-normalized, so it exports them normalized: the same
 // direction, which is all a cosine search compares.

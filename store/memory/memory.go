@@ -76,8 +76,8 @@ func newSessionRow(s *steptype.Session) *sessionRow {
 	return &sessionRow{id: s.ID, parent: s.ParentSessionID, s: s, open: map[string]*steptype.Run{}}
 }
 
-// Every capability the product uses: store.Driver.
-var _ store.Driver = (*Store)(nil)
+// The whole driver contract.
+var _ store.Store = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {

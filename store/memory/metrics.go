@@ -7,8 +7,6 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-var _ store.MetricsStore = (*Store)(nil)
-
 // Metrics implements store.MetricsStore with one pass over runs, steps and
 // evals.
 func (m *Store) Metrics(_ context.Context, p *store.MetricsParams) (*store.Metrics, error) {

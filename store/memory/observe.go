@@ -8,8 +8,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.ObservationStore = (*Store)(nil)
-
 // obsData is the observation data of one Store. Records bound to a step
 // keep the step's row and are dropped once that row is no longer the stored
 // row of its id (truncate, session delete), as a database cascade would.

@@ -8,8 +8,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.StepOutliner = (*Store)(nil)
-
 // StepOutline implements store.StepOutliner: StepList's steps, outlined.
 func (m *Store) StepOutline(ctx context.Context, p *store.StepListParams) ([]*steptype.Step, error) {
 	steps, err := m.StepList(ctx, p)

@@ -8,8 +8,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.LatestRunReader = (*Store)(nil)
-
 // RunLatest implements store.LatestRunReader.
 func (m *Store) RunLatest(_ context.Context, p *store.RunLatestParams) (map[string]store.LatestRun, error) {
 	if err := rules.CheckRunLatest(p); err != nil {

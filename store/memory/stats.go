@@ -8,8 +8,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.SessionStatsReader = (*Store)(nil)
-
 // SessionStats implements store.SessionStatsReader by counting (memory
 // keeps no totals: its reads are in memory anyway).
 func (m *Store) SessionStats(_ context.Context, p *store.SessionStatsParams) (*store.SessionStats, error) {

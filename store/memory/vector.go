@@ -11,8 +11,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
-var _ store.VectorStore = (*Store)(nil)
-
 // spaces holds the vector spaces of each Store, guarded by the Store's
 // mutex, beside the struct so that the core store needs no vector field.
 

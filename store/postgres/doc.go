@@ -104,7 +104,7 @@
 //
 // # Observation data and step vectors
 //
-// The Store implements every capability of store.Driver: besides the step
+// The Store implements the whole of store.Store: besides the step
 // log, store.ObservationStore (evals, annotations, blobs stored once by
 // SHA-256, attachments, step events whose payloads above
 // store.InlinePayloadLimit go out of line to a blob, datasets,

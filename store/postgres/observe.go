@@ -16,8 +16,6 @@ import (
 // rows beside the immutable steps, gone with them by ON DELETE CASCADE.
 // Lists follow the seq identity column, the insertion order.
 
-var _ store.ObservationStore = (*Store)(nil)
-
 const evalCols = `id, session_id, run_id, target_kind, target_id, name, source, score, label,
 	description, author, details, created_at, updated_at`
 

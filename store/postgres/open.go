@@ -28,8 +28,8 @@ type Store struct {
 	group committer // StepAppend's group commit (group.go)
 }
 
-// Every capability the product uses: store.Driver.
-var _ store.Driver = (*Store)(nil)
+// The whole driver contract.
+var _ store.Store = (*Store)(nil)
 
 // Open connects to cfg.DSN, creates cfg.Schema when missing and runs the
 // embedded migrations (a no-op when up to date; concurrent Opens of one

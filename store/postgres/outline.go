@@ -8,8 +8,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.StepOutliner = (*Store)(nil)
-
 // StepOutline implements store.StepOutliner: the bodies StepList reads,
 // decoded without their bulky members.
 func (s *Store) StepOutline(ctx context.Context, p *store.StepListParams) ([]*steptype.Step, error) {

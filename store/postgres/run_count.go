@@ -2,13 +2,11 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
-
-var _ store.RunCounter = (*Store)(nil)
 
 // RunCount implements store.RunCounter with one aggregate over the
 // runs_agent_status index.
@@ -16,8 +14,8 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) (map[step
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	if p.Agent == "" {
-		return nil, fmt.Errorf("%w: run count: agent is required", store.ErrInvalid)
+	if err := rules.CheckRunCount(p); err != nil {
+		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM runs WHERE agent = $1 GROUP BY status`, p.Agent)
 	if err != nil {

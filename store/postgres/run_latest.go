@@ -8,8 +8,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.LatestRunReader = (*Store)(nil)
-
 // runLatestSQL ranks each session's top-level runs newest first (the
 // runs_session index order) and keeps the first with the count.
 const runLatestSQL = `SELECT session_id, id, status, n FROM (

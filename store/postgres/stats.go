@@ -8,8 +8,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.SessionStatsReader = (*Store)(nil)
-
 // SessionStats implements store.SessionStatsReader from the rows the
 // triggers of migrations 00065 and 00100 keep.
 func (s *Store) SessionStats(ctx context.Context, p *store.SessionStatsParams) (*store.SessionStats, error) {

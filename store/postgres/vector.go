@@ -20,8 +20,6 @@ import (
 // embedder, whose dimension vector_embedders fixes. Searches run on an
 // exact in-process index (vector_index.go), the SQLite driver's.
 
-var _ store.VectorStore = (*Store)(nil)
-
 // encodeVector is the storage form of a vector.
 func encodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))

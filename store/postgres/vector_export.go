@@ -9,8 +9,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.VectorExporter = (*Store)(nil)
-
 // VectorExport implements store.VectorExporter: the vectors of the steps
 // stored in a session, through the steps' (session_id, sequence) index
 // and step_vectors' primary key.

@@ -33,10 +33,6 @@ func CopyID(forkID, stepID string) string {
 // readers see the fork unchanged throughout. A session that is not a fork
 // is left alone. It returns how many steps it copied.
 func Materialize(ctx context.Context, st store.Store, forkID string, batch int) (int64, error) {
-	imp, ok := st.(store.Importer)
-	if !ok {
-		return 0, fmt.Errorf("%w: this store cannot materialise forks (store.Importer)", store.ErrInvalid)
-	}
 	if batch <= 0 {
 		batch = 200
 	}
@@ -64,11 +60,11 @@ func Materialize(ctx context.Context, st store.Store, forkID string, batch int) 
 			det.OutputTokens += s.Metrics.OutputTokens
 			det.Cost += s.Metrics.Cost
 		}
-		if err := imp.StepImport(ctx, &store.StepImportParams{Steps: copies}); err != nil {
+		if err := st.StepImport(ctx, &store.StepImportParams{Steps: copies}); err != nil {
 			return copied, err
 		}
 		copied += int64(len(copies))
 		start = steps[len(steps)-1].Sequence + 1
 	}
-	return copied, imp.SessionDetach(ctx, det)
+	return copied, st.SessionDetach(ctx, det)
 }

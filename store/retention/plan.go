@@ -105,46 +105,26 @@ func reason(s *steptype.Session, why string) *Session {
 	return i
 }
 
-// load reads every session (without metadata) and the fork tree: in id
-// order when the store can list so (a stable order however sessions
-// change activity meanwhile), else by activity.
+// load reads every session (without metadata) and the fork tree, in id
+// order: a stable order however sessions change activity meanwhile.
 func (pl *planner) load(ctx context.Context) error {
-	add := func(s *steptype.Session) {
-		s.Metadata = nil
-		pl.all[s.ID] = s
-		if s.ParentSessionID != "" {
-			pl.children[s.ParentSessionID] = append(pl.children[s.ParentSessionID], s.ID)
-		}
-	}
-	if exp, ok := pl.st.(store.Exporter); ok {
-		after := ""
-		for {
-			page, err := exp.SessionExport(ctx, &store.SessionExportParams{AfterID: after, Limit: 1000})
-			if err != nil {
-				return fmt.Errorf("list sessions: %w", err)
-			}
-			if len(page) == 0 {
-				return nil
-			}
-			for _, s := range page {
-				add(s)
-			}
-			after = page[len(page)-1].ID
-		}
-	}
-	q := &store.SessionListParams{Limit: 1000}
+	after := ""
 	for {
-		page, err := pl.st.SessionList(ctx, q)
+		page, err := pl.st.SessionExport(ctx, &store.SessionExportParams{AfterID: after, Limit: 1000})
 		if err != nil {
 			return fmt.Errorf("list sessions: %w", err)
 		}
-		for _, s := range page.Sessions {
-			add(s)
-		}
-		if page.Next == "" {
+		if len(page) == 0 {
 			return nil
 		}
-		q.Cursor = page.Next
+		for _, s := range page {
+			s.Metadata = nil
+			pl.all[s.ID] = s
+			if s.ParentSessionID != "" {
+				pl.children[s.ParentSessionID] = append(pl.children[s.ParentSessionID], s.ID)
+			}
+		}
+		after = page[len(page)-1].ID
 	}
 }
 

@@ -118,11 +118,6 @@ func Prune(ctx context.Context, st store.Store, p Params) (*Result, error) {
 		}
 		return res, nil
 	}
-	if len(pl.materialize) > 0 {
-		if _, ok := st.(store.Importer); !ok {
-			return nil, fmt.Errorf("%w: this store cannot materialise forks", store.ErrInvalid)
-		}
-	}
 	for _, f := range pl.materialize {
 		n, err := Materialize(ctx, st, f.ID, p.BatchSize)
 		res.Copied += n
@@ -146,8 +141,8 @@ func Prune(ctx context.Context, st store.Store, p Params) (*Result, error) {
 		}
 		res.Deleted = append(res.Deleted, info(s))
 	}
-	if obs, ok := st.(store.ObservationStore); ok && len(pl.del) > 0 {
-		n, err := obs.BlobPrune(ctx, &store.BlobPruneParams{Before: started})
+	if len(pl.del) > 0 {
+		n, err := st.BlobPrune(ctx, &store.BlobPruneParams{Before: started})
 		res.Blobs = n
 		if err != nil {
 			return res, fmt.Errorf("prune blobs: %w", err)

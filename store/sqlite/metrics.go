@@ -8,8 +8,6 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-var _ store.MetricsStore = (*Store)(nil)
-
 // The aggregate queries below join a row to its session only for a
 // metadata split (SPLITJOIN), and look its agent up only for an agent
 // filter (AGENT): without either, they read their index alone. KEY is the

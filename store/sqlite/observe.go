@@ -11,8 +11,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.ObservationStore = (*Store)(nil)
-
 const evalCols = `id, session_id, run_id, target_kind, target_id, name, source, score, label,
 	description, author, details, created_at, updated_at`
 

@@ -34,8 +34,8 @@ type Store struct {
 	vec     *vecState // in-process vector indexes (vector.go)
 }
 
-// Every capability the product uses: store.Driver.
-var _ store.Driver = (*Store)(nil)
+// The whole driver contract.
+var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database at cfg.Path, runs the
 // embedded migrations and starts the writer. A second writer on the same

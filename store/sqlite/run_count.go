@@ -2,13 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
-
-var _ store.RunCounter = (*Store)(nil)
 
 // RunCount implements store.RunCounter from the counters the triggers of
 // migration 00066 keep (agent_run_stats).
@@ -16,8 +14,8 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) (map[step
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	if p.Agent == "" {
-		return nil, fmt.Errorf("%w: run count: agent is required", store.ErrInvalid)
+	if err := rules.CheckRunCount(p); err != nil {
+		return nil, err
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT status, runs FROM agent_run_stats WHERE agent = ? AND runs > 0`, p.Agent)
 	if err != nil {

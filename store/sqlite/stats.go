@@ -9,8 +9,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
 
-var _ store.SessionStatsReader = (*Store)(nil)
-
 // SessionStats implements store.SessionStatsReader from the rows the
 // triggers of migration 00065 keep.
 func (s *Store) SessionStats(ctx context.Context, p *store.SessionStatsParams) (*store.SessionStats, error) {

@@ -25,8 +25,6 @@ import (
 // deleted) the ids of vectors that are gone are dropped. This works the
 // same for the writer and for read-only stores in other processes.
 
-var _ store.VectorStore = (*Store)(nil)
-
 // The in-process indexes of a Store live in its vec field.
 
 type vecState struct {

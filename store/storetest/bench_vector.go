@@ -23,7 +23,6 @@ const BenchVectorEmbedder = "bench:256"
 func BenchVectorFill(b *testing.B, st store.Store, n, dim int) {
 	b.Helper()
 	ctx := b.Context()
-	vs := st.(store.VectorStore)
 	rng := rand.New(rand.NewPCG(1, 2))
 	const batch = 1000
 	for lo := 0; lo < n; lo += batch {
@@ -42,7 +41,7 @@ func BenchVectorFill(b *testing.B, st store.Store, n, dim int) {
 		if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: steps}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := vs.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: BenchVectorEmbedder, Vectors: vecs}); err != nil {
+		if _, err := st.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: BenchVectorEmbedder, Vectors: vecs}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -72,12 +71,11 @@ func benchSearch(b *testing.B, vs store.VectorStore, q []float32) {
 //     (not timed), then st searches: the search includes the incremental
 //     refresh that reads the new row.
 func BenchVectors(b *testing.B, st store.Store, reopen, writer func(b *testing.B) store.Store, dim int) {
-	vs := st.(store.VectorStore)
 	q := randVector(rand.New(rand.NewPCG(3, 4)), dim)
-	benchSearch(b, vs, q) // load
+	benchSearch(b, st, q) // load
 	b.Run("search", func(b *testing.B) {
 		for b.Loop() {
-			benchSearch(b, vs, q)
+			benchSearch(b, st, q)
 		}
 	})
 	b.Run("first-search", func(b *testing.B) {
@@ -85,7 +83,7 @@ func BenchVectors(b *testing.B, st store.Store, reopen, writer func(b *testing.B
 			b.StopTimer()
 			other := reopen(b)
 			b.StartTimer()
-			benchSearch(b, other.(store.VectorStore), q)
+			benchSearch(b, other, q)
 			b.StopTimer()
 			other.Close()
 			b.StartTimer()
@@ -106,12 +104,12 @@ func BenchVectors(b *testing.B, st store.Store, reopen, writer func(b *testing.B
 			if _, err := w.StepAppend(b.Context(), &store.StepAppendParams{Steps: []*steptype.Step{benchStep(sid, id)}}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := w.(store.VectorStore).VectorUpsert(b.Context(), &store.VectorUpsertParams{Embedder: BenchVectorEmbedder,
+			if _, err := w.VectorUpsert(b.Context(), &store.VectorUpsertParams{Embedder: BenchVectorEmbedder,
 				Vectors: []store.StepVector{{StepID: id, Vector: randVector(rng, dim)}}}); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			benchSearch(b, vs, q)
+			benchSearch(b, st, q)
 		}
 	})
 }
@@ -145,7 +143,7 @@ func BenchTurn(b *testing.B, st store.Store, dim int) (steps int) {
 				b.Fatal(err)
 			}
 			if dim > 0 {
-				if _, err := st.(store.VectorStore).VectorUpsert(b.Context(), &store.VectorUpsertParams{Embedder: BenchVectorEmbedder,
+				if _, err := st.VectorUpsert(b.Context(), &store.VectorUpsertParams{Embedder: BenchVectorEmbedder,
 					Vectors: []store.StepVector{{StepID: s.ID, Vector: randVector(rng, dim)}}}); err != nil {
 					b.Fatal(err)
 				}

@@ -10,17 +10,6 @@ import (
 	"github.com/stepwise-run/stepwise/store/retention"
 )
 
-// checkpoints returns the driver's ContextCheckpointStore; every driver
-// must implement it.
-func checkpoints(t *testing.T, st store.Store) store.ContextCheckpointStore {
-	t.Helper()
-	c, ok := st.(store.ContextCheckpointStore)
-	if !ok {
-		t.Fatalf("%T does not implement store.ContextCheckpointStore, which every driver must", st)
-	}
-	return c
-}
-
 // cp is a checkpoint at step "<session>-<seq>" (as fill names them) whose
 // state records v.
 func cp(session string, seq int64, v string) *store.ContextCheckpoint {
@@ -30,7 +19,7 @@ func cp(session string, seq int64, v string) *store.ContextCheckpoint {
 
 func putCheckpoints(t *testing.T, st store.Store, cps ...*store.ContextCheckpoint) {
 	t.Helper()
-	if err := checkpoints(t, st).ContextCheckpointPut(t.Context(), &store.ContextCheckpointPutParams{Checkpoints: cps}); err != nil {
+	if err := st.ContextCheckpointPut(t.Context(), &store.ContextCheckpointPutParams{Checkpoints: cps}); err != nil {
 		t.Fatalf("ContextCheckpointPut: %v", err)
 	}
 }
@@ -39,7 +28,7 @@ func putCheckpoints(t *testing.T, st store.Store, cps ...*store.ContextCheckpoin
 // "seq:v" items newest first, with want.
 func wantCheckpoints(t *testing.T, st store.Store, p *store.ContextCheckpointListParams, want string) {
 	t.Helper()
-	got, err := checkpoints(t, st).ContextCheckpointList(t.Context(), p)
+	got, err := st.ContextCheckpointList(t.Context(), p)
 	if err != nil {
 		t.Fatalf("ContextCheckpointList(%+v): %v", p, err)
 	}
@@ -97,7 +86,7 @@ func testCheckpoints(t *testing.T, h *harness) {
 		own := cp("f", 3, "own")
 		own.StepID = "f-1"
 		putCheckpoints(t, st, cp("p", 2, "parent"), own)
-		got, err := checkpoints(t, st).ContextCheckpointList(t.Context(), &store.ContextCheckpointListParams{SessionID: "f"})
+		got, err := st.ContextCheckpointList(t.Context(), &store.ContextCheckpointListParams{SessionID: "f"})
 		if err != nil || len(got) != 1 || got[0].Sequence != 3 || got[0].StepID != "f-1" {
 			t.Errorf("fork's checkpoints = %v, %v: want only its own at 3", got, err)
 		}
@@ -137,17 +126,16 @@ func testCheckpoints(t *testing.T, h *harness) {
 	h.sub(t, "BadInput", func(t *testing.T, st store.Store) {
 		mustSession(t, st, "s")
 		fill(t, st, "s", "s", 2)
-		c := checkpoints(t, st)
 		for i, p := range []*store.ContextCheckpointPutParams{
 			nil,
 			{Checkpoints: []*store.ContextCheckpoint{cp("s", 1, "ok"), {SessionID: "s", Sequence: 2}}},
 			{Checkpoints: []*store.ContextCheckpoint{cp("s", 1, "ok"), {SessionID: "s", Sequence: 2, StepID: "s-2", State: json.RawMessage(`{`)}}},
 			{Checkpoints: []*store.ContextCheckpoint{{SessionID: "s", Sequence: 0, StepID: "s-1", State: json.RawMessage(`{}`)}}},
 		} {
-			wantErr(t, fmt.Sprintf("bad put %d", i), c.ContextCheckpointPut(t.Context(), p), store.ErrInvalid)
+			wantErr(t, fmt.Sprintf("bad put %d", i), st.ContextCheckpointPut(t.Context(), p), store.ErrInvalid)
 		}
 		wantCheckpoints(t, st, &store.ContextCheckpointListParams{SessionID: "s"}, "") // nothing changed
-		_, err := c.ContextCheckpointList(t.Context(), &store.ContextCheckpointListParams{})
+		_, err := st.ContextCheckpointList(t.Context(), &store.ContextCheckpointListParams{})
 		wantErr(t, "list without a session", err, store.ErrInvalid)
 	})
 }

@@ -14,28 +14,13 @@ import (
 	"github.com/stepwise-run/stepwise/store/transfer"
 )
 
-// importer returns st as a store.Importer, failing the test when the
-// driver lacks it: stepwise copy and retention rely on it.
-func importer(t *testing.T, st store.Store) store.Importer {
-	t.Helper()
-	imp, ok := st.(store.Importer)
-	if !ok {
-		t.Fatalf("%T does not implement store.Importer (stepwise copy, prune --materialize-forks)", st)
-	}
-	if _, ok := st.(store.Exporter); !ok {
-		t.Fatalf("%T does not implement store.Exporter (stepwise copy, prune)", st)
-	}
-	return imp
-}
-
 // seedSession imports a session with n own steps "<id>-<seq>", last active
 // at updated, each step with 10 input tokens.
 func seedSession(t *testing.T, st store.Store, id, parent string, forkSeq int64, n int, agent string, updated time.Time) {
 	t.Helper()
-	imp := importer(t, st)
 	s := &steptype.Session{ID: id, Agent: agent, ParentSessionID: parent, ForkSequence: forkSeq,
 		LastSequence: forkSeq + int64(n), InputTokens: 10 * int64(n), CreatedAt: updated.Add(-time.Hour), UpdatedAt: updated}
-	if err := imp.SessionImport(t.Context(), &store.SessionImportParams{Session: s}); err != nil {
+	if err := st.SessionImport(t.Context(), &store.SessionImportParams{Session: s}); err != nil {
 		t.Fatalf("SessionImport(%s): %v", id, err)
 	}
 	var steps []*steptype.Step
@@ -48,7 +33,7 @@ func seedSession(t *testing.T, st store.Store, id, parent string, forkSeq int64,
 	}
 	for len(steps) > 0 {
 		k := min(len(steps), 300)
-		if err := imp.StepImport(t.Context(), &store.StepImportParams{Steps: steps[:k]}); err != nil {
+		if err := st.StepImport(t.Context(), &store.StepImportParams{Steps: steps[:k]}); err != nil {
 			t.Fatalf("StepImport(%s): %v", id, err)
 		}
 		steps = steps[k:]
@@ -78,12 +63,12 @@ func testImport(t *testing.T, h *harness) {
 	h.sub(t, "PendingInputExpiry", func(t *testing.T, st store.Store) {
 		at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 		sess := &steptype.Session{ID: "s", Agent: "a", LastSequence: 1, CreatedAt: at, UpdatedAt: at}
-		if err := importer(t, st).SessionImport(t.Context(), &store.SessionImportParams{Session: sess}); err != nil {
+		if err := st.SessionImport(t.Context(), &store.SessionImportParams{Session: sess}); err != nil {
 			t.Fatal(err)
 		}
 		w := &steptype.Step{ID: "ask", SessionID: "s", Sequence: 1, Kind: steptype.KindInput, Status: steptype.StepWaiting,
 			CreatedAt: at, Inputs: json.RawMessage(`{"prompt":"ok?","expires_at":"2025-03-02T00:00:00Z"}`)}
-		if err := importer(t, st).StepImport(t.Context(), &store.StepImportParams{Steps: []*steptype.Step{w}}); err != nil {
+		if err := st.StepImport(t.Context(), &store.StepImportParams{Steps: []*steptype.Step{w}}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := st.StepExpiring(t.Context(), &store.StepExpiringParams{Before: at.Add(48 * time.Hour)})
@@ -105,7 +90,7 @@ func testImport(t *testing.T, h *harness) {
 		at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 		seedSession(t, st, "s", "", 0, 2, "a", at)
 		r := &steptype.Run{ID: "r", SessionID: "s", Agent: "a", Status: steptype.RunQueued, CreatedAt: at, UpdatedAt: at}
-		if err := importer(t, st).RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{r}}); err != nil {
+		if err := st.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{r}}); err != nil {
 			t.Fatal(err)
 		}
 		// Another instance serving the destination learns of the steps and
@@ -124,35 +109,34 @@ func testImport(t *testing.T, h *harness) {
 	})
 	h.sub(t, "Conflicts", func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		imp := importer(t, st)
 		at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 		seedSession(t, st, "s", "", 0, 2, "a", at)
 		other := &steptype.Session{ID: "s", Agent: "b", LastSequence: 2, InputTokens: 20, CreatedAt: at.Add(-time.Hour), UpdatedAt: at}
-		wantErr(t, "another session under the id", imp.SessionImport(ctx, &store.SessionImportParams{Session: other}), store.ErrConflict)
+		wantErr(t, "another session under the id", st.SessionImport(ctx, &store.SessionImportParams{Session: other}), store.ErrConflict)
 		changed := newStep("s", "s-1")
 		changed.Sequence, changed.Content = 1, "changed"
-		wantErr(t, "another step under the id", imp.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{changed}}), store.ErrConflict)
+		wantErr(t, "another step under the id", st.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{changed}}), store.ErrConflict)
 		taken := newStep("s", "x")
 		taken.Sequence = 2
 		fresh := newStep("s", "y")
 		fresh.Sequence = 3
-		err := imp.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{fresh, taken}})
+		err := st.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{fresh, taken}})
 		wantErr(t, "another step at the sequence", err, store.ErrConflict)
 		if _, err := st.StepGet(ctx, &store.StepGetParams{ID: "y"}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("a failed import wrote step y: %v", err)
 		}
 		orphan := &steptype.Session{ID: "o", ParentSessionID: "nope", ForkSequence: 1, LastSequence: 1, CreatedAt: at}
-		wantErr(t, "fork of a missing parent", imp.SessionImport(ctx, &store.SessionImportParams{Session: orphan}), store.ErrNotFound)
+		wantErr(t, "fork of a missing parent", st.SessionImport(ctx, &store.SessionImportParams{Session: orphan}), store.ErrNotFound)
 		r := &steptype.Run{ID: "r", SessionID: "s", Agent: "a", Status: steptype.RunWaiting, Cursor: "ask", CreatedAt: at, UpdatedAt: at}
-		if err := imp.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{r}}); err != nil {
+		if err := st.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{r}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := imp.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{r}}); err != nil {
+		if err := st.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{r}}); err != nil {
 			t.Errorf("RunImport of the same run again: %v", err)
 		}
 		r2 := *r
 		r2.Cursor = "other"
-		wantErr(t, "another run under the id", imp.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{&r2}}), store.ErrConflict)
+		wantErr(t, "another run under the id", st.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{&r2}}), store.ErrConflict)
 		got, err := st.RunGet(ctx, &store.RunGetParams{ID: "r"})
 		if err != nil || got.Cursor != "ask" || got.Status != steptype.RunWaiting || !got.CreatedAt.Equal(at) {
 			t.Errorf("imported run = %+v, %v", got, err)
@@ -160,24 +144,23 @@ func testImport(t *testing.T, h *harness) {
 	})
 	h.sub(t, "Detach", func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		imp := importer(t, st)
 		at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 		seedSession(t, st, "p", "", 0, 3, "a", at)
 		seedSession(t, st, "f", "p", 2, 1, "a", at)
-		wantErr(t, "detach without copies", imp.SessionDetach(ctx, &store.SessionDetachParams{ID: "f"}), store.ErrConflict)
+		wantErr(t, "detach without copies", st.SessionDetach(ctx, &store.SessionDetachParams{ID: "f"}), store.ErrConflict)
 		c := newStep("f", "c1")
 		c.Sequence = 1
-		if err := imp.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{c}}); err != nil {
+		if err := st.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{c}}); err != nil {
 			t.Fatal(err)
 		}
 		wantView(t, "before the cut", list(t, st, &store.StepListParams{SessionID: "f"}), "p/1/p-1 p/2/p-2 f/3/f-3")
-		wantErr(t, "detach with a copy missing", imp.SessionDetach(ctx, &store.SessionDetachParams{ID: "f"}), store.ErrConflict)
+		wantErr(t, "detach with a copy missing", st.SessionDetach(ctx, &store.SessionDetachParams{ID: "f"}), store.ErrConflict)
 		c2 := newStep("f", "c2")
 		c2.Sequence = 2
-		if err := imp.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{c2}}); err != nil {
+		if err := st.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{c2}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := imp.SessionDetach(ctx, &store.SessionDetachParams{ID: "f", InputTokens: 20}); err != nil {
+		if err := st.SessionDetach(ctx, &store.SessionDetachParams{ID: "f", InputTokens: 20}); err != nil {
 			t.Fatal(err)
 		}
 		wantView(t, "after the cut", list(t, st, &store.StepListParams{SessionID: "f"}), "f/1/c1 f/2/c2 f/3/f-3")
@@ -194,12 +177,11 @@ func testImport(t *testing.T, h *harness) {
 		for _, id := range []string{"c", "a", "b"} {
 			mustSession(t, st, id)
 		}
-		exp := st.(store.Exporter)
-		got, err := exp.SessionExport(t.Context(), &store.SessionExportParams{AfterID: "a", Limit: 1})
+		got, err := st.SessionExport(t.Context(), &store.SessionExportParams{AfterID: "a", Limit: 1})
 		if err != nil || len(got) != 1 || got[0].ID != "b" {
 			t.Errorf("SessionExport(after a, 1) = %v, %v, want [b]", got, err)
 		}
-		_, err = exp.SessionExport(t.Context(), &store.SessionExportParams{Limit: -1})
+		_, err = st.SessionExport(t.Context(), &store.SessionExportParams{Limit: -1})
 		wantErr(t, "negative limit", err, store.ErrInvalid)
 	})
 	h.sub(t, "Copy", func(t *testing.T, src store.Store) { testCopy(t, h, src) })
@@ -233,52 +215,47 @@ func testCopy(t *testing.T, h *harness, src store.Store) {
 	if err != nil || r.LeaseOwner != "" || !r.LeaseExpires.IsZero() || r.Status != steptype.RunRunning {
 		t.Errorf("copied running run = %+v, %v: want its lease cleared", r, err)
 	}
-	if obs, ok := dst.(store.ObservationStore); ok {
-		evs, err := obs.StepEventList(ctx, &store.StepEventListParams{SessionID: "p"})
-		if err != nil || len(evs) != 2 || evs[1].BlobHash == "" || evs[1].Index != 1 {
-			t.Errorf("copied step events = %+v, %v", evs, err)
-		}
-		e, err := obs.EvalGet(ctx, &store.EvalGetParams{ID: "ev1"})
-		if err != nil || e.Score != 0.5 {
-			t.Errorf("copied eval = %+v, %v", e, err)
-		}
-		if b, err := obs.BlobGet(ctx, &store.BlobGetParams{Hash: store.BlobHash([]byte("\x89PNG shot"))}); err != nil || string(b.Data) != "\x89PNG shot" {
-			t.Errorf("copied attachment blob = %v, %v", b, err)
-		}
-		if a, err := obs.AnnotationList(ctx, &store.AnnotationListParams{SessionID: "p"}); err != nil || len(a) != 1 || a[0].Annotations.Goal != "find the population" {
-			t.Errorf("copied annotations = %+v, %v", a, err)
-		}
-		srcObs := src.(store.ObservationStore)
-		for _, get := range []func(o store.ObservationStore) (any, error){
-			func(o store.ObservationStore) (any, error) {
-				return o.DatasetGet(ctx, &store.DatasetGetParams{ID: "ds"})
-			},
-			func(o store.ObservationStore) (any, error) {
-				return o.DatasetItemList(ctx, &store.DatasetItemListParams{DatasetID: "ds"})
-			},
-			func(o store.ObservationStore) (any, error) {
-				return o.ExperimentGet(ctx, &store.ExperimentGetParams{ID: "x"})
-			},
-			func(o store.ObservationStore) (any, error) {
-				return o.ExperimentItemList(ctx, &store.ExperimentItemListParams{ExperimentID: "x"})
-			},
-		} {
-			want, err := get(srcObs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := get(obs)
-			if err != nil {
-				t.Errorf("copied dataset or experiment: %v", err)
-			}
-			sameJSON(t, "copied dataset or experiment", got, want)
-		}
+	evs, err := dst.StepEventList(ctx, &store.StepEventListParams{SessionID: "p"})
+	if err != nil || len(evs) != 2 || evs[1].BlobHash == "" || evs[1].Index != 1 {
+		t.Errorf("copied step events = %+v, %v", evs, err)
 	}
-	if vs, ok := dst.(store.VectorStore); ok {
-		n, err := vs.VectorCount(ctx, &store.VectorCountParams{Embedder: "e"})
-		if err != nil || len(n) != 1 || n[0].Count != 2 {
-			t.Errorf("copied vectors = %v, %v", n, err)
+	e, err := dst.EvalGet(ctx, &store.EvalGetParams{ID: "ev1"})
+	if err != nil || e.Score != 0.5 {
+		t.Errorf("copied eval = %+v, %v", e, err)
+	}
+	if b, err := dst.BlobGet(ctx, &store.BlobGetParams{Hash: store.BlobHash([]byte("\x89PNG shot"))}); err != nil || string(b.Data) != "\x89PNG shot" {
+		t.Errorf("copied attachment blob = %v, %v", b, err)
+	}
+	if a, err := dst.AnnotationList(ctx, &store.AnnotationListParams{SessionID: "p"}); err != nil || len(a) != 1 || a[0].Annotations.Goal != "find the population" {
+		t.Errorf("copied annotations = %+v, %v", a, err)
+	}
+	for _, get := range []func(o store.ObservationStore) (any, error){
+		func(o store.ObservationStore) (any, error) {
+			return o.DatasetGet(ctx, &store.DatasetGetParams{ID: "ds"})
+		},
+		func(o store.ObservationStore) (any, error) {
+			return o.DatasetItemList(ctx, &store.DatasetItemListParams{DatasetID: "ds"})
+		},
+		func(o store.ObservationStore) (any, error) {
+			return o.ExperimentGet(ctx, &store.ExperimentGetParams{ID: "x"})
+		},
+		func(o store.ObservationStore) (any, error) {
+			return o.ExperimentItemList(ctx, &store.ExperimentItemListParams{ExperimentID: "x"})
+		},
+	} {
+		want, err := get(src)
+		if err != nil {
+			t.Fatal(err)
 		}
+		got, err := get(dst)
+		if err != nil {
+			t.Errorf("copied dataset or experiment: %v", err)
+		}
+		sameJSON(t, "copied dataset or experiment", got, want)
+	}
+	n, err := dst.VectorCount(ctx, &store.VectorCountParams{Embedder: "e"})
+	if err != nil || len(n) != 1 || n[0].Count != 2 {
+		t.Errorf("copied vectors = %v, %v", n, err)
 	}
 	// Again: every row is there already; nothing changes.
 	if _, err := transfer.Copy(ctx, src, dst, transfer.Options{}); err != nil {
@@ -315,59 +292,55 @@ func seedCopySource(t *testing.T, st store.Store) {
 	if _, err := st.RunClaim(ctx, &store.RunClaimParams{Owner: "old", Lease: time.Hour, ID: "run-lease"}); err != nil {
 		t.Fatal(err)
 	}
-	if obs, ok := st.(store.ObservationStore); ok {
-		big := `{"x":"` + strings.Repeat("x", store.InlinePayloadLimit+10) + `"}`
-		_, err := obs.StepEventAppend(ctx, &store.StepEventAppendParams{Events: []*store.StepEvent{
-			{ID: "e1", StepID: steps[0].ID, Type: "http", Payload: json.RawMessage(`{"a":1}`)},
-			{ID: "e2", StepID: steps[0].ID, Type: "http", Payload: json.RawMessage(big)},
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = obs.EvalPut(ctx, &store.EvalPutParams{Eval: &store.Eval{ID: "ev1", TargetKind: store.TargetStep, TargetID: steps[1].ID,
-			Name: "q", Source: store.SourceUser, Score: 0.5}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		goal := "find the population"
-		if _, err := obs.AnnotationPut(ctx, &store.AnnotationPutParams{StepID: steps[2].ID, Goal: &goal}); err != nil {
-			t.Fatal(err)
-		}
-		b, err := obs.BlobPut(ctx, &store.BlobPutParams{Data: []byte("\x89PNG shot"), ContentType: "image/png"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := obs.AttachmentAdd(ctx, &store.AttachmentAddParams{Attachment: &store.Attachment{ID: "att", StepID: steps[2].ID,
-			Name: "shot.png", Kind: "screenshot", BlobHash: b.Hash}}); err != nil {
-			t.Fatal(err)
-		}
-		t0 := time.Date(2025, 5, 1, 10, 0, 0, 0, time.UTC)
-		if _, err := obs.DatasetCreate(ctx, &store.DatasetCreateParams{Dataset: &store.Dataset{ID: "ds", Name: "cities"},
-			Items: []*store.DatasetItem{{Input: "Paris", Expected: "2.1M"}, {Input: "Berlin"}}, Now: t0}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := obs.ExperimentCreate(ctx, &store.ExperimentCreateParams{Experiment: &store.Experiment{ID: "x", Name: "x1",
-			DatasetID: "ds", Agent: "agent", Config: json.RawMessage(`{"k":1}`)}, Now: t0.Add(time.Minute)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := obs.ExperimentItemPut(ctx, &store.ExperimentItemPutParams{Item: &store.ExperimentItem{ExperimentID: "x", Index: 0,
-			SessionID: "p", Status: "completed", Scores: map[string]float64{"q": 1}}, Now: t0.Add(2 * time.Minute)}); err != nil {
-			t.Fatal(err)
-		}
-		done := store.ExperimentCompleted
-		if _, err := obs.ExperimentUpdate(ctx, &store.ExperimentUpdateParams{ID: "x", Status: &done, Summary: json.RawMessage(`{"q":1}`),
-			Now: t0.Add(3 * time.Minute)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := obs.ExperimentUpdate(ctx, &store.ExperimentUpdateParams{ID: "x", Now: t0.Add(4 * time.Minute)}); err != nil {
-			t.Fatal(err)
-		}
+	big := `{"x":"` + strings.Repeat("x", store.InlinePayloadLimit+10) + `"}`
+	_, err := st.StepEventAppend(ctx, &store.StepEventAppendParams{Events: []*store.StepEvent{
+		{ID: "e1", StepID: steps[0].ID, Type: "http", Payload: json.RawMessage(`{"a":1}`)},
+		{ID: "e2", StepID: steps[0].ID, Type: "http", Payload: json.RawMessage(big)},
+	}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if vs, ok := st.(store.VectorStore); ok {
-		_, err := vs.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e", Vectors: []store.StepVector{
-			{StepID: "p-1", Vector: []float32{1, 0}}, {StepID: "f-1", Vector: []float32{0, 1}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+	_, err = st.EvalPut(ctx, &store.EvalPutParams{Eval: &store.Eval{ID: "ev1", TargetKind: store.TargetStep, TargetID: steps[1].ID,
+		Name: "q", Source: store.SourceUser, Score: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goal := "find the population"
+	if _, err := st.AnnotationPut(ctx, &store.AnnotationPutParams{StepID: steps[2].ID, Goal: &goal}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.BlobPut(ctx, &store.BlobPutParams{Data: []byte("\x89PNG shot"), ContentType: "image/png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AttachmentAdd(ctx, &store.AttachmentAddParams{Attachment: &store.Attachment{ID: "att", StepID: steps[2].ID,
+		Name: "shot.png", Kind: "screenshot", BlobHash: b.Hash}}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2025, 5, 1, 10, 0, 0, 0, time.UTC)
+	if _, err := st.DatasetCreate(ctx, &store.DatasetCreateParams{Dataset: &store.Dataset{ID: "ds", Name: "cities"},
+		Items: []*store.DatasetItem{{Input: "Paris", Expected: "2.1M"}, {Input: "Berlin"}}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ExperimentCreate(ctx, &store.ExperimentCreateParams{Experiment: &store.Experiment{ID: "x", Name: "x1",
+		DatasetID: "ds", Agent: "agent", Config: json.RawMessage(`{"k":1}`)}, Now: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ExperimentItemPut(ctx, &store.ExperimentItemPutParams{Item: &store.ExperimentItem{ExperimentID: "x", Index: 0,
+		SessionID: "p", Status: "completed", Scores: map[string]float64{"q": 1}}, Now: t0.Add(2 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	done := store.ExperimentCompleted
+	if _, err := st.ExperimentUpdate(ctx, &store.ExperimentUpdateParams{ID: "x", Status: &done, Summary: json.RawMessage(`{"q":1}`),
+		Now: t0.Add(3 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ExperimentUpdate(ctx, &store.ExperimentUpdateParams{ID: "x", Now: t0.Add(4 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: "e", Vectors: []store.StepVector{
+		{StepID: "p-1", Vector: []float32{1, 0}}, {StepID: "f-1", Vector: []float32{0, 1}}}})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -42,7 +42,6 @@ func testMetricsAgentOfRun(t *testing.T, st store.Store) {
 		mustAppend(t, st, &steptype.Step{ID: s.id, SessionID: s.sess, RunID: s.run, Kind: steptype.KindLLM, Status: steptype.StepCompleted,
 			CreatedAt: mt0.Add(s.at), Metrics: steptype.Metrics{InputTokens: 1, OutputTokens: 2, Cost: 0.5}})
 	}
-	ms := st.(store.MetricsStore)
 	type want struct{ steps, runs int64 }
 	for _, from := range []time.Time{mt0, mt0.Add(time.Minute + 5*time.Millisecond)} {
 		for _, c := range []struct {
@@ -57,7 +56,7 @@ func testMetricsAgentOfRun(t *testing.T, st store.Store) {
 			{"", "tier", map[string]want{"gold": {3, 1}, "": {1, 1}}},
 		} {
 			where := fmt.Sprintf("from %s, agent %q, split %q", from.Format("15:04:05.000"), c.agent, c.split)
-			got := metricsQuery(t, ms, store.MetricsParams{From: from, To: mt0.Add(time.Hour), Bucket: store.BucketHour, Agent: c.agent, Split: c.split})
+			got := metricsQuery(t, st, store.MetricsParams{From: from, To: mt0.Add(time.Hour), Bucket: store.BucketHour, Agent: c.agent, Split: c.split})
 			if len(got.Series) != len(c.want) {
 				t.Fatalf("%s: %s, want %d series", where, jsonText(got), len(c.want))
 			}

@@ -26,7 +26,6 @@ var mh0 = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 // grouping of the sums is exact.
 func testMetricsHours(t *testing.T, st store.Store) {
 	ctx := t.Context()
-	ms := st.(store.MetricsStore)
 	for _, s := range []struct{ id, agent string }{{"ha", "a"}, {"hb", "b"}, {"hc", "c"}, {"hd", "a"}} {
 		if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: s.id, Agent: s.agent, Now: mh0}); err != nil {
 			t.Fatal(err)
@@ -77,14 +76,10 @@ func testMetricsHours(t *testing.T, st store.Store) {
 	waiting := step("hd", "rw", 4*time.Hour+2*time.Minute, steptype.KindInput, steptype.StepWaiting)
 	mustAppend(t, st, waiting)
 	mustAppend(t, st, step("hc", "", 5*time.Hour+20*time.Minute, llm, done))
-	obs, withEvals := st.(store.ObservationStore)
 	evals := 0
 	eval := func(target string, at time.Duration, score float64) {
-		if !withEvals {
-			return
-		}
 		evals++
-		_, err := obs.EvalPut(ctx, &store.EvalPutParams{Now: mh0.Add(at), Eval: &store.Eval{ID: fmt.Sprintf("he%d", evals),
+		_, err := st.EvalPut(ctx, &store.EvalPutParams{Now: mh0.Add(at), Eval: &store.Eval{ID: fmt.Sprintf("he%d", evals),
 			TargetKind: store.TargetRun, TargetID: target, Name: "q", Source: store.SourceUser, Score: score}})
 		if err != nil {
 			t.Fatal(err)
@@ -100,9 +95,9 @@ func testMetricsHours(t *testing.T, st store.Store) {
 				for _, bucket := range []store.MetricsBucket{store.BucketHour, store.BucketDay} {
 					for _, agent := range []string{"", "a", "b", "c", "zz"} {
 						p := store.MetricsParams{From: mh0.Add(from), To: mh0.Add(to), Bucket: bucket, Agent: agent}
-						got := metricsQuery(t, ms, p)
+						got := metricsQuery(t, st, p)
 						p.Split = "no_such_key"
-						want := metricsQuery(t, ms, p)
+						want := metricsQuery(t, st, p)
 						if g, w := jsonText(got.Series), jsonText(want.Series); g != w {
 							t.Fatalf("%s: metrics %+v:\n got %s\nwant %s (recomputed without the hour table)", when, p, g, w)
 						}
@@ -116,30 +111,26 @@ func testMetricsHours(t *testing.T, st store.Store) {
 	// A step appended into a past hour (as import, copy and fill write).
 	mustAppend(t, st, step("hb", "rb1", 80*time.Minute, steptype.KindError, steptype.StepFailed))
 	check("after a step appended into a past hour")
-	if imp, ok := st.(store.Importer); ok {
-		s := step("hc", "rc1", 3*time.Hour+40*time.Minute, llm, done)
-		s.Sequence = 4
-		if err := imp.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{s}}); err != nil {
-			t.Fatalf("StepImport: %v", err)
-		}
-		check("after a step imported into a past hour")
+	imported := step("hc", "rc1", 3*time.Hour+40*time.Minute, llm, done)
+	imported.Sequence = 4
+	if err := st.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{imported}}); err != nil {
+		t.Fatalf("StepImport: %v", err)
 	}
-	if imp, ok := st.(store.Importer); ok {
-		// Steps and an eval naming a run that is not there yet, then the
-		// run, of another agent than the session's (copy writes runs after
-		// steps): the agent of the steps changes.
-		s := step("ha", "rh", 2*time.Hour+50*time.Minute, llm, done)
-		s.Sequence = 5
-		if err := imp.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{s}}); err != nil {
-			t.Fatalf("StepImport: %v", err)
-		}
-		check("after a step of a run not yet there")
-		if err := imp.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{{ID: "rh", SessionID: "ha", Agent: "c",
-			Status: steptype.RunCancelled, CreatedAt: mh0.Add(2*time.Hour + 49*time.Minute)}}}); err != nil {
-			t.Fatalf("RunImport: %v", err)
-		}
-		check("after its run, of another agent, imported")
+	check("after a step imported into a past hour")
+	// Steps and an eval naming a run that is not there yet, then the
+	// run, of another agent than the session's (copy writes runs after
+	// steps): the agent of the steps changes.
+	s := step("ha", "rh", 2*time.Hour+50*time.Minute, llm, done)
+	s.Sequence = 5
+	if err := st.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{s}}); err != nil {
+		t.Fatalf("StepImport: %v", err)
 	}
+	check("after a step of a run not yet there")
+	if err := st.RunImport(ctx, &store.RunImportParams{Runs: []*steptype.Run{{ID: "rh", SessionID: "ha", Agent: "c",
+		Status: steptype.RunCancelled, CreatedAt: mh0.Add(2*time.Hour + 49*time.Minute)}}}); err != nil {
+		t.Fatalf("RunImport: %v", err)
+	}
+	check("after its run, of another agent, imported")
 	mustRun(t, st, &steptype.Run{ID: "rb2", SessionID: "hb", Agent: "b", Status: steptype.RunFailed,
 		CreatedAt: mh0.Add(80 * time.Minute), FinishedAt: mh0.Add(3*time.Hour + 5*time.Minute + 123*time.Microsecond)})
 	check("after a run finished in a past hour")
@@ -158,8 +149,6 @@ func testMetricsHours(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	check("after a session delete")
-	if _, ok := st.(store.Importer); ok {
-		prune(t, st, retention.Params{OlderThan: time.Hour, Agent: "c", Now: mh0.Add(1000 * time.Hour)})
-		check("after a prune")
-	}
+	prune(t, st, retention.Params{OlderThan: time.Hour, Agent: "c", Now: mh0.Add(1000 * time.Hour)})
+	check("after a prune")
 }

@@ -16,14 +16,10 @@ import (
 // must implement it (the server, evals and the recorder use it): a driver
 // that does not fails here.
 func testObservation(t *testing.T, h *harness) {
-	probe := h.open(t)
-	if _, ok := probe.(store.ObservationStore); !ok {
-		t.Fatalf("%T does not implement store.ObservationStore, which every driver must", probe)
-	}
 	obs := func(t *testing.T, name string, fn func(t *testing.T, st store.Store, o store.ObservationStore)) {
 		h.sub(t, name, func(t *testing.T, st store.Store) {
 			seedObservation(t, st)
-			fn(t, st, st.(store.ObservationStore))
+			fn(t, st, st)
 		})
 	}
 	obs(t, "Evals", testEvals)
@@ -480,7 +476,7 @@ func testObservationReopen(t *testing.T, h *harness, st store.Store, o store.Obs
 	if _, err := o.AttachmentAdd(ctx, &store.AttachmentAddParams{Attachment: &store.Attachment{ID: "a", StepID: "s-1", Name: "x", Kind: "file", BlobHash: b.Hash}}); err != nil {
 		t.Fatal(err)
 	}
-	o = h.opts.Reopen(t, st).(store.ObservationStore)
+	o = h.opts.Reopen(t, st)
 	if e, err := o.EvalGet(ctx, &store.EvalGetParams{ID: "e"}); err != nil || e.Score != 0.5 {
 		t.Errorf("eval after reopen = %v, %v", e, err)
 	}

@@ -32,10 +32,6 @@ func outlineSteps(sessionID, prefix string) []*steptype.Step {
 // every filter, outlined: bulky members digested, small ones whole.
 func testOutline(t *testing.T, h *harness) {
 	h.sub(t, "SameStepsOutlined", func(t *testing.T, st store.Store) {
-		o, ok := st.(store.StepOutliner)
-		if !ok {
-			t.Fatalf("%T is not a store.StepOutliner", st)
-		}
 		ctx := t.Context()
 		mustSession(t, st, "p")
 		mustRun(t, st, &steptype.Run{ID: "r", SessionID: "p", Agent: "agent", Status: steptype.RunRunning})
@@ -55,7 +51,7 @@ func testOutline(t *testing.T, h *harness) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := o.StepOutline(ctx, p)
+			got, err := st.StepOutline(ctx, p)
 			if err != nil {
 				t.Fatalf("StepOutline(%+v): %v", p, err)
 			}
@@ -68,7 +64,7 @@ func testOutline(t *testing.T, h *harness) {
 				}
 			}
 		}
-		got, err := o.StepOutline(ctx, &store.StepListParams{SessionID: "p"})
+		got, err := st.StepOutline(ctx, &store.StepListParams{SessionID: "p"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +84,7 @@ func testOutline(t *testing.T, h *harness) {
 		if dec.StatePatch != nil || dec.Metadata != nil {
 			t.Errorf("decision outline keeps %s %v", dec.StatePatch, dec.Metadata)
 		}
-		if _, err := o.StepOutline(ctx, &store.StepListParams{SessionID: "nope"}); err == nil {
+		if _, err := st.StepOutline(ctx, &store.StepListParams{SessionID: "nope"}); err == nil {
 			t.Error("StepOutline of an unknown session: no error")
 		}
 	})
@@ -98,10 +94,6 @@ func testOutline(t *testing.T, h *harness) {
 // top-level run, as RunList orders them, and counts the top-level runs.
 func testRunLatest(t *testing.T, h *harness) {
 	h.sub(t, "NewestTopLevel", func(t *testing.T, st store.Store) {
-		lr, ok := st.(store.LatestRunReader)
-		if !ok {
-			t.Fatalf("%T is not a store.LatestRunReader", st)
-		}
 		ctx := t.Context()
 		for _, s := range []string{"a", "b", "c"} {
 			mustSession(t, st, s)
@@ -118,7 +110,7 @@ func testRunLatest(t *testing.T, h *harness) {
 			r.Agent = "agent"
 			mustRun(t, st, r)
 		}
-		got, err := lr.RunLatest(ctx, &store.RunLatestParams{SessionIDs: []string{"a", "b", "c", "unknown"}})
+		got, err := st.RunLatest(ctx, &store.RunLatestParams{SessionIDs: []string{"a", "b", "c", "unknown"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,10 +124,10 @@ func testRunLatest(t *testing.T, h *harness) {
 				t.Errorf("RunList(%s) = %v, %v: disagrees with RunLatest %v", sid, runs, err, l)
 			}
 		}
-		if got, err := lr.RunLatest(ctx, &store.RunLatestParams{}); err != nil || len(got) != 0 {
+		if got, err := st.RunLatest(ctx, &store.RunLatestParams{}); err != nil || len(got) != 0 {
 			t.Errorf("RunLatest(none) = %v, %v", got, err)
 		}
-		if _, err := lr.RunLatest(ctx, &store.RunLatestParams{SessionIDs: make([]string, store.MaxRunLatest+1)}); err == nil {
+		if _, err := st.RunLatest(ctx, &store.RunLatestParams{SessionIDs: make([]string, store.MaxRunLatest+1)}); err == nil {
 			t.Error("RunLatest over the bound: no error")
 		}
 	})

@@ -101,9 +101,8 @@ func testRetention(t *testing.T, h *harness) {
 		for _, id := range []string{"done", "failed", "waiting", "none"} {
 			seedSession(t, st, id, "", 0, 1, "a", now.Add(-30*day))
 		}
-		imp := importer(t, st)
 		at := now.Add(-30 * day)
-		err := imp.RunImport(t.Context(), &store.RunImportParams{Runs: []*steptype.Run{
+		err := st.RunImport(t.Context(), &store.RunImportParams{Runs: []*steptype.Run{
 			{ID: "r1", SessionID: "done", Agent: "a", Status: steptype.RunCompleted, CreatedAt: at, UpdatedAt: at},
 			{ID: "r2", SessionID: "failed", Agent: "a", Status: steptype.RunFailed, CreatedAt: at, UpdatedAt: at},
 			{ID: "r3", SessionID: "waiting", Agent: "a", Status: steptype.RunWaiting, CreatedAt: at, UpdatedAt: at},
@@ -158,7 +157,7 @@ func testRetention(t *testing.T, h *harness) {
 		seedSession(t, st, "p", "", 0, 2, "a", now.Add(-30*day))
 		seedSession(t, st, "f", "p", 1, 1, "a", now.Add(-time.Hour))
 		at := now.Add(-time.Hour)
-		err := importer(t, st).RunImport(t.Context(), &store.RunImportParams{Runs: []*steptype.Run{
+		err := st.RunImport(t.Context(), &store.RunImportParams{Runs: []*steptype.Run{
 			{ID: "r", SessionID: "f", Agent: "a", Status: steptype.RunWaiting, CreatedAt: at, UpdatedAt: at}}})
 		if err != nil {
 			t.Fatal(err)
@@ -188,37 +187,32 @@ func testRetention(t *testing.T, h *harness) {
 	h.sub(t, "Batched", func(t *testing.T, st store.Store) {
 		seedSession(t, st, "big", "", 0, 1200, "a", now.Add(-30*day))
 		seedSession(t, st, "keep", "", 0, 1, "a", now)
-		obs, hasObs := st.(store.ObservationStore)
-		if hasObs {
-			for _, sid := range []string{"big-7", "keep-1"} {
-				b, err := obs.BlobPut(t.Context(), &store.BlobPutParams{Data: []byte("shot of " + sid), ContentType: "image/png"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := obs.AttachmentAdd(t.Context(), &store.AttachmentAddParams{Attachment: &store.Attachment{
-					ID: "att-" + sid, StepID: sid, Name: "s", Kind: "screenshot", BlobHash: b.Hash}}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := obs.EvalPut(t.Context(), &store.EvalPutParams{Eval: &store.Eval{ID: "ev", TargetKind: store.TargetSession,
-				TargetID: "big", Name: "q", Source: store.SourceUser, Score: 1}}); err != nil {
+		for _, sid := range []string{"big-7", "keep-1"} {
+			b, err := st.BlobPut(t.Context(), &store.BlobPutParams{Data: []byte("shot of " + sid), ContentType: "image/png"})
+			if err != nil {
 				t.Fatal(err)
 			}
+			if _, err := st.AttachmentAdd(t.Context(), &store.AttachmentAddParams{Attachment: &store.Attachment{
+				ID: "att-" + sid, StepID: sid, Name: "s", Kind: "screenshot", BlobHash: b.Hash}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := st.EvalPut(t.Context(), &store.EvalPutParams{Eval: &store.Eval{ID: "ev", TargetKind: store.TargetSession,
+			TargetID: "big", Name: "q", Source: store.SourceUser, Score: 1}}); err != nil {
+			t.Fatal(err)
 		}
 		res := prune(t, st, retention.Params{OlderThan: day, Now: now, BatchSize: 100})
 		if res.Steps != 1200 || !slices.Equal(ids(res.Deleted), []string{"big"}) {
 			t.Errorf("deleted %v, %d steps", ids(res.Deleted), res.Steps)
 		}
 		wantSessions(t, "after a batched prune", st, "keep")
-		if hasObs {
-			if res.Blobs != 1 {
-				t.Errorf("blobs pruned = %d, want 1 (the kept session's blob stays)", res.Blobs)
-			}
-			_, err := obs.EvalGet(t.Context(), &store.EvalGetParams{ID: "ev"})
-			wantErr(t, "eval of a pruned session", err, store.ErrNotFound)
-			if _, err := obs.AttachmentGet(t.Context(), &store.AttachmentGetParams{ID: "att-keep-1"}); err != nil {
-				t.Errorf("attachment of the kept session: %v", err)
-			}
+		if res.Blobs != 1 {
+			t.Errorf("blobs pruned = %d, want 1 (the kept session's blob stays)", res.Blobs)
+		}
+		_, err := st.EvalGet(t.Context(), &store.EvalGetParams{ID: "ev"})
+		wantErr(t, "eval of a pruned session", err, store.ErrNotFound)
+		if _, err := st.AttachmentGet(t.Context(), &store.AttachmentGetParams{ID: "att-keep-1"}); err != nil {
+			t.Errorf("attachment of the kept session: %v", err)
 		}
 	})
 }

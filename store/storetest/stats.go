@@ -18,10 +18,6 @@ import (
 // changes, a truncation and a fork (random shapes, seed logged).
 func testSessionStats(t *testing.T, h *harness) {
 	h.sub(t, "TotalsFollowWrites", func(t *testing.T, st store.Store) {
-		sr, ok := st.(store.SessionStatsReader)
-		if !ok {
-			t.Fatalf("%T is not a store.SessionStatsReader", st)
-		}
 		ctx := t.Context()
 		seed := time.Now().UnixNano()
 		t.Logf("seed %d", seed)
@@ -61,12 +57,12 @@ func testSessionStats(t *testing.T, h *harness) {
 		mustFork(t, st, "f", "p", 10)
 		add("f", 5)
 		for _, sid := range []string{"p", "f", "other"} {
-			wantStats(t, st, sr, sid)
+			wantStats(t, st, st, sid)
 		}
-		if _, err := sr.SessionStats(ctx, &store.SessionStatsParams{ID: "nope"}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := st.SessionStats(ctx, &store.SessionStatsParams{ID: "nope"}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("SessionStats(unknown) = %v, want ErrNotFound", err)
 		}
-		if _, err := sr.SessionStats(ctx, &store.SessionStatsParams{}); !errors.Is(err, store.ErrInvalid) {
+		if _, err := st.SessionStats(ctx, &store.SessionStatsParams{}); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("SessionStats(no id) = %v, want ErrInvalid", err)
 		}
 	})
@@ -80,7 +76,6 @@ func testSessionStats(t *testing.T, h *harness) {
 // appends, and a session deleted and created again under its id.
 func testSessionStatsFolds(t *testing.T, h *harness) {
 	h.sub(t, "TotalsAcrossFolds", func(t *testing.T, st store.Store) {
-		sr := st.(store.SessionStatsReader)
 		ctx := t.Context()
 		seed := time.Now().UnixNano()
 		t.Logf("seed %d", seed)
@@ -114,50 +109,49 @@ func testSessionStatsFolds(t *testing.T, h *harness) {
 		}
 		mustSession(t, st, "p")
 		add("p", 255)
-		wantStats(t, st, sr, "p")
+		wantStats(t, st, st, "p")
 		add("p", 1)
-		wantStats(t, st, sr, "p")
+		wantStats(t, st, st, "p")
 		add("p", 600)
-		wantStats(t, st, sr, "p")
+		wantStats(t, st, st, "p")
 		truncate("p", 500) // below the folded steps
-		wantStats(t, st, sr, "p")
+		wantStats(t, st, st, "p")
 		add("p", 300) // the cut sequences written again
-		wantStats(t, st, sr, "p")
+		wantStats(t, st, st, "p")
 		truncate("p", 790) // within the last fold's steps, or above them
 		add("p", 3)
-		wantStats(t, st, sr, "p")
+		wantStats(t, st, st, "p")
 		truncate("p", 2)
-		wantStats(t, st, sr, "p")
+		wantStats(t, st, st, "p")
 		add("p", 270)
-		wantStats(t, st, sr, "p")
+		wantStats(t, st, st, "p")
 
 		// A fork with its own steps folded, then the copies of the steps
 		// it inherits imported below them, then detached.
 		mustFork(t, st, "f", "p", 60)
 		add("f", 300)
-		wantStats(t, st, sr, "f")
+		wantStats(t, st, st, "f")
 		var copies []*steptype.Step
 		for _, s := range list(t, st, &store.StepListParams{SessionID: "p", EndSeq: 60}) {
 			c := *s
 			c.ID, c.SessionID = "copy-"+s.ID, "f"
 			copies = append(copies, &c)
 		}
-		imp := importer(t, st)
 		for len(copies) > 0 {
 			k := min(len(copies), 1+rng.IntN(25))
-			if err := imp.StepImport(ctx, &store.StepImportParams{Steps: copies[:k]}); err != nil {
+			if err := st.StepImport(ctx, &store.StepImportParams{Steps: copies[:k]}); err != nil {
 				t.Fatal(err)
 			}
 			copies = copies[k:]
 		}
 		// (Before the detach, a list shows the inherited steps, not the
 		// copies the totals count.)
-		if err := imp.SessionDetach(ctx, &store.SessionDetachParams{ID: "f"}); err != nil {
+		if err := st.SessionDetach(ctx, &store.SessionDetachParams{ID: "f"}); err != nil {
 			t.Fatal(err)
 		}
 		add("f", 200)
-		wantStats(t, st, sr, "f")
-		wantStats(t, st, sr, "p")
+		wantStats(t, st, st, "f")
+		wantStats(t, st, st, "p")
 
 		// Concurrent appends, two writers per session.
 		for _, sid := range []string{"c1", "c2", "c3"} {
@@ -184,20 +178,20 @@ func testSessionStatsFolds(t *testing.T, h *harness) {
 		}
 		wg.Wait()
 		for _, sid := range []string{"c1", "c2", "c3"} {
-			wantStats(t, st, sr, sid)
+			wantStats(t, st, st, sid)
 		}
 
 		// Deleted and created again: nothing of the first session's totals.
 		if err := st.SessionDelete(ctx, &store.SessionDeleteParams{ID: "c1"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sr.SessionStats(ctx, &store.SessionStatsParams{ID: "c1"}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := st.SessionStats(ctx, &store.SessionStatsParams{ID: "c1"}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("SessionStats(deleted) = %v, want ErrNotFound", err)
 		}
 		mustSession(t, st, "c1")
-		wantStats(t, st, sr, "c1")
+		wantStats(t, st, st, "c1")
 		add("c1", 300)
-		wantStats(t, st, sr, "c1")
+		wantStats(t, st, st, "c1")
 	})
 }
 

@@ -7,8 +7,8 @@
 //
 // Run starts one subtest per area (sessions, steps, fork, truncate, resolve,
 // runs, errors, reopen), each made of parallel subtests that open their own
-// store. Every area runs against every driver: a driver that lacks a
-// capability the product uses (observation, vectors) fails, never skips.
+// store. Every area runs against every driver (the compiler holds each to
+// the whole of store.Store) and fails, never skips, on a difference.
 // The only declared difference is durability (Options.Reopen): the tests
 // that reopen a store skip, with that reason, for the memory driver alone.
 package storetest

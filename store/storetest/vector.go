@@ -16,12 +16,8 @@ import (
 // (step memory and GET /v1/search use it): a driver that does not fails
 // here.
 func testVectors(t *testing.T, h *harness) {
-	probe := h.open(t)
-	if _, ok := probe.(store.VectorStore); !ok {
-		t.Fatalf("%T does not implement store.VectorStore, which every driver must", probe)
-	}
 	vsub := func(name string, fn func(t *testing.T, st store.Store, vs store.VectorStore)) {
-		h.sub(t, name, func(t *testing.T, st store.Store) { fn(t, st, st.(store.VectorStore)) })
+		h.sub(t, name, func(t *testing.T, st store.Store) { fn(t, st, st) })
 	}
 	vsub("SearchOrder", func(t *testing.T, st store.Store, vs store.VectorStore) {
 		vecFixture(t, st, vs)
@@ -191,7 +187,7 @@ func testVectors(t *testing.T, h *harness) {
 		}
 		vecFixture(t, st, vs)
 		st = h.opts.Reopen(t, st)
-		vs = st.(store.VectorStore)
+		vs = st
 		wantHits(t, "after reopen", search(t, vs, &store.VectorSearchParams{Embedder: "e2", Vector: []float32{1, 0}, K: 2}), "a1:0.000 a2:0.293")
 		wantCounts(t, vs, "", "e2/2:4")
 	})

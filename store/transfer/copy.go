@@ -25,8 +25,6 @@ import (
 
 // Errors of a copy.
 var (
-	// ErrUnsupported: a store lacks a capability the copy needs.
-	ErrUnsupported = errors.New("stepwise: store cannot be copied")
 	// ErrVerify: a copied session reads back different from its source.
 	ErrVerify = errors.New("stepwise: copy verification failed")
 )
@@ -63,73 +61,33 @@ type SessionReport struct {
 
 // Report is the result of a copy.
 type Report struct {
-	Sessions        int64 // copied and verified by this call
-	Skipped         int64 // done by an earlier, interrupted call (checkpoint)
-	Steps           int64
-	Datasets        int64
-	Experiments     int64
-	ResumedAfter    string // the checkpoint's last session, when resuming
-	ObservationCopy bool   // both stores keep observation data
-	VectorCopy      bool   // vectors were copied
-	Elapsed         time.Duration
+	Sessions     int64 // copied and verified by this call
+	Skipped      int64 // done by an earlier, interrupted call (checkpoint)
+	Steps        int64
+	Datasets     int64
+	Experiments  int64
+	ResumedAfter string // the checkpoint's last session, when resuming
+	Elapsed      time.Duration
 }
 
 // Copy copies every session of from into to. See the package doc.
 func Copy(ctx context.Context, from, to store.Store, opts Options) (*Report, error) {
-	c, err := newCopier(from, to, opts)
-	if err != nil {
-		return nil, err
-	}
-	return c.run(ctx)
+	return newCopier(from, to, opts).run(ctx)
 }
 
 type copier struct {
 	from, to store.Store
-	exp      store.Exporter
-	imp      store.Importer
-	obsFrom  store.ObservationStore
-	obsTo    store.ObservationStore
-	vecFrom  store.VectorExporter
-	vecTo    store.VectorStore
 	opts     Options
 	prog     Progress
 	rep      Report
 	early    map[string]bool // sessions copied ahead of their turn (parents of forks)
 }
 
-func newCopier(from, to store.Store, opts Options) (*copier, error) {
-	exp, ok := from.(store.Exporter)
-	if !ok {
-		return nil, fmt.Errorf("%w: the source cannot list its sessions (store.Exporter)", ErrUnsupported)
-	}
-	imp, ok := to.(store.Importer)
-	if !ok {
-		return nil, fmt.Errorf("%w: the destination cannot import rows (store.Importer)", ErrUnsupported)
-	}
+func newCopier(from, to store.Store, opts Options) *copier {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
-	c := &copier{from: from, to: to, exp: exp, imp: imp, opts: opts, early: map[string]bool{}}
-	c.obsFrom, _ = from.(store.ObservationStore)
-	c.obsTo, _ = to.(store.ObservationStore)
-	if c.obsFrom != nil && c.obsTo == nil {
-		return nil, fmt.Errorf("%w: the source keeps observation data (evals, attachments, events) and the destination cannot", ErrUnsupported)
-	}
-	if c.obsTo == nil {
-		c.obsFrom = nil
-	}
-	c.vecTo, _ = to.(store.VectorStore)
-	if _, keeps := from.(store.VectorStore); keeps {
-		if c.vecFrom, ok = from.(store.VectorExporter); !ok {
-			return nil, fmt.Errorf("%w: the source keeps step vectors it cannot list (store.VectorExporter)", ErrUnsupported)
-		}
-	}
-	if c.vecFrom != nil && c.vecTo == nil {
-		return nil, fmt.Errorf("%w: the source keeps step vectors and the destination cannot", ErrUnsupported)
-	}
-	c.rep.ObservationCopy = c.obsFrom != nil
-	c.rep.VectorCopy = c.vecFrom != nil
-	return c, nil
+	return &copier{from: from, to: to, opts: opts, early: map[string]bool{}}
 }
 
 func (c *copier) run(ctx context.Context) (*Report, error) {
@@ -146,7 +104,7 @@ func (c *copier) run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	for {
-		page, err := c.exp.SessionExport(ctx, &store.SessionExportParams{AfterID: after, Limit: 200})
+		page, err := c.from.SessionExport(ctx, &store.SessionExportParams{AfterID: after, Limit: 200})
 		if err != nil {
 			return nil, fmt.Errorf("read sessions: %w", err)
 		}
@@ -168,10 +126,8 @@ func (c *copier) run(ctx context.Context) (*Report, error) {
 			}
 		}
 	}
-	if c.obsFrom != nil {
-		if err := c.datasets(ctx); err != nil {
-			return nil, err
-		}
+	if err := c.datasets(ctx); err != nil {
+		return nil, err
 	}
 	if c.opts.Checkpoint != nil {
 		if err := c.opts.Checkpoint.Save(after, true); err != nil {
@@ -187,10 +143,10 @@ func (c *copier) run(ctx context.Context) (*Report, error) {
 // session under a source session's id with a different row (walking both
 // stores in id order side by side).
 func (c *copier) count(ctx context.Context, after string) error {
-	dst := &cursor{exp: asExporter(c.to)}
+	dst := &cursor{exp: c.to}
 	cur := ""
 	for {
-		page, err := c.exp.SessionExport(ctx, &store.SessionExportParams{AfterID: cur, Limit: 1000})
+		page, err := c.from.SessionExport(ctx, &store.SessionExportParams{AfterID: cur, Limit: 1000})
 		if err != nil {
 			return fmt.Errorf("read sessions: %w", err)
 		}
@@ -198,7 +154,7 @@ func (c *copier) count(ctx context.Context, after string) error {
 			return nil
 		}
 		for _, s := range page {
-			old, err := dst.find(ctx, c.to, s.ID)
+			old, err := dst.find(ctx, s.ID)
 			if err != nil {
 				return fmt.Errorf("read destination sessions: %w", err)
 			}
@@ -216,11 +172,6 @@ func (c *copier) count(ctx context.Context, after string) error {
 	}
 }
 
-func asExporter(st store.Store) store.Exporter {
-	e, _ := st.(store.Exporter)
-	return e
-}
-
 // cursor walks a store's sessions in id order, to find those of ids asked
 // for in increasing order without one query each.
 type cursor struct {
@@ -231,14 +182,7 @@ type cursor struct {
 }
 
 // find returns the session id, or nil when the store has none.
-func (k *cursor) find(ctx context.Context, st store.Store, id string) (*steptype.Session, error) {
-	if k.exp == nil {
-		s, err := st.SessionGet(ctx, &store.SessionGetParams{ID: id})
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, nil
-		}
-		return s, err
-	}
+func (k *cursor) find(ctx context.Context, id string) (*steptype.Session, error) {
 	for {
 		for len(k.page) > 0 && k.page[0].ID < id {
 			k.page = k.page[1:]
@@ -281,7 +225,7 @@ func (c *copier) session(ctx context.Context, s *steptype.Session, depth int) er
 	if err != nil {
 		return fmt.Errorf("copy session %s: %w", s.ID, err)
 	}
-	dst, err := digest(ctx, c.to, c.obsTo, c.vecTo, s)
+	dst, err := digest(ctx, c.to, s)
 	if err != nil {
 		return fmt.Errorf("verify session %s: %w", s.ID, err)
 	}

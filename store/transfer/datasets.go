@@ -11,7 +11,7 @@ import (
 // datasets copies the datasets and experiments, which belong to no
 // session, after the sessions.
 func (c *copier) datasets(ctx context.Context) error {
-	src, dst := c.obsFrom, c.obsTo
+	src, dst := c.from, c.to
 	sets, err := src.DatasetList(ctx, &store.DatasetListParams{})
 	if err != nil {
 		return fmt.Errorf("read datasets: %w", err)
@@ -61,7 +61,7 @@ func (c *copier) datasets(ctx context.Context) error {
 // at its creation time, finished at its finish time, updated last at its
 // update time.
 func (c *copier) experiment(ctx context.Context, x *store.Experiment) error {
-	src, dst := c.obsFrom, c.obsTo
+	src, dst := c.from, c.to
 	old, err := dst.ExperimentGet(ctx, &store.ExperimentGetParams{ID: x.ID})
 	if err == nil {
 		if !sameJSON(old, x) {

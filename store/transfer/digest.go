@@ -22,24 +22,14 @@ import (
 // order, its runs without their leases, its evals, annotations,
 // attachments and step events, and its vectors).
 type Digest struct {
-	Steps, Runs, Evals, Annotations, Attachments, Events int64
-	// Vectors is -1 when the store cannot list them (they are copied but
-	// not compared).
-	Vectors int64
-	Hash    string // lowercase hex, over everything but the vectors
-	// VectorHash is the SHA-256 of the vectors, when listed.
+	Steps, Runs, Evals, Annotations, Attachments, Events, Vectors int64
+	Hash                                                          string // lowercase hex, over everything but the vectors
+	// VectorHash is the SHA-256 of the vectors.
 	VectorHash string
 }
 
-// Equal reports whether two digests agree; vectors are compared only when
-// both stores could list them.
-func (d *Digest) Equal(o *Digest) bool {
-	a, b := *d, *o
-	if a.Vectors < 0 || b.Vectors < 0 {
-		a.Vectors, b.Vectors, a.VectorHash, b.VectorHash = 0, 0, "", ""
-	}
-	return a == b
-}
+// Equal reports whether two digests agree.
+func (d *Digest) Equal(o *Digest) bool { return *d == *o }
 
 // String renders the counts and the hash, as stepwise copy prints them.
 func (d *Digest) String() string {
@@ -53,8 +43,7 @@ func (d *Digest) String() string {
 type hasher struct {
 	h hash.Hash
 	d Digest
-	// vec hashes the vectors apart: a store that cannot list them still
-	// produces the same Hash.
+	// vec hashes the vectors apart, into VectorHash.
 	vec hash.Hash
 }
 
@@ -152,7 +141,7 @@ func (h *hasher) sum() *Digest {
 
 // digest reads a session back from a store, the way write reads its
 // source.
-func digest(ctx context.Context, st store.Store, obs store.ObservationStore, vs store.VectorStore, s *steptype.Session) (*Digest, error) {
+func digest(ctx context.Context, st store.Store, s *steptype.Session) (*Digest, error) {
 	got, err := st.SessionGet(ctx, &store.SessionGetParams{ID: s.ID})
 	if err != nil {
 		return nil, err
@@ -173,12 +162,10 @@ func digest(ctx context.Context, st store.Store, obs store.ObservationStore, vs 
 		}
 		start = steps[len(steps)-1].Sequence + 1
 	}
-	if obs != nil {
-		if err := digestObservation(ctx, obs, got.ID, h); err != nil {
-			return nil, err
-		}
+	if err := digestObservation(ctx, st, got.ID, h); err != nil {
+		return nil, err
 	}
-	if err := digestVectors(ctx, vs, got.ID, h); err != nil {
+	if err := digestVectors(ctx, st, got.ID, h); err != nil {
 		return nil, err
 	}
 	runs, err := st.RunList(ctx, &store.RunListParams{SessionID: got.ID})
@@ -213,12 +200,7 @@ func digestObservation(ctx context.Context, obs store.ObservationStore, id strin
 	return nil
 }
 
-func digestVectors(ctx context.Context, vs store.VectorStore, id string, h *hasher) error {
-	ve, ok := vs.(store.VectorExporter)
-	if !ok {
-		h.d.Vectors = -1
-		return nil
-	}
+func digestVectors(ctx context.Context, ve store.VectorExporter, id string, h *hasher) error {
 	p := &store.VectorExportParams{SessionID: id, Limit: 1000}
 	for {
 		page, err := ve.VectorExport(ctx, p)

@@ -13,7 +13,7 @@ import (
 // their ids and timestamps. Rows the destination holds already are
 // compared, not written again.
 func (c *copier) observation(ctx context.Context, sessionID string, h *hasher) error {
-	src, dst := c.obsFrom, c.obsTo
+	src, dst := c.from, c.to
 	evals, err := src.EvalList(ctx, &store.EvalListParams{SessionID: sessionID})
 	if err != nil {
 		return fmt.Errorf("read evals: %w", err)
@@ -83,7 +83,7 @@ func (c *copier) observation(ctx context.Context, sessionID string, h *hasher) e
 // eval copies one eval: put at its creation time, then again at its
 // update time, so both timestamps are kept.
 func (c *copier) eval(ctx context.Context, e *store.Eval) error {
-	old, err := c.obsTo.EvalGet(ctx, &store.EvalGetParams{ID: e.ID})
+	old, err := c.to.EvalGet(ctx, &store.EvalGetParams{ID: e.ID})
 	if err == nil {
 		if !sameJSON(old, e) {
 			return conflict("eval", e.ID)
@@ -94,12 +94,12 @@ func (c *copier) eval(ctx context.Context, e *store.Eval) error {
 		return fmt.Errorf("read destination eval %s: %w", e.ID, err)
 	}
 	put := *e
-	if _, err := c.obsTo.EvalPut(ctx, &store.EvalPutParams{Eval: &put, Now: e.CreatedAt}); err != nil {
+	if _, err := c.to.EvalPut(ctx, &store.EvalPutParams{Eval: &put, Now: e.CreatedAt}); err != nil {
 		return fmt.Errorf("write eval %s: %w", e.ID, err)
 	}
 	if !e.UpdatedAt.Equal(e.CreatedAt) {
 		put = *e
-		if _, err := c.obsTo.EvalPut(ctx, &store.EvalPutParams{Eval: &put, Now: e.UpdatedAt}); err != nil {
+		if _, err := c.to.EvalPut(ctx, &store.EvalPutParams{Eval: &put, Now: e.UpdatedAt}); err != nil {
 			return fmt.Errorf("write eval %s: %w", e.ID, err)
 		}
 	}
@@ -109,11 +109,11 @@ func (c *copier) eval(ctx context.Context, e *store.Eval) error {
 // blob copies one blob unless the destination holds it (blobs are
 // addressed by content, so holding it means holding the same bytes).
 func (c *copier) blob(ctx context.Context, hash string) error {
-	b, err := c.obsFrom.BlobGet(ctx, &store.BlobGetParams{Hash: hash})
+	b, err := c.from.BlobGet(ctx, &store.BlobGetParams{Hash: hash})
 	if err != nil {
 		return fmt.Errorf("read blob %s: %w", hash, err)
 	}
-	if _, err := c.obsTo.BlobPut(ctx, &store.BlobPutParams{Data: b.Data, ContentType: b.ContentType, Now: b.CreatedAt}); err != nil {
+	if _, err := c.to.BlobPut(ctx, &store.BlobPutParams{Data: b.Data, ContentType: b.ContentType, Now: b.CreatedAt}); err != nil {
 		return fmt.Errorf("write blob %s: %w", hash, err)
 	}
 	return nil
@@ -123,11 +123,11 @@ func (c *copier) blob(ctx context.Context, hash string) error {
 // appended, so each gets the same index inside its step; a payload stored
 // out of line is read from its blob and stored out of line again.
 func (c *copier) events(ctx context.Context, sessionID string, h *hasher) error {
-	evs, err := c.obsFrom.StepEventList(ctx, &store.StepEventListParams{SessionID: sessionID})
+	evs, err := c.from.StepEventList(ctx, &store.StepEventListParams{SessionID: sessionID})
 	if err != nil {
 		return fmt.Errorf("read step events: %w", err)
 	}
-	have, err := c.obsTo.StepEventList(ctx, &store.StepEventListParams{SessionID: sessionID})
+	have, err := c.to.StepEventList(ctx, &store.StepEventListParams{SessionID: sessionID})
 	if err != nil {
 		return fmt.Errorf("read destination step events: %w", err)
 	}
@@ -140,7 +140,7 @@ func (c *copier) events(ctx context.Context, sessionID string, h *hasher) error 
 		if len(batch) == 0 {
 			return nil
 		}
-		_, err := c.obsTo.StepEventAppend(ctx, &store.StepEventAppendParams{Events: batch, Now: batch[0].CreatedAt})
+		_, err := c.to.StepEventAppend(ctx, &store.StepEventAppendParams{Events: batch, Now: batch[0].CreatedAt})
 		batch = batch[:0]
 		if err != nil {
 			return fmt.Errorf("write step events: %w", err)
@@ -156,7 +156,7 @@ func (c *copier) events(ctx context.Context, sessionID string, h *hasher) error 
 		}
 		in := *e
 		if e.BlobHash != "" {
-			b, err := c.obsFrom.BlobGet(ctx, &store.BlobGetParams{Hash: e.BlobHash})
+			b, err := c.from.BlobGet(ctx, &store.BlobGetParams{Hash: e.BlobHash})
 			if err != nil {
 				return fmt.Errorf("read blob %s of step event %s: %w", e.BlobHash, e.ID, err)
 			}

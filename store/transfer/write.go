@@ -15,7 +15,7 @@ import (
 // are still missing.
 func (c *copier) write(ctx context.Context, s *steptype.Session) (*Digest, error) {
 	h := newHasher(s)
-	if err := c.imp.SessionImport(ctx, &store.SessionImportParams{Session: s}); err != nil {
+	if err := c.to.SessionImport(ctx, &store.SessionImportParams{Session: s}); err != nil {
 		return nil, fmt.Errorf("write session: %w", err)
 	}
 	for start := s.ForkSequence + 1; start <= s.LastSequence; {
@@ -27,7 +27,7 @@ func (c *copier) write(ctx context.Context, s *steptype.Session) (*Digest, error
 		if len(steps) == 0 {
 			break
 		}
-		if err := c.imp.StepImport(ctx, &store.StepImportParams{Steps: steps}); err != nil {
+		if err := c.to.StepImport(ctx, &store.StepImportParams{Steps: steps}); err != nil {
 			return nil, fmt.Errorf("write steps %d..%d: %w", start, end, err)
 		}
 		for _, st := range steps {
@@ -46,20 +46,14 @@ func (c *copier) write(ctx context.Context, s *steptype.Session) (*Digest, error
 	for _, r := range runs {
 		clearLease(r)
 	}
-	if err := c.imp.RunImport(ctx, &store.RunImportParams{Runs: runs}); err != nil {
+	if err := c.to.RunImport(ctx, &store.RunImportParams{Runs: runs}); err != nil {
 		return nil, fmt.Errorf("write runs: %w", err)
 	}
-	if c.obsFrom != nil {
-		if err := c.observation(ctx, s.ID, h); err != nil {
-			return nil, err
-		}
+	if err := c.observation(ctx, s.ID, h); err != nil {
+		return nil, err
 	}
-	if c.vecFrom != nil {
-		if err := c.vectors(ctx, s.ID, h); err != nil {
-			return nil, err
-		}
-	} else {
-		h.d.Vectors = -1
+	if err := c.vectors(ctx, s.ID, h); err != nil {
+		return nil, err
 	}
 	h.runs(runs)
 	return h.sum(), nil
@@ -77,7 +71,7 @@ func clearLease(r *steptype.Run) {
 func (c *copier) vectors(ctx context.Context, sessionID string, h *hasher) error {
 	p := &store.VectorExportParams{SessionID: sessionID, Limit: 500}
 	for {
-		page, err := c.vecFrom.VectorExport(ctx, p)
+		page, err := c.from.VectorExport(ctx, p)
 		if err != nil {
 			return fmt.Errorf("read vectors: %w", err)
 		}
@@ -94,7 +88,7 @@ func (c *copier) vectors(ctx context.Context, sessionID string, h *hasher) error
 			h.vector(v)
 		}
 		for _, emb := range order {
-			if _, err := c.vecTo.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: emb, Vectors: by[emb]}); err != nil {
+			if _, err := c.to.VectorUpsert(ctx, &store.VectorUpsertParams{Embedder: emb, Vectors: by[emb]}); err != nil {
 				return fmt.Errorf("write vectors of %s: %w", emb, err)
 			}
 		}

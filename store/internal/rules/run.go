@@ -233,3 +233,11 @@ func CheckRunLatest(p *store.RunLatestParams) error {
 	}
 	return nil
 }
+
+// CheckRunCount validates the parameters of RunCount: an agent is required.
+func CheckRunCount(p *store.RunCountParams) error {
+	if p == nil || p.Agent == "" {
+		return Invalid("run count: agent is required")
+	}
+	return nil
+}
