@@ -91,15 +91,24 @@ type execution struct {
 
 	before int64 // load only steps before this sequence (a preview); 0: all
 
-	// Kept for the commits of loop, so that a step allocates less:
-	// sessLock is the session's commit lock (referenced while loop runs),
-	// storeCtx the context of store writes, appendRuns StepAppend's Runs,
-	// llmH and toolsH the built-in handlers.
-	sessLock     *broker.SessionLock
+	// sessLock is the session's commit lock (referenced while loop runs).
+	sessLock *broker.SessionLock
+	// buf is what the execution keeps from one step to the next so that a
+	// step allocates less.
+	buf stepBuffers
+}
+
+// stepBuffers is the part of an execution that its steps reuse: store
+// parameters, the built-in handlers, the scope and record of a lean step,
+// and values a step would otherwise allocate each time (see
+// docs/PERFORMANCE.md, "The durable step against its floor").
+type stepBuffers struct {
+	// storeCtx is the context of store writes, appendRuns StepAppend's
+	// Runs, llmH and toolsH the built-in handlers.
 	storeCtx     context.Context
 	appendRuns   [1]*store.RunUpdateParams
 	llmH, toolsH Handler
-	callsBuf     []ToolCall // toolsStep's calls
+	calls        []ToolCall // toolsStep's calls
 	boxes        [2]struct {
 		v   string
 		box any
@@ -107,7 +116,7 @@ type execution struct {
 	// commit's store parameters, reused: a store does not keep them.
 	runParams    store.RunUpdateParams
 	appendParams store.StepAppendParams
-	oneBuf       [1]*Step // see one
+	one          [1]*Step // see one
 	leanStep     Step     // see runStep
 	leanScope    Scope
 	builtNext    Next // see builtinNext
@@ -117,6 +126,45 @@ type execution struct {
 		ok    bool
 		set   bool
 	} // see price
+}
+
+// expectRunning fences the writes of an execution (read only).
+var expectRunning = []steptype.RunStatus{steptype.RunRunning}
+
+// cursorLLM is the cursor of the built-in llm step (read only).
+var cursorLLM = StepLLM
+
+// one returns a slice holding just s, in a buffer of the execution that
+// the next call reuses (commit keeps none of its steps slice).
+func (x *execution) one(s *Step) []*Step {
+	x.buf.one[0] = s
+	return x.buf.one[:]
+}
+
+// boxed returns v as an interface value, the one of the previous call
+// with the same slot when v is unchanged: a string in an interface is
+// immutable, so steps can share it, and a model that answers with the same
+// model name and finish reason every time costs no allocation for them.
+func (x *execution) boxed(slot int, v string) any {
+	b := &x.buf.boxes[slot]
+	if b.v != v || b.box == nil {
+		b.v, b.box = v, v
+	}
+	return b.box
+}
+
+// builtinNext returns n from a built-in step handler: in a buffer of the
+// execution, which the next step reuses, when no hook can see (and keep)
+// it — the loop and record read a Next only until the step is recorded —
+// or else as a new one.
+func (x *execution) builtinNext(name string, n Next) *Next {
+	if x.hooks(name) {
+		c := new(Next) // not &n: n would move to the heap on every call
+		*c = n
+		return c
+	}
+	x.buf.builtNext = n
+	return &x.buf.builtNext
 }
 
 // load builds the in-memory context of the run from the store, once. A
@@ -326,7 +374,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		u.status, u.output, u.finish = &completed, &out, true
 	}
 	x.setRunParams(&u, state, len(steps), now)
-	defer func() { x.runParams = store.RunUpdateParams{} }()
+	defer func() { x.buf.runParams = store.RunUpdateParams{} }()
 	if l := x.sessLock; l != nil {
 		l.Lock()
 		defer l.Unlock()
@@ -367,37 +415,37 @@ func (x *execution) stampSteps(steps []*Step, now, proc time.Time, progress *Pro
 	}
 }
 
-// setRunParams sets x.runParams to the fenced run update of a commit of n
+// setRunParams sets x.buf.runParams to the fenced run update of a commit of n
 // steps (state: the run's state after u's patch).
 func (x *execution) setRunParams(u *runUpdate, state json.RawMessage, n int, now time.Time) {
-	x.runParams = store.RunUpdateParams{
+	x.buf.runParams = store.RunUpdateParams{
 		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: expectRunning,
 		Cursor: u.cursor, Status: u.status, Output: u.output, Error: u.err, StepDelta: int64(n), Now: now,
 	}
 	if len(u.patch) > 0 {
-		x.runParams.State = state
+		x.buf.runParams.State = state
 	}
 	if u.finish || (u.status != nil && *u.status == steptype.RunWaiting) {
-		x.runParams.ClearLease = true
+		x.buf.runParams.ClearLease = true
 	}
 }
 
-// write appends the steps with the run update of x.runParams in one
+// write appends the steps with the run update of x.buf.runParams in one
 // transaction (or only updates the run when there are none) and returns
 // the stored steps; a fenced write that fails says why (conflict).
 func (x *execution) write(steps []*Step, inPlace bool) ([]*Step, error) {
-	if x.storeCtx == nil {
-		x.storeCtx = context.WithoutCancel(x.ctx)
+	if x.buf.storeCtx == nil {
+		x.buf.storeCtx = context.WithoutCancel(x.ctx)
 	}
 	var stored []*Step
 	var err error
 	if len(steps) > 0 {
-		x.appendRuns[0] = &x.runParams
-		x.appendParams = store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:], InPlace: inPlace}
-		stored, err = x.e.store.StepAppend(x.storeCtx, &x.appendParams)
-		x.appendRuns[0], x.appendParams = nil, store.StepAppendParams{}
+		x.buf.appendRuns[0] = &x.buf.runParams
+		x.buf.appendParams = store.StepAppendParams{Steps: steps, Runs: x.buf.appendRuns[:], InPlace: inPlace}
+		stored, err = x.e.store.StepAppend(x.buf.storeCtx, &x.buf.appendParams)
+		x.buf.appendRuns[0], x.buf.appendParams = nil, store.StepAppendParams{}
 	} else {
-		_, err = x.e.store.RunUpdate(x.storeCtx, &x.runParams)
+		_, err = x.e.store.RunUpdate(x.buf.storeCtx, &x.buf.runParams)
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -574,15 +622,15 @@ func (x *execution) handler(name string) Handler {
 	}
 	switch name {
 	case StepLLM:
-		if x.llmH == nil {
-			x.llmH = StepFunc(x.llmStep)
+		if x.buf.llmH == nil {
+			x.buf.llmH = StepFunc(x.llmStep)
 		}
-		return x.llmH
+		return x.buf.llmH
 	case StepTools:
-		if x.toolsH == nil {
-			x.toolsH = StepFunc(x.toolsStep)
+		if x.buf.toolsH == nil {
+			x.buf.toolsH = StepFunc(x.toolsStep)
 		}
-		return x.toolsH
+		return x.buf.toolsH
 	}
 	return nil
 }
@@ -651,10 +699,10 @@ func (x *execution) startAttempt(name string, attempt int, lean bool) (*Scope, t
 	var started *Event
 	var dc *stepctx.Context
 	if lean {
-		x.leanStep = Step{Name: name}
-		x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
+		x.buf.leanStep = Step{Name: name}
+		x.buf.leanScope = Scope{exec: x, name: name, step: &x.buf.leanStep}
 		ls := new(leanStart)
-		scope, started, dc = &x.leanScope, &ls.started, &ls.dc
+		scope, started, dc = &x.buf.leanScope, &ls.started, &ls.dc
 	} else {
 		ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: ids.At(proc), Name: name}}
 		ss.Scope.step = &ss.step

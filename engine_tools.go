@@ -59,8 +59,8 @@ type outcome struct {
 func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 	// The calls live in a buffer of the execution, reused by every tools
 	// step (nothing keeps them once the step returns).
-	pending := x.conv.PendingToolCalls(x.callsBuf[:0])
-	defer func() { x.callsBuf = pending[:0] }()
+	pending := x.conv.PendingToolCalls(x.buf.calls[:0])
+	defer func() { x.buf.calls = pending[:0] }()
 	if len(pending) == 0 {
 		llmStep := StepLLM
 		return &Next{committed: true}, x.commit(nil, runUpdate{cursor: &llmStep})
