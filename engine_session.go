@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -248,4 +249,83 @@ func orNewID(id string) string {
 		return NewID()
 	}
 	return id
+}
+
+// retryCursor is where a run regenerating a session from step s starts (the
+// session keeps the steps before s): the graph step that produced s, so the
+// run follows the step graph from there.
+//
+//   - a tool, agent or input step of a tool call (a result, a sub-agent
+//     call, an approval, an ask_human) — and any step of a sub-agent's own
+//     run — was produced by "tools": the tools step runs again every call of
+//     the last assistant message that has no result in the kept steps, so
+//     a retry inside a parallel tool call re-runs the missing calls and the
+//     next model call sees every result;
+//   - an llm step, and the "context" system step an llm step records, by
+//     "llm";
+//   - an error step by the step whose attempt failed (its name);
+//   - a custom or decision step, or an input step a custom step asked for,
+//     by that step;
+//   - anything else, or a step the agent does not have, restarts at the
+//     agent's start step.
+//
+// (A user step is not routed: the run gets its content as input.)
+func retryCursor(a *Agent, s *Step) string {
+	switch {
+	case s.Hop > 0:
+		return StepTools
+	case s.Kind == steptype.KindSystem && s.Name == "context":
+		return StepLLM
+	case s.Kind == steptype.KindLLM:
+		return StepLLM
+	case s.Kind == steptype.KindTool || s.Kind == steptype.KindAgent:
+		return StepTools
+	}
+	if s.Name != "" && s.Name != StepEnd && a.hasStep(s.Name) {
+		return s.Name
+	}
+	return a.StartStep
+}
+
+// derivedTitle names a session made from another one by what it is, e.g.
+// "retry of Plan a trip from #14": verb, the source's label, and where.
+// A title the caller chose wins.
+func (e *Engine) derivedTitle(ctx context.Context, chosen, verb string, src *Session, where string) string {
+	if chosen != "" {
+		return chosen
+	}
+	t := verb + " of " + e.sessionLabel(ctx, src)
+	if where != "" {
+		t += " " + where
+	}
+	return t
+}
+
+// sessionLabel is how a session is called in another's title: its title,
+// else the start of its first user message, else "<agent> session"; never
+// a raw id.
+func (e *Engine) sessionLabel(ctx context.Context, s *Session) string {
+	if s.Title != "" {
+		return s.Title
+	}
+	if s.LastSequence > 0 {
+		first, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: s.ID, Sequence: 1})
+		if err == nil && first.Kind == steptype.KindUser && strings.TrimSpace(first.Content) != "" {
+			return fmt.Sprintf("%q", clipLabel(first.Content, 40))
+		}
+	}
+	if s.Agent != "" {
+		return s.Agent + " session"
+	}
+	return "a session"
+}
+
+// clipLabel shortens text to n runes on one line.
+func clipLabel(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
