@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stepwise-run/stepwise/internal/sessionsum"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/wire"
@@ -213,7 +214,7 @@ func (e *Engine) Summarize(ctx context.Context, sessionID string) (*Summary, err
 	}
 	sum := &Summary{SessionID: s.ID, ByKind: map[steptype.Kind]int{}, ByRole: map[steptype.Role]int{}, Runs: map[steptype.RunStatus]int{},
 		ParentID: s.ParentSessionID, ForkSequence: s.ForkSequence}
-	if err := e.summaryTotals(ctx, s, sum); err != nil {
+	if err := sessionsum.Totals(ctx, e.store, s, sum); err != nil {
 		return nil, err
 	}
 	forks, err := e.Forks(ctx, sessionID)
