@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stepwise-run/stepwise/internal/attach"
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -405,7 +406,7 @@ func (x *execution) fillToolResult(s *Step, call ToolCall, r *tool.Result) {
 	}
 	s.Metrics.StartedAt = x.e.now()
 	s.Metrics.FinishedAt = s.Metrics.StartedAt
-	x.e.stageAttachments(s, r.Attachments)
+	attach.Stage(x.e.store, x.e.now, s, r.Attachments)
 }
 
 func (x *execution) tool(name string) tool.Tool {

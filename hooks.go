@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/stepwise-run/stepwise/internal/attach"
 )
 
 // StepHook is middleware around the steps of an agent: before and after
@@ -185,6 +187,6 @@ func (e *Engine) runCommitHooks(steps []*Step) {
 // commit hooks. (Other instances hear of the commit from the store, whose
 // notification committed with it.)
 func (e *Engine) afterCommit(steps []*Step) {
-	e.addAttachments(steps)
+	attach.Add(e.store, e.now, steps)
 	e.runCommitHooks(steps)
 }
