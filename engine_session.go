@@ -330,3 +330,63 @@ func clipLabel(s string, n int) string {
 	}
 	return s
 }
+
+// IngestParams record steps produced by an agent running elsewhere.
+type IngestParams = wire.IngestParams
+
+// Ingest appends externally produced steps to a session (any language can
+// record into Stepwise and get the same log, streams and views). Steps are
+// validated (kind, role/kind consistency, status); sequences are assigned
+// by the store unless given, in which case they must be the next ones.
+// Re-sending a step with the same id is a no-op.
+func (e *Engine) Ingest(ctx context.Context, p IngestParams) ([]*Step, error) {
+	if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: p.SessionID}); err != nil {
+		return nil, fmt.Errorf("session %q: %w", p.SessionID, err)
+	}
+	if len(p.Steps) == 0 {
+		return nil, fmt.Errorf("%w: no steps", store.ErrInvalid)
+	}
+	now := e.now()
+	for i, s := range p.Steps {
+		if !s.Kind.Valid() {
+			return nil, fmt.Errorf("%w: steps[%d]: unknown kind %q", store.ErrInvalid, i, s.Kind)
+		}
+		switch s.Role {
+		case steptype.RoleNone, steptype.RoleUser, steptype.RoleAssistant, steptype.RoleTool, steptype.RoleSystem:
+		default:
+			return nil, fmt.Errorf("%w: steps[%d]: unknown role %q", store.ErrInvalid, i, s.Role)
+		}
+		if s.Role == steptype.RoleTool && s.ToolCallID == "" {
+			return nil, fmt.Errorf("%w: steps[%d]: a tool message needs tool_call_id", store.ErrInvalid, i)
+		}
+		if s.SessionID != "" && s.SessionID != p.SessionID {
+			return nil, fmt.Errorf("%w: steps[%d]: session_id %q does not match %q", store.ErrInvalid, i, s.SessionID, p.SessionID)
+		}
+		if s.ID == "" {
+			s.ID = NewID()
+		}
+		if s.Status == "" {
+			s.Status = steptype.StepCompleted
+		}
+		if s.CreatedAt.IsZero() {
+			s.CreatedAt = now
+		}
+		s.SessionID = p.SessionID
+	}
+	unlock := e.lockSession(p.SessionID)
+	defer unlock()
+	out, err := e.store.StepAppend(ctx, &store.StepAppendParams{Steps: p.Steps, Runs: p.Runs})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	for _, s := range out {
+		e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: s.SessionID, RunID: s.RunID, StepName: s.Name, Step: s, Time: now})
+	}
+	return out, nil
+}
+
+// CreateSession creates an empty session (for ingest, or to choose its
+// title before the first run).
+func (e *Engine) CreateSession(ctx context.Context, agent, title string) (*Session, error) {
+	return e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: agent, Title: title, Now: e.now()})
+}
