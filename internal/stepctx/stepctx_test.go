@@ -1,4 +1,4 @@
-package stepwise
+package stepctx
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 )
+
+// ErrStepTimeout stands for the cause the engine gives a step's timeout.
+var ErrStepTimeout = errors.New("stepwise: step timed out")
 
 type deadlineKey struct{}
 
@@ -54,7 +57,7 @@ func answersOf(t *testing.T, ctx context.Context, causeFirst bool) ctxAnswers {
 }
 
 // TestDeadlineCtxAnswersAsWithTimeoutCause runs each scenario twice, on
-// context.WithTimeoutCause and on deadlineCtx, and compares every
+// context.WithTimeoutCause and on Context, and compares every
 // answer a handler could read (errors, causes, Done, the deadline, values,
 // derived contexts and AfterFunc), before and after each event.
 func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
@@ -157,9 +160,9 @@ func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
 				e := env{cancelParent: func() { cancelParent(errParent) }}
 				start := time.Now()
 				if mine {
-					d := new(deadlineCtx)
-					d.init(parent, time.Time{}, sc.timeout, ErrStepTimeout)
-					e.ctx, e.end = d, d.end
+					d := new(Context)
+					d.Init(parent, time.Time{}, sc.timeout, ErrStepTimeout)
+					e.ctx, e.end = d, d.End
 				} else {
 					e.ctx, e.end = context.WithTimeoutCause(parent, sc.timeout, ErrStepTimeout)
 				}
@@ -178,7 +181,7 @@ func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
 			}
 			for j := range got[0] {
 				if got[0][j] != got[1][j] {
-					t.Errorf("look %d: WithTimeoutCause answers %+v\ndeadlineCtx %+v", j, got[0][j], got[1][j])
+					t.Errorf("look %d: WithTimeoutCause answers %+v\nstepctx.Context %+v", j, got[0][j], got[1][j])
 				}
 			}
 			if sc.parent == 0 {
@@ -197,9 +200,9 @@ func TestDeadlineCtxAnswersAsWithTimeoutCause(t *testing.T) {
 // Done sees the deadline's error and cause through a derived value context
 // (what call reads to report ErrStepTimeout).
 func TestStepTimeoutWithoutDone(t *testing.T) {
-	d := new(deadlineCtx)
-	d.init(context.Background(), time.Time{}, time.Millisecond, ErrStepTimeout)
-	defer d.end()
+	d := new(Context)
+	d.Init(context.Background(), time.Time{}, time.Millisecond, ErrStepTimeout)
+	defer d.End()
 	ctx := context.WithValue(d, deadlineKey{}, 1)
 	time.Sleep(10 * time.Millisecond)
 	if cause := context.Cause(ctx); !errors.Is(cause, ErrStepTimeout) { // first: nothing made it yet

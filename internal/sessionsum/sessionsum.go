@@ -1,4 +1,7 @@
-package stepwise
+// Package sessionsum computes the totals of a session's summary: steps by
+// kind and role, runs by status, tokens, cost and span, from the store's
+// per-session totals when it keeps them, or else from a scan of the steps.
+package sessionsum
 
 import (
 	"context"
@@ -6,29 +9,30 @@ import (
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
-// summaryTotals fills the step and run totals of a summary. A store that
+// Totals fills the step and run totals of a summary. A store that
 // keeps per-session totals (store.SessionStatsReader) answers for the
 // session's own steps and runs in a few rows, and only the steps a fork
 // inherits are read; otherwise, or when the totals do not account for
 // exactly the session's own steps (a fork's copies being imported), every
 // step is read.
-func (e *Engine) summaryTotals(ctx context.Context, s *Session, sum *Summary) error {
-	if sr, ok := e.store.(store.SessionStatsReader); ok {
-		done, err := e.summaryFromStats(ctx, sr, s, sum)
+func Totals(ctx context.Context, db store.Store, s *steptype.Session, sum *wire.Summary) error {
+	if sr, ok := db.(store.SessionStatsReader); ok {
+		done, err := fromStats(ctx, db, sr, s, sum)
 		if err != nil || done {
 			return err
 		}
-		*sum = Summary{SessionID: sum.SessionID, ByKind: map[steptype.Kind]int{}, ByRole: map[steptype.Role]int{}, Runs: map[steptype.RunStatus]int{},
+		*sum = wire.Summary{SessionID: sum.SessionID, ByKind: map[steptype.Kind]int{}, ByRole: map[steptype.Role]int{}, Runs: map[steptype.RunStatus]int{},
 			ParentID: sum.ParentID, ForkSequence: sum.ForkSequence}
 	}
-	return e.summaryByScan(ctx, s, sum)
+	return byScan(ctx, db, s, sum)
 }
 
-// summaryFromStats fills sum from the store's totals; done is false when
+// fromStats fills sum from the store's totals; done is false when
 // they cannot be used.
-func (e *Engine) summaryFromStats(ctx context.Context, sr store.SessionStatsReader, s *Session, sum *Summary) (done bool, err error) {
+func fromStats(ctx context.Context, db store.Store, sr store.SessionStatsReader, s *steptype.Session, sum *wire.Summary) (done bool, err error) {
 	stats, err := sr.SessionStats(ctx, &store.SessionStatsParams{ID: s.ID})
 	if err != nil {
 		return false, fmt.Errorf("session %q totals: %w", s.ID, err)
@@ -54,8 +58,8 @@ func (e *Engine) summaryFromStats(ctx context.Context, sr store.SessionStatsRead
 	sum.TotalSteps = own
 	if s.ForkSequence > 0 {
 		// The inherited steps: read, without their content.
-		list := e.store.StepList
-		if o, ok := e.store.(store.StepOutliner); ok {
+		list := db.StepList
+		if o, ok := db.(store.StepOutliner); ok {
 			list = o.StepOutline
 		}
 		inherited, err := list(ctx, &store.StepListParams{SessionID: s.ID, StartSeq: 1, EndSeq: s.ForkSequence})
@@ -70,11 +74,11 @@ func (e *Engine) summaryFromStats(ctx context.Context, sr store.SessionStatsRead
 	if s.LastSequence == 0 {
 		return true, nil
 	}
-	first, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: s.ID, Sequence: 1})
+	first, err := db.StepGet(ctx, &store.StepGetParams{SessionID: s.ID, Sequence: 1})
 	if err != nil {
 		return false, err
 	}
-	last, err := e.store.StepLast(ctx, &store.StepLastParams{SessionID: s.ID})
+	last, err := db.StepLast(ctx, &store.StepLastParams{SessionID: s.ID})
 	if err != nil {
 		return false, err
 	}
@@ -83,9 +87,9 @@ func (e *Engine) summaryFromStats(ctx context.Context, sr store.SessionStatsRead
 	return true, nil
 }
 
-// summaryByScan fills sum from every step and run of the session.
-func (e *Engine) summaryByScan(ctx context.Context, s *Session, sum *Summary) error {
-	steps, err := e.store.StepList(ctx, &store.StepListParams{SessionID: s.ID})
+// byScan fills sum from every step and run of the session.
+func byScan(ctx context.Context, db store.Store, s *steptype.Session, sum *wire.Summary) error {
+	steps, err := db.StepList(ctx, &store.StepListParams{SessionID: s.ID})
 	if err != nil {
 		return err
 	}
@@ -94,7 +98,7 @@ func (e *Engine) summaryByScan(ctx context.Context, s *Session, sum *Summary) er
 		sum.SequenceRange = [2]int64{steps[0].Sequence, steps[len(steps)-1].Sequence}
 		sum.DurationMS = stepSpan(steps[0], steps[len(steps)-1])
 	}
-	runs, err := e.store.RunList(ctx, &store.RunListParams{SessionID: s.ID})
+	runs, err := db.RunList(ctx, &store.RunListParams{SessionID: s.ID})
 	if err != nil {
 		return err
 	}
@@ -105,7 +109,7 @@ func (e *Engine) summaryByScan(ctx context.Context, s *Session, sum *Summary) er
 }
 
 // addSteps adds steps to the counts and totals of sum.
-func addSteps(sum *Summary, steps []*Step) {
+func addSteps(sum *wire.Summary, steps []*steptype.Step) {
 	for _, st := range steps {
 		sum.TotalSteps++
 		sum.ByKind[st.Kind]++
@@ -125,7 +129,7 @@ func addSteps(sum *Summary, steps []*Step) {
 
 // stepSpan is the time from the start of first to the commit of last, in
 // milliseconds.
-func stepSpan(first, last *Step) int64 {
+func stepSpan(first, last *steptype.Step) int64 {
 	from := first.CreatedAt
 	if !first.Metrics.StartedAt.IsZero() {
 		from = first.Metrics.StartedAt

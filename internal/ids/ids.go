@@ -1,4 +1,4 @@
-package stepwise
+package ids
 
 import (
 	"crypto/rand"
@@ -22,13 +22,10 @@ var idClock struct {
 	left int // bytes of rnd not handed out yet, the first left ones
 }
 
-// NewID returns a new sortable id (UUIDv7). It allocates only the string.
-func NewID() string { return newIDAt(time.Now()) }
-
-// newIDAt is NewID with its time read by the caller (t, from time.Now:
-// a time the caller records too, so that the clock is read once), or read
-// here when t is zero.
-func newIDAt(t time.Time) string {
+// At returns a new sortable id (UUIDv7) with its time read by the caller
+// (t, from time.Now: a time the caller records too, so that the clock is
+// read once), or read here when t is zero. It allocates only the string.
+func At(t time.Time) string {
 	if t.IsZero() {
 		t = time.Now()
 	}

@@ -1,4 +1,12 @@
-package stepwise
+// Package attach stores the attachments of tool results (screenshots,
+// files). Before its tool step commits, each attachment's bytes are stored
+// as a content-addressed blob and the step is flagged in its metadata:
+// "tool_attachments" lists id, name, kind, content type, size and blob
+// hash, "screenshots" counts the images. Once the step is durable the
+// attachment rows are added under the ids listed, so the dashboard and
+// GET /v1/steps/{id}/attachments show them. Stores without observations
+// keep neither.
+package attach
 
 import (
 	"context"
@@ -7,18 +15,13 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/stepwise-run/stepwise/internal/ids"
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 )
-
-// Attachments of tool results (seed 003 screenshots). Before its tool step
-// commits, each attachment's bytes are stored as a content-addressed blob
-// and the step is flagged in its metadata: "tool_attachments" lists id, name,
-// kind, content type, size and blob hash, "screenshots" counts the images.
-// Once the step is durable the attachment rows are added under the ids
-// listed (afterCommit), so the dashboard and GET /v1/steps/{id}/attachments
-// show them. Stores without observations keep neither.
 
 // stagedAttachment is the metadata entry of one attachment of a step.
 type stagedAttachment struct {
@@ -30,9 +33,9 @@ type stagedAttachment struct {
 	BlobHash    string `json:"blob_hash"`
 }
 
-// stageAttachments stores the blobs of atts and records them in s.Metadata.
-func (e *Engine) stageAttachments(s *Step, atts []tool.Attachment) {
-	obs, ok := e.store.(store.ObservationStore)
+// Stage stores the blobs of atts and records them in s.Metadata.
+func Stage(st store.Store, now func() time.Time, s *steptype.Step, atts []tool.Attachment) {
+	obs, ok := st.(store.ObservationStore)
 	if !ok || len(atts) == 0 {
 		return
 	}
@@ -65,12 +68,12 @@ func (e *Engine) stageAttachments(s *Step, atts []tool.Attachment) {
 				name += exts[0]
 			}
 		}
-		b, err := obs.BlobPut(context.Background(), &store.BlobPutParams{Data: a.Data, ContentType: ct, Now: e.now()})
+		b, err := obs.BlobPut(context.Background(), &store.BlobPutParams{Data: a.Data, ContentType: ct, Now: now()})
 		if err != nil {
 			slog.Default().Error("stepwise: store tool attachment", "tool", s.ToolName, "err", err)
 			continue
 		}
-		staged = append(staged, stagedAttachment{ID: NewID(), Name: name, Kind: kind, ContentType: ct, Size: len(a.Data), BlobHash: b.Hash})
+		staged = append(staged, stagedAttachment{ID: ids.At(time.Now()), Name: name, Kind: kind, ContentType: ct, Size: len(a.Data), BlobHash: b.Hash})
 	}
 	if len(staged) == 0 {
 		return
@@ -86,9 +89,9 @@ func (e *Engine) stageAttachments(s *Step, atts []tool.Attachment) {
 	s.Metadata["screenshots"] = images
 }
 
-// addAttachments adds the attachment rows staged in committed steps.
-func (e *Engine) addAttachments(steps []*Step) {
-	obs, ok := e.store.(store.ObservationStore)
+// Add adds the attachment rows staged in committed steps.
+func Add(st store.Store, now func() time.Time, steps []*steptype.Step) {
+	obs, ok := st.(store.ObservationStore)
 	if !ok {
 		return
 	}
@@ -103,7 +106,7 @@ func (e *Engine) addAttachments(steps []*Step) {
 			}
 			name, _ := m["name"].(string)
 			kind, _ := m["kind"].(string)
-			_, err := obs.AttachmentAdd(context.Background(), &store.AttachmentAddParams{Now: e.now(),
+			_, err := obs.AttachmentAdd(context.Background(), &store.AttachmentAddParams{Now: now(),
 				Attachment: &store.Attachment{ID: id, StepID: s.ID, Name: name, Kind: kind, BlobHash: hash}})
 			if err != nil {
 				slog.Default().Error("stepwise: add tool attachment", "step", s.ID, "attachment", id, "err", err)

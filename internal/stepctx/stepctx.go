@@ -1,4 +1,4 @@
-package stepwise
+package stepctx
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// deadlineCtx is the context a step's handler runs under. It answers as
+// Context is the context a step's handler runs under. It answers as
 // context.WithTimeoutCause(parent, timeout, ErrStepTimeout) would, but makes
 // that context (a cancel context, its entry among the parent's children, a
 // timer and its function: four allocations, and stopping them again, about a
@@ -26,7 +26,7 @@ import (
 // Cancelled before it was made, it answers as a standard context cancelled
 // then: context.Canceled, with that cause, its deadline and the parent's
 // values.
-type deadlineCtx struct {
+type Context struct {
 	parent   context.Context
 	deadline time.Time
 	cause    error
@@ -41,12 +41,12 @@ type deadlineCtx struct {
 	cancelled atomic.Bool // cancel ran (set under mu)
 }
 
-// init makes the zero d the step's context (as context.WithTimeoutCause;
+// Init makes the zero d the step's context (as context.WithTimeoutCause;
 // the caller must call end once the handler returns). The timeout counts
 // from start, a reading of time.Now the caller has just taken (with its
 // monotonic part), or from now when start is zero. A step keeps its
 // context in the allocation of its own record (scopedStep, leanStart).
-func (d *deadlineCtx) init(parent context.Context, start time.Time, timeout time.Duration, cause error) {
+func (d *Context) Init(parent context.Context, start time.Time, timeout time.Duration, cause error) {
 	if start.IsZero() {
 		start = time.Now()
 	}
@@ -59,17 +59,17 @@ func (d *deadlineCtx) init(parent context.Context, start time.Time, timeout time
 	}
 }
 
-// due reports whether the context must be made to answer: the parent is
+// Due reports whether the context must be made to answer: the parent is
 // cancelled or the deadline passed. The deadline holds a monotonic reading,
 // so time.Until reads only the monotonic clock (as the standard context's
 // timer does), about half the cost of time.Now, which reads the wall clock
 // too; it is !time.Now().Before(d.deadline).
-func (d *deadlineCtx) due() bool {
+func (d *Context) Due() bool {
 	return d.parent.Err() != nil || time.Until(d.deadline) <= 0
 }
 
 // ctx makes the context (once) and returns it.
-func (d *deadlineCtx) ctx() context.Context {
+func (d *Context) ctx() context.Context {
 	if d.made.Load() {
 		return d.real
 	}
@@ -90,11 +90,11 @@ func (d *deadlineCtx) ctx() context.Context {
 	return d.real
 }
 
-// end cancels the context (its CancelFunc).
-func (d *deadlineCtx) end() {
+// End cancels the context (its CancelFunc).
+func (d *Context) End() {
 	if !d.made.Load() {
 		d.mu.Lock()
-		if !d.made.Load() && !d.cancelled.Load() && !d.due() {
+		if !d.made.Load() && !d.cancelled.Load() && !d.Due() {
 			d.cancelled.Store(true)
 			d.mu.Unlock()
 			return
@@ -107,23 +107,23 @@ func (d *deadlineCtx) end() {
 	d.stop()
 }
 
-func (d *deadlineCtx) Deadline() (time.Time, bool) {
+func (d *Context) Deadline() (time.Time, bool) {
 	if d.made.Load() && !d.own {
 		return d.real.Deadline()
 	}
 	return d.deadline, true
 }
 
-func (d *deadlineCtx) Done() <-chan struct{} { return d.ctx().Done() }
+func (d *Context) Done() <-chan struct{} { return d.ctx().Done() }
 
-func (d *deadlineCtx) Err() error {
-	if d.made.Load() || d.cancelled.Load() || d.due() {
+func (d *Context) Err() error {
+	if d.made.Load() || d.cancelled.Load() || d.Due() {
 		return d.ctx().Err()
 	}
 	return nil
 }
 
-func (d *deadlineCtx) Value(key any) any {
+func (d *Context) Value(key any) any {
 	// Unmade, the parent's values are the standard context's, but for its
 	// own cancel context, which context.Cause and derived contexts look up
 	// only after Err or Done made it (TestDeadlineCtxAnswersAsWithTimeoutCause
