@@ -191,7 +191,7 @@ func (s *Store) SessionExport(ctx context.Context, p *store.SessionExportParams)
 	if p == nil {
 		p = &store.SessionExportParams{}
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}

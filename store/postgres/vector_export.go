@@ -19,7 +19,7 @@ func (s *Store) VectorExport(ctx context.Context, p *store.VectorExportParams) (
 	if p == nil || p.SessionID == "" {
 		return nil, rules.Invalid("vector export needs a session id")
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}

@@ -154,7 +154,7 @@ func (s *Store) SessionExport(ctx context.Context, p *store.SessionExportParams)
 	if p == nil {
 		p = &store.SessionExportParams{}
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func (s *Store) VectorExport(ctx context.Context, p *store.VectorExportParams) (
 	if p == nil || p.SessionID == "" {
 		return nil, rules.Invalid("vector export needs a session id")
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}
