@@ -41,13 +41,7 @@ func (s *Store) TxAttempts(ctx context.Context, failures int, err error) (int, e
 // VectorRowsLoaded reports how many vector rows the store's index of
 // embedder has read from the database so far (0 before its first search).
 func (s *Store) VectorRowsLoaded(embedder string) int64 {
-	st := s.vecState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if sp := st.spaces[embedder]; sp != nil {
-		return sp.loaded
-	}
-	return 0
+	return s.vec.Loaded(embedder)
 }
 
 // PoolMaxConns reports the size limit of the store's pool.

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,21 +17,6 @@ import (
 // little-endian float32s (the SQLite driver's encoding), tagged with its
 // embedder, whose dimension vector_embedders fixes. Searches run on an
 // exact in-process index (vector_index.go), the SQLite driver's.
-
-// encodeVector is the storage form of a vector.
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func decodeVector(b []byte, dst []float32) {
-	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-}
 
 // VectorUpsert implements store.VectorStore. It locks the steps (FOR KEY
 // SHARE, in id order: a concurrent delete waits, and a truncate that locked
@@ -84,7 +67,7 @@ func (s *Store) VectorUpsert(ctx context.Context, p *store.VectorUpsertParams) (
 		for _, v := range p.Vectors {
 			if stored[v.StepID] {
 				last++
-				wids, seqs, vecs = append(wids, v.StepID), append(seqs, last), append(vecs, encodeVector(v.Vector))
+				wids, seqs, vecs = append(wids, v.StepID), append(seqs, last), append(vecs, vecindex.Encode(v.Vector))
 			}
 		}
 		if len(wids) == 0 {

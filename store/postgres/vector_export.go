@@ -2,11 +2,10 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
 // VectorExport implements store.VectorExporter: the vectors of the steps
@@ -40,9 +39,7 @@ func (s *Store) VectorExport(ctx context.Context, p *store.VectorExportParams) (
 			return nil, mapErr(err)
 		}
 		v.Vector = make([]float32, len(b)/4)
-		for i := range v.Vector {
-			v.Vector[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		}
+		vecindex.Decode(b, v.Vector)
 		v.CreatedAt = fromNanos(created)
 		out = append(out, &v)
 	}

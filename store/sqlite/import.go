@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
 var (
@@ -207,7 +208,7 @@ func scanExported(rows *sql.Rows) ([]*store.ExportedVector, error) {
 			return nil, mapErr(err)
 		}
 		v.Vector = make([]float32, len(b)/4)
-		decodeVector(b, v.Vector)
+		vecindex.Decode(b, v.Vector)
 		v.CreatedAt = fromNanos(created)
 		out = append(out, &v)
 	}
