@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
@@ -149,7 +150,7 @@ func (s *Store) VectorCount(ctx context.Context, p *store.VectorCountParams) ([]
 	if p == nil {
 		p = &store.VectorCountParams{}
 	}
-	return queryAll(s, ctx, func(row pgx.Row) (*store.VectorTotal, error) {
+	return queryAll(s, ctx, func(row sqlrow.Scanner) (*store.VectorTotal, error) {
 		var t store.VectorTotal
 		return &t, row.Scan(&t.Embedder, &t.Dim, &t.Count)
 	}, `SELECT e.name, e.dim, (SELECT count(*) FROM step_vectors v WHERE v.embedder = e.name)

@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // Column lists, in the order the scan functions read them.
@@ -19,7 +20,7 @@ const (
 		input, output, error, step_count, options, lease_owner, lease_expires, created_at, updated_at, finished_at`
 )
 
-type scanner interface{ Scan(dest ...any) error }
+type scanner = sqlrow.Scanner
 
 // nanos stores a time as UTC unix nanoseconds; the zero time is 0.
 func nanos(t time.Time) int64 {
