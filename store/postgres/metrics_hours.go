@@ -50,18 +50,10 @@ ORDER BY agent, hour`, h0, h1, p.Agent)
 	}
 	defer rows.Close()
 	hr := rollup.NewHourRows(p, b)
-	var (
-		h, n, e, it, ot, runs, failed, evals int64
-		c, evalSum                           float64
-		agent                                string
-		durations                            []byte
-	)
 	for rows.Next() {
-		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
+		if err := hr.Scan(rows); err != nil {
 			return nil, mapErr(err)
 		}
-		hr.Add(h, agent, n, e, it, ot, c, runs, failed, durations, evalSum, evals)
-		durations = nil
 	}
 	return hr, mapErr(rows.Err())
 }
@@ -120,6 +112,9 @@ const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, false, sum
 UNION ALL
 SELECT created_at - created_at % 3600000000000, true, sum(score)::float8 FROM evals WHERE created_at >= $1 AND created_at < $2 GROUP BY 1`
 
+// metricsFoldSQL are the aggregate queries of a fold.
+var metricsFoldSQL = rollup.FoldSQL{Steps: metricsFoldStepsSQL, Runs: metricsFoldRunsSQL, Evals: metricsFoldEvalsSQL, Totals: metricsFoldTotalsSQL}
+
 // metricsFold computes and stores the hours (sorted) that are still
 // missing, in a transaction of its own under the exclusive advisory lock;
 // false when the lock was not had within metricsFoldWait.
@@ -147,29 +142,16 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 	if f.Empty() {
 		return true, nil
 	}
-	var (
-		h, n, e, it, ot int64
-		cost            float64
-		a               string
-		failed, evals   bool
-	)
-	for _, q := range []struct {
-		sql  string
-		dest []any
-		add  func()
-	}{
-		{metricsFoldStepsSQL, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() { f.Steps(h, a, n, e, it, ot, cost) }},
-		{metricsFoldRunsSQL, []any{&h, &a, &failed, &n}, func() { f.Run(h, a, failed, n) }},
-		{metricsFoldEvalsSQL, []any{&h, &a, &cost, &n}, func() { f.Evals(h, a, cost, n) }},
-		{metricsFoldTotalsSQL, []any{&h, &evals, &cost}, func() { f.Totals(h, evals, cost) }},
-	} {
-		rows, err := tx.Query(ctx, q.sql, lo, hi)
+	err = f.Read(metricsFoldSQL, func(query string, dest []any, row func()) error {
+		rows, err := tx.Query(ctx, query, lo, hi)
 		if err != nil {
-			return false, mapErr(err)
+			return err
 		}
-		if _, err := pgx.ForEachRow(rows, q.dest, func() error { q.add(); return nil }); err != nil {
-			return false, mapErr(err)
-		}
+		_, err = pgx.ForEachRow(rows, dest, func() error { row(); return nil })
+		return err
+	})
+	if err != nil {
+		return false, mapErr(err)
 	}
 	batch := &pgx.Batch{}
 	_ = f.Rows(func(values ...any) error {

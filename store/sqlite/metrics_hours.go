@@ -63,18 +63,10 @@ ORDER BY agent, hour`, h0, h1, p.Agent)
 	}
 	defer rows.Close()
 	hr := rollup.NewHourRows(p, b)
-	var (
-		h, n, e, it, ot, runs, failed, evals int64
-		c, evalSum                           float64
-		agent                                string
-		durations                            []byte
-	)
 	for rows.Next() {
-		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
+		if err := hr.Scan(rows); err != nil {
 			return nil, mapErr(err)
 		}
-		hr.Add(h, agent, n, e, it, ot, c, runs, failed, durations, evalSum, evals)
-		durations = nil
 	}
 	return hr, mapErr(rows.Err())
 }
@@ -132,6 +124,9 @@ const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, 0, sum(cos
 UNION ALL
 SELECT created_at - created_at % 3600000000000, 1, sum(score) FROM evals WHERE created_at >= ?1 AND created_at < ?2 GROUP BY 1`
 
+// metricsFoldSQL are the aggregate queries of a fold.
+var metricsFoldSQL = rollup.FoldSQL{Steps: metricsFoldStepsSQL, Runs: metricsFoldRunsSQL, Evals: metricsFoldEvalsSQL, Totals: metricsFoldTotalsSQL}
+
 // metricsFold computes and stores the hours (sorted) that are still
 // missing, in the writer's transaction.
 func metricsFold(c *sql.Conn, hours []int64) error {
@@ -144,31 +139,17 @@ func metricsFold(c *sql.Conn, hours []int64) error {
 	if f.Empty() {
 		return nil
 	}
-	var (
-		h, n, e, it, ot int64
-		cost            float64
-		a               string
-		failed, evals   bool
-	)
-	for _, q := range []struct {
-		sql  string
-		dest []any
-		add  func()
-	}{
-		{metricsFoldStepsSQL, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() { f.Steps(h, a, n, e, it, ot, cost) }},
-		{metricsFoldRunsSQL, []any{&h, &a, &failed, &n}, func() { f.Run(h, a, failed, n) }},
-		{metricsFoldEvalsSQL, []any{&h, &a, &cost, &n}, func() { f.Evals(h, a, cost, n) }},
-		{metricsFoldTotalsSQL, []any{&h, &evals, &cost}, func() { f.Totals(h, evals, cost) }},
-	} {
-		if err := eachRow(c, q.sql, lo, hi, func(r *sql.Rows) error {
-			if err := r.Scan(q.dest...); err != nil {
+	err = f.Read(metricsFoldSQL, func(query string, dest []any, row func()) error {
+		return eachRow(c, query, lo, hi, func(r *sql.Rows) error {
+			if err := r.Scan(dest...); err != nil {
 				return err
 			}
-			q.add()
+			row()
 			return nil
-		}); err != nil {
-			return err
-		}
+		})
+	})
+	if err != nil {
+		return err
 	}
 	return f.Rows(func(values ...any) error {
 		_, err := c.ExecContext(bg, `INSERT INTO metric_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, values...)

@@ -185,6 +185,24 @@ func (r *HourRows) Add(hour int64, agent string, steps, errors, in, out int64, c
 	}
 }
 
+// Scan reads one row of the hour table, in the columns hour, agent,
+// steps, errors, input_tokens, output_tokens, cost, runs, runs_failed,
+// durations, eval_sum, evals (durations may be NULL), and records it
+// (Add). sc is the row being read (*sql.Rows, pgx.Rows).
+func (r *HourRows) Scan(sc interface{ Scan(dest ...any) error }) error {
+	var (
+		h, n, e, it, ot, runs, failed, evals int64
+		c, evalSum                           float64
+		agent                                string
+		durations                            []byte
+	)
+	if err := sc.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
+		return err
+	}
+	r.Add(h, agent, n, e, it, ot, c, runs, failed, durations, evalSum, evals)
+	return nil
+}
+
 // Apply adds the rows recorded to the builder.
 func (r *HourRows) Apply() {
 	for i, x := range r.sums {
@@ -407,6 +425,42 @@ func (f *HourFold) Totals(h int64, evals bool, sum float64) {
 		r.cost = KBN{}
 		r.cost.Add(sum)
 	}
+}
+
+// FoldSQL are a driver's four aggregate queries of a fold, each run with
+// the range [lo, hi) of unix nanoseconds as its two arguments: the
+// rollups per hour and agent (hour, agent, steps, errors, input_tokens,
+// output_tokens, cost), the runs finished (hour, agent, failed,
+// duration), the evals per hour and agent (hour, agent, score sum,
+// count), and the totals per hour over all agents (hour, evals, sum: the
+// cost with evals false, the score sum with evals true).
+type FoldSQL struct{ Steps, Runs, Evals, Totals string }
+
+// Read runs the queries of q through each, which runs one query with lo
+// and hi, scans every row into dest and calls row after each, and adds
+// what they return to f.
+func (f *HourFold) Read(q FoldSQL, each func(query string, dest []any, row func()) error) error {
+	var (
+		h, n, e, it, ot int64
+		cost            float64
+		a               string
+		failed, evals   bool
+	)
+	for _, x := range []struct {
+		sql  string
+		dest []any
+		add  func()
+	}{
+		{q.Steps, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() { f.Steps(h, a, n, e, it, ot, cost) }},
+		{q.Runs, []any{&h, &a, &failed, &n}, func() { f.Run(h, a, failed, n) }},
+		{q.Evals, []any{&h, &a, &cost, &n}, func() { f.Evals(h, a, cost, n) }},
+		{q.Totals, []any{&h, &evals, &cost}, func() { f.Totals(h, evals, cost) }},
+	} {
+		if err := each(x.sql, x.dest, x.add); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Rows calls insert with the values of each row to store, in the hour
