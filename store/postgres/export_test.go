@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // MigrateTo creates cfg's schema as migrations 1..version leave it, as an
@@ -96,7 +97,7 @@ func (s *Store) FastArraysRegistered(ctx context.Context) (bool, error) {
 // does, and reports the allocations of each read (query included).
 func (s *Store) ReadRuns(ctx context.Context, ids, sessionIDs []string) (group, plain []*steptype.Run, groupAllocs, plainAllocs float64, err error) {
 	read := func(scan func(pgx.Rows) ([]*steptype.Run, error)) ([]*steptype.Run, error) {
-		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id`, ids)
+		rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ANY($1) ORDER BY id`, ids)
 		if err != nil {
 			return nil, err
 		}

@@ -1,14 +1,16 @@
 // Package sqlrow holds the row encodings the SQL drivers (store/sqlite,
-// store/postgres) share: the column lists of the observation tables and the
-// scanners that turn their rows into store types, and times stored as unix
-// nanoseconds. Each driver keeps its own SQL and queries; both read the
+// store/postgres) share: the column lists of the run and observation
+// tables and the scanners that turn their rows into steptype and store
+// types, and times stored as unix nanoseconds. Each driver keeps its own SQL and queries; both read the
 // same columns into the same values through these functions.
 package sqlrow
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
 )
@@ -178,4 +180,30 @@ func ScanDatasetItem(sc Scanner) (*store.DatasetItem, error) {
 	}
 	it.Metadata = rules.Raw(meta)
 	return &it, nil
+}
+
+// RunCols are the columns run rows are written and read with, in the
+// order of ScanRun.
+const RunCols = `id, session_id, agent, parent_run_id, parent_step_id, hop, status, cursor, state,
+	input, output, error, step_count, options, lease_owner, lease_expires, created_at, updated_at, finished_at`
+
+// ScanRun reads one row of the columns of RunCols.
+func ScanRun(sc Scanner) (*steptype.Run, error) {
+	var r steptype.Run
+	var state, errb, opts []byte
+	var lease, created, updated, finished int64
+	err := sc.Scan(&r.ID, &r.SessionID, &r.Agent, &r.ParentRunID, &r.ParentStepID, &r.Hop, &r.Status, &r.Cursor,
+		&state, &r.Input, &r.Output, &errb, &r.StepCount, &opts, &r.LeaseOwner, &lease, &created, &updated, &finished)
+	if err != nil {
+		return nil, err
+	}
+	r.State, r.Options = rules.Raw(state), rules.Raw(opts)
+	if len(errb) > 0 {
+		r.Error = new(steptype.StepError)
+		if err := json.Unmarshal(errb, r.Error); err != nil {
+			return nil, fmt.Errorf("%w: run %q error column: %v", store.ErrCorrupt, r.ID, err)
+		}
+	}
+	r.LeaseExpires, r.CreatedAt, r.UpdatedAt, r.FinishedAt = FromNanos(lease), FromNanos(created), FromNanos(updated), FromNanos(finished)
+	return &r, nil
 }
