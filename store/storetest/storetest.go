@@ -42,6 +42,10 @@ type Options struct {
 	// Exclusive declares that the stores open returns are held by this
 	// process alone.
 	Exclusive bool
+	// VectorIndex declares that VectorSearch is served by an index in the
+	// database (SupportsVectorIndex). The vector areas expect exact
+	// answers on their few vectors either way.
+	VectorIndex bool
 }
 
 func (o Options) withDefaults() Options {
