@@ -16,7 +16,7 @@ import (
 
 // UpdateMode says what the unfinished runs of an agent that started on an
 // older version of its definition do once a changed definition is loaded
-// (seed 000's update modes, DESIGN §8).
+// (docs/state_machine.md, agent versions).
 type UpdateMode string
 
 // Update modes.
@@ -206,7 +206,7 @@ func (p *restartPlan) String() string {
 // restart starts the agent again from its start step with r's input in a
 // fork of r's session taken before r's first step.
 func (e *Engine) restart(ctx context.Context, r *Run, p *restartPlan) error {
-	_, err := e.Retry(ctx, RetryParams{SessionID: r.SessionID, From: p.from, Agent: r.Agent, forkID: p.forkID, runID: p.runID})
+	_, err := e.retry(ctx, RetryParams{SessionID: r.SessionID, From: p.from, Agent: r.Agent}, p.forkID, p.runID)
 	return err
 }
 

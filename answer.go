@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // AnswerParams answer a pending input request.
@@ -23,13 +24,7 @@ type AnswerParams struct {
 }
 
 // PendingInput is a waiting input request.
-type PendingInput struct {
-	RequestID string        `json:"request_id"`
-	RunID     string        `json:"run_id"`
-	SessionID string        `json:"session_id"`
-	Request   *InputRequest `json:"request"`
-	Step      *Step         `json:"-"`
-}
+type PendingInput = wire.PendingInput
 
 // Pending lists waiting input requests, of one run or (runID empty) all.
 func (e *Engine) Pending(ctx context.Context, runID string) ([]*PendingInput, error) {

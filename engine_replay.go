@@ -7,17 +7,11 @@ import (
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // ReplayParams replay a session with recorded outputs.
-type ReplayParams struct {
-	SessionID string // the recorded session
-	Agent     string // default: the session's agent
-	// LiveTools always execute, never reuse (e.g. a tool whose
-	// implementation changed); AllToolsLive re-executes every tool.
-	LiveTools    []string
-	AllToolsLive bool
-}
+type ReplayParams = wire.ReplayParams
 
 // Replay runs an agent again over a recorded session, into a new session
 // that forks the recorded one at its first user message. Every user turn of
@@ -148,13 +142,7 @@ func containsStr(list []string, s string) bool {
 }
 
 // IngestParams record steps produced by an agent running elsewhere.
-type IngestParams struct {
-	SessionID string
-	Steps     []*Step
-	// Runs are updated in the same transaction as the steps (e.g. an
-	// ingested run's status and step count); optional.
-	Runs []*store.RunUpdateParams
-}
+type IngestParams = wire.IngestParams
 
 // Ingest appends externally produced steps to a session (any language can
 // record into Stepwise and get the same log, streams and views). Steps are

@@ -8,20 +8,11 @@ import (
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // ForkParams fork a session.
-type ForkParams struct {
-	SessionID string
-	// At is the sequence the fork keeps: steps 1..At are shared with the
-	// parent (read through the lineage, not copied).
-	At int64
-	// Edit, when set, replaces the content of step At in the fork: the
-	// fork keeps 1..At-1 and gets a copy of step At with this content (an
-	// edited user message, or a rewritten assistant answer).
-	Edit  *string
-	Title string
-}
+type ForkParams = wire.ForkParams
 
 // Fork creates a new session sharing the first At steps of another, in O(1).
 // The parent never changes. Forks of forks work.
@@ -96,10 +87,7 @@ func (e *Engine) Forks(ctx context.Context, sessionID string) ([]*Session, error
 }
 
 // ForkTree is a session and its forks, recursively.
-type ForkTree struct {
-	Session *Session    `json:"session"`
-	Forks   []*ForkTree `json:"forks,omitempty"`
-}
+type ForkTree = wire.ForkTree
 
 // Tree returns the fork tree rooted at the root ancestor of a session.
 func (e *Engine) Tree(ctx context.Context, sessionID string) (*ForkTree, error) {
@@ -135,28 +123,19 @@ func (e *Engine) Tree(ctx context.Context, sessionID string) (*ForkTree, error) 
 }
 
 // RetryParams regenerate a session from a step.
-type RetryParams struct {
-	SessionID string
-	// From is the first step to regenerate. If it is a user step, the
-	// agent runs again on that user message; otherwise it runs again from
-	// the context before it.
-	From int64
-	// Destructive deletes steps >= From in place (seed 004) instead of
-	// forking; refused while a fork depends on those steps.
-	Destructive bool
-	// Agent overrides the session's agent.
-	Agent string
-
-	// forkID and runID, when set, are the ids of the fork and the run
-	// (an agent-update restart names them before creating them).
-	forkID, runID string
-}
+type RetryParams = wire.RetryParams
 
 // Retry regenerates a session from step From. By default it is
 // non-destructive: it forks at From-1 and starts a run there, leaving the
 // old attempt visible. It returns the run (queued; execute it with Execute
 // or let the background executor take it).
 func (e *Engine) Retry(ctx context.Context, p RetryParams) (*Run, error) {
+	return e.retry(ctx, p, "", "")
+}
+
+// retry is Retry; forkID and runID, when set, are the ids of the fork and
+// the run (an agent-update restart names them before creating them).
+func (e *Engine) retry(ctx context.Context, p RetryParams, forkID, runID string) (*Run, error) {
 	src, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: p.SessionID})
 	if err != nil {
 		return nil, fmt.Errorf("session %q: %w", p.SessionID, err)
@@ -185,16 +164,16 @@ func (e *Engine) Retry(ctx context.Context, p RetryParams) (*Run, error) {
 		var fork *Session
 		title := e.derivedTitle(ctx, "", "retry", src, fmt.Sprintf("from #%d", p.From))
 		if p.From == 1 {
-			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: orNewID(p.forkID), Agent: src.Agent, Title: title, Now: e.now()})
+			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: orNewID(forkID), Agent: src.Agent, Title: title, Now: e.now()})
 		} else {
-			fork, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: orNewID(p.forkID), ParentID: src.ID, Sequence: p.From - 1, Title: title, Now: e.now()})
+			fork, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: orNewID(forkID), ParentID: src.ID, Sequence: p.From - 1, Title: title, Now: e.now()})
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fork: %w", err)
 		}
 		target = fork.ID
 	}
-	r := &Run{ID: orNewID(p.runID), SessionID: target, Agent: a.Name, Status: steptype.RunQueued, Options: withVersion(nil, a.Version), CreatedAt: e.now()}
+	r := &Run{ID: orNewID(runID), SessionID: target, Agent: a.Name, Status: steptype.RunQueued, Options: withVersion(nil, a.Version), CreatedAt: e.now()}
 	if step.Kind == steptype.KindUser {
 		r.Input = step.Content
 	} else {
@@ -221,24 +200,8 @@ func (e *Engine) Truncate(ctx context.Context, sessionID string, from int64) (in
 	return n, nil
 }
 
-// Summary describes a session (seed 004's context summary, extended).
-type Summary struct {
-	SessionID     string                     `json:"session_id"`
-	TotalSteps    int64                      `json:"total_steps"`
-	ByKind        map[steptype.Kind]int      `json:"by_kind"`
-	ByRole        map[steptype.Role]int      `json:"by_role"`
-	SequenceRange [2]int64                   `json:"sequence_range"`
-	InputTokens   int64                      `json:"input_tokens"`
-	OutputTokens  int64                      `json:"output_tokens"`
-	CachedTokens  int64                      `json:"cached_tokens"`
-	Cost          float64                    `json:"cost"`
-	DurationMS    int64                      `json:"duration_ms"`
-	Errors        int                        `json:"errors"`
-	Runs          map[steptype.RunStatus]int `json:"runs"`
-	Forks         int                        `json:"forks"`
-	ParentID      string                     `json:"parent_session_id,omitempty"`
-	ForkSequence  int64                      `json:"fork_sequence,omitempty"`
-}
+// Summary describes a session.
+type Summary = wire.Summary
 
 // Summarize computes a session's summary: counts per kind and role, tokens,
 // cost, duration, sequence range, runs and forks.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // Handler executes one named step of an agent's graph. It receives a scope
@@ -46,7 +46,7 @@ type Next struct {
 	// Input, when set, records a human-input request: the run parks (no
 	// goroutine waits) and continues at Step once it is answered.
 	Input *InputRequest
-	// State/goal/action annotations of the step (seed 003).
+	// State/goal/action annotations of the step (docs/observation.md).
 	Annotations Annotations
 
 	// record is set by built-in steps that build their own step record.
@@ -55,7 +55,7 @@ type Next struct {
 	committed bool
 }
 
-// Decision is a routing choice made by a custom step (seed 002).
+// Decision is a routing choice made by a custom step.
 type Decision struct {
 	Purpose string   `json:"purpose,omitempty"`
 	Options []string `json:"options,omitempty"`
@@ -65,19 +65,7 @@ type Decision struct {
 // InputRequest asks a human for input. The answer is validated against
 // Schema when set. An approval request (Approval set) is answered with
 // {"approved": bool, "message": "...", "always": bool}.
-type InputRequest struct {
-	Prompt  string          `json:"prompt"`
-	Schema  json.RawMessage `json:"schema,omitempty"`
-	Context map[string]any  `json:"context,omitempty"`
-	// Approval names the tool call awaiting approval.
-	Approval *ToolCall `json:"approval,omitempty"`
-	// ExpiresAfter, when set, makes the request expire; then OnExpire
-	// decides: "fail" (default) fails the run, "default" answers Default.
-	ExpiresAfter time.Duration   `json:"-"`
-	ExpiresAt    time.Time       `json:"expires_at,omitzero"`
-	OnExpire     string          `json:"on_expire,omitempty"`
-	Default      json.RawMessage `json:"default,omitempty"`
-}
+type InputRequest = wire.InputRequest
 
 // Scope is what a handler sees: the session's context, the run and its
 // state, the agent, and an emitter for streaming deltas. A scope is valid

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // Client is the step-by-step client protocol (seed 000): initiate a run,
@@ -27,78 +27,42 @@ type Client interface {
 	ProvideHumanInput(ctx context.Context, inv *Invocation, requestID string, response json.RawMessage) error
 }
 
-// InitiateOption adjusts Initiate.
-type InitiateOption func(*StartParams)
+// InitiateOption adjusts Initiate: it sets fields of the request that
+// starts the run.
+type InitiateOption = wire.InitiateOption
 
 // InSession continues an existing session (multi-turn).
-func InSession(id string) InitiateOption { return func(p *StartParams) { p.SessionID = id } }
+func InSession(id string) InitiateOption { return wire.InSession(id) }
 
 // WithMetadata sets the metadata of the new session the run starts.
-func WithMetadata(m map[string]any) InitiateOption {
-	return func(p *StartParams) { p.Metadata = m }
-}
+func WithMetadata(m map[string]any) InitiateOption { return wire.WithMetadata(m) }
 
 // Invocation identifies a run being driven step by step and remembers how far
 // the caller has read.
-type Invocation struct {
-	RunID     string   `json:"run_id"`
-	SessionID string   `json:"session_id"`
-	After     Position `json:"-"`
-	// Cursor is After as "SEQ:IDX", for clients that keep invocations as JSON.
-	Cursor string `json:"cursor"`
-}
+type Invocation = wire.Invocation
 
 // AgentStep is one of *Continuation, *HumanInputRequest, *Result, *Error.
-type AgentStep interface{ agentStep() }
+type AgentStep = wire.AgentStep
 
 // Continuation reports one step the run committed, describing the run at
-// that step (the same for every caller, whenever it reads). Progress and
-// ProgressMessage are the last progress a step of the run reported
-// (Scope.Progress) up to that step; Progress is nil when no fraction is
-// known — it is never derived from the step count.
-type Continuation struct {
-	Status          string   `json:"status"`                     // run status at the step: "running", or "waiting" at an (answered) input step
-	CurrentStep     string   `json:"current_step"`               // graph step the run went to after it (its cursor while nothing followed)
-	Progress        *float64 `json:"progress"`                   // last reported fraction, 0..1; null when unknown
-	ProgressMessage string   `json:"progress_message,omitempty"` // last reported progress message
-	Step            *Step    `json:"step"`                       // the committed step, as stored now
-}
+// that step; see wire.Continuation.
+type Continuation = wire.Continuation
+
+// HumanInputRequest asks the caller for input.
+type HumanInputRequest = wire.HumanInputRequest
+
+// Result is the final output of a completed run.
+type Result = wire.Result
+
+// Error reports a failed or cancelled run; it is an error.
+type Error = wire.Error
 
 // fillProgress sets c's progress from its step.
-func (c *Continuation) fillProgress() {
+func fillProgress(c *Continuation) {
 	if c.Step != nil && c.Step.Progress != nil {
 		c.Progress, c.ProgressMessage = c.Step.Progress.Fraction, c.Step.Progress.Message
 	}
 }
-
-// HumanInputRequest asks the caller for input.
-type HumanInputRequest struct {
-	RequestID string          `json:"request_id"`
-	Prompt    string          `json:"prompt"`
-	Schema    json.RawMessage `json:"schema,omitempty"`
-	Context   map[string]any  `json:"context,omitempty"`
-	Approval  *ToolCall       `json:"approval,omitempty"` // set for tool-call approvals
-	ExpiresAt time.Time       `json:"expires_at,omitzero"`
-}
-
-// Result is the final output of a completed run.
-type Result struct {
-	Value    string         `json:"value"`
-	Metadata map[string]any `json:"metadata,omitempty"`
-}
-
-// Error reports a failed or cancelled run.
-type Error struct {
-	Message     string `json:"message"`
-	Cause       string `json:"cause,omitempty"`
-	RetryCount  int    `json:"retry_count"`
-	Recoverable bool   `json:"recoverable"`
-}
-
-func (*Continuation) agentStep()      {}
-func (*HumanInputRequest) agentStep() {}
-func (*Result) agentStep()            {}
-func (*Error) agentStep()             {}
 
 // Client returns the in-process client of the engine. Runs are executed by
 // the engine's background executor, which Client starts if needed.
@@ -107,9 +71,13 @@ func (e *Engine) Client() Client { return &localClient{e: e} }
 type localClient struct{ e *Engine }
 
 func (c *localClient) Initiate(ctx context.Context, agent, input string, opts ...InitiateOption) (*Invocation, error) {
-	p := StartParams{Agent: agent, Input: input}
+	req := wire.InitiateRequest{Agent: agent, Input: input}
 	for _, o := range opts {
-		o(&p)
+		o(&req)
+	}
+	p := StartParams{Agent: req.Agent, Input: req.Input, SessionID: req.SessionID, Title: req.Title, Continue: req.Continue, Metadata: req.Metadata}
+	if len(req.State) > 0 {
+		p.State = req.State
 	}
 	if err := c.e.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, err

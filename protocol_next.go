@@ -133,7 +133,7 @@ func (e *Engine) continuationAt(ctx context.Context, r *Run, steps []*Step) (*Co
 	if s.Kind == steptype.KindInput {
 		c.Status = string(steptype.RunWaiting)
 	}
-	c.fillProgress()
+	fillProgress(c)
 	if c.CurrentStep = nextStepName(steps[1:]); c.CurrentStep != "" {
 		return c, nil
 	}

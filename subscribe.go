@@ -8,36 +8,11 @@ import (
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
-// SubscribeParams select a stream: a whole session, or one run of it.
-type SubscribeParams struct {
-	SessionID string // required unless RunID is set
-	RunID     string // only this run's events; the stream ends when it finishes
-	// After is the position of the last event the client has; the stream
-	// starts with the first event after it. The zero value replays the
-	// whole session.
-	After Position
-	// Flush, when set, is called each time the sequence has yielded every
-	// event it has and is about to wait for more: after the replay, and
-	// after each batch of live events that arrived together. A consumer
-	// that buffers what it writes (an HTTP response) sends it there, once
-	// per batch instead of once per event, without a goroutine of its own
-	// to learn that the stream went quiet. An error from it ends the
-	// sequence, which yields that error.
-	Flush func() error
-	// Direct, when set, may be offered a live step_delta event instead of
-	// the sequence yielding it: when one is published while the sequence
-	// waits for events (after Flush), the publisher calls Direct on its
-	// own goroutine, which saves waking the consumer's. Direct is
-	// never called concurrently with the loop's body, Flush or itself, nor
-	// after the sequence ended; it must not block. It reports whether it
-	// took the event (if not, the sequence yields it as usual) and whether
-	// it sent everything (if not, the sequence calls Flush before it waits
-	// again, and an error from Flush ends it as usual). Positions, order
-	// and exactly-once are those of the yielded events.
-	Direct func(*Event) (taken, sent bool)
-}
+// SubscribeParams select the events of Subscribe; see wire.SubscribeParams.
+type SubscribeParams = wire.SubscribeParams
 
 // Subscribe streams the events of a session (or a run) after a position:
 // first the committed steps from the store, then live events, each exactly

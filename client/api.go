@@ -8,39 +8,19 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/stepwise-run/stepwise"
-	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // AgentInfo describes an agent registered on the server.
-type AgentInfo struct {
-	Name         string            `json:"name"`
-	Description  string            `json:"description,omitempty"`
-	Instructions string            `json:"instructions,omitempty"`
-	Model        string            `json:"model,omitempty"`
-	Tools        []llm.ToolDef     `json:"tools"`
-	SubAgents    []string          `json:"sub_agents,omitempty"`
-	Steps        []string          `json:"steps,omitempty"` // custom step names
-	StartStep    string            `json:"start_step"`
-	AfterLLM     string            `json:"after_llm"`
-	Approvals    map[string]string `json:"approvals,omitempty"`
-	Limits       AgentLimits       `json:"limits"`
-}
+type AgentInfo = wire.Agent
 
 // AgentLimits are an agent's run limits.
-type AgentLimits struct {
-	MaxSteps         int   `json:"max_steps"`
-	StepTimeoutMS    int64 `json:"step_timeout_ms"`
-	RunTimeoutMS     int64 `json:"run_timeout_ms,omitempty"`
-	MaxParallelTools int   `json:"max_parallel_tools"`
-	MaxDepth         int   `json:"max_depth"`
-}
+type AgentLimits = wire.AgentLimits
 
 // Agents lists the registered agents.
 func (c *Client) Agents(ctx context.Context) ([]*AgentInfo, error) {
-	var out struct {
-		Agents []*AgentInfo `json:"agents"`
-	}
+	var out wire.AgentList
 	_, err := c.do(ctx, http.MethodGet, "/v1/agents", nil, nil, &out)
 	return out.Agents, err
 }
@@ -55,8 +35,8 @@ func (c *Client) Agent(ctx context.Context, name string) (*AgentInfo, error) {
 }
 
 // Run returns a run.
-func (c *Client) Run(ctx context.Context, runID string) (*stepwise.Run, error) {
-	var out stepwise.Run
+func (c *Client) Run(ctx context.Context, runID string) (*steptype.Run, error) {
+	var out steptype.Run
 	if _, err := c.do(ctx, http.MethodGet, "/v1/runs/"+seg(runID), nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -64,12 +44,9 @@ func (c *Client) Run(ctx context.Context, runID string) (*stepwise.Run, error) {
 }
 
 // Cancel cancels an unfinished run.
-func (c *Client) Cancel(ctx context.Context, runID, reason string) (*stepwise.Run, error) {
-	var out stepwise.Run
-	body := map[string]string{}
-	if reason != "" {
-		body["reason"] = reason
-	}
+func (c *Client) Cancel(ctx context.Context, runID, reason string) (*steptype.Run, error) {
+	var out steptype.Run
+	body := wire.CancelRequest{Reason: reason}
 	if _, err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(runID)+"/cancel", nil, body, &out); err != nil {
 		return nil, err
 	}
@@ -78,14 +55,12 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) (*stepwise.Ru
 
 // Pending lists the pending input requests of a run, or of every run when
 // runID is empty.
-func (c *Client) Pending(ctx context.Context, runID string) ([]*stepwise.PendingInput, error) {
+func (c *Client) Pending(ctx context.Context, runID string) ([]*wire.PendingInput, error) {
 	path := "/v1/inputs"
 	if runID != "" {
 		path = "/v1/runs/" + seg(runID) + "/inputs"
 	}
-	var out struct {
-		Inputs []*stepwise.PendingInput `json:"inputs"`
-	}
+	var out wire.PendingList
 	_, err := c.do(ctx, http.MethodGet, path, nil, nil, &out)
 	return out.Inputs, err
 }
@@ -93,13 +68,9 @@ func (c *Client) Pending(ctx context.Context, runID string) ([]*stepwise.Pending
 // Answer answers a pending input request and returns the answered step.
 // An invalid answer fails with stepwise.ErrInvalidAnswer, a second answer
 // with stepwise.ErrAlreadyAnswered.
-func (c *Client) Answer(ctx context.Context, runID, requestID string, answer json.RawMessage) (*stepwise.Step, error) {
-	var out struct {
-		Step *stepwise.Step `json:"step"`
-	}
-	body := struct {
-		Answer json.RawMessage `json:"answer"`
-	}{answer}
+func (c *Client) Answer(ctx context.Context, runID, requestID string, answer json.RawMessage) (*steptype.Step, error) {
+	var out wire.AnswerResult
+	body := wire.AnswerRequest{Answer: answer}
 	if len(answer) == 0 {
 		body.Answer = json.RawMessage("null")
 	}
@@ -110,19 +81,10 @@ func (c *Client) Answer(ctx context.Context, runID, requestID string, answer jso
 }
 
 // SessionQuery filters and pages Sessions.
-type SessionQuery struct {
-	Agent  string // only sessions of this agent
-	Parent string // only direct forks of this session
-	Query  string // substring of id, title or agent
-	Cursor string // SessionPage.Next of the previous page
-	Limit  int    // page size, 1..1000; 0 means the server default (50)
-}
+type SessionQuery = wire.SessionQuery
 
 // SessionPage is one page of sessions.
-type SessionPage struct {
-	Sessions []*stepwise.Session `json:"sessions"`
-	Next     string              `json:"next_cursor,omitempty"` // empty on the last page
-}
+type SessionPage = wire.SessionPage
 
 // Sessions lists sessions, newest activity first.
 func (c *Client) Sessions(ctx context.Context, q SessionQuery) (*SessionPage, error) {
@@ -147,9 +109,9 @@ func (c *Client) Sessions(ctx context.Context, q SessionQuery) (*SessionPage, er
 }
 
 // CreateSession creates an empty session, e.g. to ingest steps into.
-func (c *Client) CreateSession(ctx context.Context, agent, title string) (*stepwise.Session, error) {
-	var out stepwise.Session
-	body := map[string]string{"agent": agent, "title": title}
+func (c *Client) CreateSession(ctx context.Context, agent, title string) (*steptype.Session, error) {
+	var out steptype.Session
+	body := wire.CreateSessionRequest{Agent: agent, Title: title}
 	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions", nil, body, &out); err != nil {
 		return nil, err
 	}
@@ -157,8 +119,8 @@ func (c *Client) CreateSession(ctx context.Context, agent, title string) (*stepw
 }
 
 // Session returns a session.
-func (c *Client) Session(ctx context.Context, id string) (*stepwise.Session, error) {
-	var out stepwise.Session
+func (c *Client) Session(ctx context.Context, id string) (*steptype.Session, error) {
+	var out steptype.Session
 	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(id), nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -173,8 +135,8 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 }
 
 // Summary summarizes a session.
-func (c *Client) Summary(ctx context.Context, id string) (*stepwise.Summary, error) {
-	var out stepwise.Summary
+func (c *Client) Summary(ctx context.Context, id string) (*wire.Summary, error) {
+	var out wire.Summary
 	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(id)+"/summary", nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -183,12 +145,12 @@ func (c *Client) Summary(ctx context.Context, id string) (*stepwise.Summary, err
 
 // Context returns the exact model request the next llm step of a session
 // would send; agent overrides the session's agent when not empty.
-func (c *Client) Context(ctx context.Context, sessionID, agent string) (*llm.Request, error) {
+func (c *Client) Context(ctx context.Context, sessionID, agent string) (*wire.ModelRequest, error) {
 	var q url.Values
 	if agent != "" {
 		q = url.Values{"agent": {agent}}
 	}
-	var out llm.Request
+	var out wire.ModelRequest
 	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(sessionID)+"/context", q, nil, &out); err != nil {
 		return nil, err
 	}
@@ -196,13 +158,9 @@ func (c *Client) Context(ctx context.Context, sessionID, agent string) (*llm.Req
 }
 
 // Fork forks a session at p.At (see stepwise.Engine.Fork).
-func (c *Client) Fork(ctx context.Context, p stepwise.ForkParams) (*stepwise.Session, error) {
-	body := struct {
-		Sequence int64   `json:"sequence"`
-		Edit     *string `json:"edit,omitempty"`
-		Title    string  `json:"title,omitempty"`
-	}{p.At, p.Edit, p.Title}
-	var out stepwise.Session
+func (c *Client) Fork(ctx context.Context, p wire.ForkParams) (*steptype.Session, error) {
+	body := wire.ForkRequest{Sequence: p.At, Edit: p.Edit, Title: p.Title}
+	var out steptype.Session
 	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+seg(p.SessionID)+"/fork", nil, body, &out); err != nil {
 		return nil, err
 	}
@@ -211,13 +169,9 @@ func (c *Client) Fork(ctx context.Context, p stepwise.ForkParams) (*stepwise.Ses
 
 // Retry regenerates a session from p.From (see stepwise.Engine.Retry); the
 // returned run is queued on the server.
-func (c *Client) Retry(ctx context.Context, p stepwise.RetryParams) (*stepwise.Run, error) {
-	body := struct {
-		Sequence    int64  `json:"sequence"`
-		Destructive bool   `json:"destructive,omitempty"`
-		Agent       string `json:"agent,omitempty"`
-	}{p.From, p.Destructive, p.Agent}
-	var out runCreated
+func (c *Client) Retry(ctx context.Context, p wire.RetryParams) (*steptype.Run, error) {
+	body := wire.RetryRequest{Sequence: p.From, Destructive: p.Destructive, Agent: p.Agent}
+	var out wire.RunCreated
 	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+seg(p.SessionID)+"/retry", nil, body, &out); err != nil {
 		return nil, err
 	}
@@ -226,13 +180,9 @@ func (c *Client) Retry(ctx context.Context, p stepwise.RetryParams) (*stepwise.R
 
 // Replay replays a session reusing recorded outputs (see
 // stepwise.Engine.Replay); the returned run is queued on the server.
-func (c *Client) Replay(ctx context.Context, p stepwise.ReplayParams) (*stepwise.Run, error) {
-	body := struct {
-		LiveTools    []string `json:"live_tools,omitempty"`
-		AllToolsLive bool     `json:"all_tools_live,omitempty"`
-		Agent        string   `json:"agent,omitempty"`
-	}{p.LiveTools, p.AllToolsLive, p.Agent}
-	var out runCreated
+func (c *Client) Replay(ctx context.Context, p wire.ReplayParams) (*steptype.Run, error) {
+	body := wire.ReplayRequest{LiveTools: p.LiveTools, AllToolsLive: p.AllToolsLive, Agent: p.Agent}
+	var out wire.RunCreated
 	if _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+seg(p.SessionID)+"/replay", nil, body, &out); err != nil {
 		return nil, err
 	}
@@ -240,17 +190,15 @@ func (c *Client) Replay(ctx context.Context, p stepwise.ReplayParams) (*stepwise
 }
 
 // Forks lists the direct forks of a session.
-func (c *Client) Forks(ctx context.Context, id string) ([]*stepwise.Session, error) {
-	var out struct {
-		Sessions []*stepwise.Session `json:"sessions"`
-	}
+func (c *Client) Forks(ctx context.Context, id string) ([]*steptype.Session, error) {
+	var out wire.SessionList
 	_, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(id)+"/forks", nil, nil, &out)
 	return out.Sessions, err
 }
 
 // Tree returns the fork tree of a session, from its root ancestor.
-func (c *Client) Tree(ctx context.Context, id string) (*stepwise.ForkTree, error) {
-	var out stepwise.ForkTree
+func (c *Client) Tree(ctx context.Context, id string) (*wire.ForkTree, error) {
+	var out wire.ForkTree
 	if _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(id)+"/tree", nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -258,15 +206,10 @@ func (c *Client) Tree(ctx context.Context, id string) (*stepwise.ForkTree, error
 }
 
 // StepQuery selects steps of a session by sequence range.
-type StepQuery struct {
-	SessionID string
-	StartSeq  int64 // inclusive; 0 means from the start
-	EndSeq    int64 // inclusive; 0 means to the end
-	Limit     int   // 0 means no limit
-}
+type StepQuery = wire.StepQuery
 
 // Steps returns steps of a session in sequence order (lineage included).
-func (c *Client) Steps(ctx context.Context, q StepQuery) ([]*stepwise.Step, error) {
+func (c *Client) Steps(ctx context.Context, q StepQuery) ([]*steptype.Step, error) {
 	v := url.Values{}
 	if q.StartSeq != 0 {
 		v.Set("start_seq", strconv.FormatInt(q.StartSeq, 10))
@@ -277,16 +220,14 @@ func (c *Client) Steps(ctx context.Context, q StepQuery) ([]*stepwise.Step, erro
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var out struct {
-		Steps []*stepwise.Step `json:"steps"`
-	}
+	var out wire.StepList
 	_, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+seg(q.SessionID)+"/steps", v, nil, &out)
 	return out.Steps, err
 }
 
 // Step returns the step of a session at a sequence.
-func (c *Client) Step(ctx context.Context, sessionID string, sequence int64) (*stepwise.Step, error) {
-	var out stepwise.Step
+func (c *Client) Step(ctx context.Context, sessionID string, sequence int64) (*steptype.Step, error) {
+	var out steptype.Step
 	if _, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/sessions/%s/steps/%d", seg(sessionID), sequence), nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -296,9 +237,7 @@ func (c *Client) Step(ctx context.Context, sessionID string, sequence int64) (*s
 // Truncate deletes a session's steps >= from and returns how many were
 // deleted (refused with stepwise.ErrConflict while a fork depends on them).
 func (c *Client) Truncate(ctx context.Context, sessionID string, from int64) (int64, error) {
-	var out struct {
-		Deleted int64 `json:"deleted"`
-	}
+	var out wire.TruncateResult
 	q := url.Values{"start_seq": {strconv.FormatInt(from, 10)}}
 	_, err := c.do(ctx, http.MethodDelete, "/v1/sessions/"+seg(sessionID)+"/steps", q, nil, &out)
 	return out.Deleted, err
@@ -306,13 +245,9 @@ func (c *Client) Truncate(ctx context.Context, sessionID string, from int64) (in
 
 // Ingest records steps produced elsewhere into a session and returns them
 // as stored (with sequences).
-func (c *Client) Ingest(ctx context.Context, p stepwise.IngestParams) ([]*stepwise.Step, error) {
-	body := struct {
-		Steps []*stepwise.Step `json:"steps"`
-	}{p.Steps}
-	var out struct {
-		Steps []*stepwise.Step `json:"steps"`
-	}
+func (c *Client) Ingest(ctx context.Context, p wire.IngestParams) ([]*steptype.Step, error) {
+	body := wire.StepList{Steps: p.Steps}
+	var out wire.StepList
 	_, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+seg(p.SessionID)+"/steps", nil, body, &out)
 	return out.Steps, err
 }

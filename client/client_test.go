@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,6 +64,8 @@ func TestErrorIs(t *testing.T) {
 		{&client.Error{Status: 422, Code: "invalid_answer"}, []error{stepwise.ErrInvalidAnswer, store.ErrInvalid}, []error{stepwise.ErrConflict}},
 		{&client.Error{Status: 422, Code: "invalid_argument"}, []error{store.ErrInvalid}, []error{stepwise.ErrInvalidAnswer}},
 		{&client.Error{Status: 503, Code: "unavailable"}, []error{stepwise.ErrEngineClosed}, []error{stepwise.ErrNotFound}},
+		{&client.Error{Status: 503, Code: "storage_full"}, []error{store.ErrStorageFull}, []error{store.ErrUnavailable, stepwise.ErrEngineClosed}},
+		{&client.Error{Status: 503, Code: "storage_unavailable"}, []error{store.ErrUnavailable}, []error{store.ErrStorageFull}},
 		{&client.Error{Status: 401, Code: "unauthorized"}, nil, []error{stepwise.ErrNotFound, stepwise.ErrConflict}},
 		{&client.Error{Status: 404, Code: "http_404"}, []error{stepwise.ErrNotFound}, nil},
 	}
@@ -112,15 +115,28 @@ func TestStreamGivesUpWhenServerIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := client.New(ts.URL, client.WithReconnect(time.Millisecond, 2*time.Millisecond, 3))
+	// A proxy in front of the server reports when the stream is connected,
+	// so the server goes away in the middle of it.
+	connected := make(chan struct{})
+	var once sync.Once
+	proxy := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			once.Do(func() { close(connected) })
+		}
+		ts.Config.Handler.ServeHTTP(w, r)
+	}))
+	proxy.Config.ConnContext = server.ConnContext
+	proxy.Start()
+	t.Cleanup(proxy.Close)
+	c, _ := client.New(proxy.URL, client.WithReconnect(time.Millisecond, 2*time.Millisecond, 3))
 	seen := 0
 	var last error
-	ts.Config.SetKeepAlivesEnabled(false)
+	proxy.Config.SetKeepAlivesEnabled(false)
 	go func() {
-		time.Sleep(50 * time.Millisecond)
-		ts.CloseClientConnections()
-		ts.Listener.Close()
-		ts.CloseClientConnections()
+		<-connected
+		proxy.CloseClientConnections()
+		proxy.Listener.Close()
+		proxy.CloseClientConnections()
 	}()
 	for _, err := range c.Subscribe(context.Background(), stepwise.SubscribeParams{SessionID: sess.ID}) {
 		if err != nil {

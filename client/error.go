@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/stepwise-run/stepwise"
-	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // Error is an error response of the server: its RFC 9457 problem details.
@@ -30,22 +29,25 @@ func (e *Error) Error() string {
 
 // codeSentinels maps problem codes to the errors they stand for.
 var codeSentinels = map[string][]error{
-	"not_found":        {stepwise.ErrNotFound},
-	"route_not_found":  {stepwise.ErrNotFound},
-	"unknown_agent":    {stepwise.ErrUnknownAgent, stepwise.ErrNotFound},
-	"conflict":         {stepwise.ErrConflict},
-	"already_answered": {stepwise.ErrAlreadyAnswered, stepwise.ErrConflict},
-	"run_finished":     {stepwise.ErrRunFinished, stepwise.ErrConflict},
-	"not_waiting":      {stepwise.ErrNotWaiting, stepwise.ErrConflict},
-	"invalid_answer":   {stepwise.ErrInvalidAnswer, store.ErrInvalid},
-	"invalid_argument": {store.ErrInvalid},
-	"unavailable":      {stepwise.ErrEngineClosed},
+	"not_found":           {wire.ErrNotFound},
+	"route_not_found":     {wire.ErrNotFound},
+	"unknown_agent":       {wire.ErrUnknownAgent, wire.ErrNotFound},
+	"conflict":            {wire.ErrConflict},
+	"already_answered":    {wire.ErrAlreadyAnswered, wire.ErrConflict},
+	"run_finished":        {wire.ErrRunFinished, wire.ErrConflict},
+	"not_waiting":         {wire.ErrNotWaiting, wire.ErrConflict},
+	"invalid_answer":      {wire.ErrInvalidAnswer, wire.ErrInvalid},
+	"invalid_argument":    {wire.ErrInvalid},
+	"unavailable":         {wire.ErrEngineClosed},
+	"storage_full":        {wire.ErrStorageFull},
+	"storage_unavailable": {wire.ErrUnavailable},
 }
 
-// Is reports whether the error stands for target: stepwise.ErrNotFound for
-// 404s, stepwise.ErrConflict for 409s, and the specific sentinel of the
-// code (stepwise.ErrAlreadyAnswered, ErrRunFinished, ErrInvalidAnswer,
-// ErrUnknownAgent, ErrNotWaiting, store.ErrInvalid, ErrEngineClosed).
+// Is reports whether the error stands for target: wire.ErrNotFound for
+// 404s, wire.ErrConflict for 409s, and the specific sentinel of the
+// code (wire.ErrAlreadyAnswered, ErrRunFinished, ErrInvalidAnswer,
+// ErrUnknownAgent, ErrNotWaiting, wire.ErrInvalid, ErrEngineClosed,
+// wire.ErrStorageFull, wire.ErrUnavailable).
 func (e *Error) Is(target error) bool {
 	for _, s := range codeSentinels[e.Code] {
 		if s == target {
@@ -54,22 +56,16 @@ func (e *Error) Is(target error) bool {
 	}
 	switch e.Status {
 	case http.StatusNotFound:
-		return target == stepwise.ErrNotFound
+		return target == wire.ErrNotFound
 	case http.StatusConflict:
-		return target == stepwise.ErrConflict
+		return target == wire.ErrConflict
 	}
 	return false
 }
 
 // decodeError builds the error of a non-2xx response body.
 func decodeError(status int, body []byte) *Error {
-	var p struct {
-		Type   string `json:"type"`
-		Title  string `json:"title"`
-		Status int    `json:"status"`
-		Detail string `json:"detail"`
-		Code   string `json:"code"`
-	}
+	var p wire.Problem
 	e := &Error{Status: status}
 	if json.Unmarshal(body, &p) == nil && p.Code != "" {
 		e.Code, e.Title, e.Detail, e.Type = p.Code, p.Title, p.Detail, p.Type

@@ -6,13 +6,13 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // Metrics returns the time series of GET /v1/metrics. Zero fields of p are
 // left to the server's defaults (all agents, the last 24 hours, hour
 // buckets, no split).
-func (c *Client) Metrics(ctx context.Context, p store.MetricsParams) (*store.Metrics, error) {
+func (c *Client) Metrics(ctx context.Context, p wire.MetricsParams) (*wire.Metrics, error) {
 	q := url.Values{}
 	for k, v := range map[string]string{"agent": p.Agent, "bucket": string(p.Bucket), "split": p.Split} {
 		if v != "" {
@@ -25,7 +25,7 @@ func (c *Client) Metrics(ctx context.Context, p store.MetricsParams) (*store.Met
 	if !p.To.IsZero() {
 		q.Set("to", p.To.UTC().Format(time.RFC3339Nano))
 	}
-	var out store.Metrics
+	var out wire.Metrics
 	if _, err := c.do(ctx, http.MethodGet, "/v1/metrics", q, nil, &out); err != nil {
 		return nil, err
 	}

@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/stepwise-run/stepwise/recall"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // Search finds the past steps most similar to q's texts (GET /v1/search).
 // embedder names a built-in embedder; "" means the server's default.
-func (c *Client) Search(ctx context.Context, q recall.Query, embedder string) (*recall.QueryWithSteps, error) {
+func (c *Client) Search(ctx context.Context, q wire.SearchQuery, embedder string) (*wire.SearchResult, error) {
 	v := url.Values{"q": q.Texts}
 	if q.K > 0 {
 		v.Set("k", strconv.Itoa(q.K))
@@ -32,7 +32,7 @@ func (c *Client) Search(ctx context.Context, q recall.Query, embedder string) (*
 	if embedder != "" {
 		v.Set("embedder", embedder)
 	}
-	var out recall.QueryWithSteps
+	var out wire.SearchResult
 	if _, err := c.do(ctx, http.MethodGet, "/v1/search", v, nil, &out); err != nil {
 		return nil, err
 	}

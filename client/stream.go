@@ -13,31 +13,15 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/wire"
 )
-
-// eventJSON is the data of an SSE event.
-type eventJSON struct {
-	ID        string             `json:"id"`
-	Type      string             `json:"type"`
-	SessionID string             `json:"session_id"`
-	RunID     string             `json:"run_id"`
-	Time      time.Time          `json:"time"`
-	StepName  string             `json:"step_name,omitempty"`
-	Delta     *stepwise.Delta    `json:"delta,omitempty"`
-	Step      *stepwise.Step     `json:"step,omitempty"`
-	Run       *stepwise.Run      `json:"run,omitempty"`
-	Progress  *stepwise.Progress `json:"progress,omitempty"`
-	Yield     *stepwise.Yield    `json:"yield,omitempty"`
-	Reset     *stepwise.Reset    `json:"reset,omitempty"`
-}
 
 // maxEventBytes bounds one SSE event (a step with a large tool output).
 const maxEventBytes = 64 << 20
 
 // Subscribe streams the events of a session (p.SessionID), or of one run
 // (p.RunID; the stream ends after its run_finished event), after p.After,
-// like stepwise.Engine.Subscribe. When the connection drops it reconnects
+// like wire.Engine.Subscribe. When the connection drops it reconnects
 // with the last event id it delivered, so every event after p.After arrives
 // exactly once and in order (deltas of steps committed while disconnected
 // may be skipped; the committed step carries their content). p.Flush, if
@@ -48,8 +32,8 @@ const maxEventBytes = 64 << 20
 // (a refused request, ctx's error, or the last error after WithReconnect's
 // consecutive failures); ctx cancels it; break releases the connection. The
 // connection is opened when iteration begins.
-func (c *Client) Subscribe(ctx context.Context, p stepwise.SubscribeParams) iter.Seq2[*stepwise.Event, error] {
-	return func(yield func(*stepwise.Event, error) bool) {
+func (c *Client) Subscribe(ctx context.Context, p wire.SubscribeParams) iter.Seq2[*wire.Event, error] {
+	return func(yield func(*wire.Event, error) bool) {
 		var path string
 		switch {
 		case p.RunID != "":
@@ -102,7 +86,7 @@ func (c *Client) Subscribe(ctx context.Context, p stepwise.SubscribeParams) iter
 // streamOnce reads one connection. It reports whether it delivered events,
 // whether the stream is over (run finished, consumer stopped, or an
 // in-stream error was yielded), and why the connection ended.
-func (c *Client) streamOnce(ctx context.Context, path string, p stepwise.SubscribeParams, last *stepwise.Position, yield func(*stepwise.Event, error) bool) (progressed, done bool, err error) {
+func (c *Client) streamOnce(ctx context.Context, path string, p wire.SubscribeParams, last *wire.Position, yield func(*wire.Event, error) bool) (progressed, done bool, err error) {
 	req, err := c.newRequest(ctx, http.MethodGet, path, url.Values{"after": {last.String()}}, nil)
 	if err != nil {
 		yield(nil, err)
@@ -190,7 +174,7 @@ func (c *Client) streamOnce(ctx context.Context, path string, p stepwise.Subscri
 		if !yield(ev, nil) {
 			return true, true, nil
 		}
-		if p.RunID != "" && ev.Type == stepwise.EventRunFinished && ev.RunID == p.RunID {
+		if p.RunID != "" && ev.Type == wire.EventRunFinished && ev.RunID == p.RunID {
 			return true, true, nil
 		}
 	}
@@ -224,18 +208,17 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func decodeEvent(id string, data []byte) (*stepwise.Event, error) {
-	var w eventJSON
+func decodeEvent(id string, data []byte) (*wire.Event, error) {
+	var w wire.EventData
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("stepwise client: decode event %q: %w", id, err)
 	}
 	if id == "" {
 		id = w.ID
 	}
-	pos, err := stepwise.ParsePosition(id)
+	pos, err := wire.ParsePosition(id)
 	if err != nil {
 		return nil, fmt.Errorf("stepwise client: event without a valid id: %w", err)
 	}
-	return &stepwise.Event{Type: stepwise.EventType(w.Type), SessionID: w.SessionID, RunID: w.RunID, Position: pos, Time: w.Time,
-		StepName: w.StepName, Delta: w.Delta, Step: w.Step, Run: w.Run, Progress: w.Progress, Yield: w.Yield, Reset: w.Reset}, nil
+	return w.Event(pos), nil
 }

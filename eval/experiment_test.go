@@ -3,6 +3,7 @@ package eval_test
 import (
 	"context"
 	"errors"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,9 +43,9 @@ func TestExperimentsAndCompare(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		e := newEngine(t, st,
+		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{
 			solver("v1", map[string]string{"q1": "4", "q2": "5", "q3": "paris", "q4": "?"}),
-			solver("v2", map[string]string{"q1": "4", "q2": "6", "q3": "Lyon", "q4": "?"}))
+			solver("v2", map[string]string{"q1": "4", "q2": "6", "q3": "Lyon", "q4": "?"})}})
 		ds := importQA(t, st, "qa", qa)
 		a, err := eval.RunExperiment(ctx, eval.ExperimentConfig{Engine: e, Agent: "v1", Dataset: "qa", Name: "baseline", Concurrency: 2})
 		if err != nil {
@@ -152,7 +153,7 @@ func TestExperimentConcurrencyIsBounded(t *testing.T) {
 			}
 			return &stepwise.Next{Step: stepwise.StepEnd}, nil
 		})
-		e := newEngine(t, st, &stepwise.Agent{Name: "w", StartStep: "work", Steps: map[string]stepwise.Handler{"work": work}})
+		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "w", StartStep: "work", Steps: map[string]stepwise.Handler{"work": work}}}})
 		importQA(t, st, "six", strings.Repeat(`{"input":"x"}`+"\n", 6))
 		done := make(chan error, 1)
 		go func() {

@@ -2,7 +2,6 @@ package eval_test
 
 import (
 	"encoding/json"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,16 +29,6 @@ func forEachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
 			fn(t, st)
 		})
 	}
-}
-
-func newEngine(t *testing.T, st store.Store, agents ...*stepwise.Agent) *stepwise.Engine {
-	t.Helper()
-	e, err := stepwise.New(stepwise.Config{Store: st, Agents: agents, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
 }
 
 func run(t *testing.T, e *stepwise.Engine, agent, input string) *stepwise.Run {

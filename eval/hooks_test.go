@@ -1,6 +1,7 @@
 package eval_test
 
 import (
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"testing"
 
 	"github.com/stepwise-run/stepwise"
@@ -14,7 +15,7 @@ func TestRunnerEvaluatesRunsWhenTheyEnd(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		e := newEngine(t, st, stuckAgent())
+		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{stuckAgent()}})
 		runner, err := eval.NewRunner(eval.RunnerConfig{Store: st, Engine: e})
 		if err != nil {
 			t.Fatal(err)

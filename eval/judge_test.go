@@ -3,6 +3,7 @@ package eval_test
 import (
 	"encoding/json"
 	"errors"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"math"
 	"strings"
 	"testing"
@@ -118,7 +119,7 @@ func TestRubricValidation(t *testing.T) {
 func TestJudgeThroughRunner(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		e := newEngine(t, st, &stepwise.Agent{Name: "calc", Model: scripted.New("calc", scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: "4, sir"}}})})
+		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "calc", Model: scripted.New("calc", scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: "4, sir"}}})}}})
 		r := run(t, e, "calc", "what is 2+2?")
 		j, err := eval.NewJudge(eval.JudgeConfig{Model: judgeModel(`{"criteria":[{"name":"correct","pass":true},{"name":"polite","pass":true}]}`), Rubric: rubric})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"math"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestRunnerEvaluatesStuckRun(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		e := newEngine(t, st, stuckAgent())
+		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{stuckAgent()}})
 		r := run(t, e, "stuck", "get x")
 		if r.Status != steptype.RunFailed || r.Error.Code != "max_steps" {
 			t.Fatalf("run = %s %+v, want failed on the step budget", r.Status, r.Error)
@@ -81,7 +82,7 @@ func TestScore(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		e := newEngine(t, st, &stepwise.Agent{Name: "echo", Model: scripted.New("echo", scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: "hi"}}})})
+		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "echo", Model: scripted.New("echo", scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: "hi"}}})}}})
 		r := run(t, e, "echo", "hello")
 		steps, _ := st.StepList(ctx, &store.StepListParams{RunID: r.ID})
 		for _, p := range []eval.ScoreParams{

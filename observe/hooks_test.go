@@ -3,6 +3,7 @@ package observe_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"strings"
 	"testing"
 
@@ -13,16 +14,6 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 )
-
-func newEngine(t *testing.T, st store.Store, agents ...*stepwise.Agent) *stepwise.Engine {
-	t.Helper()
-	e, err := stepwise.New(stepwise.Config{Store: st, Agents: agents})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
 
 type lookupArgs struct {
 	Email string `json:"email"`
@@ -50,7 +41,7 @@ func TestEngineObservation(t *testing.T) {
 				{ToolCalls: []steptype.ToolCall{{Name: "lookup", Arguments: json.RawMessage(`{"email":"ann@example.com"}`)}}},
 				{Text: "Found ann@example.com."},
 			}})}
-		e := newEngine(t, st, agent)
+		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{agent}})
 		masker := observe.NewMasker(observe.MaskConfig{})
 		e.Mask(masker.Step)
 		rec, err := observe.NewRecorder(observe.RecorderConfig{Store: st, Mask: masker.Text})

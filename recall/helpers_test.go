@@ -2,15 +2,11 @@ package recall_test
 
 import (
 	"context"
-	"iter"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/stepwise-run/stepwise"
-	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -68,31 +64,6 @@ func history(t testing.TB, st store.Store) {
 	}
 }
 
-// fakeModel answers each request with a function of it.
-type fakeModel struct {
-	mu    sync.Mutex
-	reqs  []*llm.Request
-	reply func(req *llm.Request) (*llm.Response, error)
-}
-
-func (m *fakeModel) Name() string { return "fake:recall" }
-
-func (m *fakeModel) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.Response, error] {
-	return func(yield func(*llm.Response, error) bool) {
-		m.mu.Lock()
-		m.reqs = append(m.reqs, req)
-		m.mu.Unlock()
-		resp, err := m.reply(req)
-		yield(resp, err)
-	}
-}
-
-func (m *fakeModel) requests() []*llm.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]*llm.Request(nil), m.reqs...)
-}
-
 // hitIDs lists the step ids of a result, best first.
 func hitIDs(r *recall.QueryWithSteps) string {
 	var out []string
@@ -110,15 +81,4 @@ func backfill(t testing.TB, st store.Store, emb recall.Embedder) *recall.Backfil
 		t.Fatal(err)
 	}
 	return stats
-}
-
-// newEngine returns an engine over st with agents.
-func newEngine(t testing.TB, st store.Store, agents ...*stepwise.Agent) *stepwise.Engine {
-	t.Helper()
-	e, err := stepwise.New(stepwise.Config{Store: st, Agents: agents})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
 }

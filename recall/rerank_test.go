@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 )
 
 func TestParseRanking(t *testing.T) {
@@ -77,7 +78,7 @@ func TestLLMReranker(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The model picks the 4th and the 2nd candidate of similarity order.
-	model := &fakeModel{reply: func(req *llm.Request) (*llm.Response, error) {
+	model := &stepwisetest.Model{Reply: func(req *llm.Request) (*llm.Response, error) {
 		return &llm.Response{Content: "```json\n{\"ids\": [4, 2]}\n```"}, nil
 	}}
 	for _, drop := range []bool{false, true} {
@@ -91,7 +92,7 @@ func TestLLMReranker(t *testing.T) {
 			t.Errorf("DropUnlisted=%v: got %q, want %q", drop, got, want)
 		}
 	}
-	req := model.requests()[0]
+	req := model.Requests()[0]
 	prompt := req.Messages[0].Content
 	for _, want := range []string{"- billing deploy", "[1]\n", "[6]\n", "deployed billing v2.3", `{"ids": [...]}`} {
 		if !strings.Contains(prompt, want) {
@@ -113,7 +114,7 @@ func TestLLMReranker(t *testing.T) {
 		"garbage": func(*llm.Request) (*llm.Response, error) { return &llm.Response{Content: "I cannot rank these."}, nil },
 		"failure": func(*llm.Request) (*llm.Response, error) { return nil, errors.New("boom") },
 	} {
-		s := &recall.Searcher{Store: st, Embedder: emb, Reranker: &recall.LLMReranker{Model: &fakeModel{reply: reply}}}
+		s := &recall.Searcher{Store: st, Embedder: emb, Reranker: &recall.LLMReranker{Model: &stepwisetest.Model{Reply: reply}}}
 		if _, err := s.Search(t.Context(), q); err == nil || !strings.Contains(err.Error(), "rerank") {
 			t.Errorf("%s: err %v", name, err)
 		}

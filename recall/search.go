@@ -12,51 +12,20 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
-// Query is a search over past steps. Texts and K are required; the
-// filters combine with AND and empty ones match everything.
-type Query struct {
-	// Texts are the query texts. Each is embedded and searched; a step
-	// found by several keeps its best score.
-	Texts []string `json:"queries"`
-	// K is how many steps to return at most, 1..store.MaxVectorK.
-	K int `json:"k"`
-	// MaxDistance drops steps whose cosine distance (1 − score) to every
-	// query exceeds it, in (0, 2]; 0 means no limit.
-	MaxDistance float64 `json:"max_distance,omitempty"`
-	// Agent keeps steps of sessions of this agent.
-	Agent string `json:"agent,omitempty"`
-	// SessionIDs keeps steps stored in these sessions (a fork's inherited
-	// steps are stored in its parent).
-	SessionIDs []string `json:"session_ids,omitempty"`
-	// ExcludeRunIDs drops steps of these runs.
-	ExcludeRunIDs []string `json:"exclude_run_ids,omitempty"`
-	// Kinds keeps steps of these kinds.
-	Kinds []steptype.Kind `json:"kinds,omitempty"`
-	// After and Before keep steps committed in [After, Before).
-	After  time.Time `json:"after,omitzero"`
-	Before time.Time `json:"before,omitzero"`
-}
+// Query is a search over past steps; see wire.SearchQuery. Texts and K are
+// required; the filters combine with AND and empty ones match everything.
+type Query = wire.SearchQuery
 
 // Hit is a step found by a search.
-type Hit struct {
-	Step *stepwise.Step `json:"step"`
-	// Score is the cosine similarity to the closest query, in [-1, 1].
-	Score float64 `json:"score"`
-	// Distance is 1 − Score.
-	Distance float64 `json:"distance"`
-	// Query is the index in Query.Texts of the closest query.
-	Query int `json:"query"`
-}
+type Hit = wire.SearchHit
 
 // QueryWithSteps is the result of a search: the queries and the steps
-// found, best first (seed 002's QueryWithSteps).
-type QueryWithSteps struct {
-	Queries  []string `json:"queries"`
-	Embedder string   `json:"embedder"`
-	Steps    []*Hit   `json:"steps"`
-}
+// found, best first. Its JSON is wire.SearchResult's, to which it
+// converts.
+type QueryWithSteps wire.SearchResult
 
 // StepList returns the steps of the hits, best first.
 func (r *QueryWithSteps) StepList() []*stepwise.Step {
@@ -69,7 +38,8 @@ func (r *QueryWithSteps) StepList() []*stepwise.Step {
 
 // Render renders the hits as text for a model or a terminal: a header per
 // hit (rank, score, session, time) followed by the step rendered with
-// stepwise.RenderSteps (seed 002's templates).
+// stepwise.RenderSteps (its Action, Decision, Call Program or End Program
+// template).
 func (r *QueryWithSteps) Render() string {
 	if len(r.Steps) == 0 {
 		return "No matching past steps."

@@ -12,14 +12,15 @@ import (
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
 // opsModel deploys when asked to, searches its past steps when asked how,
 // and answers with the last tool result.
-func opsModel() *fakeModel {
-	return &fakeModel{reply: func(req *llm.Request) (*llm.Response, error) {
+func opsModel() *stepwisetest.Model {
+	return &stepwisetest.Model{Reply: func(req *llm.Request) (*llm.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		switch {
 		case last.Role == steptype.RoleTool:
@@ -81,7 +82,7 @@ func TestAgentFindsItsPastSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEngine(t, st, &stepwise.Agent{Name: "ops", Model: opsModel(), Tools: []stepwise.Tool{deployTool(), search}})
+	e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "ops", Model: opsModel(), Tools: []stepwise.Tool{deployTool(), search}}}})
 	w.Attach(e)
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)

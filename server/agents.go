@@ -1,13 +1,14 @@
 package server
 
 import (
+	"github.com/stepwise-run/stepwise/wire"
 	"net/http"
 	"sort"
 )
 
 // listAgents: GET /v1/agents.
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
-	out := &agentList{Agents: []*agentJSON{}}
+	out := &wire.AgentList{Agents: []*wire.Agent{}}
 	for _, a := range s.eng.Agents() {
 		out.Agents = append(out.Agents, agentWire(a))
 	}

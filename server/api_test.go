@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/client"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 func TestClientProtocolToResult(t *testing.T) {
@@ -187,7 +188,7 @@ func TestAgentsAndRunsEndpoints(t *testing.T) {
 	if status != 201 {
 		t.Fatalf("initiate: %d %s", status, body)
 	}
-	created := decode[runCreated](t, body)
+	created := decode[wire.RunCreated](t, body)
 	if created.Run.Agent != "chat" || created.Invocation.RunID != created.Run.ID || created.Invocation.Cursor != "0:0" {
 		t.Fatalf("created %+v", created)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // TestContextAt: GET /v1/sessions/{id}/context?at=SEQ rebuilds the request
@@ -72,7 +73,7 @@ func TestContinueRun(t *testing.T) {
 	if status != http.StatusCreated {
 		t.Fatalf("%d %s", status, data)
 	}
-	env.waitRun(decode[runCreated](t, data).Run.ID, steptype.RunCompleted)
+	env.waitRun(decode[wire.RunCreated](t, data).Run.ID, steptype.RunCompleted)
 	got, err := env.store.StepList(ctx, &store.StepListParams{SessionID: fork.ID})
 	if err != nil || len(got) != 2 || got[0].Content != "uno" || got[1].Kind != steptype.KindLLM {
 		t.Fatalf("fork steps %v %v", got, err)

@@ -9,7 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/jsonstr"
 )
 
-// eventEncoder appends the JSON of an SSE event (the shape of eventJSON).
+// eventEncoder appends the JSON of an SSE event (the shape of wire.EventData).
 // It is written by hand because it runs once per event per subscriber: no
 // reflection, and the step is encoded once, not re-validated. A stream
 // keeps one for its events, and with it what they share from one event to

@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // TestAppendEventMatchesEncodingJSON checks the hand-written event encoder
@@ -33,7 +34,7 @@ func TestAppendEventMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := json.Marshal(eventWire(ev))
+		want, err := json.Marshal(wire.EventDataOf(ev))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestEventEncoderAcrossEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		buf = got
-		want, err := json.Marshal(eventWire(ev))
+		want, err := json.Marshal(wire.EventDataOf(ev))
 		if err != nil {
 			// encoding/json refuses years outside 0-9999: RFC3339Nano then.
 			want = []byte(`{"id":"` + ev.Position.String() + `","type":"step_delta","session_id":` + mustJSON(t, sess) + `,"run_id":` + mustJSON(t, run) + `,"time":"` + tm.Format(time.RFC3339Nano) + `","delta":{"content":"x"}}`)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/eval"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // CodeNoJudge is the problem code of a judgment asked for a run whose agent
@@ -48,7 +49,7 @@ func (s *Server) judge(session bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, evalList{Evals: nonNil(evs)})
+		writeJSON(w, http.StatusOK, wire.EvalList{Evals: nonNil(evs)})
 		return nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // The observation endpoints (docs/observation.md): evals of steps, runs
@@ -126,10 +127,6 @@ func (o *observationAPI) target(r *http.Request, kind store.EvalTarget) (string,
 	return id, nil
 }
 
-type evalList struct {
-	Evals []*store.Eval `json:"evals"`
-}
-
 // evals: GET /v1/{steps,runs,sessions}/{id}/evals. A step's evals; a run's
 // evals and those of its steps; every eval in a session (its runs and
 // steps included). Oldest first; ?name= and ?source= filter.
@@ -154,7 +151,7 @@ func (o *observationAPI) evals(kind store.EvalTarget) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, evalList{Evals: nonNil(evs)})
+		writeJSON(w, http.StatusOK, wire.EvalList{Evals: nonNil(evs)})
 		return nil
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/store/sqlite"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // obsMaxSize is the attachment limit of the server: observe's default.
@@ -148,7 +149,7 @@ func TestObservationEvals(t *testing.T) {
 		env.want(422, CodeInvalidArgument, "POST", path, "application/json", []byte(`{"label":"no score"}`))
 		env.want(422, CodeInvalidArgument, "POST", path, "application/json", []byte(`{"score":1,"source":"heuristic"}`))
 		env.want(400, CodeInvalidJSON, "POST", path, "application/json", []byte(`{"score":1,"bogus":true}`))
-		list := decode[evalList](t, env.want(200, "", "GET", path, "", nil))
+		list := decode[wire.EvalList](t, env.want(200, "", "GET", path, "", nil))
 		if len(list.Evals) != 0 {
 			t.Fatalf("refused scores were stored: %+v", list.Evals)
 		}
@@ -159,7 +160,7 @@ func TestObservationEvals(t *testing.T) {
 		if got.Score != 0.75 || got.Label != "good" || got.Source != store.SourceUser || got.TargetID != step.ID || got.SessionID != step.SessionID {
 			t.Fatalf("eval = %+v", got)
 		}
-		list = decode[evalList](t, env.want(200, "", "GET", path, "", nil))
+		list = decode[wire.EvalList](t, env.want(200, "", "GET", path, "", nil))
 		if len(list.Evals) != 1 || list.Evals[0].ID != got.ID || list.Evals[0].Description != "right tool" {
 			t.Fatalf("evals = %+v", list.Evals)
 		}
@@ -167,10 +168,10 @@ func TestObservationEvals(t *testing.T) {
 		// Run and session evals; the run's list includes its steps' evals.
 		env.want(201, "", "POST", "/v1/runs/"+step.RunID+"/evals", "application/json", []byte(`{"name":"helpful","score":1}`))
 		env.want(201, "", "POST", "/v1/sessions/"+step.SessionID+"/evals", "application/json", []byte(`{"score":0}`))
-		if l := decode[evalList](t, env.want(200, "", "GET", "/v1/runs/"+step.RunID+"/evals", "", nil)); len(l.Evals) != 2 {
+		if l := decode[wire.EvalList](t, env.want(200, "", "GET", "/v1/runs/"+step.RunID+"/evals", "", nil)); len(l.Evals) != 2 {
 			t.Fatalf("run evals = %+v", l.Evals)
 		}
-		if l := decode[evalList](t, env.want(200, "", "GET", "/v1/sessions/"+step.SessionID+"/evals?name=user", "", nil)); len(l.Evals) != 2 {
+		if l := decode[wire.EvalList](t, env.want(200, "", "GET", "/v1/sessions/"+step.SessionID+"/evals?name=user", "", nil)); len(l.Evals) != 2 {
 			t.Fatalf("session evals named user = %+v", l.Evals)
 		}
 

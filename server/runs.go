@@ -8,13 +8,14 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // initiate: POST /v1/runs. The run is queued and executed by the engine's
 // background executor; the response carries the invocation to pass to the
 // next-step long-poll.
 func (s *Server) initiate(w http.ResponseWriter, r *http.Request) error {
-	var req initiateRequest
+	var req wire.InitiateRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -44,8 +45,8 @@ func (s *Server) initiate(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func created(run *stepwise.Run) *runCreated {
-	return &runCreated{Run: run, Invocation: &stepwise.Invocation{RunID: run.ID, SessionID: run.SessionID, Cursor: stepwise.Position{}.String()}}
+func created(run *stepwise.Run) *wire.RunCreated {
+	return &wire.RunCreated{Run: run, Invocation: &stepwise.Invocation{RunID: run.ID, SessionID: run.SessionID, Cursor: stepwise.Position{}.String()}}
 }
 
 // getRun: GET /v1/runs/{id}.
@@ -68,7 +69,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req cancelRequest
+	var req wire.CancelRequest
 	if err := s.decodeBody(w, r, &req, true); err != nil {
 		return err
 	}
@@ -124,18 +125,7 @@ func (s *Server) nextStep(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	out := &nextStepJSON{Cursor: inv.Cursor}
-	switch v := step.(type) {
-	case *stepwise.Continuation:
-		out.Type, out.Continuation = "continuation", v
-	case *stepwise.HumanInputRequest:
-		out.Type, out.HumanInputRequest = "human_input_request", v
-	case *stepwise.Result:
-		out.Type, out.Result = "result", v
-	case *stepwise.Error:
-		out.Type, out.Error = "error", v
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, wire.NextStepOf(step, inv.Cursor))
 	return nil
 }
 
@@ -161,7 +151,7 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, runID string) e
 	if list == nil {
 		list = []*stepwise.PendingInput{}
 	}
-	writeJSON(w, http.StatusOK, &pendingList{Inputs: list})
+	writeJSON(w, http.StatusOK, &wire.PendingList{Inputs: list})
 	return nil
 }
 
@@ -175,7 +165,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req answerRequest
+	var req wire.AnswerRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -186,6 +176,6 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, &answerResult{Step: step})
+	writeJSON(w, http.StatusOK, &wire.AnswerResult{Step: step})
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // fork: POST /v1/sessions/{id}/fork {sequence, edit?, title?}.
@@ -12,7 +13,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req forkRequest
+	var req wire.ForkRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -35,7 +36,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req retryRequest
+	var req wire.RetryRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req replayRequest
+	var req wire.ReplayRequest
 	if err := s.decodeBody(w, r, &req, true); err != nil {
 		return err
 	}

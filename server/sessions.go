@@ -6,6 +6,7 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // listSessions: GET /v1/sessions?agent=&parent=&q=&cursor=&limit=, newest
@@ -30,7 +31,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := &sessionPage{Sessions: page.Sessions, NextCursor: page.Next}
+	out := &wire.SessionPage{Sessions: page.Sessions, Next: page.Next}
 	if out.Sessions == nil {
 		out.Sessions = []*stepwise.Session{}
 	}
@@ -42,7 +43,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 // name it before the first run). The agent need not be registered here: an
 // agent running elsewhere can record into it.
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
-	var req createSessionRequest
+	var req wire.CreateSessionRequest
 	if err := s.decodeBody(w, r, &req, true); err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (s *Server) forks(w http.ResponseWriter, r *http.Request) error {
 	if list == nil {
 		list = []*stepwise.Session{}
 	}
-	writeJSON(w, http.StatusOK, &sessionList{Sessions: list})
+	writeJSON(w, http.StatusOK, &wire.SessionList{Sessions: list})
 	return nil
 }
 

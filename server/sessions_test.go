@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/client"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // finishedSession runs chat to completion n times in one session.
@@ -286,7 +287,7 @@ func TestIngestAndCrossSessionAccess(t *testing.T) {
 		t.Fatalf("x's request changed: %v", again)
 	}
 	status, body := env.call("GET", "/v1/sessions/"+a.ID+"/steps", "")
-	list := decode[stepList](t, body)
+	list := decode[wire.StepList](t, body)
 	if status != 200 || len(list.Steps) != 3 {
 		t.Fatalf("list: %d %s", status, body)
 	}

@@ -19,8 +19,8 @@ import (
 // with the server. The bytes on the wire are those net/http would send.
 //
 // The handler learns the connection from the request's context, where
-// ConnContext put it: Serve and RunLoad set it on their http.Server; a
-// server without it streams through net/http as before.
+// ConnContext put it: Serve and the load harness (internal/loadgen) set it on their http.Server; a
+// server without it streams through net/http's ResponseWriter.
 
 // connKey is the context key of the request's connection (ConnContext).
 type connKey struct{}

@@ -101,7 +101,9 @@ func TestSSEDirectDeltaSlowClient(t *testing.T) {
 		t.Fatalf("first chunk %q", hint)
 	}
 	close(m.wait)
-	time.Sleep(300 * time.Millisecond) // the flood fills the socket meanwhile
+	// The whole flood is published while the client reads nothing: it
+	// fills the socket and leaves the rest pending for the handler.
+	env.waitRun(run.ID, steptype.RunCompleted)
 	var body string
 	for {
 		c := readChunk(t, br)
@@ -132,7 +134,6 @@ func TestSSEDirectDeltaSlowClient(t *testing.T) {
 	if next != m.n || !strings.Contains(body, "event: run_finished") {
 		t.Fatalf("%d deltas of %d; run_finished: %v", next, m.n, strings.Contains(body, "event: run_finished"))
 	}
-	env.waitRun(run.ID, steptype.RunCompleted)
 }
 
 // readChunk reads one chunk of a chunked body from br: "" for the last.

@@ -20,6 +20,7 @@ import (
 	"github.com/stepwise-run/stepwise/client"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // sseEvent is one parsed SSE event.
@@ -150,7 +151,7 @@ func TestSSEFormatResumeAndHeartbeat(t *testing.T) {
 		t.Fatalf("%d durable events of %d: %+v", durable, len(all), all)
 	}
 	for _, ev := range all {
-		var w eventJSON
+		var w wire.EventData
 		if err := json.Unmarshal([]byte(ev.data), &w); err != nil || w.ID != ev.id || w.Type != ev.typ || w.RunID != run.ID {
 			t.Fatalf("event %+v: %+v %v", ev, w, err)
 		}
@@ -214,7 +215,7 @@ func TestSSERandomDisconnectsRaw(t *testing.T) {
 		resp := openSSE(t, ctx, env.ts.URL+"/v1/runs/"+run.ID+"/events", lastID)
 		budget := 1 + rng.IntN(15)
 		err := readSSE(resp.Body, func(raw sseEvent) bool {
-			var w eventJSON
+			var w wire.EventData
 			if err := json.Unmarshal([]byte(raw.data), &w); err != nil {
 				t.Fatalf("event %q: %v", raw.data, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // maxIngestSteps bounds the steps of one ingest request.
@@ -46,7 +47,7 @@ func (s *Server) listSteps(w http.ResponseWriter, r *http.Request) error {
 	if err := observe.OverlayAnnotations(r.Context(), s.eng.Store(), steps); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, &stepList{Steps: steps})
+	writeJSON(w, http.StatusOK, &wire.StepList{Steps: steps})
 	return nil
 }
 
@@ -101,7 +102,7 @@ func (s *Server) inLineage(r *http.Request, sess *stepwise.Session, step *stepwi
 }
 
 // truncate: DELETE /v1/sessions/{id}/steps?start_seq=N deletes the
-// session's steps >= N (seed 004's destructive retry); 409 while a fork
+// session's steps >= N (a destructive retry); 409 while a fork
 // depends on them or a run is unfinished.
 func (s *Server) truncate(w http.ResponseWriter, r *http.Request) error {
 	sess, err := s.session(r)
@@ -122,7 +123,7 @@ func (s *Server) truncate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, &truncateResult{Deleted: n})
+	writeJSON(w, http.StatusOK, &wire.TruncateResult{Deleted: n})
 	return nil
 }
 
@@ -134,7 +135,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req ingestRequest
+	var req wire.IngestRequest
 	if err := s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -146,7 +147,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, &stepList{Steps: out})
+	writeJSON(w, http.StatusCreated, &wire.StepList{Steps: out})
 	return nil
 }
 

@@ -44,7 +44,7 @@ func TestBenchFloor(t *testing.T) {
 }
 
 // `stepwise bench` runs with the collector's target of `stepwise serve`
-// (server.DefaultGCPercent) unless --gc-percent says otherwise, and
+// (loadgen.DefaultGCPercent) unless --gc-percent says otherwise, and
 // reports the target it ran with.
 func TestBenchGCPercent(t *testing.T) {
 	t.Setenv("GOGC", "") // as if unset: the flag decides

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// serve runs with the streaming GC default (server.DefaultGCPercent),
+// serve runs with the streaming GC default (loadgen.DefaultGCPercent),
 // --gc-percent changes it, and GOGC in the environment wins over both; the
 // startup line reports the target in effect.
 func TestServeGCPercent(t *testing.T) {

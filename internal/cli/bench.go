@@ -13,9 +13,9 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/bench"
 	"github.com/stepwise-run/stepwise/internal/fakeopenai"
+	"github.com/stepwise-run/stepwise/internal/loadgen"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/openai"
-	"github.com/stepwise-run/stepwise/server"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/store/sqlite"
@@ -46,10 +46,10 @@ default 400; GOGC in the environment wins), and prints it.`,
 			if loadClient {
 				// The subscribers of --http, started by it in a process
 				// of their own.
-				if !server.IsLoadClient() {
+				if !loadgen.IsClient() {
 					return usagef("--http-client is the client process of bench --http, not for direct use")
 				}
-				return server.LoadClientMain(cmd.Context())
+				return loadgen.ClientMain(cmd.Context())
 			}
 			if httpMode {
 				// Concurrent streaming runs over the HTTP API on loopback,
@@ -57,7 +57,7 @@ default 400; GOGC in the environment wins), and prints it.`,
 				// their own (this program again, with --http-client).
 				st := memory.New()
 				defer st.Close()
-				cfg := server.LoadConfig{Runs: runs, Latency: latency, GCPercent: gcPct, Store: st}
+				cfg := loadgen.Config{Runs: runs, Latency: latency, GCPercent: gcPct, Store: st}
 				if !inProcess {
 					exe, err := os.Executable()
 					if err != nil {
@@ -65,7 +65,7 @@ default 400; GOGC in the environment wins), and prints it.`,
 					}
 					cfg.ClientCommand = []string{exe, "bench", "--http-client"}
 				}
-				r, err := server.RunLoad(cmd.Context(), cfg)
+				r, err := loadgen.Run(cmd.Context(), cfg)
 				if err != nil {
 					return err
 				}
@@ -102,7 +102,7 @@ default 400; GOGC in the environment wins), and prints it.`,
 			}
 			// The engine runs at the collector's target of the server
 			// process it stands for (stepwise serve), not Go's default.
-			defer server.TuneGC(gcPct)()
+			defer loadgen.TuneGC(gcPct)()
 			var results []*bench.Result
 			for _, s := range stores {
 				if s != "memory" && s != "sqlite" && s != "postgres" {
@@ -167,7 +167,7 @@ default 400; GOGC in the environment wins), and prints it.`,
 	c.Flags().StringSliceVar(&stores, "store", []string{"memory"}, "store(s) to measure: memory, sqlite, postgres (on --db)")
 	c.Flags().IntVar(&steps, "steps", 10000, "steps per run")
 	c.Flags().IntVar(&runs, "runs", 1, "concurrent runs")
-	c.Flags().IntVar(&gcPct, "gc-percent", server.DefaultGCPercent, "garbage-collection target (GOGC) of the benchmark process: by default that of stepwise serve; 100 is Go's default; GOGC in the environment wins")
+	c.Flags().IntVar(&gcPct, "gc-percent", loadgen.DefaultGCPercent, "garbage-collection target (GOGC) of the benchmark process: by default that of stepwise serve; 100 is Go's default; GOGC in the environment wins")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object")
 	c.Flags().StringVar(&sync, "sync", "NORMAL", "SQLite synchronous mode: NORMAL or FULL")
 	c.Flags().StringVar(&dir, "dir", "", "directory for the SQLite file (default: a temp dir)")
@@ -175,7 +175,7 @@ default 400; GOGC in the environment wins), and prints it.`,
 	c.Flags().BoolVar(&inProcess, "in-process", false, "with --http: run the subscribers in the benchmark's process (sharing its CPUs and Go scheduler) instead of a process of their own")
 	c.Flags().BoolVar(&loadClient, "http-client", false, "the client process of --http (internal)")
 	_ = c.Flags().MarkHidden("http-client")
-	c.Flags().DurationVar(&latency, "latency", server.DefaultLoadLatency, "with --http: model latency before each delta (±50%); the default is BenchmarkHTTPStreaming's pace, about 50 deltas a second per stream")
+	c.Flags().DurationVar(&latency, "latency", loadgen.DefaultLatency, "with --http: model latency before each delta (±50%); the default is BenchmarkHTTPStreaming's pace, about 50 deltas a second per stream")
 	c.Flags().BoolVar(&floor, "floor", false, "with --store sqlite: also measure the raw cost of one step's transaction on the same file and print the engine's ratio to it")
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark to this file")
 	c.Flags().StringVar(&memProfile, "memprofile", "", "write an allocation profile of the whole benchmark to this file (go tool pprof -sample_index=alloc_space)")

@@ -110,7 +110,7 @@ func (e *env) searchRemote(cmd *cobra.Command, args []string, q recall.Query, ki
 	if err != nil {
 		return err
 	}
-	return printSearch(e, res, jsonOut)
+	return printSearch(e, (*recall.QueryWithSteps)(res), jsonOut)
 }
 
 // printSearch prints the hits, or their JSON.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stepwise-run/stepwise/internal/loadgen"
 	"github.com/stepwise-run/stepwise/server"
 )
 
@@ -37,7 +38,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			e.events = events
-			defer server.TuneGC(gcPercent)()
+			defer loadgen.TuneGC(gcPercent)()
 			toks, err := collectTokens(tokens, tokensFile)
 			if err != nil {
 				return err
@@ -51,6 +52,9 @@ runs stop at a step boundary and are resumed at the next start.`,
 			}
 			if e.lease <= 0 {
 				return usagef("--lease must be positive")
+			}
+			if e.storeTimeout < 0 {
+				return usagef("--store-timeout must be 0 (none) or positive")
 			}
 			if viewCacheMiB < 0 {
 				return usagef("--view-cache must be 0 (off) or a positive number of MiB")
@@ -85,13 +89,14 @@ runs stop at a step boundary and are resumed at the next start.`,
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:7700", "listen address")
-	c.Flags().IntVar(&gcPercent, "gc-percent", server.DefaultGCPercent, "garbage-collection target of the server process (GOGC): fewer collections, a shorter streaming tail, a heap up to (1+N/100)× the live data; GOGC in the environment wins, 0 keeps Go's default, GOMEMLIMIT caps the heap")
+	c.Flags().IntVar(&gcPercent, "gc-percent", loadgen.DefaultGCPercent, "garbage-collection target of the server process (GOGC): fewer collections, a shorter streaming tail, a heap up to (1+N/100)× the live data; GOGC in the environment wins, 0 keeps Go's default, GOMEMLIMIT caps the heap")
 	c.Flags().StringVar(&agentsDir, "agents", "", "directory of agent files")
 	c.Flags().StringSliceVar(&agentFiles, "agent", nil, "agent file (repeatable)")
 	c.Flags().StringSliceVar(&tokens, "token", nil, "accepted bearer token (repeatable)")
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
 	c.Flags().DurationVar(&e.lease, "lease", 30*time.Second, "how long a run claimed by this instance stays its own without a heartbeat (heartbeats every lease/3); a crashed instance's runs are taken over after it")
+	c.Flags().DurationVar(&e.storeTimeout, "store-timeout", server.DefaultStoreTimeout, "answer an API request the database has not answered within this with 503 storage_unavailable (streams and long-polls excepted; 0: wait)")
 	c.Flags().IntVar(&viewCacheMiB, "view-cache", server.DefaultViewCacheBytes>>20, "MiB of steps the agent overview and graph keep between calls, so a call reads only what is new (an estimate; 0 turns it off)")
 	c.Flags().BoolVar(&events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	return c
@@ -118,7 +123,7 @@ func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []str
 		cache = fmt.Sprintf("%d MiB", e.viewCache>>20)
 	}
 	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s; view cache %s; GC percent %d)\n", addr, strings.Join(names, ", "), e.db, cache, gcPercent())
-	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder, ViewCacheBytes: e.viewCache})
+	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder, ViewCacheBytes: e.viewCache, StoreTimeout: storeTimeout(e.storeTimeout)})
 }
 
 func collectTokens(flagTokens []string, file string) ([]string, error) {
@@ -158,4 +163,13 @@ func agentFilesIn(dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// storeTimeout turns --store-timeout into server.Config.StoreTimeout: 0
+// (wait) becomes negative, the config's "no bound".
+func storeTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

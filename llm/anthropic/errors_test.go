@@ -2,15 +2,14 @@ package anthropic_test
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/anthropic"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
@@ -26,17 +25,17 @@ func TestHTTPErrors(t *testing.T) {
 	}{
 		{
 			name:    "429 Retry-After",
-			handler: jsonError(429, `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization of 50 input tokens per minute."},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}`, "Retry-After: 17", "anthropic-ratelimit-input-tokens-remaining: 0"),
+			handler: llmtest.JSONError(429, `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization of 50 input tokens per minute."},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}`, "Retry-After: 17", "anthropic-ratelimit-input-tokens-remaining: 0"),
 			class:   steptype.ErrorTransient, code: "rate_limited", msg: "would exceed the rate limit", retryAfter: 17 * time.Second,
 		},
 		{
 			name:    "529 overloaded",
-			handler: jsonError(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`),
+			handler: llmtest.JSONError(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`),
 			class:   steptype.ErrorTransient, code: "server_error", msg: "Overloaded",
 		},
 		{
 			name:    "500",
-			handler: jsonError(500, `{"type":"error","error":{"type":"api_error","message":"Internal server error"},"request_id":"req_1"}`),
+			handler: llmtest.JSONError(500, `{"type":"error","error":{"type":"api_error","message":"Internal server error"},"request_id":"req_1"}`),
 			class:   steptype.ErrorTransient, code: "server_error", msg: "Internal server error",
 		},
 		{
@@ -50,36 +49,36 @@ func TestHTTPErrors(t *testing.T) {
 		},
 		{
 			name:    "400",
-			handler: jsonError(400, `{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0.tool_use.input: Input should be a valid dictionary"},"request_id":"req_1"}`),
+			handler: llmtest.JSONError(400, `{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0.tool_use.input: Input should be a valid dictionary"},"request_id":"req_1"}`),
 			class:   steptype.ErrorPermanent, code: "bad_request", msg: "messages.1.content.0.tool_use.input: Input should be a valid dictionary",
 		},
 		{
 			name:    "401",
-			handler: jsonError(401, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"},"request_id":"req_1"}`),
+			handler: llmtest.JSONError(401, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"},"request_id":"req_1"}`),
 			class:   steptype.ErrorPermanent, code: "auth", msg: "invalid x-api-key",
 		},
 		{
 			name:    "403",
-			handler: jsonError(403, `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}`),
+			handler: llmtest.JSONError(403, `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}`),
 			class:   steptype.ErrorPermanent, code: "auth", msg: "does not have permission",
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, c.handler)
-			r := generate(t.Context(), s.model(t), userReq("hi"))
-			e := llmError(t, r.err)
+			s := llmtest.NewServer(t, path, c.handler)
+			r := llmtest.Drain(t.Context(), model(t, s), llmtest.UserRequest("hi"))
+			e := llmtest.AsError(t, r.Err)
 			if e.Class != c.class || e.Code != c.code || e.StatusCode == 0 || !strings.Contains(e.Message, c.msg) {
 				t.Errorf("got class %s code %s status %d message %q", e.Class, e.Code, e.StatusCode, e.Message)
 			}
-			if llm.Classify(r.err) != c.class || e.RetryAfter != c.retryAfter || llm.RetryAfter(r.err) != c.retryAfter {
-				t.Errorf("Classify %s, RetryAfter %v", llm.Classify(r.err), e.RetryAfter)
+			if llm.Classify(r.Err) != c.class || e.RetryAfter != c.retryAfter || llm.RetryAfter(r.Err) != c.retryAfter {
+				t.Errorf("Classify %s, RetryAfter %v", llm.Classify(r.Err), e.RetryAfter)
 			}
-			if r.final != nil || len(r.partials) != 0 || r.afterEnd != 0 {
+			if r.Final != nil || len(r.Partials) != 0 || r.AfterEnd != 0 {
 				t.Errorf("values besides the error: %+v", r)
 			}
-			if n := s.count(); n != 1 {
+			if n := s.Count(); n != 1 {
 				t.Errorf("%d requests: the SDK retried", n)
 			}
 		})
@@ -88,11 +87,11 @@ func TestHTTPErrors(t *testing.T) {
 
 func TestHTTPErrorKeepsSDKError(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, jsonError(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_42"}`, "request-id: req_42"))
-	r := generate(t.Context(), s.model(t), userReq("hi"))
+	s := llmtest.NewServer(t, path, llmtest.JSONError(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_42"}`, "request-id: req_42"))
+	r := llmtest.Drain(t.Context(), model(t, s), llmtest.UserRequest("hi"))
 	var apiErr *anthropic.APIError
-	if !errors.As(r.err, &apiErr) || apiErr.Type != "overloaded_error" || apiErr.RequestID != "req_42" {
-		t.Errorf("cause %v", errors.Unwrap(r.err))
+	if !errors.As(r.Err, &apiErr) || apiErr.Type != "overloaded_error" || apiErr.RequestID != "req_42" {
+		t.Errorf("cause %v", errors.Unwrap(r.Err))
 	}
 }
 
@@ -105,7 +104,7 @@ func TestStreamedErrors(t *testing.T) {
 		code, msg    string
 		partials     int
 	}{
-		{"overloaded", string(readFile(t, "overloaded.sse")), steptype.ErrorTransient, "server_error", "Overloaded", 1},
+		{"overloaded", string(llmtest.ReadTestdata(t, "overloaded.sse")), steptype.ErrorTransient, "server_error", "Overloaded", 1},
 		{"api_error", head + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}\n\n", steptype.ErrorTransient, "server_error", "Internal server error", 0},
 		{"rate limit", head + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Too many\"}}\n\n", steptype.ErrorTransient, "rate_limited", "Too many", 0},
 		{"invalid request", head + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}}\n\n", steptype.ErrorPermanent, "bad_request", "prompt is too long", 0},
@@ -114,34 +113,15 @@ func TestStreamedErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, sseBytes([]byte(c.stream)))
-			r := generate(t.Context(), s.model(t), userReq("hi"))
-			e := llmError(t, r.err)
+			s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(c.stream)))
+			r := llmtest.Drain(t.Context(), model(t, s), llmtest.UserRequest("hi"))
+			e := llmtest.AsError(t, r.Err)
 			if e.Class != c.class || e.Code != c.code || e.Message != c.msg && !strings.Contains(e.Message, c.msg) || e.StatusCode != 0 {
 				t.Errorf("error %+v", e)
 			}
-			if len(r.partials) != c.partials || r.final != nil || r.afterEnd != 0 {
-				t.Errorf("%d partials, final %v", len(r.partials), r.final)
+			if len(r.Partials) != c.partials || r.Final != nil || r.AfterEnd != 0 {
+				t.Errorf("%d partials, final %v", len(r.Partials), r.Final)
 			}
 		})
-	}
-}
-
-func TestConnectionRefused(t *testing.T) {
-	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	m, err := anthropic.New(anthropic.Config{Model: "m", BaseURL: "http://" + addr, APIKey: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := generate(t.Context(), m, userReq("hi"))
-	e := llmError(t, r.err)
-	if e.Class != steptype.ErrorTransient || e.Code != "connection" || !errors.Is(r.err, syscall.ECONNREFUSED) {
-		t.Errorf("error %+v", e)
 	}
 }

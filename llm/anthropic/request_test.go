@@ -8,6 +8,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/anthropic"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
@@ -59,25 +60,25 @@ func agentTurn() *llm.Request {
 
 func TestRequestBody(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sseBytes([]byte(okStream)))
-	m := s.model(t, func(c *anthropic.Config) {
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
+	m := model(t, s, func(c *anthropic.Config) {
 		c.ExtraHeaders = map[string]string{"anthropic-beta": "fine-grained-tool-streaming-2025-05-14"}
 	})
-	if r := generate(t.Context(), m, agentTurn()); r.err != nil {
-		t.Fatal(r.err)
+	if r := llmtest.Drain(t.Context(), m, agentTurn()); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	got := s.last(t)
+	got := s.Last(t)
 	for k, want := range map[string]string{
 		"X-Api-Key":         "sk-ant-test",
 		"Anthropic-Version": "2023-06-01",
 		"Anthropic-Beta":    "fine-grained-tool-streaming-2025-05-14",
 		"Authorization":     "",
 	} {
-		if v := got.header.Get(k); v != want {
+		if v := got.Header.Get(k); v != want {
 			t.Errorf("header %s = %q, want %q", k, v, want)
 		}
 	}
-	b := got.body
+	b := got.Body
 	checks := []struct {
 		path []any
 		want any
@@ -121,30 +122,30 @@ func TestRequestBody(t *testing.T) {
 		{[]any{"tools", 1, "description"}, nil},
 	}
 	for _, c := range checks {
-		if v := field(b, c.path...); fmt.Sprint(v) != fmt.Sprint(c.want) {
+		if v := llmtest.Field(b, c.path...); fmt.Sprint(v) != fmt.Sprint(c.want) {
 			t.Errorf("%v = %#v, want %#v", c.path, v, c.want)
 		}
 	}
-	if !strings.Contains(string(got.raw), `"input_schema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"number"}}`) {
-		t.Errorf("schema reordered: %s", got.raw)
+	if !strings.Contains(string(got.Raw), `"input_schema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"number"}}`) {
+		t.Errorf("schema reordered: %s", got.Raw)
 	}
 }
 
 func TestRequestDefaultsThinkingCaching(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sseBytes([]byte(okStream)))
-	m := s.model(t, func(c *anthropic.Config) {
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
+	m := model(t, s, func(c *anthropic.Config) {
 		c.ThinkingBudget = 2048
 		c.PromptCaching = true
 	})
-	req := userReq("hi")
+	req := llmtest.UserRequest("hi")
 	temp := 0.3
 	req.Temperature = &temp
 	req.Model = "claude-other"
-	if r := generate(t.Context(), m, req); r.err != nil {
-		t.Fatal(r.err)
+	if r := llmtest.Drain(t.Context(), m, req); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	b := s.last(t).body
+	b := s.Last(t).Body
 	for _, c := range []struct {
 		path []any
 		want any
@@ -158,7 +159,7 @@ func TestRequestDefaultsThinkingCaching(t *testing.T) {
 		{[]any{"system"}, nil},
 		{[]any{"tools"}, nil},
 	} {
-		if v := field(b, c.path...); fmt.Sprint(v) != fmt.Sprint(c.want) {
+		if v := llmtest.Field(b, c.path...); fmt.Sprint(v) != fmt.Sprint(c.want) {
 			t.Errorf("%v = %#v, want %#v", c.path, v, c.want)
 		}
 	}
@@ -169,8 +170,8 @@ func TestRequestDefaultsThinkingCaching(t *testing.T) {
 
 func TestRequestInvalid(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sseBytes([]byte(okStream)))
-	m := s.model(t, func(c *anthropic.Config) { c.ThinkingBudget = 1024 })
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
+	m := model(t, s, func(c *anthropic.Config) { c.ThinkingBudget = 1024 })
 	user := []llm.Message{{Role: steptype.RoleUser, Content: "x"}}
 	cases := map[string]*llm.Request{
 		"nil request":            nil,
@@ -184,13 +185,13 @@ func TestRequestInvalid(t *testing.T) {
 		"MaxTokens under budget": {Messages: user, MaxTokens: 1000},
 	}
 	for name, req := range cases {
-		r := generate(t.Context(), m, req)
-		e := llmError(t, r.err)
-		if e.Class != steptype.ErrorPermanent || e.Code != "bad_request" || r.final != nil || r.afterEnd != 0 {
+		r := llmtest.Drain(t.Context(), m, req)
+		e := llmtest.AsError(t, r.Err)
+		if e.Class != steptype.ErrorPermanent || e.Code != "bad_request" || r.Final != nil || r.AfterEnd != 0 {
 			t.Errorf("%s: %+v", name, e)
 		}
 	}
-	if n := s.count(); n != 0 {
+	if n := s.Count(); n != 0 {
 		t.Errorf("%d requests sent for invalid input", n)
 	}
 }
@@ -213,17 +214,17 @@ func TestNewInvalidConfig(t *testing.T) {
 
 func TestNewEnvironmentDefaults(t *testing.T) {
 	// Not parallel: it sets environment variables.
-	s := newServer(t, sseBytes([]byte(okStream)))
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
 	t.Setenv("ANTHROPIC_BASE_URL", s.URL)
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-env")
 	m, err := anthropic.New(anthropic.Config{Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := generate(t.Context(), m, userReq("hi")); r.err != nil {
-		t.Fatal(r.err)
+	if r := llmtest.Drain(t.Context(), m, llmtest.UserRequest("hi")); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	if h := s.last(t).header.Get("X-Api-Key"); h != "sk-ant-env" {
+	if h := s.Last(t).Header.Get("X-Api-Key"); h != "sk-ant-env" {
 		t.Errorf("x-api-key %q", h)
 	}
 }

@@ -2,14 +2,13 @@ package openai_test
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 	"github.com/stepwise-run/stepwise/llm/openai"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -27,31 +26,31 @@ func TestHTTPErrors(t *testing.T) {
 	}{
 		{
 			name: "429 Retry-After seconds",
-			handler: jsonError(429, `{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-x on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
+			handler: llmtest.JSONError(429, `{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-x on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
 				"Retry-After: 20"),
 			class: steptype.ErrorTransient, code: "rate_limited", msg: "Rate limit reached for gpt-4o-mini",
 			retryAfter: func(d time.Duration) bool { return d == 20*time.Second },
 		},
 		{
 			name:    "429 retry-after-ms wins",
-			handler: jsonError(429, `{"error":{"message":"slow down","type":"tokens","code":"rate_limit_exceeded"}}`, "Retry-After: 2", "retry-after-ms: 1500"),
+			handler: llmtest.JSONError(429, `{"error":{"message":"slow down","type":"tokens","code":"rate_limit_exceeded"}}`, "Retry-After: 2", "retry-after-ms: 1500"),
 			class:   steptype.ErrorTransient, code: "rate_limited", msg: "slow down",
 			retryAfter: func(d time.Duration) bool { return d == 1500*time.Millisecond },
 		},
 		{
 			name:    "429 Retry-After date",
-			handler: jsonError(429, `{"error":{"message":"slow down"}}`, "Retry-After: "+inAnHour),
+			handler: llmtest.JSONError(429, `{"error":{"message":"slow down"}}`, "Retry-After: "+inAnHour),
 			class:   steptype.ErrorTransient, code: "rate_limited", msg: "slow down",
 			retryAfter: func(d time.Duration) bool { return d > 58*time.Minute && d <= time.Hour },
 		},
 		{
 			name:    "429 insufficient quota",
-			handler: jsonError(429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`),
+			handler: llmtest.JSONError(429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`),
 			class:   steptype.ErrorPermanent, code: "insufficient_quota", msg: "You exceeded your current quota",
 		},
 		{
 			name:    "500",
-			handler: jsonError(500, `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`),
+			handler: llmtest.JSONError(500, `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`),
 			class:   steptype.ErrorTransient, code: "server_error", msg: "The server had an error",
 		},
 		{
@@ -65,57 +64,57 @@ func TestHTTPErrors(t *testing.T) {
 		},
 		{
 			name:    "400",
-			handler: jsonError(400, `{"error":{"message":"Invalid value for 'temperature': expected a number between 0 and 2.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`),
+			handler: llmtest.JSONError(400, `{"error":{"message":"Invalid value for 'temperature': expected a number between 0 and 2.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`),
 			class:   steptype.ErrorPermanent, code: "bad_request", msg: "Invalid value for 'temperature': expected a number between 0 and 2.",
 		},
 		{
 			name:    "401",
-			handler: jsonError(401, `{"error":{"message":"Incorrect API key provided: sk-test. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`),
+			handler: llmtest.JSONError(401, `{"error":{"message":"Incorrect API key provided: sk-test. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`),
 			class:   steptype.ErrorPermanent, code: "auth", msg: "Incorrect API key provided: sk-test.",
 		},
 		{
 			name:    "404 Ollama model",
-			handler: jsonError(404, `{"error":{"message":"model \"llama9\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`),
+			handler: llmtest.JSONError(404, `{"error":{"message":"model \"llama9\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`),
 			class:   steptype.ErrorPermanent, code: "not_found", msg: `model "llama9" not found`,
 		},
 		{
 			name:    "400 vLLM",
-			handler: jsonError(400, `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`),
+			handler: llmtest.JSONError(400, `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`),
 			class:   steptype.ErrorPermanent, code: "bad_request", msg: "maximum context length is 4096 tokens",
 		},
 		{
 			name:    "400 llama.cpp",
-			handler: jsonError(400, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`),
+			handler: llmtest.JSONError(400, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`),
 			class:   steptype.ErrorPermanent, code: "bad_request", msg: "exceeds the available context size",
 		},
 		{
 			name:    "503 error string",
-			handler: jsonError(503, `{"error":"model is loading"}`),
+			handler: llmtest.JSONError(503, `{"error":"model is loading"}`),
 			class:   steptype.ErrorTransient, code: "server_error", msg: "model is loading",
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, c.handler)
-			r := generate(t.Context(), s.model(t), userReq("hi"))
-			e := llmError(t, r.err)
+			s := llmtest.NewServer(t, path, c.handler)
+			r := llmtest.Drain(t.Context(), model(t, s), llmtest.UserRequest("hi"))
+			e := llmtest.AsError(t, r.Err)
 			if e.Class != c.class || e.Code != c.code || e.StatusCode == 0 || !strings.Contains(e.Message, c.msg) {
 				t.Errorf("got class %s code %s status %d message %q", e.Class, e.Code, e.StatusCode, e.Message)
 			}
-			if llm.Classify(r.err) != c.class {
-				t.Errorf("llm.Classify = %s", llm.Classify(r.err))
+			if llm.Classify(r.Err) != c.class {
+				t.Errorf("llm.Classify = %s", llm.Classify(r.Err))
 			}
 			if c.retryAfter != nil && !c.retryAfter(e.RetryAfter) || c.retryAfter == nil && e.RetryAfter != 0 {
 				t.Errorf("RetryAfter %v", e.RetryAfter)
 			}
-			if llm.RetryAfter(r.err) != e.RetryAfter {
-				t.Errorf("llm.RetryAfter = %v", llm.RetryAfter(r.err))
+			if llm.RetryAfter(r.Err) != e.RetryAfter {
+				t.Errorf("llm.RetryAfter = %v", llm.RetryAfter(r.Err))
 			}
-			if r.final != nil || len(r.partials) != 0 || r.afterEnd != 0 {
+			if r.Final != nil || len(r.Partials) != 0 || r.AfterEnd != 0 {
 				t.Errorf("values besides the error: %+v", r)
 			}
-			if n := s.count(); n != 1 {
+			if n := s.Count(); n != 1 {
 				t.Errorf("%d requests: the SDK retried", n)
 			}
 		})
@@ -124,11 +123,11 @@ func TestHTTPErrors(t *testing.T) {
 
 func TestHTTPErrorKeepsSDKError(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, jsonError(400, `{"error":{"message":"bad","type":"invalid_request_error","param":"model","code":"model_not_found"}}`))
-	r := generate(t.Context(), s.model(t), userReq("hi"))
+	s := llmtest.NewServer(t, path, llmtest.JSONError(400, `{"error":{"message":"bad","type":"invalid_request_error","param":"model","code":"model_not_found"}}`))
+	r := llmtest.Drain(t.Context(), model(t, s), llmtest.UserRequest("hi"))
 	var apiErr *openai.APIError
-	if !errors.As(r.err, &apiErr) || apiErr.Code != "model_not_found" || apiErr.Param != "model" {
-		t.Errorf("cause %#v", errors.Unwrap(r.err))
+	if !errors.As(r.Err, &apiErr) || apiErr.Code != "model_not_found" || apiErr.Param != "model" {
+		t.Errorf("cause %#v", errors.Unwrap(r.Err))
 	}
 }
 
@@ -150,35 +149,16 @@ func TestStreamedErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := newServer(t, sseBytes([]byte(first+c.event+"\n\n"+"data: [DONE]\n\n")))
-			r := generate(t.Context(), s.model(t), userReq("hi"))
-			e := llmError(t, r.err)
+			s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(first+c.event+"\n\n"+"data: [DONE]\n\n")))
+			r := llmtest.Drain(t.Context(), model(t, s), llmtest.UserRequest("hi"))
+			e := llmtest.AsError(t, r.Err)
 			if e.Class != c.class || e.Code != c.code || !strings.Contains(e.Message, c.msg) {
 				t.Errorf("error %+v", e)
 			}
-			if len(r.partials) != 1 || r.final != nil || r.afterEnd != 0 {
-				t.Errorf("%d partials, final %v", len(r.partials), r.final)
+			if len(r.Partials) != 1 || r.Final != nil || r.AfterEnd != 0 {
+				t.Errorf("%d partials, final %v", len(r.Partials), r.Final)
 			}
 		})
-	}
-}
-
-func TestConnectionRefused(t *testing.T) {
-	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	m, err := openai.New(openai.Config{Model: "m", BaseURL: "http://" + addr + "/v1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := generate(t.Context(), m, userReq("hi"))
-	e := llmError(t, r.err)
-	if e.Class != steptype.ErrorTransient || e.Code != "connection" || !errors.Is(r.err, syscall.ECONNREFUSED) {
-		t.Errorf("error %+v", e)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 	"github.com/stepwise-run/stepwise/llm/openai"
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -46,16 +47,16 @@ func agentTurn() *llm.Request {
 
 func TestRequestBody(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sseBytes([]byte(okStream)))
-	m := s.model(t, func(c *openai.Config) { c.ExtraHeaders = map[string]string{"X-Title": "stepwise"} })
-	if r := generate(t.Context(), m, agentTurn()); r.err != nil {
-		t.Fatal(r.err)
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
+	m := model(t, s, func(c *openai.Config) { c.ExtraHeaders = map[string]string{"X-Title": "stepwise"} })
+	if r := llmtest.Drain(t.Context(), m, agentTurn()); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	got := s.last(t)
-	if got.path != "/v1/chat/completions" || got.header.Get("Authorization") != "Bearer sk-test" || got.header.Get("X-Title") != "stepwise" {
-		t.Errorf("path %s headers %v", got.path, got.header)
+	got := s.Last(t)
+	if got.Path != "/v1/chat/completions" || got.Header.Get("Authorization") != "Bearer sk-test" || got.Header.Get("X-Title") != "stepwise" {
+		t.Errorf("path %s headers %v", got.Path, got.Header)
 	}
-	b := got.body
+	b := got.Body
 	checks := []struct {
 		path []any
 		want any
@@ -93,30 +94,30 @@ func TestRequestBody(t *testing.T) {
 		{[]any{"tools", 1, "function", "description"}, nil},
 	}
 	for _, c := range checks {
-		if v := field(b, c.path...); fmt.Sprint(v) != fmt.Sprint(c.want) {
+		if v := llmtest.Field(b, c.path...); fmt.Sprint(v) != fmt.Sprint(c.want) {
 			t.Errorf("%v = %#v, want %#v", c.path, v, c.want)
 		}
 	}
 	// The schema goes out as given, key order included.
-	if !strings.Contains(string(got.raw), `"properties":{"zeta":{"type":"string"},"alpha":{"type":"number"}}`) {
-		t.Errorf("schema reordered: %s", got.raw)
+	if !strings.Contains(string(got.Raw), `"properties":{"zeta":{"type":"string"},"alpha":{"type":"number"}}`) {
+		t.Errorf("schema reordered: %s", got.Raw)
 	}
 }
 
 func TestRequestModelOverride(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sseBytes([]byte(okStream)))
-	req := userReq("hi")
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
+	req := llmtest.UserRequest("hi")
 	req.Model = "other-model"
-	if r := generate(t.Context(), s.model(t), req); r.err != nil {
-		t.Fatal(r.err)
+	if r := llmtest.Drain(t.Context(), model(t, s), req); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	b := s.last(t).body
+	b := s.Last(t).Body
 	if b["model"] != "other-model" || b["temperature"] != nil || b["max_tokens"] != nil || b["tools"] != nil {
 		t.Errorf("body %v", b)
 	}
-	if s.model(t).Name() != "openai:gpt-test" || s.model(t).Provider() != "openai" {
-		t.Errorf("name %q provider %q", s.model(t).Name(), s.model(t).Provider())
+	if model(t, s).Name() != "openai:gpt-test" || model(t, s).Provider() != "openai" {
+		t.Errorf("name %q provider %q", model(t, s).Name(), model(t, s).Provider())
 	}
 }
 
@@ -131,26 +132,26 @@ func (r redirect) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func TestRequestMaxCompletionTokensForOpenAI(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sseBytes([]byte(okStream)))
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
 	target, _ := url.Parse(s.URL)
-	m := s.model(t, func(c *openai.Config) {
+	m := model(t, s, func(c *openai.Config) {
 		c.BaseURL = "https://api.openai.com/v1"
 		c.HTTPClient = &http.Client{Transport: redirect{target}}
 	})
-	req := userReq("hi")
+	req := llmtest.UserRequest("hi")
 	req.MaxTokens = 100
-	if r := generate(t.Context(), m, req); r.err != nil {
-		t.Fatal(r.err)
+	if r := llmtest.Drain(t.Context(), m, req); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	if b := s.last(t).body; b["max_completion_tokens"] != 100.0 || b["max_tokens"] != nil {
+	if b := s.Last(t).Body; b["max_completion_tokens"] != 100.0 || b["max_tokens"] != nil {
 		t.Errorf("body %v", b)
 	}
 }
 
 func TestRequestInvalid(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, sseBytes([]byte(okStream)))
-	m := s.model(t)
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
+	m := model(t, s)
 	cases := map[string]*llm.Request{
 		"nil request":        nil,
 		"unknown role":       {Messages: []llm.Message{{Role: "robot", Content: "x"}}},
@@ -162,13 +163,13 @@ func TestRequestInvalid(t *testing.T) {
 		"negative MaxTokens": {Messages: []llm.Message{{Role: steptype.RoleUser, Content: "x"}}, MaxTokens: -1},
 	}
 	for name, req := range cases {
-		r := generate(t.Context(), m, req)
-		e := llmError(t, r.err)
-		if e.Class != steptype.ErrorPermanent || e.Code != "bad_request" || r.final != nil || r.afterEnd != 0 {
+		r := llmtest.Drain(t.Context(), m, req)
+		e := llmtest.AsError(t, r.Err)
+		if e.Class != steptype.ErrorPermanent || e.Code != "bad_request" || r.Final != nil || r.AfterEnd != 0 {
 			t.Errorf("%s: %+v", name, e)
 		}
 	}
-	if n := s.count(); n != 0 {
+	if n := s.Count(); n != 0 {
 		t.Errorf("%d requests sent for invalid input", n)
 	}
 }
@@ -189,17 +190,17 @@ func TestNewInvalidConfig(t *testing.T) {
 
 func TestNewEnvironmentDefaults(t *testing.T) {
 	// Not parallel: it sets environment variables.
-	s := newServer(t, sseBytes([]byte(okStream)))
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
 	t.Setenv("OPENAI_BASE_URL", s.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", "sk-from-env")
 	m, err := openai.New(openai.Config{Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := generate(t.Context(), m, userReq("hi")); r.err != nil {
-		t.Fatal(r.err)
+	if r := llmtest.Drain(t.Context(), m, llmtest.UserRequest("hi")); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	if h := s.last(t).header.Get("Authorization"); h != "Bearer sk-from-env" {
+	if h := s.Last(t).Header.Get("Authorization"); h != "Bearer sk-from-env" {
 		t.Errorf("authorization %q", h)
 	}
 	// Explicit fields win; no key at all sends no Authorization header.
@@ -208,25 +209,25 @@ func TestNewEnvironmentDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := generate(t.Context(), m, userReq("hi")); r.err != nil {
-		t.Fatal(r.err)
+	if r := llmtest.Drain(t.Context(), m, llmtest.UserRequest("hi")); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	if h := s.last(t).header.Get("Authorization"); h != "" {
+	if h := s.Last(t).Header.Get("Authorization"); h != "" {
 		t.Errorf("authorization %q without a key", h)
 	}
 }
 
 func TestNewEnvironmentHeaders(t *testing.T) {
 	// Not parallel: it sets environment variables.
-	s := newServer(t, sseBytes([]byte(okStream)))
+	s := llmtest.NewServer(t, path, llmtest.SSEBytes([]byte(okStream)))
 	t.Setenv("OPENAI_ORG_ID", "org-1")
 	t.Setenv("OPENAI_PROJECT_ID", "proj-1")
 	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-A: 1\nX-B: two")
-	m := s.model(t, func(c *openai.Config) { c.ExtraHeaders = map[string]string{"X-B": "config"} })
-	if r := generate(t.Context(), m, userReq("hi")); r.err != nil {
-		t.Fatal(r.err)
+	m := model(t, s, func(c *openai.Config) { c.ExtraHeaders = map[string]string{"X-B": "config"} })
+	if r := llmtest.Drain(t.Context(), m, llmtest.UserRequest("hi")); r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	h := s.last(t).header
+	h := s.Last(t).Header
 	for k, want := range map[string]string{"Openai-Organization": "org-1", "Openai-Project": "proj-1", "X-A": "1", "X-B": "config"} {
 		if h.Get(k) != want {
 			t.Errorf("header %s = %q, want %q", k, h.Get(k), want)

@@ -276,7 +276,7 @@ const FoldChunk = 24
 // table's rows of the complete hours [h0, h1) (HourSpan), folds the
 // hours missing from it in chunks of FoldChunk and reads them again
 // once, adds what the table holds to the builder (Apply) and returns the
-// parts of [From, To) left to read as before (Gaps). fold is nil
+// parts of [From, To) left to read from the rollups (Gaps). fold is nil
 // when the driver cannot write (a read-only store); it returns false when
 // it gave up without an error (PostgreSQL: the writers held the lock past
 // its wait). A fold that fails while ctx is alive leaves the hours to the
