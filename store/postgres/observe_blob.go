@@ -159,13 +159,10 @@ func (s *Store) StepEventAppend(ctx context.Context, p *store.StepEventAppendPar
 			o := owners[e.StepID]
 			e.SessionID, e.RunID, e.Index = o.session, o.run, o.next
 			o.next++
-			e.Payload, e.Size, e.CreatedAt, e.BlobHash = rules.Raw(in.Payload), int64(len(in.Payload)), now, ""
-			if len(in.Payload) > store.InlinePayloadLimit {
-				b, err := putBlob(ctx, tx, in.Payload, "application/json", now)
-				if err != nil {
-					return nil, err
-				}
-				e.BlobHash, e.Payload = b.Hash, nil
+			if err := rules.PlaceEventPayload(&e, in.Payload, now, func(data []byte) (*store.Blob, error) {
+				return putBlob(ctx, tx, data, "application/json", now)
+			}); err != nil {
+				return nil, err
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO step_events (`+sqlrow.EventCols+`)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,

@@ -125,14 +125,10 @@ func (s *Store) StepEventAppend(ctx context.Context, p *store.StepEventAppendPar
 			if e.SessionID, e.RunID, err = tx.stepOwner(e.StepID); err != nil {
 				return nil, err
 			}
-			e.Payload, e.Size, e.CreatedAt = rules.Raw(in.Payload), int64(len(in.Payload)), now
-			e.BlobHash = ""
-			if len(in.Payload) > store.InlinePayloadLimit {
-				b, err := tx.putBlob(in.Payload, "application/json", now)
-				if err != nil {
-					return nil, err
-				}
-				e.BlobHash, e.Payload = b.Hash, nil
+			if err := rules.PlaceEventPayload(&e, in.Payload, now, func(data []byte) (*store.Blob, error) {
+				return tx.putBlob(data, "application/json", now)
+			}); err != nil {
+				return nil, err
 			}
 			err = tx.conn().QueryRowContext(bg, `INSERT INTO step_events (`+sqlrow.EventCols+`)
 				VALUES (?, ?, ?, ?, (SELECT count(*) FROM step_events WHERE step_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
