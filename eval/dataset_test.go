@@ -50,7 +50,7 @@ func TestImportJSONL(t *testing.T) {
 		if res.Imported != 4 || res.Dataset.ItemCount != 4 || res.Dataset.Name != "qa" {
 			t.Fatalf("imported %d, dataset %+v", res.Imported, res.Dataset)
 		}
-		items, err := obsOf(t, st).DatasetItemList(ctx, &store.DatasetItemListParams{DatasetID: res.Dataset.ID})
+		items, err := st.DatasetItemList(ctx, &store.DatasetItemListParams{DatasetID: res.Dataset.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestImportJSONL(t *testing.T) {
 		if !errors.Is(err, eval.ErrEmptyDataset) || len(res.Errors) != 2 {
 			t.Errorf("all lines malformed: %v, %+v", err, res)
 		}
-		if _, err := obsOf(t, st).DatasetGet(ctx, &store.DatasetGetParams{Name: "bad"}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := st.DatasetGet(ctx, &store.DatasetGetParams{Name: "bad"}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("dataset created from bad input: %v", err)
 		}
 		_, err = eval.ImportJSONL(ctx, st, strings.NewReader(`{"input":"x"}`), eval.ImportParams{Name: "qa"})

@@ -40,11 +40,6 @@ func run(t *testing.T, e *stepwise.Engine, agent, input string) *stepwise.Run {
 	return r
 }
 
-func obsOf(t *testing.T, st store.Store) store.ObservationStore {
-	t.Helper()
-	return st
-}
-
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func equalStrings(a, b []string) bool {

@@ -25,7 +25,7 @@ func TestRunnerEvaluatesRunsWhenTheyEnd(t *testing.T) {
 		if err := e.FlushObservers(ctx); err != nil {
 			t.Fatal(err)
 		}
-		evs, err := obsOf(t, st).EvalList(ctx, &store.EvalListParams{TargetKind: store.TargetRun, TargetID: r.ID, Name: "step_budget"})
+		evs, err := st.EvalList(ctx, &store.EvalListParams{TargetKind: store.TargetRun, TargetID: r.ID, Name: "step_budget"})
 		if err != nil || len(evs) != 1 || evs[0].Label != eval.LabelExhausted {
 			t.Fatalf("step_budget eval = %+v, %v", evs, err)
 		}
@@ -40,7 +40,7 @@ func TestRunnerEvaluatesRunsWhenTheyEnd(t *testing.T) {
 		if err := e.FlushObservers(ctx); err != nil {
 			t.Fatal(err)
 		}
-		evs, _ = obsOf(t, st).EvalList(ctx, &store.EvalListParams{TargetKind: store.TargetRun, TargetID: started.ID})
+		evs, _ = st.EvalList(ctx, &store.EvalListParams{TargetKind: store.TargetRun, TargetID: started.ID})
 		if len(evs) == 0 {
 			t.Error("cancelled run not evaluated")
 		}

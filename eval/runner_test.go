@@ -71,7 +71,7 @@ func TestRunnerEvaluatesStuckRun(t *testing.T) {
 		if _, err := runner.EvaluateRun(ctx, r.ID); err != nil {
 			t.Fatal(err)
 		}
-		stored, err := obsOf(t, st).EvalList(ctx, &store.EvalListParams{RunID: r.ID})
+		stored, err := st.EvalList(ctx, &store.EvalListParams{RunID: r.ID})
 		if err != nil || len(stored) != len(evals) {
 			t.Errorf("%d evals stored after two evaluations, want %d (%v)", len(stored), len(evals), err)
 		}
@@ -112,7 +112,7 @@ func TestScore(t *testing.T) {
 				t.Errorf("%s: err = %v, want %v", name, err, c.want)
 			}
 		}
-		all, _ := obsOf(t, st).EvalList(ctx, &store.EvalListParams{SessionID: r.SessionID})
+		all, _ := st.EvalList(ctx, &store.EvalListParams{SessionID: r.SessionID})
 		if len(all) != 3 {
 			t.Errorf("%d evals stored, want 3 (bad input stores nothing)", len(all))
 		}

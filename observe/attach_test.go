@@ -52,7 +52,7 @@ func TestAttachments(t *testing.T) {
 		}
 
 		// Refused: nothing is stored.
-		obs := obsOf(t, st)
+		obs := st
 		for name, c := range map[string]struct {
 			p    observe.AttachParams
 			want error

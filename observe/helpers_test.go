@@ -62,12 +62,3 @@ func seed(t *testing.T, st store.Store, steps ...*steptype.Step) {
 		}
 	}
 }
-
-func obsOf(t *testing.T, st store.Store) store.ObservationStore {
-	t.Helper()
-	o, ok := st.(store.ObservationStore)
-	if !ok {
-		t.Fatalf("%T is not a store.ObservationStore", st)
-	}
-	return o
-}

@@ -33,7 +33,7 @@ func newRecorder(t *testing.T, st store.Store) *observe.Recorder {
 // returns the rows.
 func events(t *testing.T, st store.Store, stepID string) (string, []*store.StepEvent) {
 	t.Helper()
-	evs, err := obsOf(t, st).StepEventList(t.Context(), &store.StepEventListParams{StepID: stepID})
+	evs, err := st.StepEventList(t.Context(), &store.StepEventListParams{StepID: stepID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestRecorderLargePayloadOutOfLine(t *testing.T) {
 		if len(rows) != 1 || rows[0].Payload != nil || rows[0].BlobHash == "" || rows[0].Size <= store.InlinePayloadLimit {
 			t.Fatalf("large event = %+v, want it out of line", rows)
 		}
-		b, err := obsOf(t, st).BlobGet(ctx, &store.BlobGetParams{Hash: rows[0].BlobHash})
+		b, err := st.BlobGet(ctx, &store.BlobGetParams{Hash: rows[0].BlobHash})
 		if err != nil {
 			t.Fatal(err)
 		}

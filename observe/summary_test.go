@@ -63,7 +63,7 @@ func TestSummarizer(t *testing.T) {
 		if _, err := bad.Summarize(ctx, "b", steptype.Annotations{Goal: "g"}); err == nil {
 			t.Error("Summarize with a prose answer: no error")
 		}
-		rows, _ := obsOf(t, st).AnnotationList(ctx, &store.AnnotationListParams{StepIDs: []string{"b"}})
+		rows, _ := st.AnnotationList(ctx, &store.AnnotationListParams{StepIDs: []string{"b"}})
 		if len(rows) != 0 {
 			t.Errorf("annotation stored from a bad answer: %+v", rows[0])
 		}

@@ -275,7 +275,7 @@ func TestObservationEventsAndAnnotations(t *testing.T) {
 	forObsStores(t, func(t *testing.T, st store.Store) {
 		env, step := chatEnv(t, st)
 		large := `{"body":"` + strings.Repeat("x", store.InlinePayloadLimit+10) + `"}`
-		if _, err := st.(store.ObservationStore).StepEventAppend(t.Context(), &store.StepEventAppendParams{Events: []*store.StepEvent{
+		if _, err := st.StepEventAppend(t.Context(), &store.StepEventAppendParams{Events: []*store.StepEvent{
 			{ID: stepwise.NewID(), StepID: step.ID, Type: "provider_request", Payload: json.RawMessage(`{"model":"m"}`)},
 			{ID: stepwise.NewID(), StepID: step.ID, Type: "http", Name: "POST /v1/chat", Payload: json.RawMessage(large)},
 		}}); err != nil {
