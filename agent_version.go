@@ -16,7 +16,7 @@ import (
 
 // UpdateMode says what the unfinished runs of an agent that started on an
 // older version of its definition do once a changed definition is loaded
-// (seed 000's update modes, DESIGN §8).
+// (docs/state_machine.md, agent versions).
 type UpdateMode string
 
 // Update modes.

@@ -46,7 +46,7 @@ type Next struct {
 	// Input, when set, records a human-input request: the run parks (no
 	// goroutine waits) and continues at Step once it is answered.
 	Input *InputRequest
-	// State/goal/action annotations of the step (seed 003).
+	// State/goal/action annotations of the step (docs/observation.md).
 	Annotations Annotations
 
 	// record is set by built-in steps that build their own step record.
@@ -55,7 +55,7 @@ type Next struct {
 	committed bool
 }
 
-// Decision is a routing choice made by a custom step (seed 002).
+// Decision is a routing choice made by a custom step.
 type Decision struct {
 	Purpose string   `json:"purpose,omitempty"`
 	Options []string `json:"options,omitempty"`

@@ -29,6 +29,39 @@ func DefaultPrices() PriceTable {
 		"claude-3-5-haiku":  {Input: 0.80, Output: 4.00, CachedInput: 0.08},
 		"claude-haiku-4-5":  {Input: 1.00, Output: 5.00, CachedInput: 0.10},
 		"claude-sonnet-4-5": {Input: 3.00, Output: 15.00, CachedInput: 0.30},
+		// Google Gemini (paid tier, prompts up to 200k tokens).
+		"gemini-3-pro":          {Input: 2.00, Output: 12.00, CachedInput: 0.20},
+		"gemini-2.5-pro":        {Input: 1.25, Output: 10.00, CachedInput: 0.125},
+		"gemini-2.5-flash":      {Input: 0.30, Output: 2.50, CachedInput: 0.03},
+		"gemini-2.5-flash-lite": {Input: 0.10, Output: 0.40, CachedInput: 0.01},
+		"gemini-2.0-flash":      {Input: 0.10, Output: 0.40, CachedInput: 0.025},
+		"gemini-2.0-flash-lite": {Input: 0.075, Output: 0.30, CachedInput: 0.075},
+		"gemini-1.5-pro":        {Input: 1.25, Output: 5.00, CachedInput: 0.3125},
+		"gemini-1.5-flash":      {Input: 0.075, Output: 0.30, CachedInput: 0.01875},
+		// Amazon Bedrock on-demand, by model id (a cross-region inference
+		// profile's "us.", "eu.", "apac." or "global." prefix is ignored).
+		"anthropic.claude-opus-4":     {Input: 15.00, Output: 75.00, CachedInput: 1.50},
+		"anthropic.claude-sonnet-4":   {Input: 3.00, Output: 15.00, CachedInput: 0.30},
+		"anthropic.claude-sonnet-4-5": {Input: 3.00, Output: 15.00, CachedInput: 0.30},
+		"anthropic.claude-haiku-4-5":  {Input: 1.00, Output: 5.00, CachedInput: 0.10},
+		"anthropic.claude-3-7-sonnet": {Input: 3.00, Output: 15.00, CachedInput: 0.30},
+		"anthropic.claude-3-5-sonnet": {Input: 3.00, Output: 15.00, CachedInput: 0.30},
+		"anthropic.claude-3-5-haiku":  {Input: 0.80, Output: 4.00, CachedInput: 0.08},
+		"anthropic.claude-3-haiku":    {Input: 0.25, Output: 1.25, CachedInput: 0.25},
+		"amazon.nova-premier":         {Input: 2.50, Output: 12.50, CachedInput: 0.625},
+		"amazon.nova-pro":             {Input: 0.80, Output: 3.20, CachedInput: 0.20},
+		"amazon.nova-lite":            {Input: 0.06, Output: 0.24, CachedInput: 0.015},
+		"amazon.nova-micro":           {Input: 0.035, Output: 0.14, CachedInput: 0.00875},
+		"meta.llama4-maverick-17b":    {Input: 0.24, Output: 0.97, CachedInput: 0.24},
+		"meta.llama4-scout-17b":       {Input: 0.17, Output: 0.66, CachedInput: 0.17},
+		"meta.llama3-3-70b":           {Input: 0.72, Output: 0.72, CachedInput: 0.72},
+		"meta.llama3-2-90b":           {Input: 0.72, Output: 0.72, CachedInput: 0.72},
+		"meta.llama3-2-11b":           {Input: 0.16, Output: 0.16, CachedInput: 0.16},
+		"meta.llama3-2-3b":            {Input: 0.15, Output: 0.15, CachedInput: 0.15},
+		"meta.llama3-2-1b":            {Input: 0.10, Output: 0.10, CachedInput: 0.10},
+		"meta.llama3-1-405b":          {Input: 2.40, Output: 2.40, CachedInput: 2.40},
+		"meta.llama3-1-70b":           {Input: 0.72, Output: 0.72, CachedInput: 0.72},
+		"meta.llama3-1-8b":            {Input: 0.22, Output: 0.22, CachedInput: 0.22},
 		// The scripted model has a nominal price so that cost paths are exercised.
 		"scripted": {Input: 1.00, Output: 2.00, CachedInput: 0.10},
 	}
@@ -37,7 +70,10 @@ func DefaultPrices() PriceTable {
 // Lookup finds the price of a model: exact model string first, then the
 // model id without its "provider:" prefix, then the longest known prefix of
 // the id (so "gpt-4o-mini-2024-07-18" matches "gpt-4o-mini"), then the
-// provider name alone.
+// provider name alone. For "bedrock:" models the id's cross-region
+// inference profile prefix ("us.", "eu.", "apac.", "global.") is dropped
+// first, so "bedrock:us.amazon.nova-pro-v1:0" costs what
+// "amazon.nova-pro" does.
 func (t PriceTable) Lookup(model string) (Price, bool) {
 	if p, ok := t[model]; ok {
 		return p, true
@@ -45,6 +81,9 @@ func (t PriceTable) Lookup(model string) (Price, bool) {
 	provider, id, found := strings.Cut(model, ":")
 	if !found {
 		id, provider = model, ""
+	}
+	if provider == "bedrock" {
+		id = bedrockModelID(id)
 	}
 	if p, ok := t[id]; ok {
 		return p, true
@@ -72,4 +111,16 @@ func (p Price) Cost(inputTokens, outputTokens, cachedTokens int64) float64 {
 		uncached = 0
 	}
 	return (float64(uncached)*p.Input + float64(cachedTokens)*p.CachedInput + float64(outputTokens)*p.Output) / 1e6
+}
+
+// bedrockModelID returns a Bedrock model id without the geography prefix
+// of a cross-region inference profile ("us.anthropic.claude-…" →
+// "anthropic.claude-…").
+func bedrockModelID(id string) string {
+	for _, geo := range []string{"us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca.", "global."} {
+		if rest, ok := strings.CutPrefix(id, geo); ok {
+			return rest
+		}
+	}
+	return id
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Reducer combines the current value of a run-state key with an update of
-// it (seed 001's state reducers). current is nil when the key is absent;
+// it (a per-key state reducer). current is nil when the key is absent;
 // update is never JSON null (null deletes the key whatever its reducer).
 // The result becomes the key's value.
 type Reducer interface {

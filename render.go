@@ -14,15 +14,16 @@ import (
 	"github.com/stepwise-run/stepwise/tool"
 )
 
-// DefaultTemplates render steps as text for models and people, in the style
-// of seed 002 (Action / Decision / Call Program / End Program). Each template
-// receives a *RenderData.
+// DefaultTemplates render steps as text for models and people, one numbered
+// block per step (User, Assistant, Action, Decision, Call Program and End
+// Program, …). Each template receives a *RenderData.
 var DefaultTemplates = map[steptype.Kind]string{
-	steptype.KindUser:     "--- Step {{.N}} ---\nUser: {{.Step.Content}}",
-	steptype.KindLLM:      "--- Step {{.N}} ---\nAssistant: {{.Step.Content}}{{range .Step.ToolCalls}}\nTool Call: {{.Name}} {{printf \"%s\" .Arguments}}{{end}}",
+	steptype.KindUser: "--- Step {{.N}} ---\nUser: {{.Step.Content}}",
+	steptype.KindLLM: "--- Step {{.N}} ---{{if or .Step.Content (not .Step.ToolCalls)}}\nAssistant: {{.Step.Content}}{{end}}" +
+		"{{range .Step.ToolCalls}}\nTool Call: {{.Name}} {{printf \"%s\" .Arguments}}{{end}}",
 	steptype.KindTool:     "--- Step {{.N}} ---\nAction Purpose: {{.Purpose}}\nAction: {{.JSON .Action}}",
 	steptype.KindDecision: "--- Step {{.N}} ---\nDecision Purpose: {{.Purpose}}\nDecision: {{.Choice}}",
-	steptype.KindAgent:    "--- Step {{.N}} ---\nCall Program: {{.Step.ToolName}}\nProgram Purpose: {{.Purpose}}\n--- Step {{.N}} ---\nEnd Program: {{.Step.ToolName}}\nProgram Result: {{.Step.Content}}",
+	steptype.KindAgent:    "--- Step {{.N}} ---\nCall Program: {{.Step.ToolName}}\nProgram Purpose: {{.Purpose}}\nEnd Program: {{.Step.ToolName}}\nProgram Result: {{.Step.Content}}",
 	steptype.KindInput:    "--- Step {{.N}} ---\nHuman Input Request: {{.Purpose}}\nAnswer: {{if eq .Step.Status \"waiting\"}}(waiting){{else}}{{.Step.Content}}{{end}}",
 	steptype.KindCustom: "--- Step {{.N}} ---\nStep: {{.Step.Name}}{{if .Step.Annotations.Action}}\nAction: {{.Step.Annotations.Action}}{{end}}" +
 		"{{if .Step.Content}}\nSummary: {{.Step.Content}}{{end}}{{if .Step.Inputs}}\nInputs: {{printf \"%s\" .Step.Inputs}}{{end}}" +

@@ -7,8 +7,8 @@ import (
 	"slices"
 )
 
-// StepHook is middleware around the steps of an agent (seed 001's
-// beforeExecute/afterExecute). Before runs before the step's handler: it
+// StepHook is middleware around the steps of an agent: before and after
+// each step's execution. Before runs before the step's handler: it
 // may read and change the step's input (Scope.Input, Scope.SetInput), and
 // short-circuit the step by returning a non-nil Next, in which case the
 // handler does not run. After runs when the handler (or a short-circuit)

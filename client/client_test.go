@@ -64,6 +64,8 @@ func TestErrorIs(t *testing.T) {
 		{&client.Error{Status: 422, Code: "invalid_answer"}, []error{stepwise.ErrInvalidAnswer, store.ErrInvalid}, []error{stepwise.ErrConflict}},
 		{&client.Error{Status: 422, Code: "invalid_argument"}, []error{store.ErrInvalid}, []error{stepwise.ErrInvalidAnswer}},
 		{&client.Error{Status: 503, Code: "unavailable"}, []error{stepwise.ErrEngineClosed}, []error{stepwise.ErrNotFound}},
+		{&client.Error{Status: 503, Code: "storage_full"}, []error{store.ErrStorageFull}, []error{store.ErrUnavailable, stepwise.ErrEngineClosed}},
+		{&client.Error{Status: 503, Code: "storage_unavailable"}, []error{store.ErrUnavailable}, []error{store.ErrStorageFull}},
 		{&client.Error{Status: 401, Code: "unauthorized"}, nil, []error{stepwise.ErrNotFound, stepwise.ErrConflict}},
 		{&client.Error{Status: 404, Code: "http_404"}, []error{stepwise.ErrNotFound}, nil},
 	}

@@ -29,22 +29,25 @@ func (e *Error) Error() string {
 
 // codeSentinels maps problem codes to the errors they stand for.
 var codeSentinels = map[string][]error{
-	"not_found":        {wire.ErrNotFound},
-	"route_not_found":  {wire.ErrNotFound},
-	"unknown_agent":    {wire.ErrUnknownAgent, wire.ErrNotFound},
-	"conflict":         {wire.ErrConflict},
-	"already_answered": {wire.ErrAlreadyAnswered, wire.ErrConflict},
-	"run_finished":     {wire.ErrRunFinished, wire.ErrConflict},
-	"not_waiting":      {wire.ErrNotWaiting, wire.ErrConflict},
-	"invalid_answer":   {wire.ErrInvalidAnswer, wire.ErrInvalid},
-	"invalid_argument": {wire.ErrInvalid},
-	"unavailable":      {wire.ErrEngineClosed},
+	"not_found":           {wire.ErrNotFound},
+	"route_not_found":     {wire.ErrNotFound},
+	"unknown_agent":       {wire.ErrUnknownAgent, wire.ErrNotFound},
+	"conflict":            {wire.ErrConflict},
+	"already_answered":    {wire.ErrAlreadyAnswered, wire.ErrConflict},
+	"run_finished":        {wire.ErrRunFinished, wire.ErrConflict},
+	"not_waiting":         {wire.ErrNotWaiting, wire.ErrConflict},
+	"invalid_answer":      {wire.ErrInvalidAnswer, wire.ErrInvalid},
+	"invalid_argument":    {wire.ErrInvalid},
+	"unavailable":         {wire.ErrEngineClosed},
+	"storage_full":        {wire.ErrStorageFull},
+	"storage_unavailable": {wire.ErrUnavailable},
 }
 
 // Is reports whether the error stands for target: wire.ErrNotFound for
 // 404s, wire.ErrConflict for 409s, and the specific sentinel of the
 // code (wire.ErrAlreadyAnswered, ErrRunFinished, ErrInvalidAnswer,
-// ErrUnknownAgent, ErrNotWaiting, wire.ErrInvalid, ErrEngineClosed).
+// ErrUnknownAgent, ErrNotWaiting, wire.ErrInvalid, ErrEngineClosed,
+// wire.ErrStorageFull, wire.ErrUnavailable).
 func (e *Error) Is(target error) bool {
 	for _, s := range codeSentinels[e.Code] {
 		if s == target {

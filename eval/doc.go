@@ -1,5 +1,5 @@
-// Package eval evaluates what agents did (seed 003's evaluations, plus
-// datasets and experiments): evals with a score in [0, 1], a label, a
+// Package eval evaluates what agents did (evaluations, datasets and
+// experiments): evals with a score in [0, 1], a label, a
 // description and a source, on steps, runs and sessions.
 //
 //   - User scores: Score.

@@ -67,7 +67,7 @@ func action(s *stepwise.Step) string {
 }
 
 // RepeatedState flags a run that observed the same state again and again
-// (seed 003's "stuck or repeated states").
+// (an agent stuck in a loop).
 type RepeatedState struct {
 	// Threshold is how many occurrences of one state flag the run.
 	// Default 3.

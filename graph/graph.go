@@ -1,4 +1,4 @@
-// Package graph builds the workflow graph of an agent's step log (seed 003).
+// Package graph builds the workflow graph of an agent's step log.
 //
 // Nodes are states: steps clustered by step name plus a state fingerprint
 // (a hash of annotations.state when a step sets it, else of the tool name,

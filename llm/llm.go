@@ -3,7 +3,8 @@
 // responses with partial chunks flagged, usage, and classified errors.
 //
 // Providers live in subpackages: llm/scripted (deterministic, file driven),
-// llm/openai (any OpenAI-compatible server), llm/anthropic.
+// llm/openai (any OpenAI-compatible server), llm/anthropic, llm/gemini,
+// llm/bedrock (Amazon Bedrock's Converse API).
 package llm
 
 import (
@@ -91,7 +92,8 @@ type Usage struct {
 }
 
 // Provider is implemented by models that can say which provider serves them
-// ("openai", "anthropic", "scripted"); used for metrics and telemetry.
+// ("openai", "anthropic", "gemini", "bedrock", "scripted"); used for
+// metrics and telemetry.
 type Provider interface {
 	Provider() string
 }

@@ -1,4 +1,4 @@
-// Package observe is the observation layer of Stepwise (seed 003): what a
+// Package observe is the observation layer of Stepwise: what a
 // person debugging an agent looks at beside the step log.
 //
 //   - Annotations: state, goal and action of a step, set by custom steps

@@ -80,6 +80,9 @@ type traceState struct {
 	recorded  map[string]bool // span ids already turned into steps (or ignored)
 	lastSeen  time.Time
 	failed    bool
+	// end is the latest end of the trace's recorded spans: when its run
+	// finished.
+	end time.Time
 }
 
 // held is a received span not recorded yet.
@@ -92,11 +95,15 @@ type held struct {
 // sessionState remembers what a session already holds, so a re-sent span
 // or history costs no store write.
 type sessionState struct {
-	seen     map[string]bool              // step ids appended
-	calls    map[string]steptype.ToolCall // tool calls of recorded llm steps, by id
-	lastStep string
-	output   string // content of the latest llm step (the run's output)
-	lastUse  time.Time
+	seen  map[string]bool              // step ids appended
+	calls map[string]steptype.ToolCall // tool calls of recorded llm steps, by id
+	// unanswered are the ids of calls of recorded llm steps that no tool
+	// step answers yet, oldest first: a tool span without a call id
+	// answers the first of them with its tool's name.
+	unanswered []string
+	lastStep   string
+	output     string // content of the latest llm step (the run's output)
+	lastUse    time.Time
 }
 
 type pendingLogs struct {
@@ -410,6 +417,9 @@ func (in *Ingester) flush(ctx context.Context, ts *traceState) error {
 	root := false
 	for _, h := range hs {
 		ts.recorded[h.s.spanID] = true
+		if e := h.s.finished(); e.After(ts.end) {
+			ts.end = e
+		}
 		if h.s.parentID == "" {
 			root = true
 			ts.failed = ts.failed || h.s.failed
@@ -425,7 +435,7 @@ func (in *Ingester) flush(ctx context.Context, ts *traceState) error {
 				st = steptype.RunFailed
 			}
 			out := ss.output
-			u.Status, u.Output, u.ClearLease = &st, &out, true
+			u.Status, u.Output, u.ClearLease, u.Now = &st, &out, true, ts.end
 		}
 		runs = append(runs, u)
 	}
@@ -465,7 +475,7 @@ func (in *Ingester) finishRun(ctx context.Context, ts *traceState, st steptype.R
 		out = ss.output
 	}
 	_, err := in.st.RunUpdate(ctx, &store.RunUpdateParams{ID: ts.runID, Status: &st, Output: &out, ClearLease: true,
-		ExpectStatus: []steptype.RunStatus{steptype.RunRunning}})
+		ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, Now: ts.end})
 	ts.runOpen = false
 	if errors.Is(err, store.ErrConflict) {
 		return nil

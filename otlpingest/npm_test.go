@@ -89,6 +89,9 @@ func TestVercelAISDK(t *testing.T) {
 		t.Fatalf("step log:\n%s\nwant:\n%s", got, want)
 	}
 	e.checkViews(sid, 4, "completed")
+	if sess, err := e.st.SessionGet(context.Background(), &store.SessionGetParams{ID: sid}); err != nil || sess.Title != "What is 2+3?" {
+		t.Fatalf("session %+v %v, want it titled after the prompt", sess, err)
+	}
 }
 
 // TestOpenInferenceLangChain: @arizeai/openinference-instrumentation-langchain
@@ -102,6 +105,29 @@ func TestOpenInferenceLangChain(t *testing.T) {
 2 llm llm role=assistant call=lc-1:lookup:{"q":"otel"}
 3 tool tools role=tool content="found otel" answers=lc-1:lookup args={"q":"otel"}
 4 llm llm role=assistant content="OTel is found."
+`
+	if got != want {
+		t.Fatalf("step log:\n%s\nwant:\n%s", got, want)
+	}
+	e.checkViews(sid, 4, "completed")
+}
+
+// TestOpenInferenceOpenAI: @arizeai/openinference-instrumentation-openai
+// over the openai client against the local fake, and a tool traced with
+// traceTool: its TOOL span carries no call id, and the next chat span's
+// input names the call; the call is one tool step. (The instrumentation
+// records no token counts for streamed answers.)
+func TestOpenInferenceOpenAI(t *testing.T) {
+	fake := fakeopenai.New(fakeopenai.Config{Iterations: 1, Tool: "echo", Args: `{"n":1}`, Final: "echoed"})
+	defer fake.Close()
+	e := newEnv(t, server.Config{})
+	e.runNode("oi-openai", "FAKE_URL="+fake.URL)
+	sid := otlpingest.SessionID("oi-openai-session")
+	got := render(e.waitSteps(sid, 4))
+	want := `1 user user role=user content="Echo once."
+2 llm llm role=assistant call=call_0:echo:{"n":1} model=openai/fake-model
+3 tool tools role=tool content="echo {\"n\":1}" answers=call_0:echo args={"n":1}
+4 llm llm role=assistant content="echoed" model=openai/fake-model
 `
 	if got != want {
 		t.Fatalf("step log:\n%s\nwant:\n%s", got, want)

@@ -31,15 +31,17 @@ func (in *Ingester) open(ctx context.Context, ts *traceState, hs []*held) error 
 	case !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	conv, title := "", ""
+	conv := ""
+	var start time.Time
 	for _, h := range hs {
 		if conv == "" {
 			conv = h.u.session
 		}
-		if title == "" {
-			title = h.s.name
+		if !h.s.start.IsZero() && (start.IsZero() || h.s.start.Before(start)) {
+			start = h.s.start
 		}
 	}
+	title := traceTitle(hs)
 	agent := agentName(hs)
 	meta := map[string]string{"source": "otlp", "trace_id": ts.id}
 	sid := TraceSessionID(ts.id)
@@ -50,7 +52,7 @@ func (in *Ingester) open(ctx context.Context, ts *traceState, hs []*held) error 
 	}
 	mb, _ := json.Marshal(meta)
 	if _, err := in.st.SessionGet(ctx, &store.SessionGetParams{ID: sid}); errors.Is(err, store.ErrNotFound) {
-		_, err = in.st.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: agent, Title: title, Metadata: mb})
+		_, err = in.st.SessionCreate(ctx, &store.SessionCreateParams{ID: sid, Agent: agent, Title: title, Metadata: mb, Now: start})
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("%w: create session: %w", ErrUnavailable, err)
 		}
@@ -77,7 +79,7 @@ func (in *Ingester) open(ctx context.Context, ts *traceState, hs []*held) error 
 	}
 	now := time.Now()
 	_, err = in.st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: ts.runID, SessionID: sid, Agent: agent,
-		Status: steptype.RunRunning, Cursor: "otlp", LeaseOwner: Owner, LeaseExpires: now.Add(runLease)}})
+		Status: steptype.RunRunning, Cursor: "otlp", LeaseOwner: Owner, LeaseExpires: now.Add(runLease), CreatedAt: start}})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("%w: create run: %w", ErrUnavailable, err)
 	}
@@ -108,4 +110,35 @@ func agentName(hs []*held) string {
 		}
 	}
 	return "otel"
+}
+
+// maxTitle bounds a session title taken from a message, in runes.
+const maxTitle = 80
+
+// traceTitle names the session of a trace without a conversation id after
+// its conversation: the first user message of its earliest model call, else
+// the agent a run span names, else the earliest span's name.
+func traceTitle(hs []*held) string {
+	for _, h := range hs {
+		if h.u.role != roleLLM {
+			continue
+		}
+		for _, m := range h.u.input {
+			if t := strings.Join(strings.Fields(m.content), " "); m.role == "user" && t != "" {
+				if r := []rune(t); len(r) > maxTitle {
+					t = string(r[:maxTitle-1]) + "…"
+				}
+				return t
+			}
+		}
+	}
+	for _, h := range hs {
+		if h.u.role == roleRun && h.u.agent != "" {
+			return h.u.agent
+		}
+	}
+	if len(hs) > 0 {
+		return hs[0].s.name
+	}
+	return ""
 }

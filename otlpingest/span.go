@@ -96,3 +96,12 @@ func argsJSON(v any) json.RawMessage {
 	}
 	return json.RawMessage(`{}`)
 }
+
+// finished is when the span ended: its end, or its start when it ends
+// before it starts (clock skew).
+func (s *span) finished() time.Time {
+	if s.end.After(s.start) {
+		return s.end
+	}
+	return s.start
+}

@@ -45,6 +45,7 @@ func (in *Ingester) stepsOf(ts *traceState, ss *sessionState, h *held) []*stepwi
 		st := llmStep(s, u)
 		for _, c := range st.ToolCalls {
 			ss.calls[c.ID] = c
+			ss.unanswered = append(ss.unanswered, c.ID)
 		}
 		add(st)
 		if u.output != nil && u.output.content != "" {
@@ -55,7 +56,13 @@ func (in *Ingester) stepsOf(ts *traceState, ss *sessionState, h *held) []*stepwi
 			add(errorStep(s, "tools", u.toolName, "tool call failed"))
 			return out
 		}
-		st := toolStep(ts.sessionID, s, u)
+		call := u.callID
+		if call == "" {
+			// OpenInference's traceTool records no call id; the model's
+			// call it answers does not come again as a second step.
+			call = ss.callOf(ts.sessionID, u.toolName)
+		}
+		st := toolStep(ts.sessionID, s, u, call)
 		// The arguments the model gave win over what the span shows when
 		// that is not an object (OpenInference records the tool's input).
 		if c, ok := ss.calls[st.ToolCallID]; ok && (len(st.Inputs) == 0 || st.Inputs[0] != '{') {
@@ -76,6 +83,24 @@ func (in *Ingester) stepsOf(ts *traceState, ss *sessionState, h *held) []*stepwi
 		}
 	}
 	return out
+}
+
+// callOf returns the oldest unanswered call of the tool named name, "" when
+// there is none, dropping the answered calls it passes.
+func (ss *sessionState) callOf(session, name string) string {
+	keep := ss.unanswered[:0]
+	found := ""
+	for _, id := range ss.unanswered {
+		if ss.seen[toolStepID(session, id)] {
+			continue
+		}
+		keep = append(keep, id)
+		if found == "" && ss.calls[id].Name == name {
+			found = id
+		}
+	}
+	ss.unanswered = keep
+	return found
 }
 
 // newMessages returns the user and tool messages a model call adds: the
@@ -168,9 +193,9 @@ func llmStep(s *span, u *unit) *stepwise.Step {
 	return st
 }
 
-func toolStep(session string, s *span, u *unit) *stepwise.Step {
+// toolStep is the step of a tool span answering call ("": none known).
+func toolStep(session string, s *span, u *unit, call string) *stepwise.Step {
 	id := spanStepID(s.traceID, s.spanID)
-	call := u.callID
 	if call != "" {
 		id = toolStepID(session, call)
 	} else {

@@ -1,4 +1,4 @@
-// Package recall is Stepwise's step memory (seed 002): embeddings of past
+// Package recall is Stepwise's step memory: embeddings of past
 // steps, similarity search over them with filters and rerankers, and the
 // past_steps_search tool through which an agent learns from its own
 // history.

@@ -38,7 +38,8 @@ func (r *QueryWithSteps) StepList() []*stepwise.Step {
 
 // Render renders the hits as text for a model or a terminal: a header per
 // hit (rank, score, session, time) followed by the step rendered with
-// stepwise.RenderSteps (seed 002's templates).
+// stepwise.RenderSteps (its Action, Decision, Call Program or End Program
+// template).
 func (r *QueryWithSteps) Render() string {
 	if len(r.Steps) == 0 {
 		return "No matching past steps."

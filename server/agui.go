@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -107,13 +108,16 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, agent *st
 		}
 		state = json.RawMessage(st)
 	}
-	sess, err := s.threadSession(ctx, in.ThreadID, agent.Name)
+	sess, created, err := s.threadSession(ctx, in.ThreadID, agent.Name)
 	if err != nil {
 		return err
 	}
 	after := stepwise.Position{Seq: sess.LastSequence}
 	run, err := s.eng.StartRun(ctx, stepwise.StartParams{Agent: agent.Name, SessionID: sess.ID, Input: input, State: state, ClientTools: tools})
 	if err != nil {
+		if created {
+			s.dropThreadSession(sess.ID)
+		}
 		if errors.Is(err, store.ErrInvalid) {
 			return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "%v", err)
 		}
@@ -130,23 +134,44 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, agent *st
 	return nil
 }
 
-// threadSession returns the session of an AG-UI thread, creating it.
-func (s *Server) threadSession(ctx context.Context, threadID, agent string) (*stepwise.Session, error) {
+// threadSession returns the session of an AG-UI thread, creating it (then
+// created is true).
+func (s *Server) threadSession(ctx context.Context, threadID, agent string) (sess *stepwise.Session, created bool, err error) {
 	st := s.eng.Store()
-	sess, err := st.SessionGet(ctx, &store.SessionGetParams{ID: threadID})
+	sess, err = st.SessionGet(ctx, &store.SessionGetParams{ID: threadID})
 	if errors.Is(err, store.ErrNotFound) {
 		sess, err = st.SessionCreate(ctx, &store.SessionCreateParams{ID: threadID, Agent: agent, Title: "AG-UI thread"})
+		created = err == nil
 		if errors.Is(err, store.ErrConflict) { // created concurrently
 			sess, err = st.SessionGet(ctx, &store.SessionGetParams{ID: threadID})
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if sess.Agent != "" && sess.Agent != agent {
-		return nil, errorf(http.StatusConflict, CodeConflict, "thread %s belongs to agent %q", threadID, sess.Agent)
+		return nil, false, errorf(http.StatusConflict, CodeConflict, "thread %s belongs to agent %q", threadID, sess.Agent)
 	}
-	return sess, nil
+	return sess, created, nil
+}
+
+// dropThreadSession deletes the session a refused request created, so that
+// a refusal leaves nothing behind; one that a concurrent request of the
+// thread has started using (a step or a run) stays.
+func (s *Server) dropThreadSession(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st := s.eng.Store()
+	sess, err := st.SessionGet(ctx, &store.SessionGetParams{ID: id})
+	if err != nil || sess.LastSequence > 0 {
+		return
+	}
+	if runs, err := st.RunList(ctx, &store.RunListParams{SessionID: id}); err != nil || len(runs) > 0 {
+		return
+	}
+	if err := st.SessionDelete(ctx, &store.SessionDeleteParams{ID: id}); err != nil {
+		s.log.Warn("agui: drop the session of a refused request", "session", id, "err", err)
+	}
 }
 
 // aguiResume answers the pending requests named by the resume entries, then

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm/scripted"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 )
 
 // aguiDeps is the npm package with @ag-ui/client and @ag-ui/core.
@@ -229,8 +231,18 @@ func TestAGUIInterruptAndResume(t *testing.T) {
 	// before the model step commits (any real model); with this instant
 	// model the step may already be committed, and then the translator
 	// completes the message from the committed step.
-	if !strings.HasPrefix(got, "RUN_STARTED STATE_SNAPSHOT TOOL_CALL_RESULT") || !strings.Contains(got, "TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END") || !strings.HasSuffix(got, "RUN_FINISHED") {
+	// The answer is the result of the tools step, framed by its STEP_STARTED.
+	if !strings.HasPrefix(got, "RUN_STARTED STATE_SNAPSHOT STEP_STARTED TOOL_CALL_RESULT STEP_FINISHED") || !strings.Contains(got, "TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END") || !strings.HasSuffix(got, "RUN_FINISHED") {
 		t.Fatalf("resumed run: %s", got)
+	}
+	tools := 0
+	for _, e := range evs {
+		if e["type"] == "STEP_STARTED" && e["stepName"] == "tools" {
+			tools++
+		}
+	}
+	if tools != 1 {
+		t.Fatalf("the tools step is framed %d times in the resumed run: %s", tools, got)
 	}
 	var text strings.Builder
 	for _, e := range evs {
@@ -302,8 +314,14 @@ func TestAGUIRunError(t *testing.T) {
 // TestAGUIRequests checks what is refused before streaming.
 func TestAGUIRequests(t *testing.T) {
 	t.Parallel()
-	env := newEnv(t, []*stepwise.Agent{chatAgent("chat", "hi"), askAgent("asker")})
+	env := newEnv(t, []*stepwise.Agent{chatAgent("chat", "hi"), askAgent("asker"), toolAgent("tooler", 1, 0)})
 	env.problem(404, CodeUnknownAgent, "POST", "/v1/agui/ghost", `{"threadId":"t","runId":"r","messages":[]}`)
+	// A frontend tool whose name clashes with the agent's is refused and
+	// leaves no session behind.
+	env.problem(422, CodeInvalidArgument, "POST", "/v1/agui/tooler", `{"threadId":"clash","runId":"r","messages":[{"id":"1","role":"user","content":"x"}],"tools":[{"name":"echo"}]}`)
+	if _, err := env.eng.Store().SessionGet(context.Background(), &store.SessionGetParams{ID: "clash"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("session of the refused request: %v, want none", err)
+	}
 	env.problem(400, CodeInvalidJSON, "POST", "/v1/agui/chat", `{"threadId":"t","runId":"r","messages":[],"extra":1}`)
 	env.problem(400, CodeInvalidParam, "POST", "/v1/agui/chat", `{"runId":"r","messages":[]}`)
 	env.problem(422, CodeInvalidArgument, "POST", "/v1/agui/chat", `{"threadId":"t","runId":"r","messages":[{"id":"1","role":"assistant","content":"x"}]}`)

@@ -14,9 +14,13 @@ import (
 // skipped, or a step that did not stream at all, such as a replayed one), so
 // the AG-UI messages always end up equal to the recorded step.
 type aguiTranslator struct {
-	emit      func(*aguiEvent)
-	state     json.RawMessage // the run's custom state
-	openStep  string          // graph step between STEP_STARTED and STEP_FINISHED
+	emit     func(*aguiEvent)
+	state    json.RawMessage // the run's custom state
+	openStep string          // graph step between STEP_STARTED and STEP_FINISHED
+	// resumed is the graph step a resume's answers opened (answered): the
+	// resumed execution's step_started event of that step continues it
+	// instead of framing it a second time.
+	resumed   string
 	text      aguiMsg
 	reasoning aguiMsg
 	calls     []*aguiCall // by tool-call index, for the step in flight
@@ -50,10 +54,16 @@ func (t *aguiTranslator) snapshot() json.RawMessage {
 
 // stepStarted opens a graph step, closing the previous one.
 func (t *aguiTranslator) stepStarted(name string) {
-	t.closeStep()
 	if name == "" {
 		name = "step"
 	}
+	if r := t.resumed; r != "" {
+		t.resumed = ""
+		if r == name && t.openStep == name {
+			return
+		}
+	}
+	t.closeStep()
 	t.openStep = name
 	t.emit(&aguiEvent{Type: aguiStepStarted, StepName: name})
 }
@@ -257,10 +267,15 @@ func (t *aguiTranslator) step(st *stepwise.Step) {
 }
 
 // answered reports an input request answered by a resume: an ask_human
-// answer is the result of its tool call.
+// answer is the result of its tool call, inside its graph step (the tools
+// step), which it opens as step does.
 func (t *aguiTranslator) answered(st *stepwise.Step) {
 	t.lastSeq = max(t.lastSeq, st.Sequence)
 	if st.Role == steptype.RoleTool && st.ToolCallID != "" {
+		if st.Name != "" && t.openStep != st.Name {
+			t.stepStarted(st.Name)
+			t.resumed = st.Name
+		}
 		t.toolResult(st)
 	}
 }

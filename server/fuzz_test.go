@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -44,13 +46,15 @@ func FuzzLastEventID(f *testing.F) {
 		}
 		// Through the handler: 400 for a bad position, else 404 for the
 		// unknown session; never anything else.
-		req := httptest.NewRequest("GET", "/v1/sessions/nope/events", nil)
-		req.Header["Last-Event-Id"] = []string{header}
-		req.URL.RawQuery = "after=" + urlEscape(after)
-		rec := httptest.NewRecorder()
-		env.srv.ServeHTTP(rec, req)
-		if rec.Code != 400 && rec.Code != 404 {
-			t.Fatalf("%q %q: status %d %s", header, after, rec.Code, rec.Body)
+		for _, e := range env.targets {
+			req := httptest.NewRequest("GET", "/v1/sessions/nope/events", nil)
+			req.Header["Last-Event-Id"] = []string{header}
+			req.URL.RawQuery = "after=" + urlEscape(after)
+			rec := httptest.NewRecorder()
+			e.srv.ServeHTTP(rec, req)
+			if rec.Code != 400 && rec.Code != 404 {
+				t.Fatalf("%s: %q %q: status %d %s", e.name, header, after, rec.Code, rec.Body)
+			}
 		}
 	})
 }
@@ -64,11 +68,13 @@ func FuzzDecodeRunRequest(f *testing.F) {
 	env := newFuzzEnv(f)
 	allowed := []int{201, 400, 404, 409, 413, 415, 422}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := env.post("/v1/runs", body)
-		if !slices.Contains(allowed, rec.Code) {
-			t.Fatalf("%q: status %d %s", body, rec.Code, rec.Body)
+		for _, e := range env.targets {
+			rec := e.post("/v1/runs", body)
+			if !slices.Contains(allowed, rec.Code) {
+				t.Fatalf("%s: %q: status %d %s", e.name, body, rec.Code, rec.Body)
+			}
+			checkProblemBody(t, rec)
 		}
-		checkProblemBody(t, rec)
 	})
 }
 
@@ -77,47 +83,59 @@ func FuzzIngest(f *testing.F) {
 		`{"steps":[{"kind":"llm","role":"assistant","tool_calls":[{"id":"1","name":"f","arguments":{}}]},{"kind":"tool","role":"tool","tool_call_id":"1","content":"x"}]}`,
 		`{"steps":[{"kind":"user","sequence":1}]}`, `{"steps":[{"kind":"nope"}]}`, `{"steps":[]}`, `{"steps":[{"v":9}]}`, `{"steps":[{"kind":"user","metrics":{"duration_us":-5}}]}`,
 		`{"steps":[{"kind":"user","created_at":"not a time"}]}`, `{"steps":[{"kind":"user","vector":[1e400]}]}`, `{"steps":[{"kind":"user","id":"x"},{"kind":"user","id":"x"}]}`,
-		`{"steps":[{"kind":"input","status":"waiting","inputs":{"prompt":"?"}}]}`, `{"steps":[{"kind":"user","status":"weird"}]}`, `{"steps":[{"kind":"user","role":"martian"}]}`} {
+		`{"steps":[{"kind":"input","status":"waiting","inputs":{"prompt":"?"}}]}`, `{"steps":[{"kind":"user","status":"weird"}]}`, `{"steps":[{"kind":"user","role":"martian"}]}`,
+		`{"steps":[{"kind":"user","role":"user","content":"nul \u0000 inside"}]}`, `{"steps":[{"kind":"user","role":"user","content":"bad \ud800 surrogate"}]}`} {
 		f.Add([]byte(s))
 	}
 	env := newFuzzEnv(f)
 	ctx := context.Background()
-	sess, err := env.eng.CreateSession(ctx, "external", "fuzz")
-	if err != nil {
-		f.Fatal(err)
+	sessions := make([]string, len(env.targets))
+	for i, e := range env.targets {
+		sess, err := e.eng.CreateSession(ctx, "external", "fuzz")
+		if err != nil {
+			f.Fatal(err)
+		}
+		sessions[i] = sess.ID
 	}
 	allowed := []int{201, 400, 409, 413, 422}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		before, err := env.store.SessionGet(ctx, &store.SessionGetParams{ID: sess.ID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := env.post("/v1/sessions/"+sess.ID+"/steps", body)
-		if !slices.Contains(allowed, rec.Code) {
-			t.Fatalf("%q: status %d %s", body, rec.Code, rec.Body)
-		}
-		checkProblemBody(t, rec)
-		after, err := env.store.SessionGet(ctx, &store.SessionGetParams{ID: sess.ID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.Code != 201 {
-			if after.LastSequence != before.LastSequence {
-				t.Fatalf("%q refused with %d but the session grew from %d to %d", body, rec.Code, before.LastSequence, after.LastSequence)
-			}
-			return
-		}
-		out := decode[wire.StepList](t, rec.Body.Bytes())
-		for _, s := range out.Steps {
-			if s.SessionID != sess.ID || s.Sequence < 1 || s.Sequence > after.LastSequence {
-				t.Fatalf("ingested %+v into session at %d", s, after.LastSequence)
-			}
-			got, err := env.store.StepGet(ctx, &store.StepGetParams{SessionID: sess.ID, Sequence: s.Sequence})
-			if err != nil || got.ID != s.ID {
-				t.Fatalf("step %d not readable: %v", s.Sequence, err)
-			}
+		for i, e := range env.targets {
+			fuzzIngestOne(t, e, sessions[i], body, allowed)
 		}
 	})
+}
+
+func fuzzIngestOne(t *testing.T, e *fuzzTarget, sid string, body []byte, allowed []int) {
+	ctx := context.Background()
+	before, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := e.post("/v1/sessions/"+sid+"/steps", body)
+	if !slices.Contains(allowed, rec.Code) {
+		t.Fatalf("%s: %q: status %d %s", e.name, body, rec.Code, rec.Body)
+	}
+	checkProblemBody(t, rec)
+	after, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != 201 {
+		if after.LastSequence != before.LastSequence {
+			t.Fatalf("%s: %q refused with %d but the session grew from %d to %d", e.name, body, rec.Code, before.LastSequence, after.LastSequence)
+		}
+		return
+	}
+	out := decode[wire.StepList](t, rec.Body.Bytes())
+	for _, s := range out.Steps {
+		if s.SessionID != sid || s.Sequence < 1 || s.Sequence > after.LastSequence {
+			t.Fatalf("%s: ingested %+v into session at %d", e.name, s, after.LastSequence)
+		}
+		got, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: sid, Sequence: s.Sequence})
+		if err != nil || got.ID != s.ID {
+			t.Fatalf("%s: step %d not readable: %v", e.name, s.Sequence, err)
+		}
+	}
 }
 
 func FuzzAGUIInput(f *testing.F) {
@@ -130,39 +148,93 @@ func FuzzAGUIInput(f *testing.F) {
 	env := newFuzzEnv(f)
 	allowed := []int{200, 400, 404, 409, 413, 415, 422}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := env.post("/v1/agui/chat", body)
-		if !slices.Contains(allowed, rec.Code) {
-			t.Fatalf("%q: status %d %s", body, rec.Code, rec.Body)
-		}
-		checkProblemBody(t, rec)
-		if rec.Code == 200 && !bytes.Contains(rec.Body.Bytes(), []byte(`"RUN_STARTED"`)) {
-			t.Fatalf("%q: stream without RUN_STARTED: %s", body, rec.Body)
+		for _, e := range env.targets {
+			rec := e.post("/v1/agui/chat", body)
+			if !slices.Contains(allowed, rec.Code) {
+				t.Fatalf("%s: %q: status %d %s", e.name, body, rec.Code, rec.Body)
+			}
+			checkProblemBody(t, rec)
+			if rec.Code == 200 && !bytes.Contains(rec.Body.Bytes(), []byte(`"RUN_STARTED"`)) {
+				t.Fatalf("%s: %q: stream without RUN_STARTED: %s", e.name, body, rec.Body)
+			}
 		}
 	})
 }
 
+func FuzzPathQuery(f *testing.F) {
+	for _, s := range []string{"x", "%ff", "%c3%28", "%00", "a%00b", "%ed%a0%80", "ok", "%e2%82%ac"} {
+		f.Add(s, "agent="+s)
+		f.Add("s", "cursor="+s+"&limit=1")
+		f.Add(s, s+"=1")
+	}
+	env := newFuzzEnv(f)
+	paths := []string{"/v1/sessions/%s", "/v1/runs/%s", "/v1/sessions/%s/steps", "/v1/agents/%s", "/v1/sessions?x=%s", "/v1/metrics?x=%s", "/v1/dashboard/sessions?x=%s"}
+	f.Fuzz(func(t *testing.T, segment, query string) {
+		if strings.ContainsAny(segment, "/?#") || strings.ContainsAny(query, "#") {
+			return
+		}
+		for _, e := range env.targets {
+			for _, p := range paths {
+				target := strings.Replace(p, "%s", segment, 1)
+				if strings.Contains(target, "?") {
+					target += "&" + query
+				} else {
+					target += "?" + query
+				}
+				if _, err := url.ParseRequestURI(target); err != nil {
+					return
+				}
+				rec := httptest.NewRecorder()
+				e.srv.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+				if rec.Code >= 500 {
+					t.Fatalf("%s: GET %s: status %d %s", e.name, target, rec.Code, rec.Body)
+				}
+				checkProblemBody(t, rec)
+			}
+		}
+	})
+}
+
+// fuzzEnv is one server per store driver: memory, SQLite and, with
+// STEPWISE_TEST_POSTGRES set, PostgreSQL; each input goes to all of them.
 type fuzzEnv struct {
+	targets []*fuzzTarget
+}
+
+type fuzzTarget struct {
+	name  string
 	srv   *Server
 	eng   *stepwise.Engine
 	store store.Store
 }
 
 func newFuzzEnv(f *testing.F) *fuzzEnv {
-	st := newMemoryStore()
-	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{chatAgent("chat", "hello")}})
-	if err != nil {
-		f.Fatal(err)
+	stores := map[string]store.Store{"memory": newMemoryStore(), "sqlite": openSQLite(f)}
+	if os.Getenv("STEPWISE_TEST_POSTGRES") != "" || os.Getenv("STEPWISE_REQUIRE_POSTGRES") == "1" {
+		stores["postgres"] = openPostgres(f)
 	}
-	f.Cleanup(func() { _ = eng.Close() })
-	srv, err := New(Config{Engine: eng, MaxBodyBytes: 64 << 10, Logger: discardLogger()})
-	if err != nil {
-		f.Fatal(err)
+	env := &fuzzEnv{}
+	for _, name := range []string{"memory", "sqlite", "postgres"} {
+		st, ok := stores[name]
+		if !ok {
+			continue
+		}
+		eng, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{chatAgent("chat", "hello")}})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(func() { _ = eng.Close() })
+		srv, err := New(Config{Engine: eng, MaxBodyBytes: 64 << 10, Logger: discardLogger()})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(srv.Close)
+		env.targets = append(env.targets, &fuzzTarget{name: name, srv: srv, eng: eng, store: st})
 	}
-	f.Cleanup(srv.Close)
-	return &fuzzEnv{srv: srv, eng: eng, store: st}
+	return env
 }
 
-func (e *fuzzEnv) post(path string, body []byte) *httptest.ResponseRecorder {
+func (e *fuzzTarget) post(path string, body []byte) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("POST", path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()

@@ -16,7 +16,7 @@ import (
 )
 
 // The endpoints of the dashboard's views beyond the core API: the workflow
-// graph of a session or of an agent (seed 003), and an agent's overview.
+// graph of a session or of an agent, and an agent's overview.
 
 // Bounds of the graph and overview query parameters.
 const (

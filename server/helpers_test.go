@@ -43,7 +43,12 @@ func withHeartbeat(d time.Duration) envOption {
 
 func newEnv(t *testing.T, agents []*stepwise.Agent, opts ...envOption) *testEnv {
 	t.Helper()
-	st := memory.New()
+	return newEnvStore(t, memory.New(), agents, opts...)
+}
+
+// newEnvStore is newEnv over the given store.
+func newEnvStore(t *testing.T, st store.Store, agents []*stepwise.Agent, opts ...envOption) *testEnv {
+	t.Helper()
 	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: agents, PollInterval: 50 * time.Millisecond, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
@@ -31,11 +32,13 @@ const (
 	CodeInvalidPosition  = "invalid_position"  // 400: a malformed Last-Event-ID or after
 	CodeBodyTooLarge     = "body_too_large"    // 413
 	CodeUnsupportedType  = "unsupported_media_type"
-	CodeUnauthorized     = "unauthorized"       // 401
-	CodeMethodNotAllowed = "method_not_allowed" // 405
-	CodeRouteNotFound    = "route_not_found"    // 404: no such endpoint
-	CodeUnavailable      = "unavailable"        // 503: the engine is shutting down
-	CodeInternal         = "internal"           // 500: the cause is in the server log
+	CodeUnauthorized     = "unauthorized"        // 401
+	CodeMethodNotAllowed = "method_not_allowed"  // 405
+	CodeRouteNotFound    = "route_not_found"     // 404: no such endpoint
+	CodeUnavailable      = "unavailable"         // 503: the engine is shutting down
+	CodeStorageFull      = "storage_full"        // 503: the store has no room for the write
+	CodeStorageDown      = "storage_unavailable" // 503: the store is unreachable or did not answer in time
+	CodeInternal         = "internal"            // 500: the cause is in the server log
 )
 
 // Problem is an RFC 9457 problem details object, the body of every error
@@ -46,7 +49,16 @@ type Problem struct {
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
 	Code   string `json:"code"`
+	// retryAfter, when set, is sent as the Retry-After header (seconds).
+	retryAfter int
 }
+
+// Retry-After of the storage problems, in seconds: a full disk needs
+// someone to make room, an unreachable database is often back in seconds.
+const (
+	retryAfterFull = 30
+	retryAfterDown = 5
+)
 
 // apiError is an error the server raises itself (bad parameters, bodies).
 type apiError struct {
@@ -68,7 +80,9 @@ func badParam(format string, args ...any) error {
 
 // problemOf maps an error to its problem: the one place where engine and
 // store sentinels become HTTP statuses. Whatever it does not recognise is an
-// internal error whose detail is not shown to the client.
+// internal error whose detail is not shown to the client. internal reports
+// that the cause belongs in the server log: a server fault, or a store
+// that is full or unavailable (503 with Retry-After).
 func problemOf(err error) (p *Problem, internal bool) {
 	var ae *apiError
 	var tooBig *http.MaxBytesError
@@ -98,10 +112,34 @@ func problemOf(err error) (p *Problem, internal bool) {
 		status, code = http.StatusUnprocessableEntity, CodeInvalidArgument
 	case errors.Is(err, stepwise.ErrEngineClosed):
 		status, code, detail = http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down"
+	case errors.Is(err, store.ErrStorageFull):
+		p := newProblem(http.StatusServiceUnavailable, CodeStorageFull, "the database has no room for this write (disk full); nothing was stored")
+		p.retryAfter = retryAfterFull
+		return p, true
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrLocked):
+		p := newProblem(http.StatusServiceUnavailable, CodeStorageDown, "the database is unreachable or did not answer in time; a write may or may not have been stored")
+		p.retryAfter = retryAfterDown
+		return p, true
 	default:
 		status, code, detail, internal = http.StatusInternalServerError, CodeInternal, "internal error; the cause is in the server log", true
 	}
 	return newProblem(status, code, detail), internal
+}
+
+// errStoreDeadline is the cause of a request context whose store deadline
+// (Config.StoreTimeout) passed.
+var errStoreDeadline = errors.New("stepwise server: store deadline passed")
+
+// storeDeadlineErr returns err as store.ErrUnavailable when ctx ended
+// because the request's store deadline passed, else err itself.
+func storeDeadlineErr(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(context.Cause(ctx), errStoreDeadline) || errors.Is(err, store.ErrUnavailable) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errStoreDeadline) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return err
 }
 
 func newProblem(status int, code, detail string) *Problem {
@@ -114,6 +152,9 @@ func writeProblem(w http.ResponseWriter, p *Problem) {
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(append(body, '\n'))
 }

@@ -30,15 +30,28 @@ func TestProblemMapping(t *testing.T) {
 		{fmt.Errorf("%w: fork at 0", store.ErrInvalid), 422, CodeInvalidArgument},
 		{stepwise.ErrEngineClosed, 503, CodeUnavailable},
 		{&http.MaxBytesError{Limit: 10}, 413, CodeBodyTooLarge},
+		{fmt.Errorf("append: %w: database or disk is full", store.ErrStorageFull), 503, CodeStorageFull},
+		{fmt.Errorf("get: %w: connection refused", store.ErrUnavailable), 503, CodeStorageDown},
+		{fmt.Errorf("append: %w", store.ErrLocked), 503, CodeStorageDown},
 		{errors.New("disk on fire at /var/secret"), 500, CodeInternal},
 	}
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 0, errStoreDeadline)
+	defer cancel()
+	cases = append(cases, struct {
+		err    error
+		status int
+		code   string
+	}{storeDeadlineErr(ctx, fmt.Errorf("list: %w", context.DeadlineExceeded)), 503, CodeStorageDown})
 	for _, c := range cases {
 		p, internal := problemOf(c.err)
 		if p.Status != c.status || p.Code != c.code || p.Type != ProblemTypePrefix+c.code || p.Title != http.StatusText(c.status) {
 			t.Errorf("%v: got %+v", c.err, p)
 		}
-		if internal != (c.status == 500) {
+		if internal != (c.status == 500 || strings.HasPrefix(c.code, "storage_")) {
 			t.Errorf("%v: internal %v", c.err, internal)
+		}
+		if (c.status == 503) != (p.retryAfter > 0) && c.code != CodeUnavailable {
+			t.Errorf("%v: Retry-After %d", c.err, p.retryAfter)
 		}
 		if internal && strings.Contains(p.Detail, "secret") {
 			t.Errorf("internal cause leaked: %q", p.Detail)

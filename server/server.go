@@ -23,6 +23,9 @@ import (
 // MaxNextStepTimeout bounds the timeout of a next-step long-poll.
 const MaxNextStepTimeout = 120 * time.Second
 
+// DefaultStoreTimeout is the default of Config.StoreTimeout.
+const DefaultStoreTimeout = 5 * time.Second
+
 // Config configures a Server. Only Engine is required.
 type Config struct {
 	// Engine serves the API. Required. New starts its background executor
@@ -63,6 +66,12 @@ type Config struct {
 	// SearchEmbedder embeds the queries of GET /v1/search: the embedder the
 	// steps were embedded with. Default recall.DefaultEmbedder().
 	SearchEmbedder recall.Embedder
+	// StoreTimeout bounds every API request but the streams, long-polls,
+	// judges, search, attachments and OTLP ingestion: a request the store has not
+	// answered within it fails with 503 storage_unavailable and
+	// Retry-After, instead of hanging on a paused or unreachable database.
+	// Default DefaultStoreTimeout; negative: no bound.
+	StoreTimeout time.Duration
 	// ViewCacheBytes bounds the memory (an estimate) of the steps the agent
 	// overview and graph keep between calls, so that a call reads only the
 	// steps appended since the previous one. Default DefaultViewCacheBytes;
@@ -94,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ViewCacheBytes == 0 {
 		c.ViewCacheBytes = DefaultViewCacheBytes
+	}
+	if c.StoreTimeout == 0 {
+		c.StoreTimeout = DefaultStoreTimeout
 	}
 	return c
 }
@@ -168,7 +180,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.register()
 	s.mux.HandleFunc("/", s.notFound)
-	s.handler = s.recoverPanics(s.authenticate(s.mux))
+	s.handler = s.recoverPanics(s.authenticate(s.validText(s.mux)))
 	return s, nil
 }
 
@@ -220,14 +232,35 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // handlerFunc is an endpoint: it returns an error instead of writing one.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// handle registers an endpoint; errors become problem responses.
+// handle registers an endpoint; errors become problem responses. Unless
+// the endpoint streams or waits by design, its request context ends after
+// Config.StoreTimeout.
 func (s *Server) handle(method, pattern string, h handlerFunc) {
 	s.routes = append(s.routes, route{method: method, pattern: pattern})
+	bound := s.cfg.StoreTimeout
+	if bound < 0 || unbounded(pattern) {
+		bound = 0
+	}
 	s.mux.HandleFunc(method+" "+pattern, func(w http.ResponseWriter, r *http.Request) {
+		if bound > 0 {
+			ctx, cancel := context.WithTimeoutCause(r.Context(), bound, errStoreDeadline)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		if err := h(w, r); err != nil {
-			s.fail(w, r, err)
+			s.fail(w, r, storeDeadlineErr(r.Context(), err))
 		}
 	})
+}
+
+// unbounded reports whether the endpoint of pattern runs longer than a
+// store call by design: event streams, the next-step long-poll, AG-UI runs,
+// LLM judges, search (which may embed the query remotely), attachments and
+// OTLP ingestion (large bodies).
+func unbounded(pattern string) bool {
+	return strings.HasSuffix(pattern, "/events") || strings.HasSuffix(pattern, "/next") || strings.HasPrefix(pattern, "/v1/agui/") ||
+		strings.HasSuffix(pattern, "/judge") || strings.Contains(pattern, "attachments") ||
+		pattern == "/v1/search" || pattern == "/v1/traces" || pattern == "/v1/logs"
 }
 
 // requestContext is the request's context, also cancelled when the server

@@ -20,7 +20,7 @@ import (
 //
 // The handler learns the connection from the request's context, where
 // ConnContext put it: Serve and the load harness (internal/loadgen) set it on their http.Server; a
-// server without it streams through net/http as before.
+// server without it streams through net/http's ResponseWriter.
 
 // connKey is the context key of the request's connection (ConnContext).
 type connKey struct{}

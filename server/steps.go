@@ -102,7 +102,7 @@ func (s *Server) inLineage(r *http.Request, sess *stepwise.Session, step *stepwi
 }
 
 // truncate: DELETE /v1/sessions/{id}/steps?start_seq=N deletes the
-// session's steps >= N (seed 004's destructive retry); 409 while a fork
+// session's steps >= N (a destructive retry); 409 while a fork
 // depends on them or a run is unfinished.
 func (s *Server) truncate(w http.ResponseWriter, r *http.Request) error {
 	sess, err := s.session(r)

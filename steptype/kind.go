@@ -2,7 +2,7 @@ package steptype
 
 import "fmt"
 
-// Kind is what a step is. The set is closed; see DESIGN §1.
+// Kind is what a step is. The set is closed; see docs/step_format.md.
 type Kind string
 
 // Step kinds.

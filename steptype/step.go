@@ -99,8 +99,8 @@ type Metrics struct {
 	Attempt           int // 1-based attempt number of a retried call
 }
 
-// Annotations are the seed-003 observation strings of a step, with optional
-// model-written summaries.
+// Annotations are the observation strings of a step (state, goal, action),
+// with optional model-written summaries.
 type Annotations struct {
 	State         string `json:"state,omitempty"`
 	StateSummary  string `json:"state_summary,omitempty"`

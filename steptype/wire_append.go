@@ -16,7 +16,7 @@ import (
 // what encoding/json writes for s.toWire(), without reflection. ok is
 // false when s holds something it leaves to encoding/json: a value that
 // does not encode (a raw message that is not JSON, a NaN, a time outside
-// RFC 3339), whose error encoding/json must report as before. b may then
+// RFC 3339), whose error encoding/json must report. b may then
 // hold a partial encoding past its original length. It clears *v when
 // what it wrote is not s verbatim (AppendJSONVerbatim), and leaves it as
 // it was otherwise.

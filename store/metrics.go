@@ -11,7 +11,7 @@ import (
 )
 
 // MetricsStore is the part of Store that aggregates its runs,
-// steps and evals into time series (analytics): run counts, failed
+// steps and evals into time series (docs/analytics.md): run counts, failed
 // runs, steps, errors, tokens, cost, run latency percentiles and the average
 // eval score, per time bucket, for one agent or all, optionally split by a
 // key of the session metadata. Drivers aggregate in the database where they

@@ -11,7 +11,7 @@ import (
 // Drivers with a table of complete hours (SQLite and PostgreSQL,
 // migrations 00080) answer the whole past hours of a query from it and
 // the rest of the range — the partial hours at its edges, the current
-// hour, hours they could not fold — as before, from the per-minute
+// hour, hours they could not fold — from the per-minute
 // rollups, the steps and the runs. The helpers below are what they share.
 
 // HourNanos is the width of an hour in nanoseconds.
@@ -256,7 +256,7 @@ const MetricsFoldChunk = 24
 // table's rows of the complete hours [h0, h1) (MetricsHourSpan), folds the
 // hours missing from it in chunks of MetricsFoldChunk and reads them again
 // once, adds what the table holds to the builder (Apply) and returns the
-// parts of [From, To) left to read as before (MetricsGaps). fold is nil
+// parts of [From, To) left to read from the rollups (MetricsGaps). fold is nil
 // when the driver cannot write (a read-only store); it returns false when
 // it gave up without an error (PostgreSQL: the writers held the lock past
 // its wait). A fold that fails while ctx is alive leaves the hours to the

@@ -35,6 +35,15 @@ var (
 	ErrLocked = errors.New("stepwise: database locked")
 	// ErrCorrupt: the database file is not a readable Stepwise database.
 	ErrCorrupt = errors.New("stepwise: database corrupt or not a stepwise database")
+	// ErrStorageFull: the write needs room the storage does not have (a
+	// full disk, SQLITE_FULL, PostgreSQL's disk_full). Nothing of the
+	// write was stored; it can succeed once room is made.
+	ErrStorageFull = errors.New("stepwise: storage full")
+	// ErrUnavailable: the database cannot be reached or did not answer in
+	// time (connection refused or lost, server shutting down, a store
+	// deadline passed). A write that fails so may or may not have
+	// committed; reads can be tried again.
+	ErrUnavailable = errors.New("stepwise: storage unavailable")
 	// ErrSessionBusy: the session already has an unfinished top-level run
 	// (queued, running or waiting). It wraps ErrConflict.
 	ErrSessionBusy = fmt.Errorf("%w: session has an unfinished run", ErrConflict)

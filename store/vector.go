@@ -21,7 +21,7 @@ var (
 )
 
 // VectorStore is the part of Store that keeps step
-// embeddings for similarity search (the "vector" of a step).
+// embeddings for similarity search (the step memory of package recall).
 //
 // Vectors live beside the steps, never in them: a step row is immutable, and
 // one step may carry one vector per embedder. Every vector is tagged with the

@@ -32,6 +32,23 @@ func env(name string) (string, string) {
 	return "", ""
 }
 
+// CaptureContentEnv is the variable of the GenAI semantic conventions that
+// turns on message content in spans (Config.CaptureContent).
+const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+// captureFromEnv reads CaptureContentEnv: true or false in any case, unset
+// or empty is false.
+func captureFromEnv() (bool, error) {
+	switch v := strings.TrimSpace(os.Getenv(CaptureContentEnv)); strings.ToLower(v) {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, configErr("%s=%s: want true or false", CaptureContentEnv, v)
+	}
+}
+
 func configErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrOTLPConfig, fmt.Sprintf(format, args...))
 }

@@ -38,7 +38,8 @@ type Config struct {
 	ServiceName string
 	// CaptureContent adds message content to spans: the model's output
 	// (gen_ai.output.messages), tool arguments and results. Default false:
-	// content may be sensitive.
+	// content may be sensitive; OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
+	// turns it on.
 	CaptureContent bool
 	// BatchOptions tune the batch span processor (OTEL_BSP_* variables are
 	// honoured too).
@@ -75,6 +76,13 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if !cfg.CaptureContent {
+		on, err := captureFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		cfg.CaptureContent = on
 	}
 	if cfg.Exporter == nil {
 		exp, err := NewOTLPExporter(OTLPConfig{Logger: cfg.Logger})

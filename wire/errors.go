@@ -13,6 +13,8 @@ var (
 	ErrNotFound        = store.ErrNotFound
 	ErrConflict        = store.ErrConflict
 	ErrInvalid         = store.ErrInvalid
+	ErrStorageFull     = store.ErrStorageFull
+	ErrUnavailable     = store.ErrUnavailable
 	ErrUnknownAgent    = errors.New("stepwise: unknown agent")
 	ErrRunFinished     = errors.New("stepwise: run already finished")
 	ErrAlreadyAnswered = errors.New("stepwise: input request already answered")

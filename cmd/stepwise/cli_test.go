@@ -42,6 +42,23 @@ func TestDemoNoServe(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Decision Purpose: Route the request") || !strings.Contains(out, "Call Program: summarizer") {
 		t.Fatalf("trace: %d\n%s", code, out)
 	}
+	// One header per step; a model step that only calls tools has no empty
+	// Assistant line.
+	headers := map[string]int{}
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "--- Step ") {
+			if headers[line]++; headers[line] == 2 {
+				t.Errorf("trace repeats the header %q:\n%s", line, out)
+			}
+		}
+		if line == "Assistant:" {
+			t.Errorf("trace has an empty Assistant line:\n%s", out)
+		}
+	}
+	if !strings.Contains(out, "Tool Call: ") || !strings.Contains(out, "End Program: summarizer") {
+		t.Errorf("trace lacks tool calls or the end of the sub-agent's call:\n%s", out)
+	}
 	out, _, code = stepwise(t, dir, "summary", m[1])
 	if code != 0 || !strings.Contains(out, `"total_steps"`) {
 		t.Fatalf("summary: %d\n%s", code, out)
@@ -72,7 +89,7 @@ func TestBadInput(t *testing.T) {
 		{"missing flag", []string{"run", "--input", "x"}, 2, "--agent is required"},
 	}
 	// Read-only commands do not create a database.
-	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "sessions"); code != 1 || !strings.Contains(errOut, "no such file") {
+	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "sessions"); code != 1 || !strings.Contains(errOut, "no database at") {
 		t.Fatalf("sessions on a missing database: exit %d %q", code, errOut)
 	}
 	if _, errOut, code := stepwise(t, dir, "--db", "sqlite:"+filepath.Join(dir, "x.db"), "demo", "--no-serve", "--fast"); code != 0 {

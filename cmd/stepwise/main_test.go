@@ -34,11 +34,17 @@ func TestMain(m *testing.M) {
 // stepwise runs the binary in dir and returns stdout, stderr and the exit code.
 func stepwise(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
+	return stepwiseEnv(t, dir, nil, args...)
+}
+
+// stepwiseEnv is stepwise with the extra environment variables env.
+func stepwiseEnv(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=")
+	cmd.Env = append(append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER="), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -44,6 +44,9 @@ func (m *metricsDoc) totals() map[string][3]int64 {
 	return out
 }
 
+// addTotals sums two totals.
+func addTotals(a, b [3]int64) [3]int64 { return [3]int64{a[0] + b[0], a[1] + b[1], a[2] + b[2]} }
+
 // launchServe starts `stepwise serve` on a free loopback port with args
 // (and the extra environment env) and returns its URL once it answers; the
 // server is killed when the test ends.
@@ -111,7 +114,26 @@ func TestMetrics(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "RUNS") || !strings.Contains(out, "all agents") || !strings.Contains(out, "empty buckets not shown") {
 		t.Fatalf("metrics table: exit %d\n%s", code, out)
 	}
-	for _, bad := range [][]string{{"--bucket", "week"}, {"--bucket", "minute", "--last", "48h"}, {"--from", "yesterday"}, {"--split", "a b"}} {
+	// Days are a unit of --last as of prune --older-than.
+	out, errOut, code = stepwise(t, dir, "--db", db, "metrics", "--bucket", "day", "--last", "7d", "--json")
+	var week metricsDoc
+	if code != 0 || json.Unmarshal([]byte(out), &week) != nil || week.totals()[""] != addTotals(tot["gold"], tot["free"]) {
+		t.Fatalf("metrics --last 7d: exit %d %s\n%s", code, errOut, out)
+	}
+	// A split key no session has says so; an agent no session or built-in
+	// names is an error.
+	out, errOut, code = stepwise(t, dir, "--db", db, "metrics", "--split", "agent")
+	if code != 0 || !strings.Contains(out, "(none)") || !strings.Contains(errOut, `no session in this range has the metadata key "agent"`) ||
+		!strings.Contains(errOut, "--agent NAME") {
+		t.Fatalf("metrics --split agent: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code = stepwise(t, dir, "--db", db, "metrics", "--agent", "nope"); code != 1 || !strings.Contains(errOut, `unknown agent "nope"`) {
+		t.Fatalf("metrics --agent nope: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code = stepwise(t, dir, "--db", db, "metrics", "--agent", "operator"); code != 0 || !strings.Contains(out, "no runs, steps or evals") {
+		t.Fatalf("metrics --agent operator (built in, no runs): exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, bad := range [][]string{{"--last", "-7d"}, {"--last", "7w"}, {"--bucket", "week"}, {"--bucket", "minute", "--last", "48h"}, {"--from", "yesterday"}, {"--split", "a b"}} {
 		if _, errOut, code := stepwise(t, dir, append([]string{"--db", db, "metrics"}, bad...)...); code != 2 || errOut == "" {
 			t.Errorf("metrics %v: exit %d %q, want usage error (2)", bad, code, errOut)
 		}
@@ -131,6 +153,9 @@ func TestMetrics(t *testing.T) {
 	}
 	if got := remote(); got["gold"] != tot["gold"] || got["free"] != tot["free"] {
 		t.Fatalf("remote metrics %v, local %v", got, tot)
+	}
+	if _, errOut, code := stepwise(t, dir, "--server", url, "metrics", "--agent", "nope"); code != 1 || !strings.Contains(errOut, `unknown agent "nope"`) {
+		t.Fatalf("remote metrics --agent nope: exit %d %s", code, errOut)
 	}
 	if got := remote("--agent", "analyst"); got["gold"][0] != 2 || got["free"][0] != 1 || got["gold"][1] >= tot["gold"][1] {
 		t.Fatalf("remote metrics of agent analyst %v (all agents: %v)", got, tot)

@@ -26,7 +26,9 @@ import (
 // TestDemoExportsOTLP: with OTEL_EXPORTER_OTLP_ENDPOINT set, the binary
 // exports the demo run as OTLP/HTTP protobuf (gzip, the configured
 // headers), decoded here with the collector's own ExportTraceServiceRequest:
-// one trace for the run and its sub-agent, every span inside it, one root.
+// one trace for the run and its sub-agent, every span inside it, one root;
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true adds the model's
+// output and the tools' arguments.
 func TestDemoExportsOTLP(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -76,7 +78,7 @@ func TestDemoExportsOTLP(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=", "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL,
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", "OTEL_EXPORTER_OTLP_COMPRESSION=gzip", "OTEL_EXPORTER_OTLP_HEADERS=x-tenant=t%201",
-		"OTEL_SERVICE_NAME=demo-svc")
+		"OTEL_SERVICE_NAME=demo-svc", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -99,7 +101,13 @@ func TestDemoExportsOTLP(t *testing.T) {
 	}
 	trace := telemetry.TraceID(m[2]).String()
 	roots, agents := 0, 0
+	content := map[string]bool{}
 	for _, s := range spans {
+		for _, kv := range s.Attributes {
+			if kv.Key == "gen_ai.output.messages" || kv.Key == "gen_ai.tool.call.arguments" {
+				content[kv.Key] = kv.GetValue().GetStringValue() != ""
+			}
+		}
 		if hex.EncodeToString(s.TraceId) != trace {
 			t.Errorf("span %q in trace %x, want %s", s.Name, s.TraceId, trace)
 		}
@@ -112,6 +120,9 @@ func TestDemoExportsOTLP(t *testing.T) {
 	}
 	if roots != 1 || agents != 2 {
 		t.Errorf("%d root spans, %d invoke_agent spans; want 1 and 2 (the run and its sub-agent)", roots, agents)
+	}
+	if !content["gen_ai.output.messages"] || !content["gen_ai.tool.call.arguments"] {
+		t.Errorf("message content in spans %v, want output messages and tool arguments", content)
 	}
 }
 
@@ -133,5 +144,13 @@ func TestDemoBadOTLPConfig(t *testing.T) {
 	}
 	if strings.Contains(string(out), "#1") {
 		t.Errorf("the demo ran despite the invalid configuration:\n%s", out)
+	}
+	cmd = exec.CommandContext(ctx, bin, "demo", "--no-serve", "--fast")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=yes")
+	out, err = cmd.CombinedOutput()
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=yes: want true or false") {
+		t.Fatalf("capture content yes: exit %v:\n%s", err, out)
 	}
 }

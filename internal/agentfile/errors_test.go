@@ -24,7 +24,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field", base + "tool: [clock]\n", "agent.yaml:3: tool: unknown field"},
 		{"duplicate field", base + "name: b\n", "agent.yaml:3: name: duplicate field"},
 		{"model no provider", "name: a\nmodel: gpt-4o\n", `agent.yaml:2: model: must be a model such as "openai:gpt-4o-mini"`},
-		{"model unknown provider", "name: a\nmodel: gemini:pro\n", `agent.yaml:2: model: unknown provider "gemini"`},
+		{"model unknown provider", "name: a\nmodel: vertex:pro\n", `agent.yaml:2: model: unknown provider "vertex"`},
 		{"model empty id", "name: a\nmodel: 'openai:'\n", "agent.yaml:2: model: must be a model"},
 		{"model spaces", "name: a\nmodel: openai:gpt 4\n", `agent.yaml:2: model: model id "gpt 4" must not contain spaces`},
 		{"base_url", base + "model_options:\n  base_url: localhost:8080\n", "agent.yaml:4: model_options.base_url: must be an http or https URL"},

@@ -9,7 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Observe is the observability section of an agent file (seed 003): events
+// Observe is the observability section of an agent file: events
 // inside steps, model-written summaries, and LLM judges with rubrics.
 type Observe struct {
 	// Events says whether the events inside the agent's steps (provider

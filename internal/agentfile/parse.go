@@ -149,13 +149,13 @@ func (d *decoder) model(n *yaml.Node, field, dir string) Model {
 		d.Errorf(n, field, "must be %s", want)
 	case provider == ProviderScripted:
 		return Model{Provider: provider, Name: resolve(dir, name)}
-	case provider == ProviderOpenAI || provider == ProviderAnthropic:
+	case provider == ProviderOpenAI || provider == ProviderAnthropic || provider == ProviderGemini || provider == ProviderBedrock:
 		if !modelID.MatchString(name) {
 			d.Errorf(n, field, "model id %q must not contain spaces", name)
 		}
 		return Model{Provider: provider, Name: name}
 	default:
-		d.Errorf(n, field, "unknown provider %q (want scripted, openai or anthropic)", provider)
+		d.Errorf(n, field, "unknown provider %q (want scripted, openai, anthropic, gemini or bedrock)", provider)
 	}
 	return Model{}
 }

@@ -72,11 +72,14 @@ const (
 	ProviderScripted  = "scripted"
 	ProviderOpenAI    = "openai"
 	ProviderAnthropic = "anthropic"
+	ProviderGemini    = "gemini"
+	ProviderBedrock   = "bedrock"
 )
 
 // Model names a model as "provider:name".
 type Model struct {
-	// Provider is ProviderScripted, ProviderOpenAI or ProviderAnthropic.
+	// Provider is ProviderScripted, ProviderOpenAI, ProviderAnthropic,
+	// ProviderGemini or ProviderBedrock.
 	Provider string
 	// Name is the provider's model id ("gpt-4o-mini"); for scripted models,
 	// the script path resolved against the agent file's directory.
@@ -92,7 +95,9 @@ type ModelOptions struct {
 	// e.g. a local OpenAI-compatible server.
 	BaseURL string
 	// APIKeyEnv is the environment variable holding the API key; "" means
-	// the provider's usual one (OPENAI_API_KEY, ANTHROPIC_API_KEY).
+	// the provider's usual one (OPENAI_API_KEY, ANTHROPIC_API_KEY,
+	// GOOGLE_API_KEY or GEMINI_API_KEY; for Bedrock an API key,
+	// AWS_BEARER_TOKEN_BEDROCK, which replaces the SigV4 credentials).
 	APIKeyEnv string
 	// Temperature is the sampling temperature, 0–2; nil means the provider's
 	// default.

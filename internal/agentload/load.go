@@ -16,6 +16,8 @@ import (
 	"github.com/stepwise-run/stepwise/internal/agentfile"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/anthropic"
+	"github.com/stepwise-run/stepwise/llm/bedrock"
+	"github.com/stepwise-run/stepwise/llm/gemini"
 	"github.com/stepwise-run/stepwise/llm/openai"
 	"github.com/stepwise-run/stepwise/llm/scripted"
 	"github.com/stepwise-run/stepwise/recall"
@@ -183,6 +185,14 @@ func buildModel(spec *agentfile.Spec, hc *http.Client) (llm.Model, error) {
 		return openai.New(openai.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, APIKey: key("OPENAI_API_KEY"), Timeout: mo.Timeout, HTTPClient: hc})
 	case agentfile.ProviderAnthropic:
 		return anthropic.New(anthropic.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, APIKey: key("ANTHROPIC_API_KEY"), Timeout: mo.Timeout, MaxTokens: mo.MaxTokens, HTTPClient: hc})
+	case agentfile.ProviderGemini:
+		// No default variable: the package reads GOOGLE_API_KEY, then
+		// GEMINI_API_KEY.
+		return gemini.New(gemini.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, APIKey: key(""), Timeout: mo.Timeout, MaxTokens: mo.MaxTokens, HTTPClient: hc})
+	case agentfile.ProviderBedrock:
+		// Region and SigV4 credentials come from the AWS environment and
+		// shared files.
+		return bedrock.New(bedrock.Config{Model: spec.Model.Name, BaseURL: mo.BaseURL, BearerToken: key("AWS_BEARER_TOKEN_BEDROCK"), Timeout: mo.Timeout, MaxTokens: mo.MaxTokens, HTTPClient: hc})
 	}
 	return nil, fmt.Errorf("unknown provider %q", spec.Model.Provider)
 }

@@ -45,3 +45,27 @@ func TestLoadErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadProviders(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AWS_REGION", "us-east-1") // Bedrock needs a region
+	for model, provider := range map[string]string{
+		"gemini:gemini-2.5-flash":                             "gemini",
+		"bedrock:us.anthropic.claude-haiku-4-5-20251001-v1:0": "bedrock",
+	} {
+		p := filepath.Join(dir, provider+".yaml")
+		if err := os.WriteFile(p, []byte("name: a\nmodel: "+model+"\nmodel_options: {base_url: http://127.0.0.1:9, api_key_env: TEST_KEY}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, err := agentload.Load(context.Background(), p, agentload.Options{Store: memory.New()})
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		m := l.Agent.Model
+		pr, ok := m.(interface{ Provider() string })
+		if m.Name() != model || !ok || pr.Provider() != provider {
+			t.Errorf("%s: model %s (%T)", model, m.Name(), m)
+		}
+		l.Close()
+	}
+}

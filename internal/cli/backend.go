@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 
 	"github.com/spf13/cobra"
@@ -129,8 +130,19 @@ func (l local) Summary(ctx context.Context, id string) (*stepwise.Summary, error
 	return l.eng.Summarize(ctx, id)
 }
 
+// Context rebuilds the next request as GET /v1/sessions/{id}/context does:
+// the request before the step after the last, so that a session of an agent
+// this engine does not run gets its messages (without system prompt and
+// tools) instead of an error.
 func (l local) Context(ctx context.Context, id, agent string) (*llm.Request, error) {
-	return l.eng.ContextPreview(ctx, id, agent)
+	sess, err := l.st.SessionGet(ctx, &store.SessionGetParams{ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("session %q: %w", id, err)
+	}
+	if agent == "" && sess.Agent == "" {
+		return nil, usagef("session %s has no agent; name one with --agent", id)
+	}
+	return l.eng.ContextPreviewAt(ctx, id, agent, sess.LastSequence+1)
 }
 
 func (l local) Retry(ctx context.Context, p stepwise.RetryParams) (*stepwise.Run, error) {
@@ -233,6 +245,19 @@ func (e *env) runWith(agent *string, body func(cmd *cobra.Command, b backend, ar
 			a = *agent
 		}
 		b, err := e.backend(cmd.Context(), a)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		return body(cmd, b, args)
+	}
+}
+
+// readWith is runWith for read-only commands: the backend is e.reader's,
+// so the command creates no database and works beside a writer.
+func (e *env) readWith(body func(cmd *cobra.Command, b backend, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		b, err := e.reader(cmd)
 		if err != nil {
 			return err
 		}

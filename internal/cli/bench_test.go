@@ -7,8 +7,8 @@ import (
 )
 
 // `stepwise bench --http` with no --latency measures the load that
-// BenchmarkHTTPStreaming measures and docs/PERFORMANCE.md reports (issue 17
-// item 4), not a pace ten times faster that saturates the machine.
+// BenchmarkHTTPStreaming measures and docs/PERFORMANCE.md reports, not a
+// pace ten times faster that saturates the machine.
 func TestBenchHTTPLatencyDefault(t *testing.T) {
 	f := benchCmd(&env{}).Flags().Lookup("latency")
 	if f == nil {

@@ -1,16 +1,20 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/client"
+	"github.com/stepwise-run/stepwise/internal/demo"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -18,8 +22,7 @@ func init() { register(metricsCmd) }
 
 func metricsCmd(e *env) *cobra.Command {
 	var p store.MetricsParams
-	var from, to, bucket string
-	var last time.Duration
+	var from, to, bucket, lastArg string
 	var jsonOut bool
 	c := &cobra.Command{
 		Use:   "metrics",
@@ -51,6 +54,13 @@ document with every bucket.`,
 				}
 				*f.dst = t
 			}
+			last, err := parseDuration(lastArg)
+			if err != nil {
+				return usagef("--last %s", err)
+			}
+			if last < 0 {
+				return usagef("--last %q is negative: want how far back the range starts, such as 7d", lastArg)
+			}
 			if last > 0 {
 				if from != "" {
 					return usagef("--last and --from exclude each other")
@@ -64,6 +74,7 @@ document with every bucket.`,
 				return usagef("%s", trimInvalid(err))
 			}
 			var m *store.Metrics
+			var known func() (bool, error) // whether --agent names an agent
 			if e.server != "" {
 				c, err := client.New(e.server, client.WithToken(e.token))
 				if err != nil {
@@ -72,6 +83,7 @@ document with every bucket.`,
 				if m, err = c.Metrics(ctx, p); err != nil {
 					return err
 				}
+				known = func() (bool, error) { return knownRemoteAgent(ctx, c, p.Agent) }
 			} else {
 				st, err := openStore(ctx, e.db, true)
 				if err != nil {
@@ -80,6 +92,22 @@ document with every bucket.`,
 				defer st.Close()
 				if m, err = st.Metrics(ctx, &p); err != nil {
 					return err
+				}
+				known = func() (bool, error) { return knownLocalAgent(ctx, st, p.Agent) }
+			}
+			if p.Agent != "" && metricsEmpty(m) {
+				ok, err := known()
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("unknown agent %q: no session of it in %s and no built-in agent of that name", p.Agent, e.source())
+				}
+			}
+			if p.Split != "" && !metricsEmpty(m) && splitUnmatched(m) {
+				fmt.Fprintf(e.stderr, "stepwise: no session in this range has the metadata key %q (set it with \"stepwise run --meta %s=VALUE\")\n", p.Split, p.Split)
+				if p.Split == "agent" {
+					fmt.Fprintln(e.stderr, "stepwise: --split takes a key of the session metadata, not a column; for one agent use --agent NAME")
 				}
 			}
 			if jsonOut {
@@ -91,7 +119,7 @@ document with every bucket.`,
 	c.Flags().StringVar(&p.Agent, "agent", "", "only this agent (default: all agents)")
 	c.Flags().StringVar(&from, "from", "", "start of the range, RFC 3339 (default: --to minus 24h)")
 	c.Flags().StringVar(&to, "to", "", "end of the range, RFC 3339, exclusive (default: now)")
-	c.Flags().DurationVar(&last, "last", 0, "the range is this long, ending at --to (e.g. 6h)")
+	c.Flags().StringVar(&lastArg, "last", "", "the range is this long, ending at --to (6h, 7d)")
 	c.Flags().StringVar(&bucket, "bucket", "hour", "bucket width: minute, hour or day")
 	c.Flags().StringVar(&p.Split, "split", "", "one series per value of this session metadata key")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the JSON document of GET /v1/metrics")
@@ -148,4 +176,88 @@ func printMetrics(w io.Writer, m *store.Metrics) error {
 		}
 	}
 	return nil
+}
+
+// metricsEmpty reports whether m holds no run, step or eval at all.
+func metricsEmpty(m *store.Metrics) bool {
+	for _, s := range m.Series {
+		for _, pt := range s.Points {
+			if pt.Runs != 0 || pt.Steps != 0 || pt.EvalScoreAvg != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// splitUnmatched reports whether every series of m is the one of sessions
+// without the split key.
+func splitUnmatched(m *store.Metrics) bool {
+	for _, s := range m.Series {
+		if s.Key != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// knownLocalAgent reports whether name is a built-in agent or has a session
+// in st.
+func knownLocalAgent(ctx context.Context, st store.Store, name string) (bool, error) {
+	if builtinAgent(name) {
+		return true, nil
+	}
+	page, err := st.SessionList(ctx, &store.SessionListParams{Agent: name, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	return len(page.Sessions) > 0, nil
+}
+
+// knownRemoteAgent reports whether the server runs an agent named name or
+// holds a session of it.
+func knownRemoteAgent(ctx context.Context, c *client.Client, name string) (bool, error) {
+	agents, err := c.Agents(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, a := range agents {
+		if a.Name == name {
+			return true, nil
+		}
+	}
+	page, err := c.Sessions(ctx, client.SessionQuery{Agent: name, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	return len(page.Sessions) > 0, nil
+}
+
+// builtinAgent reports whether name is an agent every engine of the command
+// line runs (the demo agents and their sub-agents).
+func builtinAgent(name string) bool {
+	a, err := demo.Agents(demo.Options{})
+	if err != nil {
+		return false
+	}
+	op, err := demo.Operator(demo.Options{})
+	if err != nil {
+		return false
+	}
+	var has func(*stepwise.Agent) bool
+	has = func(a *stepwise.Agent) bool {
+		if a.Name == name {
+			return true
+		}
+		return slices.ContainsFunc(a.SubAgents, has)
+	}
+	return has(a) || has(op)
+}
+
+// source names where the command reads: the server, else the database.
+func (e *env) source() string {
+	if e.server != "" {
+		return e.server
+	}
+	return e.db
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/stepwise-run/stepwise/observe"
 )
 
-// observeAgents registers what seed 003 asks of the binary, from the agent
+// observeAgents registers the binary's observation, from the agent
 // files' observe sections and the events default of the command (on for
 // serve, --events for run): the recorder of events inside steps, the
 // summarizers of steps, and the evaluators run when a run ends — the

@@ -82,9 +82,9 @@ batched (a few hundred steps per transaction), so a server can keep running.`,
 	return c
 }
 
-// parseAge reads a duration, accepting a day suffix ("30d") besides Go's
-// units; "" is no age limit.
-func parseAge(s string) (time.Duration, error) {
+// parseDuration reads a duration, accepting a day suffix ("30d") besides
+// Go's units; "" is 0.
+func parseDuration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
@@ -98,9 +98,19 @@ func parseAge(s string) (time.Duration, error) {
 	} else {
 		d, err = time.ParseDuration(s)
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return 0, fmt.Errorf("%q: want a duration such as 720h, 30d or 90m", s)
+	}
+	return d, nil
+}
+
+// parseAge reads a duration as parseDuration does, refusing a negative or
+// zero age; "" is no age limit.
+func parseAge(s string) (time.Duration, error) {
+	d, err := parseDuration(s)
+	switch {
+	case err != nil || s == "":
+		return d, err
 	case d < 0:
 		return 0, fmt.Errorf("%q is negative: want how long a session has been inactive, such as 30d", s)
 	case d == 0:

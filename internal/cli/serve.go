@@ -53,6 +53,9 @@ runs stop at a step boundary and are resumed at the next start.`,
 			if e.lease <= 0 {
 				return usagef("--lease must be positive")
 			}
+			if e.storeTimeout < 0 {
+				return usagef("--store-timeout must be 0 (none) or positive")
+			}
 			if viewCacheMiB < 0 {
 				return usagef("--view-cache must be 0 (off) or a positive number of MiB")
 			}
@@ -93,6 +96,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
 	c.Flags().DurationVar(&e.lease, "lease", 30*time.Second, "how long a run claimed by this instance stays its own without a heartbeat (heartbeats every lease/3); a crashed instance's runs are taken over after it")
+	c.Flags().DurationVar(&e.storeTimeout, "store-timeout", server.DefaultStoreTimeout, "answer an API request the database has not answered within this with 503 storage_unavailable (streams and long-polls excepted; 0: wait)")
 	c.Flags().IntVar(&viewCacheMiB, "view-cache", server.DefaultViewCacheBytes>>20, "MiB of steps the agent overview and graph keep between calls, so a call reads only what is new (an estimate; 0 turns it off)")
 	c.Flags().BoolVar(&events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	return c
@@ -119,7 +123,7 @@ func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []str
 		cache = fmt.Sprintf("%d MiB", e.viewCache>>20)
 	}
 	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s; view cache %s; GC percent %d)\n", addr, strings.Join(names, ", "), e.db, cache, gcPercent())
-	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder, ViewCacheBytes: e.viewCache})
+	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder, ViewCacheBytes: e.viewCache, StoreTimeout: storeTimeout(e.storeTimeout)})
 }
 
 func collectTokens(flagTokens []string, file string) ([]string, error) {
@@ -159,4 +163,13 @@ func agentFilesIn(dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// storeTimeout turns --store-timeout into server.Config.StoreTimeout: 0
+// (wait) becomes negative, the config's "no bound".
+func storeTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

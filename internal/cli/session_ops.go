@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/store"
 )
 
 func init() {
@@ -30,16 +32,22 @@ func contextCmd(e *env) *cobra.Command {
 		Long: `Preview the exact request (system prompt, messages, tools) the next model call
 of a session would send, after the agent's context policy. The agent is the
 session's by default: a built-in agent, or with --server any agent the server
-loaded. A session of an agent from a file needs that file locally:
---agent FILE (the database records agent names, not files).`,
+loaded. For a session of an agent from a file, the database records the
+agent's name, not its file: without --agent FILE the messages are rebuilt
+as GET /v1/sessions/{id}/context does for an agent it does not run, without
+the agent's system prompt and tools.`,
 		Args: cobra.ExactArgs(1),
 		RunE: e.runWith(&agent, func(cmd *cobra.Command, b backend, args []string) error {
 			req, err := b.Context(cmd.Context(), args[0], b.AgentName(agent))
-			if errors.Is(err, stepwise.ErrUnknownAgent) && agent == "" && e.server == "" {
-				return usagef("%s: the session's agent is not built in; pass its agent file with --agent FILE", trimPrefix(err))
-			}
 			if err != nil {
 				return err
+			}
+			if l, ok := b.(local); ok && agent == "" {
+				if name := sessionAgent(cmd.Context(), l, args[0]); name != "" {
+					if _, err := l.eng.Agent(name); errors.Is(err, stepwise.ErrUnknownAgent) {
+						fmt.Fprintf(e.stderr, "stepwise: agent %q is not loaded here: its system prompt and tools are left out (pass its agent file with --agent FILE)\n", name)
+					}
+				}
 			}
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
@@ -48,6 +56,15 @@ loaded. A session of an agent from a file needs that file locally:
 	}
 	c.Flags().StringVar(&agent, "agent", "", "agent file or name (default: the session's agent)")
 	return c
+}
+
+// sessionAgent returns the agent of a session, "" when it cannot be read.
+func sessionAgent(ctx context.Context, l local, id string) string {
+	sess, err := l.st.SessionGet(ctx, &store.SessionGetParams{ID: id})
+	if err != nil {
+		return ""
+	}
+	return sess.Agent
 }
 
 func forkCmd(e *env) *cobra.Command {
@@ -80,7 +97,7 @@ func forksCmd(e *env) *cobra.Command {
 		Use:   "forks SESSION",
 		Short: "Print the fork tree of a session",
 		Args:  cobra.ExactArgs(1),
-		RunE: e.runWith(nil, func(cmd *cobra.Command, b backend, args []string) error {
+		RunE: e.readWith(func(cmd *cobra.Command, b backend, args []string) error {
 			t, err := b.Tree(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -111,7 +128,7 @@ func summaryCmd(e *env) *cobra.Command {
 		Use:   "summary SESSION",
 		Short: "Counts per kind and role, tokens, cost, duration, sequence range, forks",
 		Args:  cobra.ExactArgs(1),
-		RunE: e.runWith(nil, func(cmd *cobra.Command, b backend, args []string) error {
+		RunE: e.readWith(func(cmd *cobra.Command, b backend, args []string) error {
 			s, err := b.Summary(cmd.Context(), args[0])
 			if err != nil {
 				return err

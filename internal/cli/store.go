@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,12 +31,27 @@ func openStore(ctx context.Context, dsn string, readOnly bool) (store.Store, err
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("create database directory: %w", err)
 		}
-	} else if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("database %s: %w", path, err)
+	} else if err := checkExists(path); err != nil {
+		return nil, err
 	}
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: path, ReadOnly: readOnly})
 	if err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// checkExists tells a read-only command that there is no database at path
+// yet, and how to make one, instead of a raw stat error.
+func checkExists(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no database at %s yet; create one with `stepwise run --agent FILE --input TEXT` or `stepwise serve` (both with --db sqlite:%s)", path, path)
+	case err != nil:
+		return fmt.Errorf("database %s: %w", path, err)
+	case fi.IsDir():
+		return fmt.Errorf("database %s is a directory; want a SQLite file", path)
+	}
+	return nil
 }

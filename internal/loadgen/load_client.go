@@ -20,9 +20,8 @@ const ClientEnv = "STEPWISE_LOAD_CLIENT"
 
 // ClientReaderEnv, set to "net/http" in the environment of the client
 // process, makes it read each stream on a goroutine of its own through
-// net/http (as the in-process clients do, and as the client process did
-// before round seven) instead of all streams on one goroutine waiting on
-// epoll (Linux; readLoadStreams): to compare the two.
+// net/http (as the in-process clients do) instead of all streams on one
+// goroutine waiting on epoll (Linux; readLoadStreams): to compare the two.
 const ClientReaderEnv = "STEPWISE_LOAD_CLIENT_READER"
 
 // IsClient reports whether this process was started by Run as its

@@ -1,8 +1,12 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,6 +27,10 @@ const (
 	codeDuplicateTable      = "42P07"
 	codeUndefinedTable      = "42P01"
 	codeInvalidSchema       = "3F000"
+	codeDiskFull            = "53100"
+	codeAdminShutdown       = "57P01"
+	codeCrashShutdown       = "57P02"
+	codeCannotConnectNow    = "57P03"
 )
 
 // errRaced makes inTx run a transaction again: it lost a race that a
@@ -39,7 +47,10 @@ var errRaced = errors.New("stepwise: postgres: concurrent write, retrying")
 //     exhausted its retries → store.ErrConflict;
 //   - undefined table or schema (42P01, 3F000): the schema was dropped
 //     under the store → store.ErrCorrupt;
-//   - a failed connection → an error that says so, wrapping the cause.
+//   - disk full (53100) → store.ErrStorageFull;
+//   - a failed, lost or refused connection (connection exceptions, class
+//     08; the server shutting down, 57P01–57P03; a network error) and a
+//     context deadline → store.ErrUnavailable, saying so.
 //
 // Errors that already wrap a sentinel, and unknown errors, are returned
 // unchanged.
@@ -62,12 +73,26 @@ func mapErr(err error) error {
 			return fmt.Errorf("%w: %s (retries exhausted)", store.ErrConflict, pe.Message)
 		case codeUndefinedTable, codeInvalidSchema:
 			return fmt.Errorf("%w: %s (was the schema dropped?)", store.ErrCorrupt, pe.Message)
+		case codeDiskFull:
+			return fmt.Errorf("%w: %s", store.ErrStorageFull, pe.Message)
+		case codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow:
+			return fmt.Errorf("%w: postgres: %s", store.ErrUnavailable, pe.Message)
+		}
+		if strings.HasPrefix(pe.Code, "08") {
+			return fmt.Errorf("%w: postgres: %s", store.ErrUnavailable, pe.Message)
 		}
 		return err
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
-		return fmt.Errorf("stepwise: postgres: cannot connect (is the server running, is Config.DSN right?): %w", err)
+		return fmt.Errorf("%w: postgres: cannot connect (is the server running, is Config.DSN right?): %w", store.ErrUnavailable, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: postgres: no answer in time: %w", store.ErrUnavailable, err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || pgconn.Timeout(err) {
+		return fmt.Errorf("%w: postgres: connection lost: %w", store.ErrUnavailable, err)
 	}
 	return err
 }
@@ -105,7 +130,7 @@ func pgCode(err error) string {
 
 func isSentinel(err error) bool {
 	for _, s := range []error{store.ErrNotFound, store.ErrConflict, store.ErrInvalid, store.ErrLocked,
-		store.ErrCorrupt, ErrClosed} {
+		store.ErrCorrupt, store.ErrStorageFull, store.ErrUnavailable, ErrClosed} {
 		if errors.Is(err, s) {
 			return true
 		}

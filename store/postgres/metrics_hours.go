@@ -19,7 +19,7 @@ import (
 
 // metricsFoldWait bounds how long a fold waits for the writers in flight
 // (and makes new ones wait behind it); past it, the query reads the
-// missing hours as before.
+// missing hours from the per-minute rollups, the steps and the runs.
 const metricsFoldWait = "100ms"
 
 // metricsHours adds the folded complete hours of p to b and returns the

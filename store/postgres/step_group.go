@@ -208,11 +208,11 @@ func (g *groupState) lockBatch() *pgx.Batch {
 	// instead (force_custom_plan) cost an eighth of the server's CPU: the
 	// selectivity of = ANY($1) is estimated element by element, each
 	// reading (and decompressing) the column's statistics. A lone append
-	// planned its reads for its parameters too (the default plan_cache_mode
-	// kept custom plans for the steps and runs reads of one id, which the
-	// planner costs below their generic plans): its four reads cost the
-	// server ~190 µs per append, ~110 µs on generic plans with the three
-	// SET LOCALs (docs/PERFORMANCE.md, round seven). The statements have
+	// would plan its reads for its parameters too (the default
+	// plan_cache_mode keeps custom plans for the steps and runs reads of one
+	// id, which the planner costs below their generic plans): its four reads
+	// cost the server ~190 µs per append on custom plans, ~110 µs on generic
+	// plans with the three SET LOCALs (PostgreSQL 15). The statements have
 	// texts of their own ("/* group */"), so the plans made under these
 	// settings are never shared with the statements of other paths,
 	// planned with the defaults.

@@ -45,7 +45,7 @@ var loneWritesSQL = writesSQL(sessionTotalsSQL, runUpdateSQL)
 // their parameters one after the other. The two updates change rows the
 // other does not read (each sub-statement of a WITH sees the rows as they
 // were before the statement), and their triggers fire at its end, as they
-// did at the end of each.
+// would at the end of each.
 func writesSQL(sess, runs string) string {
 	return `WITH ss AS (` + sess + `),
 	rr AS (` + shiftParams(runs, 6) + `)

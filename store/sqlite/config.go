@@ -32,6 +32,11 @@ type Config struct {
 	// Readers is the size of the pool of read-only connections that serve
 	// every read, concurrently with the writer. Default 4.
 	Readers int
+	// MaxBytes caps the database file (SQLite's max_page_count, in pages of
+	// 4 KiB): a write that would grow it further fails with
+	// store.ErrStorageFull and stores nothing, as on a full disk. Default 0:
+	// no cap but the disk's.
+	MaxBytes int64
 }
 
 // Defaults.
@@ -67,6 +72,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: sqlite: negative Config.BusyTimeout %v", store.ErrInvalid, c.BusyTimeout)
 	case c.Readers < 0:
 		return fmt.Errorf("%w: sqlite: negative Config.Readers %d", store.ErrInvalid, c.Readers)
+	case c.MaxBytes < 0:
+		return fmt.Errorf("%w: sqlite: negative Config.MaxBytes %d", store.ErrInvalid, c.MaxBytes)
 	}
 	return nil
 }
@@ -80,6 +87,9 @@ func (c Config) dsn(abs string, writer bool) string {
 	if writer {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous("+c.Synchronous+")")
+		if c.MaxBytes > 0 {
+			q.Add("_pragma", fmt.Sprintf("max_page_count(%d)", (c.MaxBytes+4095)/4096))
+		}
 	} else {
 		q.Add("_pragma", "query_only(1)")
 	}

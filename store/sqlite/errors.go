@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -24,6 +25,9 @@ const (
 	codeBusy       = 5
 	codeLocked     = 6
 	codeConstraint = 19
+	codeFull       = 13
+	codeIOErr      = 10
+	codeCantOpen   = 14
 	// Extended constraint codes that mean "already exists".
 	codeConstraintPrimaryKey = 1555
 	codeConstraintUnique     = 2067
@@ -31,14 +35,19 @@ const (
 
 // mapErr is the one place native errors become store sentinels: no rows →
 // ErrNotFound, unique or primary-key violation → ErrConflict, busy or
-// locked → ErrLocked, not a database or malformed → ErrCorrupt. Errors that
-// already wrap a sentinel, and unknown errors, are returned unchanged.
+// locked → ErrLocked, not a database or malformed → ErrCorrupt, full (disk
+// or Config.MaxBytes) → ErrStorageFull, an I/O error or a file that cannot
+// be opened → ErrUnavailable, a context deadline → ErrUnavailable. Errors
+// that already wrap a sentinel, and unknown errors, are returned unchanged.
 func mapErr(err error) error {
 	if err == nil || isSentinel(err) {
 		return err
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %v", store.ErrNotFound, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	var coded interface{ Code() int }
 	if !errors.As(err, &coded) {
@@ -55,13 +64,17 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", store.ErrLocked, err)
 	case code&0xff == codeCorrupt || code&0xff == codeNotADB:
 		return fmt.Errorf("%w: %v", store.ErrCorrupt, err)
+	case code&0xff == codeFull:
+		return fmt.Errorf("%w: %v", store.ErrStorageFull, err)
+	case code&0xff == codeIOErr || code&0xff == codeCantOpen:
+		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
 	}
 	return err
 }
 
 func isSentinel(err error) bool {
 	for _, s := range []error{store.ErrNotFound, store.ErrConflict, store.ErrInvalid, store.ErrLocked,
-		store.ErrCorrupt, ErrReadOnly, ErrClosed} {
+		store.ErrCorrupt, store.ErrStorageFull, store.ErrUnavailable, ErrReadOnly, ErrClosed} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/stepwise-run/stepwise/tool"
@@ -50,7 +51,8 @@ type CalculatorArgs struct {
 type CalculatorResult struct {
 	Expression string  `json:"expression"`
 	Value      float64 `json:"value"`
-	// Text is Value in the shortest decimal form that reads back exactly.
+	// Text is Value in the shortest form that reads back exactly: plain
+	// decimals from 1e-6 to 1e21 (5980750, 0.125), exponent form outside.
 	Text string `json:"text"`
 }
 
@@ -74,6 +76,15 @@ func NewCalculator(cfg CalculatorConfig) (tool.Tool, error) {
 			if err != nil {
 				return CalculatorResult{}, fmt.Errorf("cannot evaluate %q: %w", a.Expression, err)
 			}
-			return CalculatorResult{Expression: a.Expression, Value: v, Text: strconv.FormatFloat(v, 'g', -1, 64)}, nil
+			return CalculatorResult{Expression: a.Expression, Value: v, Text: formatNumber(v)}, nil
 		}), nil
+}
+
+// formatNumber writes v as JSON and JavaScript do: without an exponent when
+// 1e-6 <= |v| < 1e21, so that 5980750 reads 5980750, not 5.98075e+06.
+func formatNumber(v float64) string {
+	if a := math.Abs(v); a == 0 || (a >= 1e-6 && a < 1e21) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }

@@ -120,6 +120,26 @@ func TestCalculatorTool(t *testing.T) {
 	}
 }
 
+// TestCalculatorText: the text of a result is a plain decimal in the range
+// where JSON writes one, the exponent form outside it.
+func TestCalculatorText(t *testing.T) {
+	t.Parallel()
+	calc, err := NewCalculator(CalculatorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for expr, want := range map[string]string{
+		"2450*2441": "5980450", "5980750*1": "5980750", "1/8": "0.125", "-3*1000000": "-3000000", "0*5": "0", "10^21": "1e+21",
+		"1/10000000": "1e-07", "123456789*1000": "123456789000", "0.1+0.2": "0.30000000000000004",
+	} {
+		res, err := calc.Call(context.Background(), &tool.Call{Arguments: json.RawMessage(`{"expression":"` + expr + `"}`)})
+		var out CalculatorResult
+		if err != nil || json.Unmarshal(res.Output, &out) != nil || out.Text != want {
+			t.Errorf("%s: text %q, want %q (%s, %v)", expr, out.Text, want, res.Output, err)
+		}
+	}
+}
+
 func TestCalculatorConfig(t *testing.T) {
 	t.Parallel()
 	if _, err := NewCalculator(CalculatorConfig{MaxDepth: -1}); err == nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/stepwise-run/stepwise/tool"
 )
@@ -32,6 +33,13 @@ type FilesConfig struct {
 	MaxListEntries int
 	// ReadOnly leaves out the write tool.
 	ReadOnly bool
+	// JournalDir keeps the append journal: a write with append under a
+	// call's idempotency key records there where it starts, so that the
+	// same call executed again (after a crash, before its result was
+	// committed) appends nothing the second time. Entries are kept 7 days.
+	// Default a directory of Root's own under os.UserCacheDir (else
+	// os.TempDir).
+	JournalDir string
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -72,6 +80,29 @@ func (c FilesConfig) validate() error {
 // read tool, a write tool (unless ReadOnly) and a list tool. Access goes
 // through os.Root, so no path, however built, reaches outside the root.
 func NewFiles(cfg FilesConfig) ([]tool.Tool, error) {
+	f, err := newFiles(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tools := []tool.Tool{
+		tool.New(f.cfg.Prefix+"read", "Read a text file. Paths are relative to the working directory.", f.read),
+	}
+	if !f.cfg.ReadOnly {
+		tools = append(tools, tool.New(f.cfg.Prefix+"write", "Write (or append to) a text file, creating parent directories. Paths are relative to the working directory.", f.write))
+	}
+	tools = append(tools, tool.New(f.cfg.Prefix+"list", "List a directory. Paths are relative to the working directory; use \".\" for the directory itself.", f.list))
+	return tools, nil
+}
+
+// files holds the configuration shared by the file tools. Each call opens
+// its own os.Root, so nothing stays open between calls.
+type files struct {
+	cfg     FilesConfig
+	root    string
+	journal *appendJournal
+}
+
+func newFiles(cfg FilesConfig) (*files, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -80,22 +111,13 @@ func NewFiles(cfg FilesConfig) ([]tool.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("files: root: %w", err)
 	}
-	f := &files{cfg: cfg, root: root}
-	tools := []tool.Tool{
-		tool.New(cfg.Prefix+"read", "Read a text file. Paths are relative to the working directory.", f.read),
+	dir := cfg.JournalDir
+	if dir == "" {
+		dir = defaultJournalDir(root)
 	}
-	if !cfg.ReadOnly {
-		tools = append(tools, tool.New(cfg.Prefix+"write", "Write (or append to) a text file, creating parent directories. Paths are relative to the working directory.", f.write))
-	}
-	tools = append(tools, tool.New(cfg.Prefix+"list", "List a directory. Paths are relative to the working directory; use \".\" for the directory itself.", f.list))
-	return tools, nil
-}
-
-// files holds the configuration shared by the file tools. Each call opens
-// its own os.Root, so nothing stays open between calls.
-type files struct {
-	cfg  FilesConfig
-	root string
+	j := &appendJournal{dir: dir}
+	j.prune(time.Now())
+	return &files{cfg: cfg, root: root, journal: j}, nil
 }
 
 func (f *files) open() (*os.Root, error) {

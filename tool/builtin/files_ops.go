@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/stepwise-run/stepwise/tool"
 )
 
 // FileReadArgs are the read tool's arguments.
@@ -91,6 +93,12 @@ func (f *files) write(ctx context.Context, a FileWriteArgs) (FileWriteResult, er
 		return FileWriteResult{}, err
 	}
 	defer r.Close()
+	if key := callKey(ctx); a.Append && key != "" {
+		res, done, err := f.appendOnce(r, p, key, a.Content)
+		if err != nil || done {
+			return res, err
+		}
+	}
 	if fi, err := r.Stat(p); err == nil {
 		if !fi.Mode().IsRegular() {
 			return FileWriteResult{}, fmt.Errorf("%q exists and is not a regular file", a.Path)
@@ -124,6 +132,38 @@ func (f *files) write(ctx context.Context, a FileWriteArgs) (FileWriteResult, er
 		res.Size = fi.Size()
 	}
 	return res, nil
+}
+
+// callKey returns the idempotency key of the call being executed.
+func callKey(ctx context.Context) string {
+	if c, ok := tool.CallFrom(ctx); ok {
+		return c.IdempotencyKey
+	}
+	return ""
+}
+
+// appendOnce looks up the journal entry of a keyed append to p: when the
+// same call has appended already, it returns that append's result with
+// done set. Otherwise it records where the append starts, before the
+// caller appends.
+func (f *files) appendOnce(r *os.Root, p, key, content string) (FileWriteResult, bool, error) {
+	e, found, err := f.journal.lookup(key, p)
+	if err != nil {
+		return FileWriteResult{}, false, err
+	}
+	var size int64
+	if file, err := r.Open(p); err == nil {
+		fi, serr := file.Stat()
+		if serr == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+			if found && e.Length == int64(len(content)) && e.Sum == contentSum(content) && appended(file, size, e) {
+				file.Close()
+				return FileWriteResult{Path: filepath.ToSlash(p), BytesWritten: len(content), Size: size}, true, nil
+			}
+		}
+		file.Close()
+	}
+	return FileWriteResult{}, false, f.journal.record(key, p, appendEntry{Offset: size, Length: int64(len(content)), Sum: contentSum(content)})
 }
 
 // FileListArgs are the list tool's arguments.

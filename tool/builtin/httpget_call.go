@@ -78,6 +78,11 @@ func (g *httpGet) get(ctx context.Context, a HTTPGetArgs) (HTTPGetResult, error)
 		return HTTPGetResult{}, tool.Permanent(fmt.Errorf("invalid URL %q: %w", a.URL, err))
 	}
 	req.Header.Set("User-Agent", g.cfg.UserAgent)
+	if key := callKey(ctx); key != "" {
+		// Stable across re-executions of the call: a server that honours
+		// it (as payment and queue APIs do) acts once.
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := g.client.Do(req)
 	if err != nil {
 		var r *refusal

@@ -1,8 +1,8 @@
 // Drives real OpenTelemetry exporters and GenAI instrumentations against a
 // Stepwise server's OTLP receiver (the Go tests in otlpingest run it).
 // Env: STEPWISE_URL (http://host:port), STEPWISE_TOKEN, SCENARIO
-// (semconv-proto | semconv-http | openai | vercel | langchain), FAKE_URL
-// (the OpenAI-compatible fake, for "openai"). Prints {"traceId": "..."}.
+// (semconv-proto | semconv-http | openai | vercel | langchain | oi-openai),
+// FAKE_URL (the OpenAI-compatible fake, for "openai" and "oi-openai"). Prints {"traceId": "..."}.
 import { trace, context, SpanStatusCode } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { SimpleSpanProcessor, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -105,6 +105,41 @@ async function openaiLoop() {
   await loggerProvider.shutdown();
 }
 
+// oiOpenAI: @arizeai/openinference-instrumentation-openai over the openai
+// client and a tool traced with traceTool of @arizeai/openinference-core (a
+// TOOL span without the call's id), in a tool loop of one call.
+async function oiOpenAI() {
+  const { OpenAIInstrumentation } = await import('@arizeai/openinference-instrumentation-openai');
+  const { traceTool } = await import('@arizeai/openinference-core');
+  const { createRequire } = await import('node:module');
+  const openaiModule = createRequire(import.meta.url)('openai');
+  const instrumentation = new OpenAIInstrumentation();
+  instrumentation.manuallyInstrument(openaiModule);
+  const OpenAI = openaiModule.OpenAI ?? openaiModule.default ?? openaiModule;
+  const client = new OpenAI({ apiKey: 'test', baseURL: `${process.env.FAKE_URL}/v1` });
+  const tools = [{ type: 'function', function: { name: 'echo', description: 'echo', parameters: { type: 'object', properties: { n: { type: 'number' } } } } }];
+  const echo = traceTool(async (args) => `echo ${JSON.stringify(args)}`, { name: 'echo' });
+  await tracer.startActiveSpan('agent', { attributes: { 'openinference.span.kind': 'AGENT', 'session.id': 'oi-openai-session' } }, async (root) => {
+    traceId = root.spanContext().traceId;
+    const messages = [{ role: 'user', content: 'Echo once.' }];
+    for (let i = 0; i < 5; i++) {
+      // The fake streams its answers.
+      const stream = await client.chat.completions.create({ model: 'fake-model', messages, tools, stream: true, stream_options: { include_usage: true } });
+      const calls = [];
+      for await (const chunk of stream) {
+        for (const tc of chunk.choices[0]?.delta?.tool_calls ?? []) {
+          calls[tc.index] ??= { id: tc.id, type: 'function', function: { name: tc.function?.name ?? '', arguments: '' } };
+          calls[tc.index].function.arguments += tc.function?.arguments ?? '';
+        }
+      }
+      if (calls.length === 0) break;
+      messages.push({ role: 'assistant', content: null, tool_calls: calls });
+      for (const c of calls) messages.push({ role: 'tool', tool_call_id: c.id, content: await echo(JSON.parse(c.function.arguments)) });
+    }
+    root.end();
+  });
+}
+
 async function vercel() {
   const { generateText, tool, stepCountIs } = await import('ai');
   const { MockLanguageModelV3 } = await import('ai/test');
@@ -162,7 +197,7 @@ async function langchain() {
   });
 }
 
-const run = { 'semconv-proto': semconv, 'semconv-http': semconv, openai: openaiLoop, vercel, langchain }[scenario];
+const run = { 'semconv-proto': semconv, 'semconv-http': semconv, openai: openaiLoop, vercel, langchain, 'oi-openai': oiOpenAI }[scenario];
 if (!run) throw new Error(`unknown scenario ${scenario}`);
 await run();
 await provider.forceFlush();

@@ -1,7 +1,7 @@
 // Package sse decodes a text/event-stream body (the server-sent events of
 // the WHATWG HTML standard) for the model providers: the provider APIs
-// stream their responses this way, and this small reader replaces the
-// decoders of the vendors' SDKs.
+// stream their responses this way, and this small reader decodes them
+// without the vendors' SDKs.
 package sse
 
 import (
