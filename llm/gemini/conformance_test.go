@@ -22,7 +22,7 @@ func (conformance) ContentType() string { return "text/event-stream" }
 // Capabilities: thought summaries stream as reasoning; function calls
 // carry no ids (the adapter makes them).
 func (conformance) Capabilities() llmtest.Capabilities {
-	return llmtest.Capabilities{Reasoning: true}
+	return llmtest.Capabilities{Reasoning: true, ModelID: true}
 }
 
 func (conformance) New(t testing.TB, baseURL string, o llmtest.Options) llm.Model {
