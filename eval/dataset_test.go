@@ -2,6 +2,7 @@ package eval_test
 
 import (
 	"errors"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ not json at all
 
 func TestImportJSONL(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		data := strings.Replace(jsonl, "%LONG%", strings.Repeat("x", 2000), 1)
 		res, err := eval.ImportJSONL(ctx, st, strings.NewReader(data), eval.ImportParams{Name: "qa", MaxLineBytes: 1000})

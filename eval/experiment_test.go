@@ -41,7 +41,7 @@ const qa = `{"input":"q1: 2+2","expected":"4"}
 
 func TestExperimentsAndCompare(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{
 			solver("v1", map[string]string{"q1": "4", "q2": "5", "q3": "paris", "q4": "?"}),
@@ -138,7 +138,7 @@ func TestExperimentsAndCompare(t *testing.T) {
 
 func TestExperimentConcurrencyIsBounded(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		var active, peak atomic.Int64
 		gate := make(chan struct{})
 		work := stepwise.StepFunc(func(ctx context.Context, s *stepwise.Scope) (*stepwise.Next, error) {

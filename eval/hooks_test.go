@@ -13,7 +13,7 @@ import (
 // without being asked.
 func TestRunnerEvaluatesRunsWhenTheyEnd(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{stuckAgent()}})
 		runner, err := eval.NewRunner(eval.RunnerConfig{Store: st, Engine: e})

@@ -36,7 +36,7 @@ func stuckAgent() *stepwise.Agent {
 
 func TestRunnerEvaluatesStuckRun(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{stuckAgent()}})
 		r := run(t, e, "stuck", "get x")
@@ -80,7 +80,7 @@ func TestRunnerEvaluatesStuckRun(t *testing.T) {
 
 func TestScore(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "echo", Model: scripted.New("echo", scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: "hi"}}})}}})
 		r := run(t, e, "echo", "hello")

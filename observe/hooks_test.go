@@ -23,7 +23,7 @@ type lookupArgs struct {
 // the llm and tool steps, background summaries of annotations.
 func TestEngineObservation(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		var seen string
 		lookup := tool.New("lookup", "Finds a customer.", func(ctx context.Context, a lookupArgs) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -46,7 +47,7 @@ func events(t *testing.T, st store.Store, stepID string) (string, []*store.StepE
 
 func TestRecorderMatchesEventsToSteps(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		llmStep := &steptype.Step{ID: "llm-2", Kind: steptype.KindLLM, Name: "llm"}
 		llmErr := &steptype.Step{ID: "err-1", Kind: steptype.KindError, Name: "llm", Metrics: steptype.Metrics{Attempt: 1}}
@@ -105,7 +106,7 @@ func TestRecorderMatchesEventsToSteps(t *testing.T) {
 
 func TestRecorderLargePayloadOutOfLine(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		s := &steptype.Step{ID: "a", Kind: steptype.KindLLM, Name: "llm"}
 		seed(t, st, s)
@@ -131,7 +132,7 @@ func TestRecorderLargePayloadOutOfLine(t *testing.T) {
 
 func TestTransportRecordsExchange(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		s := &steptype.Step{ID: "a", Kind: steptype.KindLLM, Name: "llm"}
 		seed(t, st, s)
