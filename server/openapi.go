@@ -41,8 +41,8 @@ var (
 	pID     = pathParam("id", "the session or run id")
 	pAfter  = queryParam("after", "string", "resume after this position, SEQ:IDX (an event id)")
 	pLastID = apiParam{name: "Last-Event-ID", in: "header", typ: "string", desc: "resume after this event id (SEQ:IDX); wins over after"}
-	read    = []int{401, 404}
-	write   = []int{400, 401, 404, 409, 413, 415, 422}
+	read    = []int{401, 404, 503}
+	write   = []int{400, 401, 404, 409, 413, 415, 422, 503}
 	opsOnce sync.Once
 	opsDoc  []byte
 )
@@ -50,6 +50,7 @@ var (
 func apiOps() []apiOp {
 	return []apiOp{
 		{method: "GET", path: "/v1/openapi.json", id: "getOpenAPI", summary: "This OpenAPI document", status: 200, resp: "", errors: []int{401}},
+		{method: "GET", path: "/v1/health", id: "getHealth", summary: "Whether the store can take writes (503 storage_unavailable says why not: a SQLite file deleted under the server, a database that does not answer)", status: 200, resp: "Health", errors: []int{401, 503}},
 		{method: "GET", path: "/v1/agents", id: "listAgents", summary: "List the registered agents", status: 200, resp: "AgentList", errors: []int{401}},
 		{method: "GET", path: "/v1/agents/{name}", id: "getAgent", summary: "Get an agent", params: []apiParam{pathParam("name", "agent name")}, status: 200, resp: "Agent", errors: read},
 		{method: "POST", path: "/v1/runs", id: "initiate", summary: "Start a run (queued, executed in the background)", body: "InitiateRequest", status: 201, resp: "RunCreated", errors: write},
@@ -169,7 +170,7 @@ func openAPIDocument() map[string]any {
 		item[lower(op.method)] = o
 	}
 	responses := map[string]any{}
-	for _, code := range []int{400, 401, 404, 409, 413, 415, 422} {
+	for _, code := range []int{400, 401, 404, 409, 413, 415, 422, 503} {
 		responses["Problem"+itoa(code)] = map[string]any{"description": http.StatusText(code),
 			"content": map[string]any{"application/problem+json": map[string]any{"schema": ref("Problem")}}}
 	}

@@ -45,6 +45,7 @@ func schemas() obj {
 			"limits": object(false, nil, obj{"max_steps": integer(), "step_timeout_ms": integer(), "run_timeout_ms": integer(),
 				"max_parallel_tools": integer(), "max_depth": integer()}),
 		}),
+		"Health":    object(false, []string{"status"}, obj{"status": str("ok")}),
 		"AgentList": object(false, []string{"agents"}, obj{"agents": arrayOf(ref("Agent"))}),
 		"Run": object(false, []string{"id", "session_id", "agent", "status"}, obj{
 			"id": str(""), "session_id": str(""), "agent": str(""), "parent_run_id": str(""), "parent_step_id": str(""), "hop": integer(),

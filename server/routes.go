@@ -8,6 +8,7 @@ func (s *Server) register() {
 	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
 
 	s.handle(get, "/v1/openapi.json", s.openAPI)
+	s.handle(get, "/v1/health", s.health)
 
 	s.handle(get, "/v1/agents", s.listAgents)
 	s.handle(get, "/v1/agents/{name}", s.getAgent)

@@ -32,6 +32,8 @@ type Store struct {
 	closeErr  error
 
 	vec vecindex.Spaces // in-process vector indexes (vector.go)
+
+	ident *fileIdent // the opened file's identity; nil when read-only
 }
 
 // The whole driver contract.
@@ -92,6 +94,9 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.rdb.SetMaxOpenConns(s.cfg.Readers)
 	s.rdb.SetMaxIdleConns(s.cfg.Readers)
+	if s.ident, err = newFileIdent(s.path); err != nil {
+		return err
+	}
 	s.w, err = startWriter(ctx, s.wdb)
 	return err
 }
