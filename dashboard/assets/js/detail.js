@@ -7,6 +7,7 @@
 import { api, optional } from './api.js';
 import { badge, clear, fmtCost, fmtInt, fmtMS, fmtTime, h, jsonView, richText, textBlock, toast } from './dom.js';
 import { requestSection } from './request.js';
+import { copyID } from './names.js';
 import { forkAt, inputCard, retryFrom, scoreStep } from './actions.js';
 
 const enc = encodeURIComponent;
@@ -32,7 +33,8 @@ export function renderDetail(el, sessionID, s, { onChanged, runActive = () => tr
   const parts = [
     h('header', { class: 'd-head' },
       h('div', null, h('span', { class: 'seqbig', text: '#' + s.sequence }), badge(s.kind, 'kind'), h('strong', { class: 'd-name', text: s.name || '' }), badge(s.status)),
-      h('div', { class: 'muted small ids' }, 'step ', h('code', { text: s.id }), ' · run ', h('code', { text: s.run_id || '—' }), s.hop ? ' · hop ' + s.hop : '',
+      h('div', { class: 'muted small ids' }, h('span', { title: s.id }, 'step id'), copyID(s.id, 'step id'),
+        s.run_id ? [' · ', h('span', { title: s.run_id }, s.hop ? 'sub-agent run' : 'run'), copyID(s.run_id, 'run id')] : '', s.hop ? ' · hop ' + s.hop : '',
         s.session_id !== sessionID ? [' · inherited from ', h('a', { href: '#/s/' + enc(s.session_id) + '/' + s.sequence, text: 'parent session' })] : ''),
       actions),
   ];

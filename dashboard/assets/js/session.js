@@ -30,7 +30,7 @@ export function originOf(s) {
 export function sessionView(main, { id, seq, tab }) {
   let closed = false, es = null, tl = null, wf = null, sess = null, runs = [], resync = false, rowsShown = false;
   const view = () => (tab === 'time' ? wf : tl);
-  const title = h('h1', { class: 'title', text: 'Session ' + shortID(id) });
+  const title = h('h1', { class: 'title', title: id, text: 'Session' });
   const meta = h('div', { class: 'meta' });
   const status = h('span', { class: 'status-slot' });
   const btns = h('div', { class: 'toolbar' });
