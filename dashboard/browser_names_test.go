@@ -51,3 +51,38 @@ func TestBrowserNamesNotIDs(t *testing.T) {
 	p.waitJS(`document.querySelector('.crumbs a[data-id]')?.textContent === 'Quarterly report'`)
 	visible("the workflow graph")
 }
+
+// TestBrowserForeignAgentActions: on a session of an agent this server does
+// not run, Retry from here and Replay are disabled with the reason, and
+// what works (fork, copy) stays offered; a session of a registered agent
+// keeps them.
+func TestBrowserForeignAgentActions(t *testing.T) {
+	e := newEnv(t, []*stepwise.Agent{chatAgent()}, nil)
+	ctx := context.Background()
+	sess, err := e.eng.CreateSession(ctx, "elsewhere", "Recorded elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eng.Ingest(ctx, stepwise.IngestParams{SessionID: sess.ID, Steps: []*stepwise.Step{
+		{Kind: steptype.KindUser, Name: "user", Role: steptype.RoleUser, Content: "hello"},
+		{Kind: steptype.KindLLM, Name: "llm", Role: steptype.RoleAssistant, Content: "hi"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	p := newPage(t)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + sess.ID + "/2"))
+	p.waitJS(`document.querySelector('#detail button[data-action="retry"]')?.disabled && document.querySelector('button[data-action="replay"]').disabled`)
+	got := eval[string](p, `[document.querySelector('#detail button[data-action="retry"]').title, document.querySelector('#detail .agent-note').textContent,
+		document.querySelector('.toolbar .agent-note').textContent, String(document.querySelector('#detail button[data-action="fork"]').disabled)].join(' | ')`)
+	if !strings.Contains(got, "The agent elsewhere does not run on this server") || !strings.Contains(got, "Retry from here") ||
+		!strings.Contains(got, "Replay") || !strings.HasSuffix(got, "false") {
+		t.Fatalf("foreign agent: %s", got)
+	}
+	run := runUntil(t, e, "chat", "What is 6*7?", steptype.RunCompleted)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + run.SessionID + "/2"))
+	p.waitJS(`document.querySelector('#detail .seqbig')?.textContent === '#2' && document.querySelector('#detail button[data-action="retry"]')`)
+	p.waitJS(`new Promise((r) => setTimeout(() => r(true), 200))`)
+	if eval[bool](p, `document.querySelector('#detail button[data-action="retry"]').disabled || document.querySelector('button[data-action="replay"]').disabled`) {
+		t.Fatal("retry or replay disabled on a session of a registered agent")
+	}
+}

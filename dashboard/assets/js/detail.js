@@ -7,7 +7,7 @@
 import { api, optional } from './api.js';
 import { badge, clear, fmtCost, fmtInt, fmtMS, fmtTime, h, jsonView, richText, textBlock, toast } from './dom.js';
 import { requestSection } from './request.js';
-import { copyID } from './names.js';
+import { copyID, needsAgent } from './names.js';
 import { forkAt, inputCard, retryFrom, scoreStep } from './actions.js';
 
 const enc = encodeURIComponent;
@@ -22,13 +22,16 @@ function kv(rows) {
 }
 
 // renderDetail fills el with the detail of step s of session sessionID.
-export function renderDetail(el, sessionID, s, { onChanged, runActive = () => true } = {}) {
+export function renderDetail(el, sessionID, s, { onChanged, runActive = () => true, agent = '' } = {}) {
   delete el.dataset.evals;
   if (!s) { clear(el, h('p', { class: 'muted empty', text: 'Select a step (j / k).' })); return; }
   const m = s.metrics || {};
+  const retry = h('button', { type: 'button', 'data-action': 'retry', text: 'Retry from here', onclick: () => retryFrom(sessionID, s) });
+  const agentNote = h('p', { class: 'muted small agent-note', role: 'note', hidden: true });
+  needsAgent(agent, [retry], agentNote);
   const actions = h('div', { class: 'd-actions' },
     h('button', { type: 'button', 'data-action': 'fork', text: 'Fork here', title: 'Fork the session at this step', onclick: () => forkAt(sessionID, s) }),
-    h('button', { type: 'button', 'data-action': 'retry', text: 'Retry from here', onclick: () => retryFrom(sessionID, s) }),
+    retry,
     h('button', { type: 'button', 'data-action': 'copy', text: 'Copy JSON', onclick: () => navigator.clipboard?.writeText(JSON.stringify(s, null, 2)).then(() => toast('Copied.'), () => toast('Copy failed', 'error')) }));
   const parts = [
     h('header', { class: 'd-head' },
@@ -36,7 +39,7 @@ export function renderDetail(el, sessionID, s, { onChanged, runActive = () => tr
       h('div', { class: 'muted small ids' }, h('span', { title: s.id }, 'step id'), copyID(s.id, 'step id'),
         s.run_id ? [' · ', h('span', { title: s.run_id }, s.hop ? 'sub-agent run' : 'run'), copyID(s.run_id, 'run id')] : '', s.hop ? ' · hop ' + s.hop : '',
         s.session_id !== sessionID ? [' · inherited from ', h('a', { href: '#/s/' + enc(s.session_id) + '/' + s.sequence, text: 'parent session' })] : ''),
-      actions),
+      actions, agentNote),
   ];
   // A request is answerable only while its run still waits for it: a
   // cancelled or finished run never shows a form.

@@ -43,3 +43,28 @@ export function copyID(id, what = 'id') {
   return h('button', { type: 'button', class: 'copy-id', 'data-action': 'copy-id', title: `Copy the ${what}: ${id}`, 'aria-label': `Copy the ${what}`, text: '⧉',
     onclick: (ev) => { ev.preventDefault(); ev.stopPropagation(); navigator.clipboard?.writeText(id).then(() => toast('Copied ' + what + '.'), () => toast('Copy failed', 'error')); } });
 }
+
+let agents = null; // names of the agents this server runs (a promise)
+
+// agentNames returns the set of agents this server runs (null when it
+// cannot be read; asked again next time).
+export function agentNames() {
+  if (!agents) agents = api('/v1/agents').then((r) => new Set(r.agents.map((a) => a.name)), () => { agents = null; return null; });
+  return agents;
+}
+
+// needsAgent disables buttons whose action runs the session's agent when
+// this server does not run it, saying why in their title and in note.
+export async function needsAgent(agent, buttons, note) {
+  if (!agent) return;
+  const names = await agentNames();
+  if (!names || names.has(agent)) return;
+  for (const b of buttons) {
+    b.disabled = true;
+    b.title = `The agent ${agent} does not run on this server, so it cannot run again here.`;
+  }
+  if (note) {
+    note.hidden = false;
+    note.textContent = `The agent ${agent} does not run on this server: ${buttons.map((b) => b.textContent).join(' and ')} need it. Forking, comparing and copying work.`;
+  }
+}
