@@ -60,7 +60,7 @@ export function renderDetail(el, sessionID, s, { onChanged, runActive = () => tr
     parts.push(h('section', { class: 'd-sec err' }, h('h3', { text: 'Error' }), kv([['message', e.message], ['cause', e.cause], ['class', e.class], ['code', e.code], ['attempt', e.attempt], ['recoverable', e.recoverable ? 'yes' : 'no']])));
   }
   if (s.inputs !== undefined) parts.push(section(s.kind === 'tool' ? 'Arguments' : s.kind === 'input' ? 'Request' : 'Inputs', jsonView(s.inputs)));
-  if (s.outputs !== undefined) parts.push(section(s.kind === 'tool' ? 'Result' : s.kind === 'input' ? 'Answer' : 'Outputs', jsonView(s.outputs)));
+  if (s.outputs !== undefined) parts.push(section(s.kind === 'tool' ? 'Result' : s.kind === 'input' ? 'Answer' : 'Outputs', jsonView(elideBlobs(s.outputs))));
   if (s.state_patch !== undefined) parts.push(section('State patch', jsonView(s.state_patch)));
   const a = s.annotations;
   if (a) parts.push(section('Annotations', kv([['state', a.state], ['state summary', a.state_summary], ['goal', a.goal], ['goal summary', a.goal_summary], ['action', a.action], ['action summary', a.action_summary]])));
@@ -162,4 +162,20 @@ async function loadEvents(el, s) {
       h('summary', null, h('code', { text: e.type || 'event' }), ' ', e.name || '', e.duration ? ' · ' + fmtMS(e.duration / 1e6) : '', e.error ? h('span', { class: 'error', text: ' ' + e.error }) : ''),
       e.payload !== undefined ? jsonView(e.payload) : h('p', { class: 'muted', text: e.blob_hash ? `stored out of line (${fmtInt(e.size)} bytes)` : 'no payload' })))));
   } catch { /* nothing to show */ }
+}
+
+// elideBlobs replaces the base64 data of image, audio and blob content
+// blocks (an MCP result's, which the step keeps as attachments too) with a
+// line saying what it was; the raw step JSON keeps it.
+export function elideBlobs(v, depth = 0) {
+  if (depth > 32 || v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map((x) => elideBlobs(x, depth + 1));
+  const out = {};
+  for (const [k, x] of Object.entries(v)) {
+    if ((k === 'data' || k === 'blob') && typeof x === 'string' && x.length > 256 && /^[A-Za-z0-9+/=\s]+$/.test(x.slice(0, 4096))) {
+      const type = v.mimeType || v.mime_type || v.type || 'binary';
+      out[k] = `[${type}, ${Math.floor(x.length * 3 / 4)} bytes of base64: see Attachments]`;
+    } else out[k] = elideBlobs(x, depth + 1);
+  }
+  return out;
 }
