@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/demo"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
@@ -84,5 +85,27 @@ func TestBrowserForeignAgentActions(t *testing.T) {
 	p.waitJS(`new Promise((r) => setTimeout(() => r(true), 200))`)
 	if eval[bool](p, `document.querySelector('#detail button[data-action="retry"]').disabled || document.querySelector('button[data-action="replay"]').disabled`) {
 		t.Fatal("retry or replay disabled on a session of a registered agent")
+	}
+}
+
+// TestBrowserDemoSecondTurn: a second message to a demo agent from the
+// session page is answered by its closing turn, which says what the agent
+// is and how to use a real model, not "(script exhausted)".
+func TestBrowserDemoSecondTurn(t *testing.T) {
+	analyst, err := demo.Agents(demo.Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, []*stepwise.Agent{analyst}, nil)
+	run := runUntil(t, e, "analyst", "What is the population of Paris and Berlin?", steptype.RunCompleted)
+	p := newPage(t)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + run.SessionID))
+	p.waitJS(`!document.querySelector('form.composer').hidden && !document.getElementById('next-turn').disabled`)
+	p.do(chromedp.SendKeys(chromedp.ID("next-turn"), "And Rome?"), chromedp.Click(chromedp.CSS(`button[data-action="send-turn"]`)))
+	p.waitJS(`document.querySelectorAll('.status-slot .badge').length && document.querySelector('.status-slot .badge').textContent === 'completed' && [...document.querySelectorAll('#timeline .tl-row .sum')].some((s) => s.textContent.includes('And Rome?'))`)
+	p.waitJS(`[...document.querySelectorAll('#timeline .tl-row .sum')].some((s) => s.textContent.includes('scripted example agent'))`)
+	text := eval[string](p, `[...document.querySelectorAll('#timeline .tl-row .sum')].map((s) => s.textContent).join('\n')`)
+	if strings.Contains(text, "script exhausted") || !strings.Contains(text, "real model") {
+		t.Fatalf("second turn:\n%s", text)
 	}
 }
