@@ -109,3 +109,18 @@ func TestBrowserDemoSecondTurn(t *testing.T) {
 		t.Fatalf("second turn:\n%s", text)
 	}
 }
+
+// TestBrowserForkTreeEditedAt: the fork tree places a fork that edits a
+// step at that step, not at the last step it shares.
+func TestBrowserForkTreeEditedAt(t *testing.T) {
+	e := newEnv(t, []*stepwise.Agent{chatAgent()}, nil)
+	run := runUntil(t, e, "chat", "What is 6*7?", steptype.RunCompleted)
+	edit := "And 7*8?"
+	fork, err := e.eng.Fork(context.Background(), stepwise.ForkParams{SessionID: run.SessionID, At: 4, Edit: &edit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPage(t)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + fork.ID + "?tab=forks"))
+	p.waitJS(`document.querySelector('.fork-node.current .fork-at')?.textContent === ' edited at #4'`)
+}

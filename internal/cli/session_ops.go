@@ -112,7 +112,7 @@ func forksCmd(e *env) *cobra.Command {
 				}
 				at := ""
 				if t.Session.ParentSessionID != "" {
-					at = fmt.Sprintf(" @%d", t.Session.ForkSequence)
+					at = " @" + forkPlace(cmd.Context(), b, t.Session)
 				}
 				fmt.Fprintf(e.stdout, "%s%s%s  (%d steps)%s\n", strings.Repeat("  ", depth), t.Session.ID, at, t.Session.LastSequence, mark)
 				for _, k := range t.Forks {
@@ -313,3 +313,17 @@ func nextTurn(ctx context.Context, b remote, sessionID string, followed map[stri
 // replayTurnWait bounds the wait for the server to queue a replay's next
 // turn.
 const replayTurnWait = 30 * time.Second
+
+// forkPlace is where a fork branches off its parent, for display: "5
+// (edited)" for a fork whose first own step is an edited copy of the
+// parent's step 5 (it shares 1..4), else the fork sequence.
+func forkPlace(ctx context.Context, b backend, s *stepwise.Session) string {
+	next := s.ForkSequence + 1
+	if s.LastSequence >= next {
+		steps, err := b.Steps(ctx, s.ID, next, next)
+		if err == nil && len(steps) == 1 && steps[0].Metadata["edited_from"] != nil {
+			return fmt.Sprintf("%d (edited)", next)
+		}
+	}
+	return fmt.Sprint(s.ForkSequence)
+}
