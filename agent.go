@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/tool"
 )
@@ -241,4 +242,25 @@ func (a *Agent) hasStep(name string) bool {
 	}
 	_, ok := a.Steps[name]
 	return ok
+}
+
+// backoffDelay is the wait before attempt+1: exponential with jitter
+// (randomization factor 0.5) under the policy, and never shorter than the
+// server's Retry-After hint.
+func backoffDelay(p RetryPolicy, attempt int, retryAfter time.Duration) time.Duration {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     p.InitialInterval,
+		RandomizationFactor: 0.5,
+		Multiplier:          p.Multiplier,
+		MaxInterval:         p.MaxInterval,
+	}
+	b.Reset()
+	var d time.Duration
+	for i := 0; i < attempt; i++ {
+		d = b.NextBackOff()
+	}
+	if retryAfter > d {
+		d = retryAfter
+	}
+	return d
 }

@@ -1,8 +1,10 @@
 package stepwise
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/internal/executor"
+	"github.com/stepwise-run/stepwise/internal/ids"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -238,4 +241,70 @@ func (e *Engine) agentNames() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// NewID returns a new sortable id (UUIDv7). It allocates only the string.
+func NewID() string { return ids.At(time.Now()) }
+
+// ErrLeaseStalled stops the executions of an instance whose leases could
+// not be renewed (the database is unreachable or stalled) before they can
+// lapse: another instance may take the runs over, and two executions of one
+// run must not overlap.
+var ErrLeaseStalled = executor.ErrLeaseStalled
+
+// MaxLoadAttempts is how many times a claimed run whose context cannot be
+// loaded is tried (by any instance) before it fails with the reason.
+const MaxLoadAttempts = executor.MaxLoadAttempts
+
+// newExecutor returns the engine's background executor.
+func (e *Engine) newExecutor() *executor.Service {
+	return executor.New(executor.Config{
+		Store: e.store, Broker: e.broker, Owner: e.cfg.Owner, Lease: e.cfg.Lease, Workers: e.cfg.Workers,
+		PollInterval: e.cfg.PollInterval, Logger: e.cfg.Logger, Now: e.now,
+		Agents: e.agentNames, Execute: e.executeClaimed, Lessees: e.lessees, StopExecutions: e.stopExecutions,
+		Reconcile: e.reconcileWaiting, Sweep: e.expireInputs,
+	})
+}
+
+// wake nudges the background executor to look for runnable runs. Other
+// instances sharing the database are woken by the store, whose
+// notification commits with the change that made a run runnable.
+func (e *Engine) wake() { e.exec.Wake() }
+
+// Start runs the background executor (calling it again is a no-op): it claims queued runs (and runs whose
+// lease expired) and executes them, until Stop. Runs started with StartRun,
+// and runs whose input was answered, are picked up here.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return ErrEngineClosed
+	}
+	if err := e.exec.Start(ctx); errors.Is(err, executor.ErrStopping) {
+		return ErrEngineClosed
+	}
+	return nil
+}
+
+// Stop stops background work and waits for executing runs to reach a step
+// boundary; they are handed back to the queue (status queued), so another
+// process, or the next start, resumes them. In-flight steps are abandoned,
+// never half-written.
+func (e *Engine) Stop(ctx context.Context) error { return e.exec.Stop(ctx) }
+
+// Close stops the engine (see Stop). It does not close the store.
+func (e *Engine) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := e.Stop(ctx)
+	e.mu.Lock()
+	wasClosed := e.closed
+	e.closed = true
+	e.mu.Unlock()
+	if !wasClosed {
+		executor.UnregisterOwner(e.cfg.Owner)
+	}
+	e.stopObservers()
+	return err
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/internal/convo"
+	"github.com/stepwise-run/stepwise/internal/ids"
+	"github.com/stepwise-run/stepwise/internal/stepctx"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -89,15 +91,24 @@ type execution struct {
 
 	before int64 // load only steps before this sequence (a preview); 0: all
 
-	// Kept for the commits of loop, so that a step allocates less:
-	// sessLock is the session's commit lock (referenced while loop runs),
-	// storeCtx the context of store writes, appendRuns StepAppend's Runs,
-	// llmH and toolsH the built-in handlers.
-	sessLock     *broker.SessionLock
+	// sessLock is the session's commit lock (referenced while loop runs).
+	sessLock *broker.SessionLock
+	// buf is what the execution keeps from one step to the next so that a
+	// step allocates less.
+	buf stepBuffers
+}
+
+// stepBuffers is the part of an execution that its steps reuse: store
+// parameters, the built-in handlers, the scope and record of a lean step,
+// and values a step would otherwise allocate each time (see
+// docs/PERFORMANCE.md, "The durable step against its floor").
+type stepBuffers struct {
+	// storeCtx is the context of store writes, appendRuns StepAppend's
+	// Runs, llmH and toolsH the built-in handlers.
 	storeCtx     context.Context
 	appendRuns   [1]*store.RunUpdateParams
 	llmH, toolsH Handler
-	callsBuf     []ToolCall // toolsStep's calls
+	calls        []ToolCall // toolsStep's calls
 	boxes        [2]struct {
 		v   string
 		box any
@@ -105,7 +116,7 @@ type execution struct {
 	// commit's store parameters, reused: a store does not keep them.
 	runParams    store.RunUpdateParams
 	appendParams store.StepAppendParams
-	oneBuf       [1]*Step // see one
+	one          [1]*Step // see one
 	leanStep     Step     // see runStep
 	leanScope    Scope
 	builtNext    Next // see builtinNext
@@ -115,6 +126,45 @@ type execution struct {
 		ok    bool
 		set   bool
 	} // see price
+}
+
+// expectRunning fences the writes of an execution (read only).
+var expectRunning = []steptype.RunStatus{steptype.RunRunning}
+
+// cursorLLM is the cursor of the built-in llm step (read only).
+var cursorLLM = StepLLM
+
+// one returns a slice holding just s, in a buffer of the execution that
+// the next call reuses (commit keeps none of its steps slice).
+func (x *execution) one(s *Step) []*Step {
+	x.buf.one[0] = s
+	return x.buf.one[:]
+}
+
+// boxed returns v as an interface value, the one of the previous call
+// with the same slot when v is unchanged: a string in an interface is
+// immutable, so steps can share it, and a model that answers with the same
+// model name and finish reason every time costs no allocation for them.
+func (x *execution) boxed(slot int, v string) any {
+	b := &x.buf.boxes[slot]
+	if b.v != v || b.box == nil {
+		b.v, b.box = v, v
+	}
+	return b.box
+}
+
+// builtinNext returns n from a built-in step handler: in a buffer of the
+// execution, which the next step reuses, when no hook can see (and keep)
+// it — the loop and record read a Next only until the step is recorded —
+// or else as a new one.
+func (x *execution) builtinNext(name string, n Next) *Next {
+	if x.hooks(name) {
+		c := new(Next) // not &n: n would move to the heap on every call
+		*c = n
+		return c
+	}
+	x.buf.builtNext = n
+	return &x.buf.builtNext
 }
 
 // load builds the in-memory context of the run from the store, once. A
@@ -297,7 +347,9 @@ type runUpdate struct {
 }
 
 // commit writes steps and the run change in one transaction, then updates
-// the in-memory run and context and publishes the steps.
+// the in-memory run and context and publishes the steps. The session's
+// commit lock is held from the write to the publication, so positions
+// follow sequence order.
 func (x *execution) commit(steps []*Step, u runUpdate) error {
 	now, proc := x.e.nowRead() // proc: the same reading for the steps' ids
 	x.mu.Lock()
@@ -313,9 +365,38 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 			u.patchStep.StatePatch = patch
 		}
 	}
+	x.stampSteps(steps, now, proc, progress)
+	if err := x.e.maskSteps(steps); err != nil {
+		return err
+	}
+	if u.completes {
+		completed, out := steptype.RunCompleted, x.outputWith(steps)
+		u.status, u.output, u.finish = &completed, &out, true
+	}
+	x.setRunParams(&u, state, len(steps), now)
+	defer func() { x.buf.runParams = store.RunUpdateParams{} }()
+	if l := x.sessLock; l != nil {
+		l.Lock()
+		defer l.Unlock()
+	} else {
+		defer x.e.lockSession(x.run.SessionID)()
+	}
+	stored, err := x.write(steps, u.inPlace)
+	if err != nil {
+		return err
+	}
+	x.applyRun(&u, state, len(steps), now)
+	x.announce(stored, &u, now)
+	return nil
+}
+
+// stampSteps gives the steps of a commit their ids (the first one's from
+// proc, the reading of the commit's time), run, parent, status, metrics,
+// progress and time.
+func (x *execution) stampSteps(steps []*Step, now, proc time.Time, progress *Progress) {
 	for _, s := range steps {
 		if s.ID == "" {
-			s.ID = newIDAt(proc)
+			s.ID = ids.At(proc)
 			proc = time.Time{} // the next id reads the clock itself
 		}
 		s.SessionID, s.RunID, s.Hop = x.run.SessionID, x.run.ID, x.run.Hop
@@ -332,55 +413,57 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 		s.CreatedAt = now
 		x.prevStepID = s.ID
 	}
-	if err := x.e.maskSteps(steps); err != nil {
-		return err
-	}
-	if u.completes {
-		completed, out := steptype.RunCompleted, x.outputWith(steps)
-		u.status, u.output, u.finish = &completed, &out, true
-	}
-	x.runParams = store.RunUpdateParams{
+}
+
+// setRunParams sets x.buf.runParams to the fenced run update of a commit of n
+// steps (state: the run's state after u's patch).
+func (x *execution) setRunParams(u *runUpdate, state json.RawMessage, n int, now time.Time) {
+	x.buf.runParams = store.RunUpdateParams{
 		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: expectRunning,
-		Cursor: u.cursor, Status: u.status, Output: u.output, Error: u.err, StepDelta: int64(len(steps)), Now: now,
+		Cursor: u.cursor, Status: u.status, Output: u.output, Error: u.err, StepDelta: int64(n), Now: now,
 	}
-	p := &x.runParams
-	defer func() { x.runParams = store.RunUpdateParams{} }()
 	if len(u.patch) > 0 {
-		p.State = state
+		x.buf.runParams.State = state
 	}
 	if u.finish || (u.status != nil && *u.status == steptype.RunWaiting) {
-		p.ClearLease = true
+		x.buf.runParams.ClearLease = true
 	}
-	if l := x.sessLock; l != nil {
-		l.Lock()
-		defer l.Unlock()
-	} else {
-		defer x.e.lockSession(x.run.SessionID)()
-	}
-	if x.storeCtx == nil {
-		x.storeCtx = context.WithoutCancel(x.ctx)
+}
+
+// write appends the steps with the run update of x.buf.runParams in one
+// transaction (or only updates the run when there are none) and returns
+// the stored steps; a fenced write that fails says why (conflict).
+func (x *execution) write(steps []*Step, inPlace bool) ([]*Step, error) {
+	if x.buf.storeCtx == nil {
+		x.buf.storeCtx = context.WithoutCancel(x.ctx)
 	}
 	var stored []*Step
 	var err error
 	if len(steps) > 0 {
-		x.appendRuns[0] = p
-		x.appendParams = store.StepAppendParams{Steps: steps, Runs: x.appendRuns[:], InPlace: u.inPlace}
-		stored, err = x.e.store.StepAppend(x.storeCtx, &x.appendParams)
-		x.appendRuns[0], x.appendParams = nil, store.StepAppendParams{}
+		x.buf.appendRuns[0] = &x.buf.runParams
+		x.buf.appendParams = store.StepAppendParams{Steps: steps, Runs: x.buf.appendRuns[:], InPlace: inPlace}
+		stored, err = x.e.store.StepAppend(x.buf.storeCtx, &x.buf.appendParams)
+		x.buf.appendRuns[0], x.buf.appendParams = nil, store.StepAppendParams{}
 	} else {
-		_, err = x.e.store.RunUpdate(x.storeCtx, p)
+		_, err = x.e.store.RunUpdate(x.buf.storeCtx, &x.buf.runParams)
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return x.conflict(err)
+			return nil, x.conflict(err)
 		}
 		// The commit may have happened and only its answer been lost
 		// (store.ErrUnavailable): nothing of it is published here, so the
 		// session's subscribers read what the store holds.
 		x.e.broker.Poke(x.run.SessionID)
-		return fmt.Errorf("commit step: %w", err)
+		return nil, fmt.Errorf("commit step: %w", err)
 	}
+	return stored, nil
+}
+
+// applyRun updates the in-memory run after a commit of n steps.
+func (x *execution) applyRun(u *runUpdate, state json.RawMessage, n int, now time.Time) {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	if u.cursor != nil {
 		x.run.Cursor = *u.cursor
 	}
@@ -396,9 +479,13 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	if u.err != nil {
 		x.run.Error = u.err
 	}
-	x.run.StepCount += int64(len(steps))
+	x.run.StepCount += int64(n)
 	x.run.UpdatedAt = now
-	x.mu.Unlock()
+}
+
+// announce adds committed steps to the context and publishes their
+// step_completed events, then runs the commit hooks.
+func (x *execution) announce(stored []*Step, u *runUpdate, now time.Time) {
 	for i, s := range stored {
 		x.conv.Add(s)
 		ev := u.completed
@@ -415,7 +502,6 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	if len(stored) > 0 {
 		x.e.afterCommit(stored)
 	}
-	return nil
 }
 
 // stampMetrics makes every committed step say when its work started and how
@@ -540,15 +626,15 @@ func (x *execution) handler(name string) Handler {
 	}
 	switch name {
 	case StepLLM:
-		if x.llmH == nil {
-			x.llmH = StepFunc(x.llmStep)
+		if x.buf.llmH == nil {
+			x.buf.llmH = StepFunc(x.llmStep)
 		}
-		return x.llmH
+		return x.buf.llmH
 	case StepTools:
-		if x.toolsH == nil {
-			x.toolsH = StepFunc(x.toolsStep)
+		if x.buf.toolsH == nil {
+			x.buf.toolsH = StepFunc(x.toolsStep)
 		}
-		return x.toolsH
+		return x.buf.toolsH
 	}
 	return nil
 }
@@ -560,14 +646,14 @@ type scopedStep struct {
 	Scope   Scope
 	step    Step
 	started Event
-	dc      deadlineCtx // the handler's context (see call)
+	dc      stepctx.Context // the handler's context (see call)
 }
 
 // leanStart is what a lean step (see runStep) allocates: its step_started
 // event and its handler's context, in one allocation.
 type leanStart struct {
 	started Event
-	dc      deadlineCtx
+	dc      stepctx.Context
 }
 
 // runStep executes one step with the retry policy. It returns the handler's
@@ -580,99 +666,22 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	// scope and its record are reused, without an id.
 	lean := name == StepTools && x.agent.Steps[StepTools] == nil && !x.hooks(name) && x.e.eventsState() == nil
 	for attempt := 1; ; attempt++ {
-		// One reading of the clock for the step's start, its id's timestamp
-		// and the start of its timeout (proc: zero with a clock of the
-		// caller's, and then each reads its own).
-		startedAt, proc := x.e.nowRead()
-		var scope *Scope
-		var started *Event
-		var dc *deadlineCtx
-		if lean {
-			x.leanStep = Step{Name: name}
-			x.leanScope = Scope{exec: x, name: name, step: &x.leanStep}
-			ls := new(leanStart)
-			scope, started, dc = &x.leanScope, &ls.started, &ls.dc
-		} else {
-			ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: newIDAt(proc), Name: name}}
-			ss.Scope.step = &ss.step
-			scope, started, dc = &ss.Scope, &ss.started, &ss.dc
-		}
-		scope.step.Metrics.Attempt = attempt
-		scope.step.Metrics.StartedAt = startedAt
-		started.Type, started.StepName = EventStepStarted, name
-		if x.publishWaited(started, startedAt) {
-			// The consumer held the step back: its timeout counts from
-			// now, as it did when it was read after the publish.
-			proc = time.Time{}
-		}
+		scope, proc, dc := x.startAttempt(name, attempt, lean)
 		streamed := x.deltas.Load()
 		next, err := x.call(x.hooked(name, h), scope, proc, dc)
-		if err == nil && next != nil && next.State != nil && !next.committed {
-			err = x.checkState(next.State)
-		}
 		if err == nil {
-			if next == nil || (!next.committed && !x.agent.hasStep(next.Step)) {
-				got := "<nil>"
-				if next != nil {
-					got = next.Step
-				}
-				err = fmt.Errorf("%w: step %q routed to %q", ErrUnknownStep, name, got)
-			} else {
-				if next.record != nil {
-					next.record.ID = scope.step.ID
-				}
-				if next.record == nil && !next.committed {
-					next.record = scope.step
-				}
-				if len(scope.hookTrail) > 0 && next.record != nil {
-					if next.record.Metadata == nil {
-						next.record.Metadata = map[string]any{}
-					}
-					next.record.Metadata["hooks"] = scope.hookTrail
-				}
+			if next, err = x.accept(name, scope, next); err == nil {
 				return next, nil, nil
 			}
 		}
 		if cause := context.Cause(x.ctx); cause != nil {
 			return nil, nil, cause
 		}
-		class := llm.Classify(err)
-		code := "step_error"
-		switch {
-		case errors.Is(err, ErrStepTimeout):
-			class, code = steptype.ErrorTransient, "timeout"
-		case errors.Is(err, ErrStepPanic):
-			class, code = steptype.ErrorPermanent, "panic"
-		case errors.Is(err, ErrUnknownStep):
-			class, code = steptype.ErrorPermanent, "unknown_step"
-		case errors.Is(err, ErrInvalidState):
-			class, code = steptype.ErrorPermanent, "invalid_state"
+		serr, cerr := x.failAttempt(name, scope, attempt, x.deltas.Load() != streamed, err)
+		if cerr != nil {
+			return nil, nil, cerr
 		}
-		var le *llm.Error
-		if errors.As(err, &le) && le.Code != "" {
-			code = le.Code
-		}
-		retry := class == steptype.ErrorTransient && attempt < pol.MaxAttempts
-		serr := &StepError{Message: err.Error(), Class: class, Attempt: attempt, Recoverable: retry, Code: code}
-		if cause := errors.Unwrap(err); cause != nil {
-			serr.Cause = cause.Error()
-		}
-		es := &Step{Kind: steptype.KindError, Name: name, Status: steptype.StepFailed, Error: serr}
-		es.Metrics.Attempt = attempt
-		es.Metrics.StartedAt, es.Metrics.FinishedAt = scope.step.Metrics.StartedAt, x.e.now()
-		es.Metrics.Duration = es.Metrics.FinishedAt.Sub(es.Metrics.StartedAt)
-		if m := x.agent.Model; m != nil && name == StepLLM {
-			es.Metrics.Model = m.Name()
-		}
-		if x.deltas.Load() != streamed {
-			// The attempt streamed output that no step will carry: tell
-			// subscribers to discard it before anything else of the step.
-			x.publish(&Event{Type: EventStepReset, StepName: name, Reset: &Reset{Attempt: attempt, Reason: serr.Message, Retrying: retry}})
-		}
-		if err := x.commit([]*Step{es}, runUpdate{}); err != nil {
-			return nil, nil, err
-		}
-		if !retry {
+		if !serr.Recoverable {
 			return nil, serr, nil
 		}
 		if err := sleepCtx(x.ctx, backoffDelay(pol, attempt, llm.RetryAfter(err))); err != nil {
@@ -681,14 +690,127 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	}
 }
 
+// startAttempt prepares an attempt of a step, its scope and record (lean:
+// the execution's reused ones) and the zero context of its handler, and
+// publishes its step_started event. It returns the reading of the clock
+// its timeout counts from (zero: from now).
+func (x *execution) startAttempt(name string, attempt int, lean bool) (*Scope, time.Time, *stepctx.Context) {
+	// One reading of the clock for the step's start, its id's timestamp
+	// and the start of its timeout (proc: zero with a clock of the
+	// caller's, and then each reads its own).
+	startedAt, proc := x.e.nowRead()
+	var scope *Scope
+	var started *Event
+	var dc *stepctx.Context
+	if lean {
+		x.buf.leanStep = Step{Name: name}
+		x.buf.leanScope = Scope{exec: x, name: name, step: &x.buf.leanStep}
+		ls := new(leanStart)
+		scope, started, dc = &x.buf.leanScope, &ls.started, &ls.dc
+	} else {
+		ss := &scopedStep{Scope: Scope{exec: x, name: name}, step: Step{ID: ids.At(proc), Name: name}}
+		ss.Scope.step = &ss.step
+		scope, started, dc = &ss.Scope, &ss.started, &ss.dc
+	}
+	scope.step.Metrics.Attempt = attempt
+	scope.step.Metrics.StartedAt = startedAt
+	started.Type, started.StepName = EventStepStarted, name
+	if x.publishWaited(started, startedAt) {
+		// The consumer held the step back: its timeout counts from
+		// now, as it did when it was read after the publish.
+		proc = time.Time{}
+	}
+	return scope, proc, dc
+}
+
+// accept checks what a handler returned (a state update that applies, a
+// route to a step of the agent) and makes the scope's record the step's
+// record; an error fails the attempt.
+func (x *execution) accept(name string, scope *Scope, next *Next) (*Next, error) {
+	if next != nil && next.State != nil && !next.committed {
+		if err := x.checkState(next.State); err != nil {
+			return nil, err
+		}
+	}
+	if next == nil || (!next.committed && !x.agent.hasStep(next.Step)) {
+		got := "<nil>"
+		if next != nil {
+			got = next.Step
+		}
+		return nil, fmt.Errorf("%w: step %q routed to %q", ErrUnknownStep, name, got)
+	}
+	if next.record != nil {
+		next.record.ID = scope.step.ID
+	}
+	if next.record == nil && !next.committed {
+		next.record = scope.step
+	}
+	if len(scope.hookTrail) > 0 && next.record != nil {
+		if next.record.Metadata == nil {
+			next.record.Metadata = map[string]any{}
+		}
+		next.record.Metadata["hooks"] = scope.hookTrail
+	}
+	return next, nil
+}
+
+// failAttempt records a failed attempt as an error step, telling
+// subscribers first to discard what it streamed (streamed), and returns
+// its StepError, Recoverable when the policy retries it.
+func (x *execution) failAttempt(name string, scope *Scope, attempt int, streamed bool, err error) (*StepError, error) {
+	class, code := classify(err)
+	retry := class == steptype.ErrorTransient && attempt < x.agent.Retry.MaxAttempts
+	serr := &StepError{Message: err.Error(), Class: class, Attempt: attempt, Recoverable: retry, Code: code}
+	if cause := errors.Unwrap(err); cause != nil {
+		serr.Cause = cause.Error()
+	}
+	es := &Step{Kind: steptype.KindError, Name: name, Status: steptype.StepFailed, Error: serr}
+	es.Metrics.Attempt = attempt
+	es.Metrics.StartedAt, es.Metrics.FinishedAt = scope.step.Metrics.StartedAt, x.e.now()
+	es.Metrics.Duration = es.Metrics.FinishedAt.Sub(es.Metrics.StartedAt)
+	if m := x.agent.Model; m != nil && name == StepLLM {
+		es.Metrics.Model = m.Name()
+	}
+	if streamed {
+		// The attempt streamed output that no step will carry: tell
+		// subscribers to discard it before anything else of the step.
+		x.publish(&Event{Type: EventStepReset, StepName: name, Reset: &Reset{Attempt: attempt, Reason: serr.Message, Retrying: retry}})
+	}
+	if err := x.commit([]*Step{es}, runUpdate{}); err != nil {
+		return nil, err
+	}
+	return serr, nil
+}
+
+// classify returns the error class and code of a failed attempt.
+func classify(err error) (steptype.ErrorClass, string) {
+	class := llm.Classify(err)
+	code := "step_error"
+	switch {
+	case errors.Is(err, ErrStepTimeout):
+		class, code = steptype.ErrorTransient, "timeout"
+	case errors.Is(err, ErrStepPanic):
+		class, code = steptype.ErrorPermanent, "panic"
+	case errors.Is(err, ErrUnknownStep):
+		class, code = steptype.ErrorPermanent, "unknown_step"
+	case errors.Is(err, ErrInvalidState):
+		class, code = steptype.ErrorPermanent, "invalid_state"
+	}
+	var le *llm.Error
+	if errors.As(err, &le) && le.Code != "" {
+		code = le.Code
+	}
+	return class, code
+}
+
 // call runs a handler under the step timeout, turning a panic into an error.
 // The timeout counts from start (a reading of time.Now), or from now when
 // start is zero. dc is the zero context the step allocated for it.
-func (x *execution) call(h Handler, s *Scope, start time.Time, dc *deadlineCtx) (next *Next, err error) {
+func (x *execution) call(h Handler, s *Scope, start time.Time, dc *stepctx.Context) (next *Next, err error) {
 	// What context.WithTimeoutCause(x.ctx, StepTimeout, ErrStepTimeout)
-	// answers, made only when the handler needs it (see deadlineCtx).
-	dc.init(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
-	defer dc.end()
+	// answers, made only when the handler needs it (see stepctx.Context).
+	dc.Init(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
+	defer dc.End()
 	ctx := x.observeStepContext(dc, s)
 	defer func() {
 		if r := recover(); r != nil {

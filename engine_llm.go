@@ -122,11 +122,11 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 // model name that matches no entry costs a walk of the whole table (the
 // longest prefix), and the table does not change while runs execute.
 func (x *execution) price(model string) (Price, bool) {
-	if pc := &x.priced; !pc.set || pc.model != model {
+	if pc := &x.buf.priced; !pc.set || pc.model != model {
 		pc.price, pc.ok = x.e.cfg.Prices.Lookup(model)
 		pc.model, pc.set = model, true
 	}
-	return x.priced.price, x.priced.ok
+	return x.buf.priced.price, x.buf.priced.ok
 }
 
 // modelStream receives the responses of one model call of llmStep.

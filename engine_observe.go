@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/obsqueue"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/tool"
@@ -146,7 +147,7 @@ func (e *Engine) Observe(o Observer) (stop func()) {
 			}
 		}
 		st.mu.Unlock()
-		q.stop()
+		q.Stop()
 	}
 }
 
@@ -171,7 +172,7 @@ func (e *Engine) FlushObservers(ctx context.Context) error {
 	queues := append([]*observerQueue(nil), st.queues...)
 	st.mu.RUnlock()
 	for _, q := range queues {
-		if err := q.flush(ctx); err != nil {
+		if err := q.Flush(ctx); err != nil {
 			return err
 		}
 	}
@@ -192,7 +193,7 @@ func (st *observeState) stop() {
 	st.mu.Unlock()
 	st.events.Store(0)
 	for _, q := range queues {
-		q.stop()
+		q.Stop()
 	}
 }
 
@@ -256,7 +257,7 @@ func (e *Engine) observeStep(st *observeState, s *Step) {
 	if x != nil {
 		r = x.runSnapshot()
 	}
-	st.each(func(q *observerQueue) { q.send(obsItem{run: r, step: s}) })
+	st.each(func(q *observerQueue) { q.Send(obsItem{run: r, step: s}) })
 }
 
 // observeRunFinished queues a finished run for the observers. serr is the
@@ -273,7 +274,7 @@ func (e *Engine) observeRunFinished(r *Run, serr *StepError) {
 	if c.FinishedAt.IsZero() {
 		c.FinishedAt = c.UpdatedAt
 	}
-	st.each(func(q *observerQueue) { q.send(obsItem{run: &c}) })
+	st.each(func(q *observerQueue) { q.Send(obsItem{run: &c}) })
 }
 
 // stepCtxKey carries the step a context executes, for RecordStepEvent.
@@ -315,7 +316,7 @@ func (st *observeState) record(ref StepRef, ev *StepEvent) {
 	}
 	st.each(func(q *observerQueue) {
 		if q.ev != nil {
-			q.send(obsItem{ev: ev})
+			q.Send(obsItem{ev: ev})
 		}
 	})
 }
@@ -442,107 +443,30 @@ func (t *observedTool) Call(ctx context.Context, c *tool.Call) (res *tool.Result
 
 // obsItem is one call queued for an observer.
 type obsItem struct {
-	run     *Run
-	step    *Step
-	ev      *StepEvent
-	flushed chan struct{}
+	run  *Run
+	step *Step
+	ev   *StepEvent
 }
 
 // observerQueue delivers the calls of one observer in order, on its own
 // goroutine.
 type observerQueue struct {
-	o      Observer
-	ev     StepEventObserver // nil when o records no step events
-	logger *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	mu      sync.RWMutex // held for reading while sending, for writing by stop
-	closed  bool
-	ch      chan obsItem
-	done    chan struct{}
-	dropped atomic.Int64
+	*obsqueue.Queue[obsItem]
+	ev StepEventObserver // nil when o records no step events
 }
 
 func newObserverQueue(o Observer, logger *slog.Logger) *observerQueue {
-	q := &observerQueue{o: o, logger: logger, ch: make(chan obsItem, observerQueueSize), done: make(chan struct{})}
+	q := &observerQueue{}
 	q.ev, _ = o.(StepEventObserver)
-	q.ctx, q.cancel = context.WithCancel(context.Background())
-	go q.loop()
+	q.Queue = obsqueue.New(observerQueueSize, logger, o, func(ctx context.Context, it obsItem) {
+		switch {
+		case it.ev != nil:
+			q.ev.StepEvent(ctx, it.ev)
+		case it.step != nil:
+			o.StepCommitted(ctx, it.run, it.step)
+		default:
+			o.RunFinished(ctx, it.run)
+		}
+	})
 	return q
-}
-
-// send queues it without blocking; a full queue drops it.
-func (q *observerQueue) send(it obsItem) {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if q.closed {
-		return
-	}
-	select {
-	case q.ch <- it:
-	default:
-		if n := q.dropped.Add(1); n&(n-1) == 0 {
-			q.logger.Warn("stepwise: observer queue full, observation dropped", "observer", fmt.Sprintf("%T", q.o), "dropped", n)
-		}
-	}
-}
-
-func (q *observerQueue) flush(ctx context.Context) error {
-	done := make(chan struct{})
-	q.mu.RLock()
-	if q.closed {
-		q.mu.RUnlock()
-		return nil
-	}
-	select {
-	case q.ch <- obsItem{flushed: done}:
-	case <-ctx.Done():
-		q.mu.RUnlock()
-		return ctx.Err()
-	}
-	q.mu.RUnlock()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (q *observerQueue) stop() {
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.ch)
-	}
-	q.mu.Unlock()
-	<-q.done
-	q.cancel()
-}
-
-func (q *observerQueue) loop() {
-	defer close(q.done)
-	for it := range q.ch {
-		q.deliver(it)
-	}
-}
-
-// deliver makes one call; a panicking observer is logged, not fatal.
-func (q *observerQueue) deliver(it obsItem) {
-	defer func() {
-		if r := recover(); r != nil {
-			q.logger.Error("stepwise: observer panicked", "observer", fmt.Sprintf("%T", q.o), "panic", r)
-		}
-	}()
-	switch {
-	case it.flushed != nil:
-		close(it.flushed)
-	case it.ev != nil:
-		q.ev.StepEvent(q.ctx, it.ev)
-	case it.step != nil:
-		q.o.StepCommitted(q.ctx, it.run, it.step)
-	default:
-		q.o.RunFinished(q.ctx, it.run)
-	}
 }

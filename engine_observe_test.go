@@ -107,7 +107,7 @@ func TestObserverFullQueueNeverBlocks(t *testing.T) {
 	}
 	st := e.observation(false)
 	// One call is in flight, the queue is full, the rest is dropped.
-	if d := st.queues[0].dropped.Load(); d != 9 {
+	if d := st.queues[0].Dropped(); d != 9 {
 		t.Errorf("dropped %d observations, want 9", d)
 	}
 	close(rec.block)

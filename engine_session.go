@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/stepwise-run/stepwise/internal/sessionsum"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/wire"
@@ -212,7 +214,7 @@ func (e *Engine) Summarize(ctx context.Context, sessionID string) (*Summary, err
 	}
 	sum := &Summary{SessionID: s.ID, ByKind: map[steptype.Kind]int{}, ByRole: map[steptype.Role]int{}, Runs: map[steptype.RunStatus]int{},
 		ParentID: s.ParentSessionID, ForkSequence: s.ForkSequence}
-	if err := e.summaryTotals(ctx, s, sum); err != nil {
+	if err := sessionsum.Totals(ctx, e.store, s, sum); err != nil {
 		return nil, err
 	}
 	forks, err := e.Forks(ctx, sessionID)
@@ -248,4 +250,143 @@ func orNewID(id string) string {
 		return NewID()
 	}
 	return id
+}
+
+// retryCursor is where a run regenerating a session from step s starts (the
+// session keeps the steps before s): the graph step that produced s, so the
+// run follows the step graph from there.
+//
+//   - a tool, agent or input step of a tool call (a result, a sub-agent
+//     call, an approval, an ask_human) — and any step of a sub-agent's own
+//     run — was produced by "tools": the tools step runs again every call of
+//     the last assistant message that has no result in the kept steps, so
+//     a retry inside a parallel tool call re-runs the missing calls and the
+//     next model call sees every result;
+//   - an llm step, and the "context" system step an llm step records, by
+//     "llm";
+//   - an error step by the step whose attempt failed (its name);
+//   - a custom or decision step, or an input step a custom step asked for,
+//     by that step;
+//   - anything else, or a step the agent does not have, restarts at the
+//     agent's start step.
+//
+// (A user step is not routed: the run gets its content as input.)
+func retryCursor(a *Agent, s *Step) string {
+	switch {
+	case s.Hop > 0:
+		return StepTools
+	case s.Kind == steptype.KindSystem && s.Name == "context":
+		return StepLLM
+	case s.Kind == steptype.KindLLM:
+		return StepLLM
+	case s.Kind == steptype.KindTool || s.Kind == steptype.KindAgent:
+		return StepTools
+	}
+	if s.Name != "" && s.Name != StepEnd && a.hasStep(s.Name) {
+		return s.Name
+	}
+	return a.StartStep
+}
+
+// derivedTitle names a session made from another one by what it is, e.g.
+// "retry of Plan a trip from #14": verb, the source's label, and where.
+// A title the caller chose wins.
+func (e *Engine) derivedTitle(ctx context.Context, chosen, verb string, src *Session, where string) string {
+	if chosen != "" {
+		return chosen
+	}
+	t := verb + " of " + e.sessionLabel(ctx, src)
+	if where != "" {
+		t += " " + where
+	}
+	return t
+}
+
+// sessionLabel is how a session is called in another's title: its title,
+// else the start of its first user message, else "<agent> session"; never
+// a raw id.
+func (e *Engine) sessionLabel(ctx context.Context, s *Session) string {
+	if s.Title != "" {
+		return s.Title
+	}
+	if s.LastSequence > 0 {
+		first, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: s.ID, Sequence: 1})
+		if err == nil && first.Kind == steptype.KindUser && strings.TrimSpace(first.Content) != "" {
+			return fmt.Sprintf("%q", clipLabel(first.Content, 40))
+		}
+	}
+	if s.Agent != "" {
+		return s.Agent + " session"
+	}
+	return "a session"
+}
+
+// clipLabel shortens text to n runes on one line.
+func clipLabel(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// IngestParams record steps produced by an agent running elsewhere.
+type IngestParams = wire.IngestParams
+
+// Ingest appends externally produced steps to a session (any language can
+// record into Stepwise and get the same log, streams and views). Steps are
+// validated (kind, role/kind consistency, status); sequences are assigned
+// by the store unless given, in which case they must be the next ones.
+// Re-sending a step with the same id is a no-op.
+func (e *Engine) Ingest(ctx context.Context, p IngestParams) ([]*Step, error) {
+	if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: p.SessionID}); err != nil {
+		return nil, fmt.Errorf("session %q: %w", p.SessionID, err)
+	}
+	if len(p.Steps) == 0 {
+		return nil, fmt.Errorf("%w: no steps", store.ErrInvalid)
+	}
+	now := e.now()
+	for i, s := range p.Steps {
+		if !s.Kind.Valid() {
+			return nil, fmt.Errorf("%w: steps[%d]: unknown kind %q", store.ErrInvalid, i, s.Kind)
+		}
+		switch s.Role {
+		case steptype.RoleNone, steptype.RoleUser, steptype.RoleAssistant, steptype.RoleTool, steptype.RoleSystem:
+		default:
+			return nil, fmt.Errorf("%w: steps[%d]: unknown role %q", store.ErrInvalid, i, s.Role)
+		}
+		if s.Role == steptype.RoleTool && s.ToolCallID == "" {
+			return nil, fmt.Errorf("%w: steps[%d]: a tool message needs tool_call_id", store.ErrInvalid, i)
+		}
+		if s.SessionID != "" && s.SessionID != p.SessionID {
+			return nil, fmt.Errorf("%w: steps[%d]: session_id %q does not match %q", store.ErrInvalid, i, s.SessionID, p.SessionID)
+		}
+		if s.ID == "" {
+			s.ID = NewID()
+		}
+		if s.Status == "" {
+			s.Status = steptype.StepCompleted
+		}
+		if s.CreatedAt.IsZero() {
+			s.CreatedAt = now
+		}
+		s.SessionID = p.SessionID
+	}
+	unlock := e.lockSession(p.SessionID)
+	defer unlock()
+	out, err := e.store.StepAppend(ctx, &store.StepAppendParams{Steps: p.Steps, Runs: p.Runs})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	for _, s := range out {
+		e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: s.SessionID, RunID: s.RunID, StepName: s.Name, Step: s, Time: now})
+	}
+	return out, nil
+}
+
+// CreateSession creates an empty session (for ingest, or to choose its
+// title before the first run).
+func (e *Engine) CreateSession(ctx context.Context, agent, title string) (*Session, error) {
+	return e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: agent, Title: title, Now: e.now()})
 }

@@ -3,12 +3,15 @@ package stepwise
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
+	"github.com/stepwise-run/stepwise/internal/attach"
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -59,43 +62,16 @@ type outcome struct {
 func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 	// The calls live in a buffer of the execution, reused by every tools
 	// step (nothing keeps them once the step returns).
-	pending := x.conv.PendingToolCalls(x.callsBuf[:0])
-	defer func() { x.callsBuf = pending[:0] }()
+	pending := x.conv.PendingToolCalls(x.buf.calls[:0])
+	defer func() { x.buf.calls = pending[:0] }()
 	if len(pending) == 0 {
 		llmStep := StepLLM
 		return &Next{committed: true}, x.commit(nil, runUpdate{cursor: &llmStep})
 	}
 	r := toolsRound{x: x}
-	run := pending[:0] // filtered in place
-	for _, call := range pending {
-		if x.waiting[call.ID] {
-			continue // already asked, still waiting
-		}
-		if ans, decided := x.approvals[call.ID]; decided {
-			if !ans.Approved {
-				msg := "The user rejected this tool call."
-				if ans.Message != "" {
-					msg += " Message: " + ans.Message
-				}
-				if err := x.commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runUpdate{}); err != nil {
-					return nil, err
-				}
-				continue
-			}
-		} else if x.needsApproval(call) {
-			approval := call // its own copy: only this branch keeps a pointer
-			in, err := x.inputStep(StepTools, &InputRequest{
-				Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
-				Approval: &approval,
-				Schema:   approvalSchema,
-			}, nil)
-			if err != nil {
-				return nil, err
-			}
-			r.approvals = append(r.approvals, in)
-			continue
-		}
-		run = append(run, call)
+	run, err := x.triageCalls(&r, pending)
+	if err != nil {
+		return nil, err
 	}
 	// The cursor moves with the last result unless a call may park (a
 	// sub-agent or ask_human); then it moves by itself at the end.
@@ -128,42 +104,93 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		// One call: execute it on this goroutine, no hand-off.
 		x.execCall(ctx, run[0], idemBase, r.handle)
 	default:
-		// A failed commit cancels the sibling calls: their results could
-		// not be committed anyway (the step re-runs them).
-		ctx, cancelCalls := context.WithCancelCause(ctx)
-		defer cancelCalls(nil)
-		results := make(chan *outcome)
-		send := func(o *outcome) bool {
-			select {
-			case results <- o:
-				return true
-			case <-ctx.Done():
-				return false
-			}
+		x.execParallel(ctx, &r, run, idemBase)
+	}
+	return x.endTools(ctx, &r)
+}
+
+// triageCalls sorts the pending calls of a tools step (filtered in place):
+// a call already asked about is left waiting, a rejected one gets its
+// rejection committed as its result, one that needs approval gets an
+// approval request (in r.approvals), and the rest are returned to run.
+func (x *execution) triageCalls(r *toolsRound, pending []ToolCall) ([]ToolCall, error) {
+	run := pending[:0]
+	for _, call := range pending {
+		if x.waiting[call.ID] {
+			continue // already asked, still waiting
 		}
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
-		idemBase := idemBase // the goroutines' own: the one-call path keeps it on the stack
-		for _, call := range run {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				select {
-				case sem <- struct{}{}:
-				case <-ctx.Done():
-					return
+		if ans, decided := x.approvals[call.ID]; decided {
+			if !ans.Approved {
+				msg := "The user rejected this tool call."
+				if ans.Message != "" {
+					msg += " Message: " + ans.Message
 				}
-				defer func() { <-sem }()
-				x.execCall(ctx, call, idemBase, send)
-			}()
-		}
-		go func() { wg.Wait(); close(results) }()
-		for o := range results {
-			if !r.handle(o) {
-				cancelCalls(errSiblingFailed)
+				if err := x.commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runUpdate{}); err != nil {
+					return nil, err
+				}
+				continue
 			}
+		} else if x.needsApproval(call) {
+			approval := call // its own copy: only this branch keeps a pointer
+			in, err := x.inputStep(StepTools, &InputRequest{
+				Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
+				Approval: &approval,
+				Schema:   approvalSchema,
+			}, nil)
+			if err != nil {
+				return nil, err
+			}
+			r.approvals = append(r.approvals, in)
+			continue
+		}
+		run = append(run, call)
+	}
+	return run, nil
+}
+
+// execParallel executes the calls of a tools step in parallel, at most
+// Limits.MaxParallelTools at once, handing each outcome to r on this
+// goroutine. A failed commit cancels the sibling calls: their results
+// could not be committed anyway (the step re-runs them).
+func (x *execution) execParallel(ctx context.Context, r *toolsRound, run []ToolCall, idemBase idemSeed) {
+	ctx, cancelCalls := context.WithCancelCause(ctx)
+	defer cancelCalls(nil)
+	results := make(chan *outcome)
+	send := func(o *outcome) bool {
+		select {
+		case results <- o:
+			return true
+		case <-ctx.Done():
+			return false
 		}
 	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
+	for _, call := range run {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			x.execCall(ctx, call, idemBase, send)
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+	for o := range results {
+		if !r.handle(o) {
+			cancelCalls(errSiblingFailed)
+		}
+	}
+}
+
+// endTools ends a tools step whose calls all reported: it parks the run
+// when an approval, a human or a child is awaited, or else moves the
+// cursor to "llm" unless the last result moved it.
+func (x *execution) endTools(ctx context.Context, r *toolsRound) (*Next, error) {
 	if r.firstErr != nil {
 		return nil, r.firstErr
 	}
@@ -379,7 +406,7 @@ func (x *execution) fillToolResult(s *Step, call ToolCall, r *tool.Result) {
 	}
 	s.Metrics.StartedAt = x.e.now()
 	s.Metrics.FinishedAt = s.Metrics.StartedAt
-	x.e.stageAttachments(s, r.Attachments)
+	attach.Stage(x.e.store, x.e.now, s, r.Attachments)
 }
 
 func (x *execution) tool(name string) tool.Tool {
@@ -401,4 +428,70 @@ func (x *execution) subAgent(name string) *Agent {
 		}
 	}
 	return nil
+}
+
+// toolsRound is the bookkeeping of one tools step's calls.
+type toolsRound struct {
+	x           *execution
+	remaining   int  // calls without a final outcome yet
+	moved       bool // a commit moved the cursor on
+	parked      bool
+	deferCursor bool     // a call may park: the cursor moves at the end
+	children    []string // child runs this run parks on
+	approvals   []*Step  // input steps committed with the park
+	firstErr    error
+}
+
+// handle commits what a call produced; it runs on the step's goroutine only.
+func (r *toolsRound) handle(o *outcome) bool {
+	if r.firstErr != nil {
+		return false // drain
+	}
+	x := r.x
+	var err error
+	switch {
+	case o.child != "":
+		r.remaining--
+		r.parked = true
+		r.children = append(r.children, o.child)
+	case o.park:
+		// Committed at the end with the status change, in one
+		// transaction, so an answer can never arrive before the run
+		// is waiting.
+		r.remaining--
+		r.approvals = append(r.approvals, o.step)
+		x.waiting[o.step.ToolCallID] = true
+	case o.final:
+		r.remaining--
+		last := r.remaining == 0 && !r.deferCursor && len(r.approvals) == 0 && !x.anyWaiting()
+		err = x.commitToolStep(o.step, o.completed, last)
+		r.moved = r.moved || last
+	default:
+		err = x.commit([]*Step{o.step}, runUpdate{})
+	}
+	if err != nil {
+		r.firstErr = err
+	}
+	return r.firstErr == nil
+}
+
+// idemSeed is what a tools step's idempotency keys derive from: the run and
+// the sequence of the assistant message whose calls it executes.
+type idemSeed struct {
+	runID string
+	seq   int64
+	set   bool
+}
+
+// key is the idempotency key of call id: the hex of the first 16 bytes of
+// sha256("<run id>:<sequence>:<call id>"), or of sha256(":<call id>")
+// without an assistant message.
+func (b idemSeed) key(callID string) string {
+	var kb [128]byte
+	k := kb[:0]
+	if b.set {
+		k = strconv.AppendInt(append(append(k, b.runID...), ':'), b.seq, 10)
+	}
+	k = append(append(k, ':'), callID...)
+	return convo.Hex16(sha256.Sum256(k))
 }

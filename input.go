@@ -5,10 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // AskHumanTool is the name of the built-in tool that lets a model ask the
@@ -134,3 +140,213 @@ func (askHumanTool) Definition() llm.ToolDef {
 func (askHumanTool) Call(context.Context, *tool.Call) (*tool.Result, error) {
 	return nil, errors.New("stepwise: ask_human is handled by the engine")
 }
+
+// compileSchema parses and resolves a JSON Schema.
+func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("parse schema: %w", err)
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("resolve schema: %w", err)
+	}
+	return r, nil
+}
+
+// validateAgainst checks a JSON value against a schema.
+func validateAgainst(schema, value json.RawMessage) error {
+	r, err := compileSchema(schema)
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(value, &v); err != nil {
+		return fmt.Errorf("answer is not JSON: %w", err)
+	}
+	return r.Validate(v)
+}
+
+// AnswerParams answer a pending input request.
+type AnswerParams struct {
+	RunID     string
+	RequestID string // the id of the waiting input step
+	// Answer is JSON: a string for free-text requests, a value valid under
+	// the request's schema, or an ApprovalAnswer for approvals.
+	Answer json.RawMessage
+}
+
+// PendingInput is a waiting input request.
+type PendingInput = wire.PendingInput
+
+// Pending lists waiting input requests, of one run or (runID empty) all.
+func (e *Engine) Pending(ctx context.Context, runID string) ([]*PendingInput, error) {
+	if runID != "" {
+		if _, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID}); err != nil {
+			return nil, fmt.Errorf("run %q: %w", runID, err)
+		}
+	}
+	steps, err := e.store.StepList(ctx, &store.StepListParams{RunID: runID, Status: steptype.StepWaiting, Kinds: []steptype.Kind{steptype.KindInput}})
+	if err != nil {
+		return nil, fmt.Errorf("list pending inputs: %w", err)
+	}
+	out := make([]*PendingInput, 0, len(steps))
+	for _, s := range steps {
+		var req InputRequest
+		if err := json.Unmarshal(s.Inputs, &req); err != nil {
+			return nil, fmt.Errorf("input request %s: %w", s.ID, err)
+		}
+		out = append(out, &PendingInput{RequestID: s.ID, RunID: s.RunID, SessionID: s.SessionID, Request: &req, Step: s})
+	}
+	return out, nil
+}
+
+// Answer answers a pending input request. The answer is validated first: an
+// invalid answer is refused with the validation error and the run keeps
+// waiting. When the run's last pending request is answered it is queued and
+// resumes at its next step; nothing that ran before the request runs again.
+// Exactly one of concurrent answers to one request wins; the others get
+// ErrAlreadyAnswered. A request of a sub-agent's run may be answered through
+// any of its ancestor runs.
+func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
+	run, err := e.store.RunGet(ctx, &store.RunGetParams{ID: p.RunID})
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w", p.RunID, err)
+	}
+	s, err := e.store.StepGet(ctx, &store.StepGetParams{ID: p.RequestID})
+	if err != nil || s.Kind != steptype.KindInput || (s.RunID != run.ID && !e.descends(ctx, s.RunID, run.ID)) {
+		return nil, fmt.Errorf("%w: input request %q in run %s", ErrNotFound, p.RequestID, p.RunID)
+	}
+	if s.RunID != run.ID {
+		// A request of a sub-agent's run, answered through its ancestor
+		// (the client protocol reports it there).
+		if run, err = e.store.RunGet(ctx, &store.RunGetParams{ID: s.RunID}); err != nil {
+			return nil, fmt.Errorf("run %q: %w", s.RunID, err)
+		}
+	}
+	switch {
+	case s.Status == steptype.StepExpired:
+		return nil, fmt.Errorf("%w: request %s expired", ErrAlreadyAnswered, s.ID)
+	case s.Status == steptype.StepCompleted:
+		return nil, fmt.Errorf("%w: request %s", ErrAlreadyAnswered, s.ID)
+	case run.Status.Terminal():
+		return nil, fmt.Errorf("%w: run %s is %s; its requests can no longer be answered", ErrRunFinished, run.ID, run.Status)
+	case s.Status != steptype.StepWaiting:
+		return nil, fmt.Errorf("%w: request %s", ErrAlreadyAnswered, s.ID)
+	}
+	var req InputRequest
+	if err := json.Unmarshal(s.Inputs, &req); err != nil {
+		return nil, fmt.Errorf("input request %s: %w", s.ID, err)
+	}
+	if !req.ExpiresAt.IsZero() && e.now().After(req.ExpiresAt) {
+		return nil, fmt.Errorf("%w: request %s expired at %s", ErrAlreadyAnswered, s.ID, req.ExpiresAt.Format(time.RFC3339))
+	}
+	content, err := checkAnswer(&req, p.Answer)
+	if err != nil {
+		return nil, err
+	}
+	// From the commit to the publication, this broker holds the session's
+	// pokes: the run is queued by the commit, and another instance may
+	// resume it and commit its next steps before the answer is published
+	// here; subscribers must not read those from the store first.
+	e.broker.BeginResolution(s.SessionID)
+	out, err := e.store.StepResolve(ctx, &store.StepResolveParams{
+		ID: s.ID, RunID: run.ID, Status: steptype.StepCompleted, Content: content, Outputs: convo.CanonicalJSON(p.Answer), Now: e.now(), QueueRun: true,
+	})
+	if err != nil {
+		e.broker.PublishResolution(s.SessionID, nil)
+	}
+	if errors.Is(err, store.ErrConflict) {
+		// The step was resolved, or its run finished (a cancel closes its
+		// requests in the same transaction): exactly one of them won.
+		if r, gerr := e.store.RunGet(ctx, &store.RunGetParams{ID: run.ID}); gerr == nil && r.Status.Terminal() {
+			return nil, fmt.Errorf("%w: run %s is %s; its requests can no longer be answered", ErrRunFinished, run.ID, r.Status)
+		}
+		return nil, fmt.Errorf("%w: request %s", ErrAlreadyAnswered, s.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("answer: %w", err)
+	}
+	if testHookAnswerPublish != nil {
+		testHookAnswerPublish()
+	}
+	e.broker.PublishResolution(s.SessionID, &Event{Type: EventStepCompleted, SessionID: out.SessionID, RunID: out.RunID, Step: out, Time: e.now()})
+	e.wake()
+	return out, nil
+}
+
+// checkAnswer validates an answer and returns the text the model sees.
+func checkAnswer(req *InputRequest, answer json.RawMessage) (string, error) {
+	if len(answer) == 0 || !json.Valid(answer) {
+		return "", fmt.Errorf("%w: the answer must be JSON (a string for free text)", ErrInvalidAnswer)
+	}
+	if req.Approval != nil {
+		var a ApprovalAnswer
+		dec := json.NewDecoder(strings.NewReader(string(answer)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return "", fmt.Errorf(`%w: an approval is {"approved": true|false, "message": "...", "always": bool}: %v`, ErrInvalidAnswer, err)
+		}
+		if err := validateAgainst(approvalSchema, answer); err != nil {
+			return "", fmt.Errorf("%w: %v", ErrInvalidAnswer, err)
+		}
+		if a.Approved {
+			return "approved", nil
+		}
+		return "rejected: " + a.Message, nil
+	}
+	if len(req.Schema) > 0 {
+		if err := validateAgainst(req.Schema, answer); err != nil {
+			return "", fmt.Errorf("%w: %v", ErrInvalidAnswer, err)
+		}
+		return string(convo.CanonicalJSON(answer)), nil
+	}
+	var text string
+	if err := json.Unmarshal(answer, &text); err != nil {
+		return string(convo.CanonicalJSON(answer)), nil
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", fmt.Errorf("%w: an empty answer; this request needs text", ErrInvalidAnswer)
+	}
+	return text, nil
+}
+
+// expireInputs applies the expiry outcome of overdue requests, found by
+// the store's index on expiry time (StepExpiring).
+func (e *Engine) expireInputs(ctx context.Context) {
+	now := e.now()
+	due, err := e.store.StepExpiring(ctx, &store.StepExpiringParams{Before: now, Limit: 256})
+	if err != nil {
+		return
+	}
+	for _, s := range due {
+		var req InputRequest
+		if json.Unmarshal(s.Inputs, &req) != nil || req.ExpiresAt.IsZero() || now.Before(req.ExpiresAt) {
+			continue
+		}
+		if req.OnExpire == "default" && len(req.Default) > 0 {
+			content, err := checkAnswer(&req, req.Default)
+			if err == nil {
+				_, _ = e.store.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepCompleted, Content: content, Outputs: req.Default, Now: now, QueueRun: true})
+				e.wake()
+				continue
+			}
+		}
+		// One transaction: the request expires and its run fails (closing
+		// its other requests). The update is conditional on the request
+		// still waiting, so of the instances expiring it at once exactly
+		// one does it, and an answer racing the expiry has one winner too.
+		serr := &StepError{Message: "input request " + s.ID + " expired", Class: steptype.ErrorPermanent, Code: "input_expired"}
+		if _, err := e.store.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepExpired, Now: now, FailRun: serr}); err != nil {
+			continue
+		}
+		if r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: s.RunID}); err == nil && r.Status.Terminal() {
+			e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
+			e.observeRunFinished(r, serr)
+		}
+	}
+}
+
+// testHookAnswerPublish, when set (tests), runs between an answer's commit and
+// its publication.
+var testHookAnswerPublish func()

@@ -20,7 +20,9 @@ type apiOp struct {
 	resp                      string // component schema of the success body; "" for none
 	stream                    bool   // text/event-stream response
 	otlp                      string // OTLP body schema: protobuf or JSON, errors as google.rpc.Status
+	form                      bool   // a multipart/form-data body (LangSmith's multipart ingest)
 	errors                    []int
+	detailErrors              []int // errors answered as LangSmith's {"detail": …} bodies
 }
 
 type apiParam struct {
@@ -107,6 +109,7 @@ func openAPIDocument() map[string]any {
 	ops = append(ops, observationOps()...)
 	ops = append(ops, searchOps()...)
 	ops = append(ops, otlpOps()...)
+	ops = append(ops, langSmithOps()...)
 	ops = append(ops, metricsOps()...)
 	ops = append(ops, judgeOps()...)
 	for _, op := range ops {
@@ -131,6 +134,10 @@ func openAPIDocument() map[string]any {
 				"application/x-protobuf": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}},
 				"application/json":       map[string]any{"schema": ref(op.otlp)}}}
 		}
+		if op.form {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				"multipart/form-data": map[string]any{"schema": map[string]any{"type": "object", "description": "parts post.ID, patch.ID, post.ID.FIELD, patch.ID.FIELD (JSON), feedback.ID, attachment.ID.NAME"}}}}
+		}
 		resps := map[string]any{}
 		ok := map[string]any{"description": http.StatusText(op.status)}
 		switch {
@@ -148,6 +155,10 @@ func openAPIDocument() map[string]any {
 		}
 		for _, code := range op.errors {
 			resps[itoa(code)] = map[string]any{"$ref": "#/components/responses/Problem" + itoa(code)}
+		}
+		for _, code := range op.detailErrors {
+			resps[itoa(code)] = map[string]any{"description": http.StatusText(code) + " (LangSmith error)", "content": map[string]any{
+				"application/json": map[string]any{"schema": ref("LangSmithDetail")}}}
 		}
 		if op.otlp != "" {
 			for _, code := range []int{400, 413, 415, 503} {
@@ -170,7 +181,7 @@ func openAPIDocument() map[string]any {
 		"paths":    paths,
 		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
 		"components": map[string]any{
-			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas(), metricsSchemas()),
+			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas(), langSmithSchemas(), metricsSchemas()),
 			"responses":       responses,
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "required when the server has tokens"}},
 		},

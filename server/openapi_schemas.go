@@ -52,6 +52,8 @@ func schemas() obj {
 			"status": obj{"type": "string", "enum": []string{"queued", "running", "waiting", "completed", "failed", "cancelled"}},
 			"cursor": str("next graph step"), "state": anyJSON("custom state (JSON object)"), "input": str(""), "output": str(""),
 			"error": ref("StepError"), "step_count": integer(), "created_at": timeStr(), "updated_at": timeStr(), "finished_at": timeStr(),
+			"options":     obj{"type": "object", "description": "engine-owned per-run options (agent_version, replay source, limits)"},
+			"lease_owner": str("the instance executing the run"), "lease_expires": timeStr(),
 		}),
 		"StepError": object(false, []string{"message"}, obj{"message": str(""), "cause": str(""), "class": str("transient or permanent"),
 			"attempt": integer(), "recoverable": boolean(), "code": str("")}),

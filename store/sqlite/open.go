@@ -13,6 +13,7 @@ import (
 	_ "modernc.org/sqlite" // registers driver "sqlite"
 
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
 // Store is a store.Store in one SQLite file. All writes go through one
@@ -30,8 +31,7 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	vecOnce sync.Once
-	vec     *vecState // in-process vector indexes (vector.go)
+	vec vecindex.Spaces // in-process vector indexes (vector.go)
 
 	ident *fileIdent // the opened file's identity; nil when read-only
 }
