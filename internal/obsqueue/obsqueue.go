@@ -10,7 +10,18 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
+
+// StopTimeout bounds Stop: what is queued is delivered for at most this
+// long; then the observer's context is cancelled, what is left is dropped
+// and logged, and Stop returns at most abandonWait later even if the
+// observer ignores its context.
+const StopTimeout = 5 * time.Second
+
+// abandonWait is how long Stop waits, past its bound, for the delivery in
+// flight to return.
+const abandonWait = time.Second
 
 // Queue delivers the values sent to it to its deliver function, one at a
 // time, in the order they were sent.
@@ -26,6 +37,10 @@ type Queue[T any] struct {
 	ch      chan item[T]
 	done    chan struct{}
 	dropped atomic.Int64
+
+	stopBound time.Duration // StopTimeout unless SetStopBound
+	abandon   atomic.Bool   // Stop's bound passed: drop what is left
+	abandoned atomic.Int64  // values dropped by Stop
 }
 
 // item is one queued value, or a flush marker.
@@ -37,7 +52,7 @@ type item[T any] struct {
 // New returns a running queue of size values for observer (named in log
 // records by its type) that delivers with deliver.
 func New[T any](size int, logger *slog.Logger, observer any, deliver func(context.Context, T)) *Queue[T] {
-	q := &Queue[T]{deliver: deliver, name: fmt.Sprintf("%T", observer), logger: logger, ch: make(chan item[T], size), done: make(chan struct{})}
+	q := &Queue[T]{deliver: deliver, name: fmt.Sprintf("%T", observer), logger: logger, ch: make(chan item[T], size), done: make(chan struct{}), stopBound: StopTimeout}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	go q.loop()
 	return q
@@ -85,8 +100,13 @@ func (q *Queue[T]) Flush(ctx context.Context) error {
 	}
 }
 
+// SetStopBound replaces StopTimeout for this queue (tests); call it before
+// Stop.
+func (q *Queue[T]) SetStopBound(d time.Duration) { q.stopBound = d }
+
 // Stop delivers what is queued, then stops the queue; later sends are
-// dropped.
+// dropped. It is bounded: past the queue's stop bound (StopTimeout) it
+// cancels the observer's context, drops what is left and logs how much.
 func (q *Queue[T]) Stop() {
 	q.mu.Lock()
 	if !q.closed {
@@ -94,13 +114,39 @@ func (q *Queue[T]) Stop() {
 		close(q.ch)
 	}
 	q.mu.Unlock()
-	<-q.done
+	bound := time.NewTimer(q.stopBound)
+	defer bound.Stop()
+	select {
+	case <-q.done:
+		q.cancel()
+		return
+	case <-bound.C:
+	}
+	q.abandon.Store(true)
 	q.cancel()
+	grace := time.NewTimer(abandonWait)
+	defer grace.Stop()
+	returned := true
+	select {
+	case <-q.done:
+	case <-grace.C:
+		returned = false // the observer ignores its context; the loop drops the rest once it returns
+	}
+	q.logger.Warn("stepwise: observer stopped before delivering everything", "observer", q.name,
+		"bound", q.stopBound, "dropped", q.abandoned.Load()+int64(len(q.ch)), "delivery_returned", returned)
 }
 
 func (q *Queue[T]) loop() {
 	defer close(q.done)
 	for it := range q.ch {
+		if q.abandon.Load() {
+			if it.flushed != nil {
+				close(it.flushed)
+			} else {
+				q.abandoned.Add(1)
+			}
+			continue
+		}
 		q.call(it)
 	}
 }
