@@ -121,11 +121,15 @@ func (s *Service) Start(ctx context.Context) error {
 		s.cfg.Reconcile(ctx)
 		t := time.NewTicker(s.cfg.PollInterval)
 		defer t.Stop()
-		var swept time.Time
+		var swept, staleAt time.Time
+		var stale map[string]bool
 		for {
 			if time.Since(swept) >= orphanSweepEvery {
 				s.wakeOrphans(ctx)
 				swept = time.Now()
+			}
+			if s.cfg.Store.Exclusive() || time.Since(staleAt) >= staleSweepShared {
+				stale, staleAt = s.takeOver(ctx, stale), time.Now()
 			}
 			s.cfg.Sweep(ctx)
 			s.dispatch(ctx, sem)
