@@ -677,6 +677,12 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 		if cause := context.Cause(x.ctx); cause != nil {
 			return nil, nil, cause
 		}
+		if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrStorageFull) {
+			// The store failed, not the step (a tool result's commit): the
+			// execution stops and the run is resumed once the store answers
+			// (the executor takes the lease over) instead of failing.
+			return nil, nil, err
+		}
 		serr, cerr := x.failAttempt(name, scope, attempt, x.deltas.Load() != streamed, err)
 		if cerr != nil {
 			return nil, nil, cerr
