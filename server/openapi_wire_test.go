@@ -31,6 +31,7 @@ var wireSchemas = []struct {
 	{"Agent.limits", wire.AgentLimits{}},
 	{"Agent.tools[]", llm.ToolDef{}},
 	{"AgentList", wire.AgentList{}},
+	{"Health", Health{}},
 	{"Run", steptype.Run{}},
 	{"StepError", steptype.StepError{}},
 	{"Step", steptype.Step{}},
