@@ -65,6 +65,11 @@ type Agent struct {
 	// Temperature and MaxTokens are passed to the model when set.
 	Temperature *float64
 	MaxTokens   int
+
+	// budget is the context's token budget in force (see budgetOf), set
+	// when the engine registers the agent (budgeted).
+	budget   int
+	budgeted bool
 }
 
 // Limits bound the work of a run. Zero values take the defaults.
@@ -97,8 +102,11 @@ const (
 // ContextPolicy bounds the model context.
 type ContextPolicy struct {
 	// TokenBudget is the estimated token limit of the messages sent to the
-	// model; 0 means unlimited. When exceeded, the oldest turns are trimmed
-	// (or summarized) and a system step records what was trimmed.
+	// model. When exceeded, the oldest turns are trimmed (or summarized)
+	// and a system step records what was trimmed. Default (0): three
+	// quarters of the model's context window (Config.ContextWindows, or
+	// DefaultContextWindow for a model it does not know); NoTokenBudget
+	// sends every message.
 	TokenBudget int
 	// Strategy is "trim" (default) or "summarize".
 	Strategy string
@@ -214,6 +222,9 @@ func (a *Agent) validate() error {
 				errs = append(errs, fmt.Errorf("hook %q: step %q is not defined", h.Name, n))
 			}
 		}
+	}
+	if a.Context.TokenBudget < NoTokenBudget {
+		errs = append(errs, fmt.Errorf("context token budget %d must be positive, 0 (from the model's context window) or NoTokenBudget", a.Context.TokenBudget))
 	}
 	if s := a.Context.Strategy; s != "" && s != "trim" && s != "summarize" {
 		errs = append(errs, fmt.Errorf("context strategy %q must be trim or summarize", s))

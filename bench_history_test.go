@@ -36,14 +36,17 @@ func (m *firstRequestModel) Generate(ctx context.Context, req *llm.Request) iter
 // 100,000-step session, the time from starting a run to its first model
 // request: a new turn on the session, and a run on a fork at step 50,000
 // (ms-to-first-request; ns/op is the whole run, which commits two steps),
-// for an agent without a token budget (the model sees every message) and
-// one with a budget (it sees the last few hundred). The first context
+// for an agent with no token budget configured (the default one, from the
+// context window of a model the table does not know: DefaultContextWindow),
+// one with NoTokenBudget (the model sees every message) and one with a
+// budget of 4,000 tokens (it sees the last few hundred messages). The first context
 // build of the session derives its context checkpoints (ms-first-build,
 // measured once before the runs); every later one starts from them.
 func BenchmarkHistoryFirstStep(b *testing.B) {
 	const n, budget = 100000, 4000
 	model := &firstRequestModel{}
 	agents := []*stepwise.Agent{{Name: "bench", Model: model},
+		{Name: "bench-none", Model: model, Context: stepwise.ContextPolicy{TokenBudget: stepwise.NoTokenBudget}},
 		{Name: "bench-budget", Model: model, Context: stepwise.ContextPolicy{TokenBudget: budget}}}
 	st := openSQLite(b)
 	e, err := stepwise.New(stepwise.Config{Store: st, Agents: agents})
@@ -58,7 +61,8 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	firstBuild := time.Since(start)
-	run := func(b *testing.B, agent string, session func() string, want int64) {
+	// want is the fewest messages of the first request, most the most.
+	run := func(b *testing.B, agent string, session func() string, want, most int64) {
 		var toFirst, cpu time.Duration
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
@@ -76,8 +80,8 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 			if first == 0 {
 				b.Fatal("no model request")
 			}
-			if got := model.msgs.Load(); got < want || agent == "bench-budget" && got > budget/4 {
-				b.Fatalf("first request has %d messages, want at least %d", got, want)
+			if got := model.msgs.Load(); got < want || got > most {
+				b.Fatalf("first request has %d messages, want %d to %d", got, want, most)
 			}
 			toFirst += time.Duration(first - start.UnixNano())
 			b.StartTimer()
@@ -88,6 +92,7 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 		// the run costs whatever else loads the machine.
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		b.ReportMetric(float64(firstBuild.Microseconds())/1000, "ms-first-build")
+		b.ReportMetric(float64(model.msgs.Load()), "msgs-sent")
 	}
 	fork := func() string {
 		f, err := e.Fork(ctx, stepwise.ForkParams{SessionID: sid, At: n / 2})
@@ -96,23 +101,23 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 		}
 		return f.ID
 	}
-	for _, agent := range []string{"bench", "bench-budget"} {
-		suffix, want := "", int64(n+1)
-		if agent == "bench-budget" {
-			suffix, want = "-budget", 2
-		}
-		b.Run(fmt.Sprintf("turn-%d%s", n, suffix), func(b *testing.B) {
+	for _, c := range []struct {
+		agent, suffix string
+		// fewest and most messages of the first request on the session
+		// and on the fork
+		want, most, forkWant, forkMost int64
+	}{
+		{"bench", "", 2, stepwise.DefaultContextWindow / 4 * 3, 2, stepwise.DefaultContextWindow / 4 * 3},
+		{"bench-none", "-none", n + 1, 2 * n, n/2 + 1, n/2 + 1},
+		{"bench-budget", "-budget", 2, budget / 4, 2, budget / 4},
+	} {
+		b.Run(fmt.Sprintf("turn-%d%s", n, c.suffix), func(b *testing.B) {
 			// Each op adds one turn (user + assistant): the session grows by
 			// 2·b.N steps, negligible against n.
-			run(b, agent, func() string { return sid }, want)
+			run(b, c.agent, func() string { return sid }, c.want, c.most)
 		})
-		if agent == "bench-budget" {
-			want = 2
-		} else {
-			want = n/2 + 1
-		}
-		b.Run(fmt.Sprintf("fork-%d-at-%d%s", n, n/2, suffix), func(b *testing.B) {
-			run(b, agent, fork, want)
+		b.Run(fmt.Sprintf("fork-%d-at-%d%s", n, n/2, c.suffix), func(b *testing.B) {
+			run(b, c.agent, fork, c.forkWant, c.forkMost)
 		})
 	}
 	// Where the time goes: reading and decoding the steps alone, and the
@@ -126,11 +131,11 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 			}
 		}
 	})
-	for _, agent := range []string{"bench", "bench-budget"} {
+	for _, agent := range []string{"bench", "bench-none", "bench-budget"} {
 		b.Run(fmt.Sprintf("fork-context-%d-%s", n/2, agent), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				req, err := e.ContextPreview(ctx, f, agent)
-				if err != nil || agent == "bench" && len(req.Messages) != n/2 {
+				if err != nil || agent == "bench-none" && len(req.Messages) != n/2 {
 					b.Fatal(err)
 				}
 			}

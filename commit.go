@@ -235,6 +235,10 @@ func (x *execution) write(steps []*Step, inPlace bool) ([]*Step, error) {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, x.conflict(err)
 		}
+		// The commit may have happened and only its answer been lost
+		// (store.ErrUnavailable): nothing of it is published here, so the
+		// session's subscribers read what the store holds.
+		x.e.broker.Poke(x.run.SessionID)
 		return nil, fmt.Errorf("commit step: %w", err)
 	}
 	return stored, nil

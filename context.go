@@ -20,13 +20,15 @@ func EstimateTokens(m llm.Message) int { return convo.EstimateTokens(m) }
 // budget, and, when the trim point moved, the system step that records it.
 func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
 	c := x.conv
-	budget := x.agent.Context.TokenBudget
+	budget := x.tokenBudget()
 	if budget <= 0 || c.Count() == 0 {
 		return c.Messages(), nil, nil
 	}
-	start := x.e.now()
 	var rec *Step
 	if t := c.PlanTrim(budget, x.agent.Context.Strategy); t != nil {
+		// The clock is read only for a trim: a window under its budget
+		// costs no reading.
+		start := x.e.now()
 		rec = t.Step()
 		if t.Strategy() == "summarize" && x.agent.Model != nil {
 			// Incremental: the previous summary and the newly trimmed
@@ -179,9 +181,17 @@ func (x *execution) loadThread(ctx context.Context, sess *Session) error {
 	return nil
 }
 
+// tokenBudget is the token budget of the execution's agent (0: none).
+func (x *execution) tokenBudget() int {
+	if x.agent.budgeted {
+		return x.agent.budget
+	}
+	return budgetOf(x.agent, x.e.cfg.ContextWindows)
+}
+
 // contextLoader is the context builder of the execution's agent.
 func (x *execution) contextLoader() *convo.Loader {
-	return &convo.Loader{Store: x.e.store, Budget: x.agent.Context.TokenBudget,
+	return &convo.Loader{Store: x.e.store, Budget: x.tokenBudget(),
 		Summarize: x.agent.Context.Strategy == "summarize" && x.agent.Model != nil, Allowed: allowedBy}
 }
 

@@ -41,6 +41,10 @@ type Config struct {
 	// Prices is the price table used to compute step cost. Default
 	// DefaultPrices().
 	Prices PriceTable
+	// ContextWindows gives the context window of models, from which an
+	// agent without a token budget takes its default one (see
+	// ContextPolicy.TokenBudget). Default DefaultContextWindows().
+	ContextWindows ContextWindows
 	// Logger receives background errors. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -65,6 +69,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Prices == nil {
 		c.Prices = DefaultPrices()
+	}
+	if c.ContextWindows == nil {
+		c.ContextWindows = DefaultContextWindows()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -150,6 +157,7 @@ func (e *Engine) register(a *Agent, seen map[*Agent]bool) error {
 	if d.Version == "" {
 		d.Version = d.version()
 	}
+	d.budget, d.budgeted = budgetOf(d, e.cfg.ContextWindows), true
 	e.mu.Lock()
 	e.agents[d.Name] = d
 	e.mu.Unlock()

@@ -74,7 +74,11 @@ func DefaultPrices() PriceTable {
 // inference profile prefix ("us.", "eu.", "apac.", "global.") is dropped
 // first, so "bedrock:us.amazon.nova-pro-v1:0" costs what
 // "amazon.nova-pro" does.
-func (t PriceTable) Lookup(model string) (Price, bool) {
+func (t PriceTable) Lookup(model string) (Price, bool) { return lookupModel(t, model) }
+
+// lookupModel finds model in a table keyed by model strings (see
+// PriceTable.Lookup).
+func lookupModel[V any](t map[string]V, model string) (V, bool) {
 	if p, ok := t[model]; ok {
 		return p, true
 	}
@@ -88,7 +92,8 @@ func (t PriceTable) Lookup(model string) (Price, bool) {
 	if p, ok := t[id]; ok {
 		return p, true
 	}
-	best, bestLen := Price{}, 0
+	var best V
+	bestLen := 0
 	for k, p := range t {
 		if strings.HasPrefix(id, k) && len(k) > bestLen {
 			best, bestLen = p, len(k)
@@ -100,7 +105,8 @@ func (t PriceTable) Lookup(model string) (Price, bool) {
 	if p, ok := t[provider]; ok && provider != "" {
 		return p, true
 	}
-	return Price{}, false
+	var zero V
+	return zero, false
 }
 
 // Cost computes the USD cost of a call. Cached input tokens are part of

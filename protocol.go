@@ -9,10 +9,10 @@ import (
 	"github.com/stepwise-run/stepwise/wire"
 )
 
-// Client is the step-by-step client protocol (seed 000): initiate a run,
-// pull its next step — a continuation, a human-input request, a result or an
-// error — and provide human input. The in-process client (Engine.Client) and
-// the HTTP client (package client) both implement it.
+// Client is the step-by-step client protocol: initiate a run, pull its next
+// step — a continuation, a human-input request, a result or an error — and
+// provide human input. The in-process client (Engine.Client) and the HTTP
+// client (package client) both implement it.
 type Client interface {
 	// Initiate starts a run of agent with input and returns its invocation.
 	Initiate(ctx context.Context, agent, input string, opts ...InitiateOption) (*Invocation, error)
@@ -123,8 +123,8 @@ func finalStep(r *Run) AgentStep {
 }
 
 // NextStepAsync calls c.NextStep in a goroutine and delivers the outcome to
-// fn (the seed's asynchronous form). The returned channel closes after fn
-// returns.
+// fn, for callers that wait on a channel rather than a call. The returned
+// channel closes after fn returns.
 func NextStepAsync(ctx context.Context, c Client, inv *Invocation, fn func(AgentStep, error)) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,16 +16,11 @@ import (
 	"github.com/stepwise-run/stepwise/client"
 	"github.com/stepwise-run/stepwise/server"
 	"github.com/stepwise-run/stepwise/store"
-	"github.com/stepwise-run/stepwise/store/memory"
 )
 
 func newServer(t *testing.T, agents ...*stepwise.Agent) (*httptest.Server, *stepwise.Engine) {
 	t.Helper()
-	eng, err := stepwise.New(stepwise.Config{Store: memory.New(), Agents: agents})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.Close() })
+	eng := stepwisetest.NewEngine(t, stepwise.Config{Agents: agents})
 	srv, err := server.New(server.Config{Engine: eng})
 	if err != nil {
 		t.Fatal(err)

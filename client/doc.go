@@ -15,4 +15,10 @@
 // Errors returned by the server are *Error values that match the stepwise
 // sentinels with errors.Is (a 404 is stepwise.ErrNotFound, an answer given
 // twice is stepwise.ErrAlreadyAnswered, and so on).
+//
+// The requests and responses are the types of package wire, which the
+// server encodes; the root package names the same types (stepwise.Event is
+// wire.Event), so code written against the engine reads them unchanged.
+// Of this module the client imports only wire and steptype: a program that
+// talks to a server links no engine.
 package client

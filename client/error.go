@@ -29,18 +29,18 @@ func (e *Error) Error() string {
 
 // codeSentinels maps problem codes to the errors they stand for.
 var codeSentinels = map[string][]error{
-	"not_found":           {wire.ErrNotFound},
-	"route_not_found":     {wire.ErrNotFound},
-	"unknown_agent":       {wire.ErrUnknownAgent, wire.ErrNotFound},
-	"conflict":            {wire.ErrConflict},
-	"already_answered":    {wire.ErrAlreadyAnswered, wire.ErrConflict},
-	"run_finished":        {wire.ErrRunFinished, wire.ErrConflict},
-	"not_waiting":         {wire.ErrNotWaiting, wire.ErrConflict},
-	"invalid_answer":      {wire.ErrInvalidAnswer, wire.ErrInvalid},
-	"invalid_argument":    {wire.ErrInvalid},
-	"unavailable":         {wire.ErrEngineClosed},
-	"storage_full":        {wire.ErrStorageFull},
-	"storage_unavailable": {wire.ErrUnavailable},
+	wire.CodeNotFound:        {wire.ErrNotFound},
+	wire.CodeRouteNotFound:   {wire.ErrNotFound},
+	wire.CodeUnknownAgent:    {wire.ErrUnknownAgent, wire.ErrNotFound},
+	wire.CodeConflict:        {wire.ErrConflict},
+	wire.CodeAlreadyAnswered: {wire.ErrAlreadyAnswered, wire.ErrConflict},
+	wire.CodeRunFinished:     {wire.ErrRunFinished, wire.ErrConflict},
+	wire.CodeNotWaiting:      {wire.ErrNotWaiting, wire.ErrConflict},
+	wire.CodeInvalidAnswer:   {wire.ErrInvalidAnswer, wire.ErrInvalid},
+	wire.CodeInvalidArgument: {wire.ErrInvalid},
+	wire.CodeUnavailable:     {wire.ErrEngineClosed},
+	wire.CodeStorageFull:     {wire.ErrStorageFull},
+	wire.CodeStorageDown:     {wire.ErrUnavailable},
 }
 
 // Is reports whether the error stands for target: wire.ErrNotFound for

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -222,4 +223,30 @@ func TestBrowserLoginWithToken(t *testing.T) {
 	id := eval[string](p, `document.querySelector('table.sessions tbody tr[data-id]').dataset.id`)
 	p.do(chromedp.Navigate(e.url + "/#/s/" + id))
 	p.waitJS(`document.getElementById('conn').textContent.includes('live') && document.querySelector('#timeline [data-seq="5"][data-loaded="1"]')`)
+}
+
+// The inbox follows the store live: a run cancelled elsewhere leaves it at
+// once, even while a field of its card (or of another card) has focus, and
+// a card being filled in keeps what was typed.
+func TestBrowserInboxFollowsCancel(t *testing.T) {
+	deployed := 0
+	e := newEnv(t, []*stepwise.Agent{deployerAgent(&deployed), askerAgent()}, nil)
+	ship := runUntil(t, e, "deployer", "Ship it", steptype.RunWaiting)
+	runUntil(t, e, "asker", "Print", steptype.RunWaiting)
+	p := newPage(t)
+	p.do(chromedp.Navigate(e.url + "/#/inputs"))
+	p.waitJS(`document.querySelectorAll('.inbox .input-card').length === 2 && document.querySelector('.inbox .input-card button[data-action="approve"]')`)
+	// Type into the asker's form, then focus the approval's message field.
+	asker := `.inbox .input-card:not(:has(button[data-action="approve"])) input[type="text"]`
+	p.do(chromedp.SendKeys(chromedp.CSS(asker), "Ada"))
+	p.do(chromedp.Focus(chromedp.CSS(`.inbox .input-card:has(button[data-action="approve"]) input[type="text"]`)))
+	if _, err := e.eng.Cancel(context.Background(), ship.ID, "cancelled elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	p.waitJSFor(`document.querySelectorAll('.inbox .input-card').length === 1 && !document.querySelector('.inbox button[data-action="approve"]')`, 3*time.Second)
+	t.Logf("the cancelled run's card left the inbox after %s", time.Since(start))
+	if got := eval[string](p, `document.querySelector(`+js(asker)+`).value`); got != "Ada" {
+		t.Fatalf("the other card's field holds %q, want what was typed", got)
+	}
 }

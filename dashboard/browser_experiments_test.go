@@ -32,11 +32,11 @@ func experimentDouble(st func() store.Store, next http.Handler) http.Handler {
 		_ = json.NewEncoder(w).Encode(v)
 	}
 	mux.HandleFunc("GET /v1/experiments", func(w http.ResponseWriter, r *http.Request) {
-		xs, err := st().(store.ObservationStore).ExperimentList(r.Context(), &store.ExperimentListParams{})
+		xs, err := st().ExperimentList(r.Context(), &store.ExperimentListParams{})
 		write(w, map[string]any{"experiments": xs}, err)
 	})
 	mux.HandleFunc("GET /v1/datasets", func(w http.ResponseWriter, r *http.Request) {
-		ds, err := st().(store.ObservationStore).DatasetList(r.Context(), &store.DatasetListParams{})
+		ds, err := st().DatasetList(r.Context(), &store.DatasetListParams{})
 		write(w, map[string]any{"datasets": ds}, err)
 	})
 	mux.HandleFunc("GET /v1/experiments/compare", func(w http.ResponseWriter, r *http.Request) {

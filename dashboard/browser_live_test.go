@@ -30,7 +30,7 @@ func streamerAgent() *stepwise.Agent {
 	}})
 	tick := tool.Func(llm.ToolDef{Name: "tick", Parameters: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // simulated work: the page must see the run live
 			return &tool.Result{Content: "tick"}, nil
 		})
 	return &stepwise.Agent{Name: "streamer", Model: m, Tools: []tool.Tool{tick}}

@@ -2,6 +2,7 @@ package eval_test
 
 import (
 	"errors"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ not json at all
 
 func TestImportJSONL(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		data := strings.Replace(jsonl, "%LONG%", strings.Repeat("x", 2000), 1)
 		res, err := eval.ImportJSONL(ctx, st, strings.NewReader(data), eval.ImportParams{Name: "qa", MaxLineBytes: 1000})
@@ -50,7 +51,7 @@ func TestImportJSONL(t *testing.T) {
 		if res.Imported != 4 || res.Dataset.ItemCount != 4 || res.Dataset.Name != "qa" {
 			t.Fatalf("imported %d, dataset %+v", res.Imported, res.Dataset)
 		}
-		items, err := obsOf(t, st).DatasetItemList(ctx, &store.DatasetItemListParams{DatasetID: res.Dataset.ID})
+		items, err := st.DatasetItemList(ctx, &store.DatasetItemListParams{DatasetID: res.Dataset.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +71,7 @@ func TestImportJSONL(t *testing.T) {
 		if !errors.Is(err, eval.ErrEmptyDataset) || len(res.Errors) != 2 {
 			t.Errorf("all lines malformed: %v, %+v", err, res)
 		}
-		if _, err := obsOf(t, st).DatasetGet(ctx, &store.DatasetGetParams{Name: "bad"}); !errors.Is(err, store.ErrNotFound) {
+		if _, err := st.DatasetGet(ctx, &store.DatasetGetParams{Name: "bad"}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("dataset created from bad input: %v", err)
 		}
 		_, err = eval.ImportJSONL(ctx, st, strings.NewReader(`{"input":"x"}`), eval.ImportParams{Name: "qa"})

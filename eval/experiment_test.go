@@ -41,7 +41,7 @@ const qa = `{"input":"q1: 2+2","expected":"4"}
 
 func TestExperimentsAndCompare(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{
 			solver("v1", map[string]string{"q1": "4", "q2": "5", "q3": "paris", "q4": "?"}),
@@ -66,7 +66,7 @@ func TestExperimentsAndCompare(t *testing.T) {
 		if sum.Items != 4 || sum.Completed != 4 || sum.Scores["exact_match"] != 2.0/3 || sum.Scores["error_rate"] != 1 || sum.OutputTokens == 0 {
 			t.Errorf("summary = %+v", sum)
 		}
-		items, err := obsOf(t, st).ExperimentItemList(ctx, &store.ExperimentItemListParams{ExperimentID: a.ID})
+		items, err := st.ExperimentItemList(ctx, &store.ExperimentItemListParams{ExperimentID: a.ID})
 		if err != nil || len(items) != 4 {
 			t.Fatalf("items = %v, %v", items, err)
 		}
@@ -77,7 +77,7 @@ func TestExperimentsAndCompare(t *testing.T) {
 			t.Errorf("item without expectation was matched: %+v", items[3].Scores)
 		}
 		// The evals are on the item's run too.
-		evs, _ := obsOf(t, st).EvalList(ctx, &store.EvalListParams{RunID: items[0].RunID, Name: "exact_match"})
+		evs, _ := st.EvalList(ctx, &store.EvalListParams{RunID: items[0].RunID, Name: "exact_match"})
 		if len(evs) != 1 || evs[0].Score != 1 {
 			t.Errorf("exact_match eval of item 0's run = %+v", evs)
 		}
@@ -138,7 +138,7 @@ func TestExperimentsAndCompare(t *testing.T) {
 
 func TestExperimentConcurrencyIsBounded(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		var active, peak atomic.Int64
 		gate := make(chan struct{})
 		work := stepwise.StepFunc(func(ctx context.Context, s *stepwise.Scope) (*stepwise.Next, error) {

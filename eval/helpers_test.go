@@ -2,34 +2,12 @@ package eval_test
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
-	"github.com/stepwise-run/stepwise/store/memory"
-	"github.com/stepwise-run/stepwise/store/sqlite"
 )
-
-// forEachStore runs fn as a parallel subtest with a fresh SQLite store (a
-// file in t.TempDir()) and with a fresh memory store.
-func forEachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
-	for _, name := range []string{"sqlite", "memory"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			var st store.Store = memory.New()
-			if name == "sqlite" {
-				var err error
-				if st, err = sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "s.db")}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t.Cleanup(func() { st.Close() })
-			fn(t, st)
-		})
-	}
-}
 
 func run(t *testing.T, e *stepwise.Engine, agent, input string) *stepwise.Run {
 	t.Helper()
@@ -38,11 +16,6 @@ func run(t *testing.T, e *stepwise.Engine, agent, input string) *stepwise.Run {
 		t.Fatal(err)
 	}
 	return r
-}
-
-func obsOf(t *testing.T, st store.Store) store.ObservationStore {
-	t.Helper()
-	return st
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

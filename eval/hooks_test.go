@@ -13,7 +13,7 @@ import (
 // without being asked.
 func TestRunnerEvaluatesRunsWhenTheyEnd(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{stuckAgent()}})
 		runner, err := eval.NewRunner(eval.RunnerConfig{Store: st, Engine: e})
@@ -25,7 +25,7 @@ func TestRunnerEvaluatesRunsWhenTheyEnd(t *testing.T) {
 		if err := e.FlushObservers(ctx); err != nil {
 			t.Fatal(err)
 		}
-		evs, err := obsOf(t, st).EvalList(ctx, &store.EvalListParams{TargetKind: store.TargetRun, TargetID: r.ID, Name: "step_budget"})
+		evs, err := st.EvalList(ctx, &store.EvalListParams{TargetKind: store.TargetRun, TargetID: r.ID, Name: "step_budget"})
 		if err != nil || len(evs) != 1 || evs[0].Label != eval.LabelExhausted {
 			t.Fatalf("step_budget eval = %+v, %v", evs, err)
 		}
@@ -40,7 +40,7 @@ func TestRunnerEvaluatesRunsWhenTheyEnd(t *testing.T) {
 		if err := e.FlushObservers(ctx); err != nil {
 			t.Fatal(err)
 		}
-		evs, _ = obsOf(t, st).EvalList(ctx, &store.EvalListParams{TargetKind: store.TargetRun, TargetID: started.ID})
+		evs, _ = st.EvalList(ctx, &store.EvalListParams{TargetKind: store.TargetRun, TargetID: started.ID})
 		if len(evs) == 0 {
 			t.Error("cancelled run not evaluated")
 		}

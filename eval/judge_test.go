@@ -118,7 +118,7 @@ func TestRubricValidation(t *testing.T) {
 // llm-judge eval on the run.
 func TestJudgeThroughRunner(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "calc", Model: scripted.New("calc", scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: "4, sir"}}})}}})
 		r := run(t, e, "calc", "what is 2+2?")
 		j, err := eval.NewJudge(eval.JudgeConfig{Model: judgeModel(`{"criteria":[{"name":"correct","pass":true},{"name":"polite","pass":true}]}`), Rubric: rubric})

@@ -36,7 +36,7 @@ func stuckAgent() *stepwise.Agent {
 
 func TestRunnerEvaluatesStuckRun(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{stuckAgent()}})
 		r := run(t, e, "stuck", "get x")
@@ -71,7 +71,7 @@ func TestRunnerEvaluatesStuckRun(t *testing.T) {
 		if _, err := runner.EvaluateRun(ctx, r.ID); err != nil {
 			t.Fatal(err)
 		}
-		stored, err := obsOf(t, st).EvalList(ctx, &store.EvalListParams{RunID: r.ID})
+		stored, err := st.EvalList(ctx, &store.EvalListParams{RunID: r.ID})
 		if err != nil || len(stored) != len(evals) {
 			t.Errorf("%d evals stored after two evaluations, want %d (%v)", len(stored), len(evals), err)
 		}
@@ -80,7 +80,7 @@ func TestRunnerEvaluatesStuckRun(t *testing.T) {
 
 func TestScore(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		e := stepwisetest.NewEngine(t, stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "echo", Model: scripted.New("echo", scripted.Script{Strict: true, Turns: []scripted.Turn{{Text: "hi"}}})}}})
 		r := run(t, e, "echo", "hello")
@@ -112,7 +112,7 @@ func TestScore(t *testing.T) {
 				t.Errorf("%s: err = %v, want %v", name, err, c.want)
 			}
 		}
-		all, _ := obsOf(t, st).EvalList(ctx, &store.EvalListParams{SessionID: r.SessionID})
+		all, _ := st.EvalList(ctx, &store.EvalListParams{SessionID: r.SessionID})
 		if len(all) != 3 {
 			t.Errorf("%d evals stored, want 3 (bad input stores nothing)", len(all))
 		}

@@ -97,3 +97,10 @@ type Usage struct {
 type Provider interface {
 	Provider() string
 }
+
+// ContextWindower is implemented by models that know the size of their
+// context window in tokens (a provider configured with one); the engine
+// derives an agent's default token budget from it.
+type ContextWindower interface {
+	ContextWindow() int
+}

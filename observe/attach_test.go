@@ -3,6 +3,7 @@ package observe_test
 import (
 	"bytes"
 	"errors"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ var png = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]b
 
 func TestAttachments(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		seed(t, st, &steptype.Step{ID: "a"}, &steptype.Step{ID: "b"})
 		files, err := observe.NewAttachments(st, observe.AttachmentConfig{MaxSize: 1000})
@@ -52,7 +53,7 @@ func TestAttachments(t *testing.T) {
 		}
 
 		// Refused: nothing is stored.
-		obs := obsOf(t, st)
+		obs := st
 		for name, c := range map[string]struct {
 			p    observe.AttachParams
 			want error
@@ -88,7 +89,7 @@ func TestAttachments(t *testing.T) {
 
 func TestAnnotate(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		seed(t, st, &steptype.Step{ID: "a", Annotations: steptype.Annotations{State: "cart empty", Action: "add item"}},
 			&steptype.Step{ID: "b"})

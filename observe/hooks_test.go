@@ -23,7 +23,7 @@ type lookupArgs struct {
 // the llm and tool steps, background summaries of annotations.
 func TestEngineObservation(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		var seen string
 		lookup := tool.New("lookup", "Finds a customer.", func(ctx context.Context, a lookupArgs) (string, error) {
@@ -88,7 +88,7 @@ func TestEngineObservation(t *testing.T) {
 		if kinds["tool"] != "api_call GET /customers\ntool_invocation lookup;" {
 			t.Errorf("tool step events = %q", kinds["tool"])
 		}
-		evs, _ := obsOf(t, st).StepEventList(ctx, &store.StepEventListParams{RunID: r.ID})
+		evs, _ := st.StepEventList(ctx, &store.StepEventListParams{RunID: r.ID})
 		all, _ := json.Marshal(evs)
 		if strings.Contains(string(all), "abcdefghijklmnop") || strings.Contains(string(all), "4111 1111") || strings.Contains(string(all), "ann@example.com") {
 			t.Errorf("secret or personal data in events: %s", all)

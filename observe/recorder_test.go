@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,7 +34,7 @@ func newRecorder(t *testing.T, st store.Store) *observe.Recorder {
 // returns the rows.
 func events(t *testing.T, st store.Store, stepID string) (string, []*store.StepEvent) {
 	t.Helper()
-	evs, err := obsOf(t, st).StepEventList(t.Context(), &store.StepEventListParams{StepID: stepID})
+	evs, err := st.StepEventList(t.Context(), &store.StepEventListParams{StepID: stepID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func events(t *testing.T, st store.Store, stepID string) (string, []*store.StepE
 
 func TestRecorderMatchesEventsToSteps(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		llmStep := &steptype.Step{ID: "llm-2", Kind: steptype.KindLLM, Name: "llm"}
 		llmErr := &steptype.Step{ID: "err-1", Kind: steptype.KindError, Name: "llm", Metrics: steptype.Metrics{Attempt: 1}}
@@ -105,7 +106,7 @@ func TestRecorderMatchesEventsToSteps(t *testing.T) {
 
 func TestRecorderLargePayloadOutOfLine(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		s := &steptype.Step{ID: "a", Kind: steptype.KindLLM, Name: "llm"}
 		seed(t, st, s)
@@ -118,7 +119,7 @@ func TestRecorderLargePayloadOutOfLine(t *testing.T) {
 		if len(rows) != 1 || rows[0].Payload != nil || rows[0].BlobHash == "" || rows[0].Size <= store.InlinePayloadLimit {
 			t.Fatalf("large event = %+v, want it out of line", rows)
 		}
-		b, err := obsOf(t, st).BlobGet(ctx, &store.BlobGetParams{Hash: rows[0].BlobHash})
+		b, err := st.BlobGet(ctx, &store.BlobGetParams{Hash: rows[0].BlobHash})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +132,7 @@ func TestRecorderLargePayloadOutOfLine(t *testing.T) {
 
 func TestTransportRecordsExchange(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		s := &steptype.Step{ID: "a", Kind: steptype.KindLLM, Name: "llm"}
 		seed(t, st, s)

@@ -2,6 +2,7 @@ package observe_test
 
 import (
 	"context"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"iter"
 	"log/slog"
 	"sync/atomic"
@@ -28,7 +29,7 @@ func (c *counted) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm
 
 func TestSummarizer(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, st store.Store) {
+	stepwisetest.ForEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		annotated := &steptype.Step{ID: "a", Annotations: steptype.Annotations{
 			State: "The browser shows the checkout page with two items in the cart", GoalSummary: "buy", Goal: "Buy milk and bread",
@@ -63,7 +64,7 @@ func TestSummarizer(t *testing.T) {
 		if _, err := bad.Summarize(ctx, "b", steptype.Annotations{Goal: "g"}); err == nil {
 			t.Error("Summarize with a prose answer: no error")
 		}
-		rows, _ := obsOf(t, st).AnnotationList(ctx, &store.AnnotationListParams{StepIDs: []string{"b"}})
+		rows, _ := st.AnnotationList(ctx, &store.AnnotationListParams{StepIDs: []string{"b"}})
 		if len(rows) != 0 {
 			t.Errorf("annotation stored from a bad answer: %+v", rows[0])
 		}
@@ -72,7 +73,7 @@ func TestSummarizer(t *testing.T) {
 
 func TestNewSummarizerNeedsModel(t *testing.T) {
 	t.Parallel()
-	if _, err := observe.NewSummarizer(observe.SummarizerConfig{Store: stores(t)["memory"](t)}); err == nil {
+	if _, err := observe.NewSummarizer(observe.SummarizerConfig{Store: stepwisetest.Memory(t)}); err == nil {
 		t.Error("no error without a model")
 	}
 }

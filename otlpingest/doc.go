@@ -3,6 +3,10 @@
 // with OpenTelemetry gets the same step log, streams, dashboard, workflow
 // graph and evals as a Stepwise agent.
 //
+// It also records LangSmith run trees (Ingester.IngestRuns and the
+// ServeRun… handlers the server mounts under /langsmith): each run is
+// mapped as a span of its trace would be (docs/protocols.md).
+//
 // It understands three conventions: the OpenTelemetry GenAI semantic
 // conventions (gen_ai.* attributes, per-message events and log records),
 // OpenInference (openinference.span.kind, llm.*, tool.*) and the Vercel AI

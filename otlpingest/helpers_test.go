@@ -65,6 +65,14 @@ var otelDeps = filepath.Join("..", "internal", "testdeps", "otel")
 // returns the trace id it printed. Missing npm packages fail the test when
 // STEPWISE_REQUIRE_NPM=1, else skip it.
 func (e *env) runNode(scenario string, extra ...string) string {
+	e.t.Helper()
+	return e.runScript("export.mjs", scenario, extra...)
+}
+
+// runScript runs a node script of internal/testdeps/otel with SCENARIO
+// and the server's address and token in its environment, and returns the
+// trace id it prints.
+func (e *env) runScript(script, scenario string, extra ...string) string {
 	t := e.t
 	t.Helper()
 	node, err := exec.LookPath("node")
@@ -80,12 +88,16 @@ func (e *env) runNode(scenario string, extra ...string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "export.mjs")
+	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = otelDeps
-	cmd.Env = append(os.Environ(), append([]string{"STEPWISE_URL=" + e.url, "STEPWISE_TOKEN=" + e.token, "SCENARIO=" + scenario}, extra...)...)
+	cmd.Env = append(os.Environ(), append([]string{"STEPWISE_URL=" + e.url, "STEPWISE_TOKEN=" + e.token, "SCENARIO=" + scenario,
+		"LANGSMITH_ENDPOINT=" + e.url + "/langsmith", "LANGSMITH_API_KEY=" + e.token, "LANGSMITH_TRACING=true"}, extra...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	if stderr.Len() > 0 {
+		t.Logf("node %s stderr: %s", scenario, stderr.String())
+	}
 	if err != nil {
 		t.Fatalf("node %s: %v\nstderr: %s\nstdout: %s", scenario, err, stderr.String(), out)
 	}

@@ -64,6 +64,9 @@ type Ingester struct {
 	logs map[string]*pendingLogs  // by trace id + span id: records of spans not received yet
 	nLog int
 
+	lsMu sync.Mutex
+	ls   map[string]*lsRun // LangSmith runs waiting for their end or their create, by run id
+
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -142,7 +145,7 @@ func New(cfg Config) (*Ingester, error) {
 		cfg.Logger = slog.Default()
 	}
 	in := &Ingester{cfg: cfg, eng: cfg.Engine, st: cfg.Engine.Store(), tr: map[string]*traceState{}, ss: map[string]*sessionState{},
-		logs: map[string]*pendingLogs{}, stop: make(chan struct{}), done: make(chan struct{})}
+		logs: map[string]*pendingLogs{}, ls: map[string]*lsRun{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go in.loop()
 	return in, nil
 }
@@ -346,6 +349,7 @@ func (in *Ingester) loop() {
 			return
 		case <-tick.C:
 			in.sweep(time.Now())
+			in.sweepRuns(context.Background(), time.Now())
 		}
 	}
 }

@@ -17,6 +17,9 @@ type span struct {
 	events                    []event
 	failed                    bool // status code ERROR
 	statusMsg                 string
+	// mapped is set on spans made from another trace format (LangSmith
+	// runs): what classify returns for it.
+	mapped *unit
 }
 
 // event is a span event or a log record linked to a span.
@@ -78,6 +81,8 @@ type unit struct {
 // classify maps s by the first convention that recognises it.
 func classify(s *span) *unit {
 	switch {
+	case s.mapped != nil:
+		return s.mapped
 	case s.a["openinference.span.kind"] != nil:
 		return openInference(s)
 	case s.a["ai.operationId"] != nil:

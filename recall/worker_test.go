@@ -45,7 +45,7 @@ func deployTool() tool.Tool {
 
 func count(t *testing.T, st store.Store, embedder string) int64 {
 	t.Helper()
-	totals, err := st.(store.VectorStore).VectorCount(t.Context(), &store.VectorCountParams{Embedder: embedder})
+	totals, err := st.VectorCount(t.Context(), &store.VectorCountParams{Embedder: embedder})
 	if err != nil {
 		t.Fatal(err)
 	}

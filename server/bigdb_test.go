@@ -17,6 +17,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/sqlite"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // countingStore counts the step and run rows the server reads through the
@@ -286,7 +287,7 @@ func TestBigDBListsAndAgentViews(t *testing.T) {
 		}
 	}
 	page := getBody(t, e.capURL+"/v1/dashboard/sessions?limit=200")
-	var rows sessionRowPage
+	var rows wire.SessionRowPage
 	if err := json.Unmarshal(page, &rows); err != nil {
 		t.Fatal(err)
 	}

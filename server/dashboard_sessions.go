@@ -8,6 +8,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // maxRowScan bounds the sessions one status-filtered page reads; a page
@@ -17,29 +18,6 @@ const maxRowScan = 2000
 // StatusIdle is the status of a session row without any run (a session
 // recorded by ingest, or created and not run yet).
 const StatusIdle = "idle"
-
-// sessionRow is a session with what a list shows at a glance.
-type sessionRow struct {
-	*stepwise.Session
-	// Status is the status of the session's latest top-level run, or
-	// "idle" when it has none.
-	Status string `json:"status"`
-	// RunID is that run's id.
-	RunID string `json:"run_id,omitempty"`
-	// Runs counts the session's top-level runs (turns).
-	Runs int `json:"runs"`
-	// DurationMS is the time from creation to the last activity.
-	DurationMS int64 `json:"duration_ms"`
-}
-
-type sessionRowPage struct {
-	Sessions   []*sessionRow `json:"sessions"`
-	NextCursor string        `json:"next_cursor,omitempty"`
-}
-
-type runList struct {
-	Runs []*stepwise.Run `json:"runs"`
-}
 
 // sessionRows: GET /v1/dashboard/sessions?agent=&status=&q=&cursor=&limit=,
 // the sessions list of the dashboard: sessions newest activity first, each
@@ -70,7 +48,7 @@ func (s *Server) sessionRows(w http.ResponseWriter, r *http.Request) error {
 		}
 		want[st] = true
 	}
-	out := &sessionRowPage{Sessions: []*sessionRow{}}
+	out := &wire.SessionRowPage{Sessions: []*wire.SessionRow{}}
 	cursor, scanned := q.Get("cursor"), 0
 	for len(out.Sessions) < int(limit) {
 		page, err := s.eng.Store().SessionList(r.Context(), &store.SessionListParams{Agent: q.Get("agent"), Query: q.Get("q"), Cursor: cursor, Limit: int(limit) - len(out.Sessions)})
@@ -99,8 +77,8 @@ func (s *Server) sessionRows(w http.ResponseWriter, r *http.Request) error {
 
 // rowsOf makes the rows of a page of sessions, with one query for every
 // session's latest top-level run.
-func (s *Server) rowsOf(ctx context.Context, sessions []*stepwise.Session) ([]*sessionRow, error) {
-	out := make([]*sessionRow, 0, len(sessions))
+func (s *Server) rowsOf(ctx context.Context, sessions []*stepwise.Session) ([]*wire.SessionRow, error) {
+	out := make([]*wire.SessionRow, 0, len(sessions))
 	ids := make([]string, len(sessions))
 	for i, sess := range sessions {
 		ids[i] = sess.ID
@@ -110,7 +88,7 @@ func (s *Server) rowsOf(ctx context.Context, sessions []*stepwise.Session) ([]*s
 		return nil, err
 	}
 	for _, sess := range sessions {
-		row := &sessionRow{Session: sess, Status: StatusIdle, DurationMS: sess.UpdatedAt.Sub(sess.CreatedAt).Milliseconds()}
+		row := &wire.SessionRow{Session: sess, Status: StatusIdle, DurationMS: sess.UpdatedAt.Sub(sess.CreatedAt).Milliseconds()}
 		if l, ok := latest[sess.ID]; ok {
 			row.Status, row.RunID, row.Runs = string(l.Status), l.RunID, l.Runs
 		}
@@ -139,6 +117,6 @@ func (s *Server) sessionRuns(w http.ResponseWriter, r *http.Request) error {
 	if runs == nil {
 		runs = []*stepwise.Run{}
 	}
-	writeJSON(w, http.StatusOK, &runList{Runs: runs})
+	writeJSON(w, http.StatusOK, &wire.RunList{Runs: runs})
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // Bounds of GET /v1/dashboard/steps.
@@ -22,26 +23,6 @@ const (
 	maxStepScanSteps        = 200_000
 	maxStepPage             = 200
 )
-
-// stepHit is one step found by the step search, with its session.
-type stepHit struct {
-	SessionID    string         `json:"session_id"`
-	SessionTitle string         `json:"session_title,omitempty"`
-	Agent        string         `json:"agent,omitempty"`
-	Step         *stepwise.Step `json:"step"`
-}
-
-type stepHitPage struct {
-	Steps []*stepHit `json:"steps"`
-	// Total counts the matches among the steps scanned.
-	Total int `json:"total"`
-	// ScannedSessions and ScannedSteps say how much was searched;
-	// Truncated is set when the bounds stopped the scan before the oldest
-	// session.
-	ScannedSessions int  `json:"scanned_sessions"`
-	ScannedSteps    int  `json:"scanned_steps"`
-	Truncated       bool `json:"truncated,omitempty"`
-}
 
 // stepFilter is what GET /v1/dashboard/steps matches.
 type stepFilter struct {
@@ -93,8 +74,8 @@ func (s *Server) dashboardSteps(w http.ResponseWriter, r *http.Request) error {
 	if dir != "asc" && dir != "desc" {
 		return badParam("dir %q: want asc or desc", dir)
 	}
-	out := &stepHitPage{Steps: []*stepHit{}}
-	var hits []*stepHit
+	out := &wire.StepHitPage{Steps: []*wire.StepHit{}}
+	var hits []*wire.StepHit
 	cursor := ""
 	for out.ScannedSessions < int(nsess) {
 		page, err := s.eng.Store().SessionList(r.Context(), &store.SessionListParams{Agent: q.Get("agent"), Cursor: cursor, Limit: min(200, int(nsess)-out.ScannedSessions)})
@@ -113,7 +94,7 @@ func (s *Server) dashboardSteps(w http.ResponseWriter, r *http.Request) error {
 				}
 				out.ScannedSteps++
 				if f.match(st) {
-					hits = append(hits, &stepHit{SessionID: sess.ID, SessionTitle: sess.Title, Agent: sess.Agent, Step: st})
+					hits = append(hits, &wire.StepHit{SessionID: sess.ID, SessionTitle: sess.Title, Agent: sess.Agent, Step: st})
 				}
 			}
 			if out.ScannedSteps >= maxStepScanSteps {
@@ -126,7 +107,7 @@ func (s *Server) dashboardSteps(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	out.Truncated = cursor != ""
-	slices.SortStableFunc(hits, func(a, b *stepHit) int {
+	slices.SortStableFunc(hits, func(a, b *wire.StepHit) int {
 		c := cmp.Compare(key(a.Step), key(b.Step))
 		if c == 0 {
 			c = a.Step.CreatedAt.Compare(b.Step.CreatedAt)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // TestDashboardSteps: text search over step content across sessions, with
@@ -33,13 +34,13 @@ func TestDashboardSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	search := func(query string) stepHitPage {
+	search := func(query string) wire.StepHitPage {
 		t.Helper()
 		status, data := env.call("GET", "/v1/dashboard/steps?"+query, "")
 		if status != http.StatusOK {
 			t.Fatalf("%s: %d %s", query, status, data)
 		}
-		return decode[stepHitPage](t, data)
+		return decode[wire.StepHitPage](t, data)
 	}
 	if p := search("q=SEVEN"); p.Total != 5 || p.ScannedSessions != 4 {
 		t.Fatalf("q=seven: total %d, scanned %d sessions: %+v", p.Total, p.ScannedSessions, p)

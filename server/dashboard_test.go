@@ -22,6 +22,7 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/tool"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // dashEnv is a server mounted with WithDashboard on a loopback httptest
@@ -152,7 +153,7 @@ func TestAgentGraphAndOverview(t *testing.T) {
 	if g.Sessions != 2 || g.Steps != 8 || len(g.Nodes) != 3 {
 		t.Fatalf("merged graph: sessions=%d steps=%d nodes=%d", g.Sessions, g.Steps, len(g.Nodes))
 	}
-	var o agentOverview
+	var o wire.AgentOverview
 	if code := e.get(t, "/v1/agents/chat/overview", &o); code != 200 {
 		t.Fatalf("status %d", code)
 	}
@@ -205,11 +206,11 @@ func TestDashboardSessionRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var page sessionRowPage
+	var page wire.SessionRowPage
 	if code := e.get(t, "/v1/dashboard/sessions", &page); code != 200 || len(page.Sessions) != 2 {
 		t.Fatalf("rows %d %+v", code, page)
 	}
-	byID := map[string]*sessionRow{}
+	byID := map[string]*wire.SessionRow{}
 	for _, row := range page.Sessions {
 		byID[row.ID] = row
 	}
@@ -231,7 +232,7 @@ func TestDashboardSessionRows(t *testing.T) {
 		if pages > 3 {
 			t.Fatal("pagination does not end")
 		}
-		page = sessionRowPage{}
+		page = wire.SessionRowPage{}
 		e.get(t, "/v1/dashboard/sessions?limit=1&cursor="+cursor, &page)
 		for _, row := range page.Sessions {
 			seen[row.ID] = true
@@ -248,7 +249,7 @@ func TestDashboardSessionRows(t *testing.T) {
 			t.Errorf("GET %s = %d, want 400", path, code)
 		}
 	}
-	var runs runList
+	var runs wire.RunList
 	if code := e.get(t, "/v1/sessions/"+r.SessionID+"/runs", &runs); code != 200 || len(runs.Runs) != 1 || runs.Runs[0].ID != r.ID {
 		t.Fatalf("session runs %d %+v", code, runs)
 	}

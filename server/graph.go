@@ -13,6 +13,7 @@ import (
 	"github.com/stepwise-run/stepwise/graph"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // The endpoints of the dashboard's views beyond the core API: the workflow
@@ -192,52 +193,6 @@ func (s *Server) agentSteps(r *http.Request) (*agentRead, error) {
 	return rd, nil
 }
 
-// agentOverview is the body of GET /v1/agents/{name}/overview.
-type agentOverview struct {
-	Agent      string `json:"agent"`
-	Registered bool   `json:"registered"`
-	// Sessions counts the sessions the step statistics cover; Truncated
-	// says older sessions were left out (raise ?sessions=), or older steps
-	// (the newest 20,000 steps are read at most).
-	Sessions  int  `json:"sessions"`
-	Truncated bool `json:"truncated,omitempty"`
-	// Runs counts every run of the agent by status (not only the sessions
-	// covered); FailedRunRate is failed / finished.
-	Runs          map[steptype.RunStatus]int `json:"runs"`
-	RunsTotal     int                        `json:"runs_total"`
-	FailedRunRate float64                    `json:"failed_run_rate"`
-	// Steps, tokens and cost of the sessions covered.
-	Steps        int     `json:"steps"`
-	InputTokens  int64   `json:"input_tokens"`
-	OutputTokens int64   `json:"output_tokens"`
-	CachedTokens int64   `json:"cached_tokens"`
-	Cost         float64 `json:"cost"`
-	// ErrorSteps counts error steps and failed steps; ErrorRate is their
-	// share of Steps.
-	ErrorSteps int     `json:"error_steps"`
-	ErrorRate  float64 `json:"error_rate"`
-	// RepeatedStepRatio is the share of steps that revisit a state of the
-	// workflow graph, in [0, 1]; Loops and StuckNodes come from the same
-	// graph.
-	RepeatedStepRatio float64 `json:"repeated_step_ratio"`
-	GraphNodes        int     `json:"graph_nodes"`
-	Loops             int     `json:"loops"`
-	StuckNodes        int     `json:"stuck_nodes"`
-	// Latency per step kind, in milliseconds (steps still waiting excluded).
-	Latency []kindLatency `json:"latency"`
-}
-
-// kindLatency summarizes the durations of the steps of one kind.
-type kindLatency struct {
-	Kind   steptype.Kind `json:"kind"`
-	Count  int           `json:"count"`
-	MeanMS float64       `json:"mean_ms"`
-	P50MS  float64       `json:"p50_ms"`
-	P90MS  float64       `json:"p90_ms"`
-	P99MS  float64       `json:"p99_ms"`
-	MaxMS  float64       `json:"max_ms"`
-}
-
 // overview: GET /v1/agents/{name}/overview?sessions=, an agent at a glance:
 // runs by status, tokens, cost, latency percentiles per step kind, error
 // rate and repeated-step ratio over its newest sessions (default 50).
@@ -255,7 +210,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 		stats = stepStats(rd)
 		s.views.remember(key, rd.inputs, rd.truncated, stats)
 	}
-	out := *stats.(*agentOverview) // the step statistics only
+	out := *stats.(*wire.AgentOverview) // the step statistics only
 	out.Agent, out.Runs, out.Truncated = name, map[steptype.RunStatus]int{}, rd.truncated
 	_, aerr := s.eng.Agent(name)
 	out.Registered = aerr == nil
@@ -268,8 +223,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 
 // stepStats computes the step statistics of an overview (every field but
 // the agent's registration and runs) from the steps read.
-func stepStats(rd *agentRead) *agentOverview {
-	out := &agentOverview{Latency: []kindLatency{}}
+func stepStats(rd *agentRead) *wire.AgentOverview {
+	out := &wire.AgentOverview{Latency: []wire.KindLatency{}}
 	b := graph.NewBuilder(graph.Options{SkipLayout: true})
 	durations := map[steptype.Kind][]float64{}
 	seen := map[string]bool{}
@@ -308,7 +263,7 @@ func stepStats(rd *agentRead) *agentOverview {
 }
 
 // countRuns counts the agent's runs by status, in one aggregate.
-func (s *Server) countRuns(ctx context.Context, agent string, out *agentOverview) error {
+func (s *Server) countRuns(ctx context.Context, agent string, out *wire.AgentOverview) error {
 	counts, err := s.eng.Store().RunCount(ctx, &store.RunCountParams{Agent: agent})
 	if err != nil {
 		return fmt.Errorf("count runs: %w", err)
@@ -328,7 +283,7 @@ func (s *Server) countRuns(ctx context.Context, agent string, out *agentOverview
 }
 
 // latencyOf computes nearest-rank percentiles of d (sorted in place).
-func latencyOf(k steptype.Kind, d []float64) kindLatency {
+func latencyOf(k steptype.Kind, d []float64) wire.KindLatency {
 	slices.Sort(d)
 	sum := 0.0
 	for _, v := range d {
@@ -338,7 +293,7 @@ func latencyOf(k steptype.Kind, d []float64) kindLatency {
 		i := int(p*float64(len(d))+0.999999) - 1
 		return round3(d[min(max(i, 0), len(d)-1)])
 	}
-	return kindLatency{Kind: k, Count: len(d), MeanMS: round3(sum / float64(len(d))), P50MS: pct(0.5), P90MS: pct(0.9), P99MS: pct(0.99), MaxMS: round3(d[len(d)-1])}
+	return wire.KindLatency{Kind: k, Count: len(d), MeanMS: round3(sum / float64(len(d))), P50MS: pct(0.5), P90MS: pct(0.9), P99MS: pct(0.99), MaxMS: round3(d[len(d)-1])}
 }
 
 func round3(f float64) float64 {

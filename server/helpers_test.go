@@ -54,7 +54,10 @@ func newEnvStore(t *testing.T, st store.Store, agents []*stepwise.Agent, opts ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	cfg := Config{Engine: eng, Logger: testLogger(t)}
+	// A minute, not DefaultStoreTimeout: under -race on a loaded machine a
+	// read of a long session can take longer than 5 s, and these tests are
+	// not about the bound (storage_test.go sets its own).
+	cfg := Config{Engine: eng, Logger: testLogger(t), StoreTimeout: time.Minute}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -156,22 +156,11 @@ func (o *observationAPI) evals(kind store.EvalTarget) handlerFunc {
 	}
 }
 
-// scoreRequest is the body of POST …/evals: a user's score.
-type scoreRequest struct {
-	Score       *float64 `json:"score"`
-	Name        string   `json:"name"`
-	Label       string   `json:"label"`
-	Description string   `json:"description"`
-	Author      string   `json:"author"`
-	// Source may only be "user" (the dashboard sends it).
-	Source string `json:"source"`
-}
-
 // score: POST /v1/{steps,runs,sessions}/{id}/evals records a user score
 // (201). A score outside [0, 1] is 422 and stores nothing.
 func (o *observationAPI) score(kind store.EvalTarget) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		var req scoreRequest
+		var req wire.ScoreRequest
 		if err := o.s.decodeBody(w, r, &req, false); err != nil {
 			return err
 		}

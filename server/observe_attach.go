@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // The step endpoints of observe.go: attachments and their content, the
@@ -19,10 +20,6 @@ import (
 // multipartOverhead is what a multipart upload may add to the attachment
 // limit (boundaries, part headers, small fields).
 const multipartOverhead = 64 << 10
-
-type attachmentList struct {
-	Attachments []*store.Attachment `json:"attachments"`
-}
 
 // attachmentFeature returns the attachment API.
 func (o *observationAPI) attachmentFeature() (*observe.Attachments, error) {
@@ -43,7 +40,7 @@ func (o *observationAPI) attachments(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, attachmentList{Attachments: nonNil(atts)})
+	writeJSON(w, http.StatusOK, wire.AttachmentList{Attachments: nonNil(atts)})
 	return nil
 }
 
@@ -194,10 +191,6 @@ func (o *observationAPI) content(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-type stepEventList struct {
-	Events []*store.StepEvent `json:"events"`
-}
-
 // events: GET /v1/steps/{id}/events?type=, the events inside a step in
 // order, payloads stored out of line fetched and inlined.
 func (o *observationAPI) events(w http.ResponseWriter, r *http.Request) error {
@@ -222,15 +215,8 @@ func (o *observationAPI) events(w http.ResponseWriter, r *http.Request) error {
 			ev.Payload = b.Data
 		}
 	}
-	writeJSON(w, http.StatusOK, stepEventList{Events: nonNil(evs)})
+	writeJSON(w, http.StatusOK, wire.StepEventList{Events: nonNil(evs)})
 	return nil
-}
-
-// annotationView is a step's effective annotations: those it committed
-// with, overlaid by the rows set through the API.
-type annotationView struct {
-	StepID      string               `json:"step_id"`
-	Annotations steptype.Annotations `json:"annotations"`
 }
 
 // annotations: GET /v1/steps/{id}/annotations.
@@ -242,23 +228,15 @@ func (o *observationAPI) annotations(w http.ResponseWriter, r *http.Request) err
 	if err := observe.ApplyAnnotations(r.Context(), o.s.eng.Store(), []*steptype.Step{step}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, annotationView{StepID: step.ID, Annotations: step.Annotations})
+	writeJSON(w, http.StatusOK, wire.AnnotationView{StepID: step.ID, Annotations: step.Annotations})
 	return nil
-}
-
-// annotationRequest is the body of PUT …/annotations: fields left out are
-// kept, "" clears a field set through the API.
-type annotationRequest struct {
-	State  *string `json:"state"`
-	Goal   *string `json:"goal"`
-	Action *string `json:"action"`
 }
 
 // annotate: PUT /v1/steps/{id}/annotations sets state, goal or action of
 // a committed step (the step row is not rewritten) and returns the
 // effective annotations.
 func (o *observationAPI) annotate(w http.ResponseWriter, r *http.Request) error {
-	var req annotationRequest
+	var req wire.AnnotationRequest
 	if err := o.s.decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -276,6 +254,6 @@ func (o *observationAPI) annotate(w http.ResponseWriter, r *http.Request) error 
 	if err := observe.ApplyAnnotations(r.Context(), st, []*steptype.Step{step}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, annotationView{StepID: step.ID, Annotations: step.Annotations})
+	writeJSON(w, http.StatusOK, wire.AnnotationView{StepID: step.ID, Annotations: step.Annotations})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/eval"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // The dataset and experiment endpoints of observe.go.
@@ -19,10 +20,6 @@ const MaxDatasetBytes = 32 << 20
 
 // maxObservationList bounds ?limit= of the dataset and experiment lists.
 const maxObservationList = 1000
-
-type datasetList struct {
-	Datasets []*store.Dataset `json:"datasets"`
-}
 
 // datasets: GET /v1/datasets?limit=, newest first.
 func (o *observationAPI) datasets(w http.ResponseWriter, r *http.Request) error {
@@ -35,28 +32,15 @@ func (o *observationAPI) datasets(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, datasetList{Datasets: nonNil(ds)})
+	writeJSON(w, http.StatusOK, wire.DatasetList{Datasets: nonNil(ds)})
 	return nil
-}
-
-// lineError is a JSONL line left out of an import.
-type lineError struct {
-	Line  int    `json:"line"`
-	Error string `json:"error"`
-}
-
-// importResult is the answer of POST /v1/datasets.
-type importResult struct {
-	Dataset  *store.Dataset `json:"dataset,omitempty"`
-	Imported int            `json:"imported"`
-	Errors   []lineError    `json:"errors"`
 }
 
 // importProblem is the problem of an import that created nothing, with
 // the lines refused.
 type importProblem struct {
 	*Problem
-	Errors []lineError `json:"errors"`
+	Errors []wire.LineError `json:"errors"`
 }
 
 // importDataset: POST /v1/datasets?name=&description= with a JSONL body
@@ -84,10 +68,10 @@ func (o *observationAPI) importDataset(w http.ResponseWriter, r *http.Request) e
 	}
 	body := http.MaxBytesReader(w, r.Body, MaxDatasetBytes)
 	res, err := eval.ImportJSONL(r.Context(), o.s.eng.Store(), body, eval.ImportParams{Name: name, Description: q.Get("description")})
-	var lines []lineError
+	var lines []wire.LineError
 	if res != nil {
 		for _, le := range res.Errors {
-			lines = append(lines, lineError{Line: le.Line, Error: le.Err.Error()})
+			lines = append(lines, wire.LineError{Line: le.Line, Error: le.Err.Error()})
 		}
 	}
 	if errors.Is(err, eval.ErrEmptyDataset) {
@@ -98,7 +82,7 @@ func (o *observationAPI) importDataset(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, importResult{Dataset: res.Dataset, Imported: res.Imported, Errors: nonNil(lines)})
+	writeJSON(w, http.StatusCreated, wire.ImportResult{Dataset: res.Dataset, Imported: res.Imported, Errors: nonNil(lines)})
 	return nil
 }
 
@@ -111,10 +95,6 @@ func writeJSONProblem(w http.ResponseWriter, p importProblem) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(append(body, '\n'))
-}
-
-type experimentList struct {
-	Experiments []*store.Experiment `json:"experiments"`
 }
 
 // experiments: GET /v1/experiments?dataset=&limit=, newest first.
@@ -136,7 +116,7 @@ func (o *observationAPI) experiments(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, experimentList{Experiments: nonNil(xs)})
+	writeJSON(w, http.StatusOK, wire.ExperimentList{Experiments: nonNil(xs)})
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stepwise-run/stepwise/eval"
 	"github.com/stepwise-run/stepwise/llm/scripted"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // solverAgent answers each question with answers[question].
@@ -38,7 +39,7 @@ func TestObservationDatasetsAndExperiments(t *testing.T) {
 			}
 		}, solverAgent("v1", map[string]string{"q1": "4", "q2": "5"}), solverAgent("v2", map[string]string{"q1": "4", "q2": "6"}))
 
-		res := decode[importResult](t, env.want(201, "", "POST", "/v1/datasets?name=qa2", "application/x-ndjson", []byte(jsonl)))
+		res := decode[wire.ImportResult](t, env.want(201, "", "POST", "/v1/datasets?name=qa2", "application/x-ndjson", []byte(jsonl)))
 		if res.Imported != 2 || res.Dataset == nil || res.Dataset.ItemCount != 2 || len(res.Errors) != 2 || res.Errors[0].Line != 4 || res.Errors[1].Line != 5 {
 			t.Fatalf("import = %+v", res)
 		}
@@ -50,11 +51,11 @@ func TestObservationDatasetsAndExperiments(t *testing.T) {
 			len(bad.Errors) != 2 || bad.Errors[0].Line != 1 || bad.Errors[1].Line != 2 {
 			t.Fatalf("empty import problem = %+v (%v)", bad, err)
 		}
-		if l := decode[datasetList](t, env.want(200, "", "GET", "/v1/datasets", "", nil)); len(l.Datasets) != 2 || l.Datasets[0].Name != "qa2" {
+		if l := decode[wire.DatasetList](t, env.want(200, "", "GET", "/v1/datasets", "", nil)); len(l.Datasets) != 2 || l.Datasets[0].Name != "qa2" {
 			t.Fatalf("datasets = %+v", l.Datasets)
 		}
 
-		xs := decode[experimentList](t, env.want(200, "", "GET", "/v1/experiments?dataset=qa", "", nil))
+		xs := decode[wire.ExperimentList](t, env.want(200, "", "GET", "/v1/experiments?dataset=qa", "", nil))
 		if len(xs.Experiments) != 2 {
 			t.Fatalf("experiments = %+v", xs.Experiments)
 		}

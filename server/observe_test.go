@@ -242,7 +242,7 @@ func TestObservationAttachments(t *testing.T) {
 			!strings.Contains(res.Header.Get("Content-Disposition"), "notes.txt") || res.Header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Fatalf("text content: %q %v", data, res.Header)
 		}
-		list := decode[attachmentList](t, env.want(200, "", "GET", path, "", nil))
+		list := decode[wire.AttachmentList](t, env.want(200, "", "GET", path, "", nil))
 		if len(list.Attachments) != 2 || list.Attachments[0].ID != att.ID {
 			t.Fatalf("attachments = %+v", list.Attachments)
 		}
@@ -260,7 +260,7 @@ func TestObservationAttachments(t *testing.T) {
 		env.want(415, CodeUnsupportedType, "POST", path, ctype, body)
 		env.want(415, CodeUnsupportedType, "POST", path, "image/jpeg", img)
 		env.want(422, CodeInvalidArgument, "POST", path, "text/plain", []byte{})
-		if l := decode[attachmentList](t, env.want(200, "", "GET", path, "", nil)); len(l.Attachments) != 2 {
+		if l := decode[wire.AttachmentList](t, env.want(200, "", "GET", path, "", nil)); len(l.Attachments) != 2 {
 			t.Fatalf("refused uploads were stored: %+v", l.Attachments)
 		}
 
@@ -275,34 +275,34 @@ func TestObservationEventsAndAnnotations(t *testing.T) {
 	forObsStores(t, func(t *testing.T, st store.Store) {
 		env, step := chatEnv(t, st)
 		large := `{"body":"` + strings.Repeat("x", store.InlinePayloadLimit+10) + `"}`
-		if _, err := st.(store.ObservationStore).StepEventAppend(t.Context(), &store.StepEventAppendParams{Events: []*store.StepEvent{
+		if _, err := st.StepEventAppend(t.Context(), &store.StepEventAppendParams{Events: []*store.StepEvent{
 			{ID: stepwise.NewID(), StepID: step.ID, Type: "provider_request", Payload: json.RawMessage(`{"model":"m"}`)},
 			{ID: stepwise.NewID(), StepID: step.ID, Type: "http", Name: "POST /v1/chat", Payload: json.RawMessage(large)},
 		}}); err != nil {
 			t.Fatal(err)
 		}
-		evs := decode[stepEventList](t, env.want(200, "", "GET", "/v1/steps/"+step.ID+"/events", "", nil))
+		evs := decode[wire.StepEventList](t, env.want(200, "", "GET", "/v1/steps/"+step.ID+"/events", "", nil))
 		if len(evs.Events) != 2 || evs.Events[0].Type != "provider_request" || string(evs.Events[0].Payload) != `{"model":"m"}` ||
 			evs.Events[1].Index != 1 || evs.Events[1].BlobHash == "" || string(evs.Events[1].Payload) != large {
 			t.Fatalf("events = %+v", evs.Events)
 		}
-		if only := decode[stepEventList](t, env.want(200, "", "GET", "/v1/steps/"+step.ID+"/events?type=http", "", nil)); len(only.Events) != 1 {
+		if only := decode[wire.StepEventList](t, env.want(200, "", "GET", "/v1/steps/"+step.ID+"/events?type=http", "", nil)); len(only.Events) != 1 {
 			t.Fatalf("http events = %+v", only.Events)
 		}
 		env.want(404, CodeNotFound, "GET", "/v1/steps/nope/events", "", nil)
 
 		path := "/v1/steps/" + step.ID + "/annotations"
-		got := decode[annotationView](t, env.want(200, "", "PUT", path, "application/json", []byte(`{"state":"greeting","goal":"answer"}`)))
+		got := decode[wire.AnnotationView](t, env.want(200, "", "PUT", path, "application/json", []byte(`{"state":"greeting","goal":"answer"}`)))
 		if got.Annotations.State != "greeting" || got.Annotations.Goal != "answer" {
 			t.Fatalf("annotations = %+v", got)
 		}
-		got = decode[annotationView](t, env.want(200, "", "PUT", path, "application/json", []byte(`{"action":"reply"}`)))
+		got = decode[wire.AnnotationView](t, env.want(200, "", "PUT", path, "application/json", []byte(`{"action":"reply"}`)))
 		if got.Annotations.State != "greeting" || got.Annotations.Action != "reply" {
 			t.Fatalf("merged annotations = %+v", got)
 		}
 		env.want(422, CodeInvalidArgument, "PUT", path, "application/json", []byte(`{}`))
 		env.want(400, CodeInvalidJSON, "PUT", path, "application/json", []byte(`{"state":1}`))
-		if read := decode[annotationView](t, env.want(200, "", "GET", path, "", nil)); read.Annotations != got.Annotations || read.StepID != step.ID {
+		if read := decode[wire.AnnotationView](t, env.want(200, "", "GET", path, "", nil)); read.Annotations != got.Annotations || read.StepID != step.ID {
 			t.Fatalf("read annotations = %+v", read)
 		}
 		env.want(404, CodeNotFound, "GET", "/v1/steps/nope/annotations", "", nil)

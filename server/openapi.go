@@ -20,7 +20,9 @@ type apiOp struct {
 	resp                      string // component schema of the success body; "" for none
 	stream                    bool   // text/event-stream response
 	otlp                      string // OTLP body schema: protobuf or JSON, errors as google.rpc.Status
+	form                      bool   // a multipart/form-data body (LangSmith's multipart ingest)
 	errors                    []int
+	detailErrors              []int // errors answered as LangSmith's {"detail": …} bodies
 }
 
 type apiParam struct {
@@ -39,8 +41,8 @@ var (
 	pID     = pathParam("id", "the session or run id")
 	pAfter  = queryParam("after", "string", "resume after this position, SEQ:IDX (an event id)")
 	pLastID = apiParam{name: "Last-Event-ID", in: "header", typ: "string", desc: "resume after this event id (SEQ:IDX); wins over after"}
-	read    = []int{401, 404}
-	write   = []int{400, 401, 404, 409, 413, 415, 422}
+	read    = []int{401, 404, 503}
+	write   = []int{400, 401, 404, 409, 413, 415, 422, 503}
 	opsOnce sync.Once
 	opsDoc  []byte
 )
@@ -48,6 +50,7 @@ var (
 func apiOps() []apiOp {
 	return []apiOp{
 		{method: "GET", path: "/v1/openapi.json", id: "getOpenAPI", summary: "This OpenAPI document", status: 200, resp: "", errors: []int{401}},
+		{method: "GET", path: "/v1/health", id: "getHealth", summary: "Whether the store can take writes (503 storage_unavailable says why not: a SQLite file deleted under the server, a database that does not answer)", status: 200, resp: "Health", errors: []int{401, 503}},
 		{method: "GET", path: "/v1/agents", id: "listAgents", summary: "List the registered agents", status: 200, resp: "AgentList", errors: []int{401}},
 		{method: "GET", path: "/v1/agents/{name}", id: "getAgent", summary: "Get an agent", params: []apiParam{pathParam("name", "agent name")}, status: 200, resp: "Agent", errors: read},
 		{method: "POST", path: "/v1/runs", id: "initiate", summary: "Start a run (queued, executed in the background)", body: "InitiateRequest", status: 201, resp: "RunCreated", errors: write},
@@ -106,6 +109,7 @@ func openAPIDocument() map[string]any {
 	ops = append(ops, observationOps()...)
 	ops = append(ops, searchOps()...)
 	ops = append(ops, otlpOps()...)
+	ops = append(ops, langSmithOps()...)
 	ops = append(ops, metricsOps()...)
 	ops = append(ops, judgeOps()...)
 	for _, op := range ops {
@@ -130,6 +134,10 @@ func openAPIDocument() map[string]any {
 				"application/x-protobuf": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}},
 				"application/json":       map[string]any{"schema": ref(op.otlp)}}}
 		}
+		if op.form {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				"multipart/form-data": map[string]any{"schema": map[string]any{"type": "object", "description": "parts post.ID, patch.ID, post.ID.FIELD, patch.ID.FIELD (JSON), feedback.ID, attachment.ID.NAME"}}}}
+		}
 		resps := map[string]any{}
 		ok := map[string]any{"description": http.StatusText(op.status)}
 		switch {
@@ -148,6 +156,10 @@ func openAPIDocument() map[string]any {
 		for _, code := range op.errors {
 			resps[itoa(code)] = map[string]any{"$ref": "#/components/responses/Problem" + itoa(code)}
 		}
+		for _, code := range op.detailErrors {
+			resps[itoa(code)] = map[string]any{"description": http.StatusText(code) + " (LangSmith error)", "content": map[string]any{
+				"application/json": map[string]any{"schema": ref("LangSmithDetail")}}}
+		}
 		if op.otlp != "" {
 			for _, code := range []int{400, 413, 415, 503} {
 				resps[itoa(code)] = map[string]any{"description": http.StatusText(code) + " (OTLP error)", "content": map[string]any{
@@ -158,7 +170,7 @@ func openAPIDocument() map[string]any {
 		item[lower(op.method)] = o
 	}
 	responses := map[string]any{}
-	for _, code := range []int{400, 401, 404, 409, 413, 415, 422} {
+	for _, code := range []int{400, 401, 404, 409, 413, 415, 422, 503} {
 		responses["Problem"+itoa(code)] = map[string]any{"description": http.StatusText(code),
 			"content": map[string]any{"application/problem+json": map[string]any{"schema": ref("Problem")}}}
 	}
@@ -169,7 +181,7 @@ func openAPIDocument() map[string]any {
 		"paths":    paths,
 		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
 		"components": map[string]any{
-			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas(), metricsSchemas()),
+			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas(), langSmithSchemas(), metricsSchemas()),
 			"responses":       responses,
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "required when the server has tokens"}},
 		},

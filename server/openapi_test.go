@@ -114,12 +114,13 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 func TestStepWireKeys(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
+	frac := 0.5
 	s := stepwise.Step{ID: "i", SessionID: "s", RunID: "r", Sequence: 1, ParentID: "p", Hop: 1, Kind: steptype.KindLLM, Name: "n",
 		Status: steptype.StepCompleted, Role: steptype.RoleAssistant, Content: "c", Reasoning: "r",
 		ToolCalls: []steptype.ToolCall{{ID: "1", Name: "f", Arguments: json.RawMessage(`{}`)}}, ToolCallID: "t", ToolName: "f",
 		Inputs: json.RawMessage(`1`), Outputs: json.RawMessage(`2`), StatePatch: json.RawMessage(`{}`),
 		Error: &steptype.StepError{Message: "m", Cause: "c", Class: "transient", Attempt: 1, Recoverable: true, Code: "x"}, Vector: []float32{1}, Embedder: "e",
-		Replay: "live", Fingerprint: "f", Metadata: map[string]any{"a": 1}, CreatedAt: now,
+		Replay: "live", Fingerprint: "f", Metadata: map[string]any{"a": 1}, CreatedAt: now, Progress: &steptype.Progress{Fraction: &frac, Message: "m"},
 		Annotations: steptype.Annotations{State: "a", StateSummary: "b", Goal: "c", GoalSummary: "d", Action: "e", ActionSummary: "f"}}
 	// Fill every metric through reflection, so a new metric field is seen.
 	mv := reflect.ValueOf(&s.Metrics).Elem()

@@ -10,35 +10,37 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
-// ProblemTypePrefix prefixes the type URI of every problem: the type of a
-// problem with code "not_found" is "urn:stepwise:problem:not_found".
-const ProblemTypePrefix = "urn:stepwise:problem:"
+// ProblemTypePrefix prefixes the type URI of every problem; see
+// wire.ProblemTypePrefix.
+const ProblemTypePrefix = wire.ProblemTypePrefix
 
-// Problem codes. They are stable: clients branch on them.
+// Problem codes; see package wire, where they are defined once for the
+// server and the client. They are stable: clients branch on them.
 const (
-	CodeNotFound         = "not_found"         // 404: no such session, run, step or request
-	CodeUnknownAgent     = "unknown_agent"     // 404: no agent of that name
-	CodeConflict         = "conflict"          // 409: the write contradicts what is stored
-	CodeSessionBusy      = "session_busy"      // 409: the session already has an unfinished run
-	CodeAlreadyAnswered  = "already_answered"  // 409: the input request was answered or expired
-	CodeRunFinished      = "run_finished"      // 409: the run has already finished
-	CodeNotWaiting       = "not_waiting"       // 409: the run is not waiting for input
-	CodeInvalidArgument  = "invalid_argument"  // 422: well-formed request the engine refuses
-	CodeInvalidAnswer    = "invalid_answer"    // 422: the answer does not satisfy the request
-	CodeInvalidJSON      = "invalid_json"      // 400: malformed, unknown field, trailing data
-	CodeInvalidParam     = "invalid_parameter" // 400: a bad query or path parameter
-	CodeInvalidPosition  = "invalid_position"  // 400: a malformed Last-Event-ID or after
-	CodeBodyTooLarge     = "body_too_large"    // 413
-	CodeUnsupportedType  = "unsupported_media_type"
-	CodeUnauthorized     = "unauthorized"        // 401
-	CodeMethodNotAllowed = "method_not_allowed"  // 405
-	CodeRouteNotFound    = "route_not_found"     // 404: no such endpoint
-	CodeUnavailable      = "unavailable"         // 503: the engine is shutting down
-	CodeStorageFull      = "storage_full"        // 503: the store has no room for the write
-	CodeStorageDown      = "storage_unavailable" // 503: the store is unreachable or did not answer in time
-	CodeInternal         = "internal"            // 500: the cause is in the server log
+	CodeNotFound         = wire.CodeNotFound
+	CodeUnknownAgent     = wire.CodeUnknownAgent
+	CodeConflict         = wire.CodeConflict
+	CodeSessionBusy      = wire.CodeSessionBusy
+	CodeAlreadyAnswered  = wire.CodeAlreadyAnswered
+	CodeRunFinished      = wire.CodeRunFinished
+	CodeNotWaiting       = wire.CodeNotWaiting
+	CodeInvalidArgument  = wire.CodeInvalidArgument
+	CodeInvalidAnswer    = wire.CodeInvalidAnswer
+	CodeInvalidJSON      = wire.CodeInvalidJSON
+	CodeInvalidParam     = wire.CodeInvalidParam
+	CodeInvalidPosition  = wire.CodeInvalidPosition
+	CodeBodyTooLarge     = wire.CodeBodyTooLarge
+	CodeUnsupportedType  = wire.CodeUnsupportedType
+	CodeUnauthorized     = wire.CodeUnauthorized
+	CodeMethodNotAllowed = wire.CodeMethodNotAllowed
+	CodeRouteNotFound    = wire.CodeRouteNotFound
+	CodeUnavailable      = wire.CodeUnavailable
+	CodeStorageFull      = wire.CodeStorageFull
+	CodeStorageDown      = wire.CodeStorageDown
+	CodeInternal         = wire.CodeInternal
 )
 
 // Problem is an RFC 9457 problem details object, the body of every error

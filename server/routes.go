@@ -8,6 +8,7 @@ func (s *Server) register() {
 	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
 
 	s.handle(get, "/v1/openapi.json", s.openAPI)
+	s.handle(get, "/v1/health", s.health)
 
 	s.handle(get, "/v1/agents", s.listAgents)
 	s.handle(get, "/v1/agents/{name}", s.getAgent)
@@ -45,6 +46,7 @@ func (s *Server) register() {
 	s.registerObservationAPI() // evals, attachments, events, datasets, experiments (observe.go)
 	s.registerSearchAPI()      // similarity search over past steps (search.go)
 	s.registerOTLP()           // OTLP/HTTP receiver: GenAI spans become steps (otlp.go)
+	s.registerLangSmith()      // LangSmith run trees become steps (langsmith.go)
 	s.registerMetricsAPI()     // time-series analytics (metrics.go)
 	s.registerJudgeAPI()       // LLM judges on demand (judge.go)
 }

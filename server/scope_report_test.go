@@ -13,6 +13,7 @@ import (
 	"github.com/stepwise-run/stepwise/llm/scripted"
 	"github.com/stepwise-run/stepwise/observe"
 	"github.com/stepwise-run/stepwise/store/memory"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // checker is a custom step that validates fields: it yields a typed value
@@ -122,7 +123,7 @@ func TestHTTPYieldsProgressUsage(t *testing.T) {
 	if validate == nil || validate.Metrics.InputTokens != 4000 || validate.Metrics.Cost <= 0 || validate.Progress == nil {
 		t.Fatalf("validate step %+v", validate)
 	}
-	evs := decode[stepEventList](t, env.want(200, "", "GET", "/v1/steps/"+validate.ID+"/events?type=yield", "", nil))
+	evs := decode[wire.StepEventList](t, env.want(200, "", "GET", "/v1/steps/"+validate.ID+"/events?type=yield", "", nil))
 	var fields []string
 	for _, ev := range evs.Events {
 		fields = append(fields, ev.Name+string(ev.Payload))

@@ -256,11 +256,12 @@ func (s *Server) handle(method, pattern string, h handlerFunc) {
 // unbounded reports whether the endpoint of pattern runs longer than a
 // store call by design: event streams, the next-step long-poll, AG-UI runs,
 // LLM judges, search (which may embed the query remotely), attachments and
-// OTLP ingestion (large bodies).
+// OTLP and LangSmith ingestion (large bodies).
 func unbounded(pattern string) bool {
 	return strings.HasSuffix(pattern, "/events") || strings.HasSuffix(pattern, "/next") || strings.HasPrefix(pattern, "/v1/agui/") ||
 		strings.HasSuffix(pattern, "/judge") || strings.Contains(pattern, "attachments") ||
-		pattern == "/v1/search" || pattern == "/v1/traces" || pattern == "/v1/logs"
+		pattern == "/v1/search" || pattern == "/v1/traces" || pattern == "/v1/logs" ||
+		strings.HasPrefix(pattern, langSmithPrefix+"/runs")
 }
 
 // requestContext is the request's context, also cancelled when the server
@@ -300,7 +301,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorized(r.Header.Get("Authorization")) {
+		h := r.Header.Get("Authorization")
+		if k := langSmithKey(r); k != "" && h == "" {
+			h = k
+		}
+		if !s.authorized(h) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="stepwise"`)
 			writeProblem(w, newProblem(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
 			return

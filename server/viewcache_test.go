@@ -180,7 +180,7 @@ func serveStore(t *testing.T, st store.Store, cacheBytes int64) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	srv, err := New(Config{Engine: eng, Logger: testLogger(t), ViewCacheBytes: cacheBytes})
+	srv, err := New(Config{Engine: eng, Logger: testLogger(t), ViewCacheBytes: cacheBytes, StoreTimeout: time.Minute}) // as newEnvStore
 	if err != nil {
 		t.Fatal(err)
 	}

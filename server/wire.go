@@ -43,13 +43,14 @@ func agentWire(a *stepwise.Agent) *wire.Agent {
 // against steptype's encoder.
 var stepWireKeys = keySet("v", "id", "session_id", "run_id", "sequence", "parent_id", "hop", "kind", "name", "status",
 	"role", "content", "reasoning", "tool_calls", "tool_call_id", "tool_name", "inputs", "outputs", "state_patch", "error",
-	"metrics", "annotations", "vector", "embedder", "replay", "fingerprint", "metadata", "created_at")
+	"metrics", "annotations", "vector", "embedder", "replay", "fingerprint", "progress", "metadata", "created_at")
 
 var stepNestedKeys = map[string]map[string]bool{
 	"metrics": keySet("started_at", "finished_at", "duration_us", "first_token_latency_us", "input_tokens", "output_tokens",
 		"cached_tokens", "reasoning_tokens", "cost", "model", "provider", "attempt"),
 	"error":       keySet("message", "cause", "class", "attempt", "recoverable", "code"),
 	"annotations": keySet("state", "state_summary", "goal", "goal_summary", "action", "action_summary"),
+	"progress":    keySet("fraction", "message"),
 }
 
 var toolCallKeys = keySet("id", "name", "arguments")

@@ -22,5 +22,6 @@
 //
 // [NewEngine] uses an in-memory store unless the Config names one;
 // [SQLite] gives a store on a file in t.TempDir() for tests that want the
-// real driver. Every helper takes a testing.TB and fails it on error.
+// real driver, and [ForEachStore] runs a test on both. Every helper takes
+// a testing.TB and fails it on error.
 package stepwisetest

@@ -76,3 +76,19 @@ func SQLite(t testing.TB) store.Store {
 	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
+
+// ForEachStore runs fn as a parallel subtest on a fresh store of each
+// driver a test can open without a server: "memory" and "sqlite" (a file
+// in the subtest's t.TempDir()).
+func ForEachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	t.Helper()
+	for _, d := range []struct {
+		name string
+		open func(testing.TB) store.Store
+	}{{"memory", Memory}, {"sqlite", SQLite}} {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, d.open(t))
+		})
+	}
+}

@@ -104,24 +104,33 @@ func (m *masker) mask(key string, v any) any {
 	return v
 }
 
-// diff shows the first lines where want and got differ, with context.
+// diff shows where want and got differ: the lines between their common
+// head and tail, at most 20 of each, with 3 lines of context before.
 func diff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	i := 0
-	for i < len(w) && i < len(g) && w[i] == g[i] {
-		i++
+	head := 0
+	for head < len(w) && head < len(g) && w[head] == g[head] {
+		head++
 	}
-	from := max(0, i-3)
+	tail := 0
+	for tail < len(w)-head && tail < len(g)-head && w[len(w)-1-tail] == g[len(g)-1-tail] {
+		tail++
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "first difference at line %d\n", i+1)
-	for k := from; k < i; k++ {
-		fmt.Fprintf(&b, "  %s\n", w[k])
+	fmt.Fprintf(&b, "first difference at line %d\n", head+1)
+	for _, l := range w[max(0, head-3):head] {
+		fmt.Fprintf(&b, "  %s\n", l)
 	}
-	for k := i; k < min(len(w), i+8); k++ {
-		fmt.Fprintf(&b, "- %s\n", w[k])
+	side := func(mark string, lines []string) {
+		for i, l := range lines {
+			if i == 20 {
+				fmt.Fprintf(&b, "%s … %d more lines\n", mark, len(lines)-i)
+				break
+			}
+			fmt.Fprintf(&b, "%s %s\n", mark, l)
+		}
 	}
-	for k := i; k < min(len(g), i+8); k++ {
-		fmt.Fprintf(&b, "+ %s\n", g[k])
-	}
+	side("-", w[head:len(w)-tail])
+	side("+", g[head:len(g)-tail])
 	return b.String()
 }

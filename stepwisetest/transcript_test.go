@@ -1,6 +1,9 @@
 package stepwisetest_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +60,38 @@ func TestTranscriptIsCanonical(t *testing.T) {
 	}
 	if strings.Contains(got, `"c-a"`) || strings.Contains(got, `"s-llm"`) || strings.Contains(got, `"20`) {
 		t.Errorf("an id or a time is not masked:\n%s", got)
+	}
+}
+
+// recorder is a testing.TB that records Errorf instead of failing.
+type recorder struct {
+	testing.TB
+	errors []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func TestGoldenReportsTheDifference(t *testing.T) {
+	t.Parallel()
+	evs := events("c-a", "c-b", "Hello")
+	path := filepath.Join(t.TempDir(), "x.events.golden")
+	got, err := stepwisetest.Transcript(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, got, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{TB: t}
+	stepwisetest.Golden(r, path, evs)
+	if len(r.errors) != 0 {
+		t.Fatalf("an equal transcript failed: %v", r.errors)
+	}
+	stepwisetest.Golden(r, path, events("c-a", "c-b", "Goodbye"))
+	if len(r.errors) != 1 || !strings.Contains(r.errors[0], "first difference") ||
+		!strings.Contains(r.errors[0], `-     "content": "Hello"`) || !strings.Contains(r.errors[0], `+     "content": "Goodbye"`) {
+		t.Fatalf("a different transcript reported %q", r.errors)
 	}
 }

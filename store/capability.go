@@ -22,6 +22,15 @@ type Capabilities interface {
 	Exclusive() bool
 }
 
+// HealthChecker is an optional capability of a driver that can tell,
+// cheaply, that it cannot take writes any more although each call would
+// only find out one by one (a SQLite file deleted under the open store).
+// A server reports it on its health endpoint.
+type HealthChecker interface {
+	// Health returns nil, or why the store cannot take writes.
+	Health(ctx context.Context) error
+}
+
 // Notifier wakes other processes sharing the database. A notification is a
 // wake-up, never the data: the store stays the source of truth, and a
 // woken reader re-reads it.

@@ -105,16 +105,3 @@ type ExportedVector struct {
 	Vector    []float32
 	CreatedAt time.Time
 }
-
-// ExportLimit returns the page size of an export: def for 0, at most 1000.
-func ExportLimit(limit, def int) (int, error) {
-	switch {
-	case limit < 0:
-		return 0, invalid("negative export limit %d", limit)
-	case limit == 0:
-		return def, nil
-	case limit > 1000:
-		return 1000, nil
-	}
-	return limit, nil
-}

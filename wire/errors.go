@@ -22,13 +22,3 @@ var (
 	ErrInvalidAnswer   = errors.New("stepwise: invalid answer")
 	ErrEngineClosed    = errors.New("stepwise: engine closed")
 )
-
-// Problem is the body of an error response: RFC 9457 problem details with
-// a stable code.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	Code   string `json:"code"`
-}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,10 @@ var pendingLine = regexp.MustCompile(`pending request (\S+): `)
 // TestInputSurvivesKill runs an agent until it waits for input, SIGKILLs
 // the process, answers from a new process, and checks the run completes
 // with the same transcript as without the kill.
+// resumedLine is the report of a resumed run: its steps, then this
+// execution's.
+var resumedLine = regexp.MustCompile(`completed — (\d+) steps; this execution: (\d+) steps`)
+
 func TestInputSurvivesKill(t *testing.T) {
 	t.Parallel()
 	agent, _ := filepath.Abs("testdata/hitl/agent.yaml")
@@ -65,6 +70,11 @@ func TestInputSurvivesKill(t *testing.T) {
 		o, e, code := stepwise(t, dir, "--db", "sqlite:"+db, "input", run, req, "yes, go ahead", "--resume", "--agent", agent)
 		if code != 0 || !strings.Contains(o, "completed") {
 			t.Fatalf("answer from a new process: exit %d\n%s\n%s", code, o, e)
+		}
+		// The report counts the run's steps, not only this execution's.
+		tr := transcript(t, db, session)
+		if m := resumedLine.FindStringSubmatch(o); m == nil || m[1] != strconv.Itoa(len(tr)) || m[2] == m[1] {
+			t.Fatalf("resumed run's report (want %d steps in all):\n%s", len(tr), o)
 		}
 		// Answering twice is refused and changes nothing.
 		if _, e, code := stepwise(t, dir, "--db", "sqlite:"+db, "input", run, req, "again"); code != 1 || !strings.Contains(e, "already answered") {

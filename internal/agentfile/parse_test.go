@@ -145,3 +145,19 @@ func TestLoadMissing(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// `token_budget: none` asks for no budget at all; a missing one leaves the
+// engine's default.
+func TestTokenBudgetNone(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]int{
+		"name: a\nmodel: openai:gpt-4o\ncontext: {token_budget: none}\n": agentfile.NoTokenBudget,
+		"name: a\nmodel: openai:gpt-4o\ncontext: {token_budget: 900}\n":  900,
+		"name: a\nmodel: openai:gpt-4o\n":                                0,
+	} {
+		s, err := agentfile.Parse("agent.yaml", []byte(src))
+		if err != nil || s.Context.TokenBudget != want {
+			t.Errorf("%q: %v, budget %d, want %d", src, err, s.Context.TokenBudget, want)
+		}
+	}
+}

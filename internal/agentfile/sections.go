@@ -261,6 +261,10 @@ func (d *decoder) contextPolicy(n *yaml.Node, field string) ContextPolicy {
 	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
 		switch key {
 		case "token_budget":
+			if v.Kind == yaml.ScalarNode && v.Value == "none" {
+				c.TokenBudget = NoTokenBudget
+				break
+			}
 			c.TokenBudget = d.positive(v, f)
 		case "strategy":
 			switch c.Strategy = d.Str(v, f); c.Strategy {

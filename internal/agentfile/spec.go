@@ -187,10 +187,15 @@ const (
 	StrategySummarize = "summarize" // replace the oldest steps by a summary
 )
 
+// NoTokenBudget is ContextPolicy.TokenBudget for `token_budget: none`: the
+// model sees every message (stepwise.NoTokenBudget).
+const NoTokenBudget = -1
+
 // ContextPolicy bounds the model context.
 type ContextPolicy struct {
-	// TokenBudget is the most tokens the context may hold; 0 means no
-	// budget.
+	// TokenBudget is the most tokens the context may hold; 0 means the
+	// engine's default (from the model's context window), NoTokenBudget
+	// ("none" in the file) no budget at all.
 	TokenBudget int
 	// Strategy is StrategyTrim or StrategySummarize; "" means the engine's
 	// default.

@@ -96,7 +96,7 @@ func sideModel(spec *agentfile.Spec, m agentfile.Model) (llm.Model, error) {
 func Model(s string) (llm.Model, error) {
 	spec, err := agentfile.Parse("flag", []byte("name: flag\nmodel: "+quoteYAML(s)+"\n"))
 	if err != nil {
-		return nil, fmt.Errorf("model %q: want provider:name (openai:…, anthropic:…, scripted:FILE)", s)
+		return nil, fmt.Errorf("model %q: want provider:name (openai:…, anthropic:…, gemini:…, bedrock:…, scripted:FILE)", s)
 	}
 	return buildModel(spec, nil)
 }

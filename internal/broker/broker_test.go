@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -184,27 +184,31 @@ func TestBrokerHoldsPokesWhileAnswering(t *testing.T) {
 // answer (before, step 4 came first and the answer after it).
 func TestBrokerExecutionWaitsForAnswer(t *testing.T) {
 	t.Parallel()
-	b := New()
-	sub, _, _ := b.Subscribe("s", "", steptype.Position{}, nil)
-	b.Publish(&steptype.Event{Type: steptype.EventStepCompleted, SessionID: "s", Step: &steptype.Step{Sequence: 3, Status: steptype.StepWaiting}})
-	b.BeginResolution("s")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tp := b.Acquire("s", 3)
-		b.PublishTo(tp, &steptype.Event{Type: steptype.EventStepCompleted, SessionID: "s", Step: &steptype.Step{Sequence: 4, Status: steptype.StepCompleted}})
-		b.Release("s")
-	}()
-	time.Sleep(50 * time.Millisecond) // the execution would publish meanwhile
-	b.PublishResolution("s", &steptype.Event{Type: steptype.EventStepCompleted, SessionID: "s", Step: &steptype.Step{Sequence: 3, Status: steptype.StepCompleted}})
-	<-done
-	var seqs []int64
-	for _, ev := range sub.Take(nil) {
-		if ev.Step.Status == steptype.StepCompleted {
-			seqs = append(seqs, ev.Step.Sequence)
+	synctest.Test(t, func(t *testing.T) {
+		b := New()
+		sub, _, _ := b.Subscribe("s", "", steptype.Position{}, nil)
+		b.Publish(&steptype.Event{Type: steptype.EventStepCompleted, SessionID: "s", Step: &steptype.Step{Sequence: 3, Status: steptype.StepWaiting}})
+		b.BeginResolution("s")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tp := b.Acquire("s", 3)
+			b.PublishTo(tp, &steptype.Event{Type: steptype.EventStepCompleted, SessionID: "s", Step: &steptype.Step{Sequence: 4, Status: steptype.StepCompleted}})
+			b.Release("s")
+		}()
+		// Wait until the execution is blocked in Acquire, or (if the hold
+		// failed) has published step 4 and finished.
+		synctest.Wait()
+		b.PublishResolution("s", &steptype.Event{Type: steptype.EventStepCompleted, SessionID: "s", Step: &steptype.Step{Sequence: 3, Status: steptype.StepCompleted}})
+		<-done
+		var seqs []int64
+		for _, ev := range sub.Take(nil) {
+			if ev.Step.Status == steptype.StepCompleted {
+				seqs = append(seqs, ev.Step.Sequence)
+			}
 		}
-	}
-	if fmt.Sprint(seqs) != "[3 4]" {
-		t.Fatalf("completed steps delivered %v, want the answer (3) before step 4", seqs)
-	}
+		if fmt.Sprint(seqs) != "[3 4]" {
+			t.Fatalf("completed steps delivered %v, want the answer (3) before step 4", seqs)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
@@ -20,47 +21,50 @@ func sinkEvents(n int) []*steptype.Event {
 // since its last call in one batch, in order, and a producer wakes it only
 // when it is parked.
 func TestEventSinkHandsOverWhatPiledUp(t *testing.T) {
-	s := NewSink()
-	evs := sinkEvents(100)
-	for i := 0; i < len(evs); i += 2 {
-		if s.Send(nil, evs[i], evs[i+1]) {
-			t.Fatal("a send waited with room")
+	synctest.Test(t, func(t *testing.T) {
+		s := NewSink()
+		evs := sinkEvents(100)
+		for i := 0; i < len(evs); i += 2 {
+			if s.Send(nil, evs[i], evs[i+1]) {
+				t.Fatal("a send waited with room")
+			}
 		}
-	}
-	if len(s.wake) != 0 {
-		t.Fatal("a send woke a consumer that was not parked")
-	}
-	batch := s.Next(nil)
-	if len(batch) != len(evs) {
-		t.Fatalf("batch of %d events, want all %d", len(batch), len(evs))
-	}
-	for i, ev := range batch {
-		if ev != evs[i] {
-			t.Fatalf("event %d is %s, want %s", i, ev.StepName, evs[i].StepName)
+		if len(s.wake) != 0 {
+			t.Fatal("a send woke a consumer that was not parked")
 		}
-	}
-	// Parked on an empty list, the consumer is woken by the next send.
-	got := make(chan []*steptype.Event)
-	go func() { got <- s.Next(batch) }()
-	for !s.isParked() {
-		time.Sleep(time.Millisecond)
-	}
-	s.Send(nil, nil, evs[0])
-	if b := <-got; len(b) != 1 || b[0] != evs[0] {
-		t.Fatalf("after the wake-up got %d events, want 1", len(b))
-	}
-	if given := batch[:cap(batch)]; given[0] != nil {
-		t.Error("a batch given back still holds its events")
-	}
-	// Closed, the consumer gets what is pending, then the end.
-	s.Send(nil, evs[1], evs[2])
-	s.Close()
-	if b := s.Next(nil); len(b) != 2 {
-		t.Fatalf("after close got %d events, want the 2 pending", len(b))
-	}
-	if b := s.Next(nil); b != nil {
-		t.Fatalf("a closed, drained sink gave %d events", len(b))
-	}
+		batch := s.Next(nil)
+		if len(batch) != len(evs) {
+			t.Fatalf("batch of %d events, want all %d", len(batch), len(evs))
+		}
+		for i, ev := range batch {
+			if ev != evs[i] {
+				t.Fatalf("event %d is %s, want %s", i, ev.StepName, evs[i].StepName)
+			}
+		}
+		// Parked on an empty list, the consumer is woken by the next send.
+		got := make(chan []*steptype.Event)
+		go func() { got <- s.Next(batch) }()
+		synctest.Wait() // the consumer is blocked in Next
+		if !s.isParked() {
+			t.Fatal("a consumer blocked on an empty sink is not parked")
+		}
+		s.Send(nil, nil, evs[0])
+		if b := <-got; len(b) != 1 || b[0] != evs[0] {
+			t.Fatalf("after the wake-up got %d events, want 1", len(b))
+		}
+		if given := batch[:cap(batch)]; given[0] != nil {
+			t.Error("a batch given back still holds its events")
+		}
+		// Closed, the consumer gets what is pending, then the end.
+		s.Send(nil, evs[1], evs[2])
+		s.Close()
+		if b := s.Next(nil); len(b) != 2 {
+			t.Fatalf("after close got %d events, want the 2 pending", len(b))
+		}
+		if b := s.Next(nil); b != nil {
+			t.Fatalf("a closed, drained sink gave %d events", len(b))
+		}
+	})
 }
 
 func (s *Sink) isParked() bool {

@@ -64,7 +64,13 @@ func (p *printer) event(ev *stepwise.Event) {
 		if r.Hop > 0 {
 			return
 		}
-		fmt.Fprintf(p.w, "■  run %s %s — %d steps, %d tokens, $%.6f, %s\n", r.ID, r.Status, p.steps, p.tokens, p.cost, time.Since(p.start).Round(time.Millisecond))
+		took := time.Since(p.start).Round(time.Millisecond)
+		if r.StepCount > p.steps {
+			// A resumed run: this execution saw only its last steps.
+			fmt.Fprintf(p.w, "■  run %s %s — %d steps; this execution: %d steps, %d tokens, $%.6f, %s\n", r.ID, r.Status, r.StepCount, p.steps, p.tokens, p.cost, took)
+		} else {
+			fmt.Fprintf(p.w, "■  run %s %s — %d steps, %d tokens, $%.6f, %s\n", r.ID, r.Status, p.steps, p.tokens, p.cost, took)
+		}
 		if r.Error != nil {
 			fmt.Fprintf(p.w, "   error: %s\n", r.Error.Message)
 		}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
 
@@ -110,7 +112,7 @@ func forksCmd(e *env) *cobra.Command {
 				}
 				at := ""
 				if t.Session.ParentSessionID != "" {
-					at = fmt.Sprintf(" @%d", t.Session.ForkSequence)
+					at = " @" + forkPlace(cmd.Context(), b, t.Session)
 				}
 				fmt.Fprintf(e.stdout, "%s%s%s  (%d steps)%s\n", strings.Repeat("  ", depth), t.Session.ID, at, t.Session.LastSequence, mark)
 				for _, k := range t.Forks {
@@ -204,9 +206,7 @@ func replayCmd(e *env) *cobra.Command {
 				r, err = l.eng.ReplayAll(cmd.Context(), p) // every turn, here
 			} else if r, err = b.Replay(cmd.Context(), p); err == nil {
 				fmt.Fprintf(e.stdout, "replaying into session %s (run %s)\n", r.SessionID, r.ID)
-				if err = consume(b.Follow(cmd.Context(), r.ID), newPrinter(e.stdout, false, false)); err == nil {
-					r, err = b.Run(cmd.Context(), r.ID)
-				}
+				r, err = e.followReplay(cmd.Context(), b.(remote), p.SessionID, r)
 			}
 			if err != nil {
 				return err
@@ -248,4 +248,82 @@ func cancelCmd(e *env) *cobra.Command {
 			return nil
 		}),
 	}
+}
+
+// followReplay follows the runs of a replay on a server, one per user turn
+// of the source session (the server queues the next when one completes),
+// and returns the last.
+func (e *env) followReplay(ctx context.Context, b remote, source string, r *stepwise.Run) (*stepwise.Run, error) {
+	steps, err := b.Steps(ctx, source, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	turns := 0
+	for _, s := range steps {
+		if s.Kind == steptype.KindUser && s.Hop == 0 {
+			turns++
+		}
+	}
+	followed := map[string]bool{}
+	for {
+		followed[r.ID] = true
+		if err := consume(b.Follow(ctx, r.ID), newPrinter(e.stdout, false, false)); err != nil {
+			return nil, err
+		}
+		if r, err = b.Run(ctx, r.ID); err != nil {
+			return nil, err
+		}
+		if r.Status != steptype.RunCompleted || len(followed) >= turns {
+			return r, nil
+		}
+		next, err := nextTurn(ctx, b, r.SessionID, followed)
+		if err != nil || next == nil {
+			return r, err
+		}
+		r = next
+	}
+}
+
+// nextTurn waits for the next top-level run of a replay session: one not
+// followed yet. The server queues it as the previous one ends; nil after
+// replayTurnWait without one.
+func nextTurn(ctx context.Context, b remote, sessionID string, followed map[string]bool) (*stepwise.Run, error) {
+	deadline := time.Now().Add(replayTurnWait)
+	for {
+		runs, err := b.c.SessionRuns(ctx, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(runs) - 1; i >= 0; i-- { // oldest first
+			if runs[i].Hop == 0 && !followed[runs[i].ID] {
+				return runs[i], nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond): // polling the server: no event names the queued run
+		}
+	}
+}
+
+// replayTurnWait bounds the wait for the server to queue a replay's next
+// turn.
+const replayTurnWait = 30 * time.Second
+
+// forkPlace is where a fork branches off its parent, for display: "5
+// (edited)" for a fork whose first own step is an edited copy of the
+// parent's step 5 (it shares 1..4), else the fork sequence.
+func forkPlace(ctx context.Context, b backend, s *stepwise.Session) string {
+	next := s.ForkSequence + 1
+	if s.LastSequence >= next {
+		steps, err := b.Steps(ctx, s.ID, next, next)
+		if err == nil && len(steps) == 1 && steps[0].Metadata["edited_from"] != nil {
+			return fmt.Sprintf("%d (edited)", next)
+		}
+	}
+	return fmt.Sprint(s.ForkSequence)
 }

@@ -40,7 +40,7 @@ func sessionsCmd(e *env) *cobra.Command {
 			for _, s := range page.Sessions {
 				fork := ""
 				if s.ParentSessionID != "" {
-					fork = fmt.Sprintf(" (fork of %s@%d)", s.ParentSessionID, s.ForkSequence)
+					fork = fmt.Sprintf(" (fork of %s@%s)", s.ParentSessionID, forkPlace(cmd.Context(), b, s))
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.6f\t%s\t%s%s\n", s.ID, s.Agent, s.LastSequence, s.InputTokens+s.OutputTokens, s.Cost, s.UpdatedAt.Local().Format(time.DateTime), s.Title, fork)
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/stepwise-run/stepwise/server"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
+	"github.com/stepwise-run/stepwise/wire"
 )
 
 // DefaultLatency is Config.Latency's default: about 50 chunks a
@@ -412,9 +413,7 @@ func createLoadSession(ctx context.Context, hc *http.Client, base string) (strin
 
 // startLoadRun starts the run of a session and returns its id.
 func startLoadRun(ctx context.Context, hc *http.Client, base, sessionID string) (string, error) {
-	var created struct {
-		Run *stepwise.Run `json:"run"`
-	}
+	var created wire.RunCreated
 	if err := loadPost(ctx, hc, base+"/v1/runs", `{"agent":"load","input":"go","session_id":"`+sessionID+`"}`, &created); err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -175,44 +176,51 @@ func TestRunLoadClientReaders(t *testing.T) {
 // records what the collections after the first reading found live and
 // scanned of the stacks, none before it.
 func TestLoadGC(t *testing.T) {
-	var heap, gs atomic.Int64
-	var peaks gcPeaks
-	peaks.after.Store(1 << 62) // no cycle counts yet
-	stop := sampleMemory(&heap, &gs, &peaks)
-	runtime.GC()
-	time.Sleep(50 * time.Millisecond) // the sampler reads every 20ms
-	if peaks.live.Load() != 0 || peaks.stacks.Load() != 0 {
-		t.Fatalf("peaks %d, %d recorded of cycles before the start", peaks.live.Load(), peaks.stacks.Load())
-	}
-	c0 := readGC()
-	peaks.after.Store(c0.cycles)
-	keep := make([]*[64]byte, 0, 1<<14)
-	for range cap(keep) {
-		keep = append(keep, new([64]byte))
-	}
-	runtime.GC()
-	runtime.GC()
-	got := readGC().since(c0)
-	// The sampler reads every 20ms: wait for a reading after the
-	// collections (a loaded machine may delay it well past one period).
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if peaks.live.Load() >= int64(len(keep))*64 && peaks.stacks.Load() > 0 {
-			break
+	// synctest: the sampler reads on its ticker, so the readings are
+	// counted, not timed.
+	synctest.Test(t, func(t *testing.T) {
+		var heap, gs atomic.Int64
+		var peaks gcPeaks
+		peaks.after.Store(1 << 62) // no cycle counts yet
+		stop := sampleMemory(&heap, &gs, &peaks)
+		defer stop() // a failure ends the sampler too (a bubble must end idle)
+		runtime.GC()
+		// In the bubble the sampler's 20ms ticker runs on the fake clock:
+		// this sleep lets it take three readings, no fewer.
+		time.Sleep(50 * time.Millisecond)
+		if peaks.live.Load() != 0 || peaks.stacks.Load() != 0 {
+			t.Fatalf("peaks %d, %d recorded of cycles before the start", peaks.live.Load(), peaks.stacks.Load())
 		}
-	}
-	stop()
-	runtime.KeepAlive(keep)
-	if got.Cycles < 2 || got.MarkCPU <= 0 || got.AssistCPU < 0 || got.AssistCPU > got.MarkCPU {
-		t.Fatalf("after two collections: %+v", got)
-	}
-	if live := peaks.live.Load(); live < int64(len(keep))*64 { // at least what keep holds
-		t.Fatalf("peak live heap %d bytes, want at least %d", live, len(keep)*64)
-	}
-	if peaks.stacks.Load() <= 0 {
-		t.Fatal("no stack scanned")
-	}
-	r := Result{GC: got}
-	if s := r.String(); !strings.Contains(s, fmt.Sprintf("; %d GC cycles, mark ", got.Cycles)) {
-		t.Fatalf("String() = %q, want the GC figures", s)
-	}
+		c0 := readGC()
+		peaks.after.Store(c0.cycles)
+		keep := make([]*[64]byte, 0, 1<<14)
+		for range cap(keep) {
+			keep = append(keep, new([64]byte))
+		}
+		runtime.GC()
+		runtime.GC()
+		got := readGC().since(c0)
+		// Wait for a reading after the collections (fake time: the loop ends
+		// after the first tick that saw them).
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if peaks.live.Load() >= int64(len(keep))*64 && peaks.stacks.Load() > 0 {
+				break
+			}
+		}
+		stop()
+		runtime.KeepAlive(keep)
+		if got.Cycles < 2 || got.MarkCPU <= 0 || got.AssistCPU < 0 || got.AssistCPU > got.MarkCPU {
+			t.Fatalf("after two collections: %+v", got)
+		}
+		if live := peaks.live.Load(); live < int64(len(keep))*64 { // at least what keep holds
+			t.Fatalf("peak live heap %d bytes, want at least %d", live, len(keep)*64)
+		}
+		if peaks.stacks.Load() <= 0 {
+			t.Fatal("no stack scanned")
+		}
+		r := Result{GC: got}
+		if s := r.String(); !strings.Contains(s, fmt.Sprintf("; %d GC cycles, mark ", got.Cycles)) {
+			t.Fatalf("String() = %q, want the GC figures", s)
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -49,6 +50,13 @@ type Config struct {
 	// Unary sends converse and yields only the final response. Default
 	// false: converse-stream.
 	Unary bool
+	// PromptCaching ends the last message with a cachePoint, so that
+	// models that support it (Claude 3.7 and later, Nova) cache the
+	// longest reusable prefix of each call: cheaper and faster agent
+	// loops, since every step resends the previous context. Off by
+	// default: cache writes cost more than plain input, and other models
+	// refuse the block.
+	PromptCaching bool
 	// HTTPClient sends the requests. Default: a client with the standard
 	// transport and a 10-minute limit on the wait for response headers.
 	HTTPClient *http.Client
@@ -65,6 +73,9 @@ type Config struct {
 type Model struct {
 	cfg  Config
 	base string // endpoint without a trailing slash
+	// unaryTools is set once the model has refused tools in a stream:
+	// requests with tools go to converse from then on.
+	unaryTools atomic.Bool
 }
 
 var (
@@ -125,7 +136,8 @@ func (m *Model) Provider() string { return ProviderName }
 // Generate streams one message for req; see [llm.Model] for the contract of
 // the sequence. Partial responses carry text, reasoning and tool-input
 // deltas as they arrive; the final response carries the whole message,
-// usage and stop reason.
+// usage and stop reason, and as its Model the model id called (the API
+// reports none).
 //
 // Errors are *llm.Error classified for the engine's retries, except that
 // cancellation of ctx yields ctx.Err() unchanged.
@@ -143,28 +155,37 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[*llm.R
 		defer cancel()
 
 		// One attempt: the engine retries, and records each attempt.
-		raw, err := m.post(callCtx, model, body)
+		unary := m.cfg.Unary || body.ToolConfig != nil && m.unaryTools.Load()
+		raw, err := m.post(callCtx, model, body, unary)
 		if err != nil || raw.StatusCode >= 400 {
-			yield(nil, m.callError(ctx, callCtx, raw, err))
+			err := m.callError(ctx, callCtx, raw, err)
+			if !unary && body.ToolConfig != nil && refusesStreamedTools(err) {
+				// Some models take tools only without streaming:
+				// the next attempt goes to converse.
+				m.unaryTools.Store(true)
+				err = &llm.Error{Class: steptype.ErrorTransient, StatusCode: 400, Code: "stream_unsupported",
+					Message: "the model takes tools only without streaming; the next attempt uses converse", Err: err}
+			}
+			yield(nil, err)
 			return
 		}
-		if m.cfg.Unary {
-			m.unary(ctx, callCtx, raw, yield)
+		if unary {
+			m.unary(ctx, callCtx, raw, model, yield)
 			return
 		}
-		m.stream(ctx, callCtx, raw, yield)
+		m.stream(ctx, callCtx, raw, model, yield)
 	}
 }
 
 // post signs and sends body to the model's converse or converse-stream
 // operation.
-func (m *Model) post(ctx context.Context, model string, body *converseRequest) (*http.Response, error) {
+func (m *Model) post(ctx context.Context, model string, body *converseRequest, unary bool) (*http.Response, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	op, accept := "/converse-stream", "application/vnd.amazon.eventstream"
-	if m.cfg.Unary {
+	if unary {
 		op, accept = "/converse", "application/json"
 	}
 	// The model id is escaped as AWS does (":" and "/" too), and the

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stepwise-run/stepwise/llm/bedrock"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 )
 
 // awsEnv clears the variables of the chain and points the shared files
@@ -16,7 +17,7 @@ func awsEnv(t *testing.T) string {
 	dir := t.TempDir()
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-		"AWS_EC2_METADATA_SERVICE_ENDPOINT"} {
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME", "AWS_ENDPOINT_URL_STS"} {
 		t.Setenv(k, "")
 	}
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
@@ -118,8 +119,8 @@ func TestModelSignsWithTheChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := run(t.Context(), m, ask("hi")); d.err != nil {
-		t.Fatal(d.err)
+	if d := llmtest.Drain(t.Context(), m, llmtest.UserRequest("hi")); d.Err != nil {
+		t.Fatal(d.Err)
 	}
 	if r := f.last(t); r.header.Get("X-Amz-Security-Token") != "" {
 		t.Errorf("token sent: %v", r.header)

@@ -20,9 +20,10 @@
 // of Config.Credentials, by default [DefaultCredentials]: the
 // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN variables,
 // then the AWS_PROFILE profile of ~/.aws/credentials and ~/.aws/config
-// (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE), its keys or its
-// credential_process, then the ECS / EKS Pod Identity container endpoint,
-// then the EC2 instance metadata service. They are read before every
+// (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE) — a role it assumes with
+// STS, its keys or its credential_process —, then a web identity (EKS
+// IRSA), then the ECS / EKS Pod Identity container endpoint, then the EC2
+// instance metadata service. They are read before every
 // request (expiring ones are kept until shortly before they expire), so
 // rotated keys are picked up. A Bedrock API key
 // (Config.BearerToken, AWS_BEARER_TOKEN_BEDROCK) replaces the signature
@@ -42,6 +43,7 @@
 // message; assistant tool calls are toolUse blocks. Tools are
 // toolConfig.tools with their JSON Schema unchanged. Request.MaxTokens,
 // else Config.MaxTokens, and Request.Temperature are inferenceConfig.
+// Config.PromptCaching ends the last message with a cachePoint block.
 // Reasoning from earlier turns is not sent back (it needs the signature
 // the model issued, which llm.Message has no field for).
 //
@@ -52,7 +54,8 @@
 // carry the text, reasoningContent and toolUse input deltas; a toolUse
 // block's start yields a ToolCallDelta with its id and name. The final
 // response, after messageStop, has the whole text and reasoning, the tool
-// calls, the stop reason and the usage of the metadata event: InputTokens
+// calls, the stop reason, the model id called (the stream names none) and
+// the usage of the metadata event: InputTokens
 // counts inputTokens + cacheReadInputTokens + cacheWriteInputTokens,
 // CachedTokens the cache reads.
 //
@@ -69,6 +72,9 @@
 //     ModelStreamErrorException are transient with Code "model_error";
 //     the wait is Retry-After when the response has one;
 //   - exceptions inside the stream by their type, the same way;
+//   - a model that takes tools only without streaming:
+//     its ValidationException is transient, Code "stream_unsupported",
+//     and the Model sends requests with tools to converse from then on;
 //   - no credentials: permanent, Code "auth", wrapping ErrNoCredentials;
 //   - refused or reset connections and timeouts: transient;
 //   - a stream that ends before messageStop: transient, Code

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
@@ -28,7 +29,7 @@ func TestEngineToolLoopWithRetries(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		switch calls.Add(1) {
 		case 1:
-			answer(429, `{"message":"Too many requests, please wait before trying again."}`, "X-Amzn-Errortype: ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/")(w, r)
+			llmtest.JSONError(429, `{"message":"Too many requests, please wait before trying again."}`, "X-Amzn-Errortype: ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/")(w, r)
 		case 2:
 			serveEvents(append(frame("messageStart", `{"role":"assistant"}`), frame("!modelStreamErrorException", `{"message":"The model stream failed"}`)...))(w, r)
 		case 3:
@@ -77,7 +78,7 @@ func TestEngineToolLoopWithRetries(t *testing.T) {
 	}
 	// Both results in one user turn, in the order the tools finished.
 	body := f.last(t).body
-	got := []any{at(body, "messages", 2, "content", 0, "toolResult", "content", 0, "text"), at(body, "messages", 2, "content", 1, "toolResult", "content", 0, "text")}
+	got := []any{llmtest.Field(body, "messages", 2, "content", 0, "toolResult", "content", 0, "text"), llmtest.Field(body, "messages", 2, "content", 1, "toolResult", "content", 0, "text")}
 	if got[0] == got[1] || (got[0] != "sunny in Tokyo" && got[1] != "sunny in Tokyo") || (got[0] != "sunny in Paris" && got[1] != "sunny in Paris") {
 		t.Errorf("last request %s", jsonOf(t, body))
 	}

@@ -113,6 +113,18 @@ func classify(status int, typ string) (steptype.ErrorClass, string) {
 	return llm.ClassifyHTTP(status)
 }
 
+// refusesStreamedTools reports whether err is the ValidationException of a
+// model that does not take tools in converse-stream ("This model doesn't
+// support tool use in streaming mode.").
+func refusesStreamedTools(err error) bool {
+	var api *APIError
+	if !errors.As(err, &api) || api.StatusCode != http.StatusBadRequest || api.Type != "ValidationException" && api.Type != "" {
+		return false
+	}
+	msg := strings.ToLower(api.Message)
+	return strings.Contains(msg, "streaming mode") && strings.Contains(msg, "tool")
+}
+
 // exceptionError converts an exception inside a stream, classified as if
 // it had come with its HTTP status; an unknown one is a server failure.
 func exceptionError(typ string, payload []byte) *llm.Error {

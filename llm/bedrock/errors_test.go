@@ -3,12 +3,14 @@ package bedrock_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/bedrock"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
@@ -41,14 +43,14 @@ func TestHTTPErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			f := newFake(t, answer(tc.status, tc.body, tc.headers...))
-			d := run(t.Context(), f.model(t), ask("?"))
-			e := asLLMError(t, d.err)
-			if e.Class != tc.class || e.Code != tc.code || e.StatusCode != tc.status || llm.RetryAfter(d.err) != tc.retryAfter || e.Message == "" || !strings.Contains(tc.body, e.Message) {
+			f := newFake(t, llmtest.JSONError(tc.status, tc.body, tc.headers...))
+			d := llmtest.Drain(t.Context(), f.model(t), llmtest.UserRequest("?"))
+			e := llmtest.AsError(t, d.Err)
+			if e.Class != tc.class || e.Code != tc.code || e.StatusCode != tc.status || llm.RetryAfter(d.Err) != tc.retryAfter || e.Message == "" || !strings.Contains(tc.body, e.Message) {
 				t.Errorf("error %+v", e)
 			}
 			var api *bedrock.APIError
-			if !errors.As(d.err, &api) || api.Type != tc.typ || api.Message != e.Message {
+			if !errors.As(d.Err, &api) || api.Type != tc.typ || api.Message != e.Message {
 				t.Errorf("cause %+v", api)
 			}
 		})
@@ -57,10 +59,10 @@ func TestHTTPErrors(t *testing.T) {
 
 func TestHTTPErrorRequestID(t *testing.T) {
 	t.Parallel()
-	f := newFake(t, answer(400, `{"message":"bad"}`, "X-Amzn-Errortype: ValidationException", "X-Amzn-Requestid: 7f1c-42"))
-	d := run(t.Context(), f.model(t), ask("?"))
+	f := newFake(t, llmtest.JSONError(400, `{"message":"bad"}`, "X-Amzn-Errortype: ValidationException", "X-Amzn-Requestid: 7f1c-42"))
+	d := llmtest.Drain(t.Context(), f.model(t), llmtest.UserRequest("?"))
 	var api *bedrock.APIError
-	if !errors.As(d.err, &api) || api.RequestID != "7f1c-42" || api.Error() != "bedrock: 400 ValidationException: bad" {
+	if !errors.As(d.Err, &api) || api.RequestID != "7f1c-42" || api.Error() != "bedrock: 400 ValidationException: bad" {
 		t.Errorf("cause %+v", api)
 	}
 }
@@ -71,9 +73,9 @@ func TestSignatureRefused(t *testing.T) {
 	bad := func(context.Context) (bedrock.Credentials, error) {
 		return bedrock.Credentials{AccessKeyID: "AKIDOTHER", SecretAccessKey: "x"}, nil
 	}
-	d := run(t.Context(), f.model(t, func(c *bedrock.Config) { c.Credentials = bad }), ask("?"))
+	d := llmtest.Drain(t.Context(), f.model(t, func(c *bedrock.Config) { c.Credentials = bad }), llmtest.UserRequest("?"))
 	var api *bedrock.APIError
-	if e := asLLMError(t, d.err); e.Class != steptype.ErrorPermanent || e.Code != "auth" || !errors.As(d.err, &api) || api.Type != "UnrecognizedClientException" {
+	if e := llmtest.AsError(t, d.Err); e.Class != steptype.ErrorPermanent || e.Code != "auth" || !errors.As(d.Err, &api) || api.Type != "UnrecognizedClientException" {
 		t.Errorf("error %+v cause %+v", e, api)
 	}
 }
@@ -87,8 +89,8 @@ func TestNoCredentials(t *testing.T) {
 		},
 		"empty": func(context.Context) (bedrock.Credentials, error) { return bedrock.Credentials{}, nil },
 	} {
-		d := run(t.Context(), f.model(t, func(c *bedrock.Config) { c.Credentials = creds }), ask("?"))
-		if e := asLLMError(t, d.err); e.Class != steptype.ErrorPermanent || e.Code != "auth" || !errors.Is(d.err, bedrock.ErrNoCredentials) {
+		d := llmtest.Drain(t.Context(), f.model(t, func(c *bedrock.Config) { c.Credentials = creds }), llmtest.UserRequest("?"))
+		if e := llmtest.AsError(t, d.Err); e.Class != steptype.ErrorPermanent || e.Code != "auth" || !errors.Is(d.Err, bedrock.ErrNoCredentials) {
 			t.Errorf("%s: error %+v", name, e)
 		}
 	}
@@ -101,11 +103,49 @@ func TestBearerToken(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, serveEvents(eventFile(t, "text.events")))
 	never := func(context.Context) (bedrock.Credentials, error) { panic("credentials read with a bearer token") }
-	d := run(t.Context(), f.model(t, func(c *bedrock.Config) { c.BearerToken = "ABSK-test"; c.Credentials = never }), ask("?"))
-	if d.err != nil {
-		t.Fatal(d.err)
+	d := llmtest.Drain(t.Context(), f.model(t, func(c *bedrock.Config) { c.BearerToken = "ABSK-test"; c.Credentials = never }), llmtest.UserRequest("?"))
+	if d.Err != nil {
+		t.Fatal(d.Err)
 	}
 	if r := f.last(t); r.header.Get("Authorization") != "Bearer ABSK-test" || r.header.Get("X-Amz-Date") != "" {
 		t.Errorf("headers %v", r.header)
+	}
+}
+
+// A model that takes tools only without streaming answers converse-stream
+// with a ValidationException: that attempt fails as transient, and the
+// next one, and those after it, go to converse.
+func TestToolsWithoutStreaming(t *testing.T) {
+	t.Parallel()
+	refusal := `{"message":"This model doesn't support tool use in streaming mode."}`
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/converse-stream") {
+			llmtest.JSONError(400, refusal, "X-Amzn-Errortype: ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/")(w, r)
+			return
+		}
+		llmtest.JSONError(200, `{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"now","input":{}}}]}},"stopReason":"tool_use","usage":{"inputTokens":9,"outputTokens":4}}`)(w, r)
+	})
+	m := f.model(t, func(c *bedrock.Config) { c.Model = "meta.llama3-1-70b-instruct-v1:0" })
+	req := llmtest.UserRequest("what time is it?")
+	req.Tools = []llm.ToolDef{{Name: "now"}}
+	d := llmtest.Drain(t.Context(), m, req)
+	if e := llmtest.AsError(t, d.Err); e.Class != steptype.ErrorTransient || e.Code != "stream_unsupported" {
+		t.Fatalf("first attempt: %+v", e)
+	}
+	for range 2 {
+		d = llmtest.Drain(t.Context(), m, req)
+		if d.Err != nil || len(d.Final.ToolCalls) != 1 || !strings.HasSuffix(f.last(t).rawPath, "/converse") {
+			t.Fatalf("next attempt: %+v to %s", d, f.last(t).rawPath)
+		}
+	}
+	// Without tools the model still streams.
+	f2 := newFake(t, serveEvents(eventFile(t, "text.events")))
+	if d := llmtest.Drain(t.Context(), f2.model(t), llmtest.UserRequest("hi")); d.Err != nil || !strings.HasSuffix(f2.last(t).rawPath, "/converse-stream") {
+		t.Errorf("%+v", d)
+	}
+	// Another ValidationException stays permanent.
+	f3 := newFake(t, llmtest.JSONError(400, `{"message":"messages: roles must alternate"}`, "X-Amzn-Errortype: ValidationException"))
+	if e := llmtest.AsError(t, llmtest.Drain(t.Context(), f3.model(t), req).Err); e.Class != steptype.ErrorPermanent {
+		t.Errorf("other validation error: %+v", e)
 	}
 }

@@ -150,3 +150,37 @@ func FuzzFrameReader(f *testing.F) {
 		}
 	})
 }
+
+// The encoded messages of the event stream test vectors the AWS SDKs
+// share, decoded independently of encodeMessage.
+func TestFrameReaderAWSVectors(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{'foo':'bar'}`)
+	for name, tc := range map[string]struct {
+		encoded []byte
+		headers map[string]string
+	}{
+		"empty_message": {[]byte{0, 0, 0, 16, 0, 0, 0, 0, 5, 194, 72, 235, 125, 152, 200, 255}, map[string]string{}},
+		"int32_header": {append(append([]byte{0, 0, 0, 45, 0, 0, 0, 16, 65, 196, 36, 184, 10, 101, 118, 101, 110, 116, 45, 116, 121, 112, 101, 4, 0, 0, 160, 12},
+			body...), 54, 244, 128, 160), map[string]string{}}, // an integer header, not kept
+		"payload_no_headers": {append(append([]byte{0, 0, 0, 29, 0, 0, 0, 0, 253, 82, 140, 90}, body...), 195, 101, 57, 54), map[string]string{}},
+		"payload_one_str_header": {append(append(append([]byte{0, 0, 0, 61, 0, 0, 0, 32, 7, 253, 131, 150, 12}, "content-type"...),
+			append(append([]byte{7, 0, 16}, "application/json"...), body...)...), 141, 156, 8, 177), map[string]string{"content-type": "application/json"}},
+	} {
+		m, err := (&frameReader{r: bytes.NewReader(tc.encoded)}).next()
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		wantBody := body
+		if name == "empty_message" {
+			wantBody = nil
+		}
+		if !bytes.Equal(m.payload, wantBody) || len(m.headers) != len(tc.headers) || m.headers["content-type"] != tc.headers["content-type"] {
+			t.Errorf("%s: headers %v payload %q", name, m.headers, m.payload)
+		}
+		if got := encodeMessage(tc.headers, wantBody); name != "int32_header" && !bytes.Equal(got, tc.encoded) {
+			t.Errorf("%s: the test encoder writes %v", name, got)
+		}
+	}
+}

@@ -14,9 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/bedrock"
-	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // fake is a local Bedrock runtime endpoint: it refuses a request without a
@@ -144,81 +142,6 @@ func serveEvents(data []byte) http.HandlerFunc {
 			data = data[n:]
 		}
 	}
-}
-
-func answer(status int, body string, headers ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		for _, h := range headers {
-			k, v, _ := strings.Cut(h, ": ")
-			w.Header().Set(k, v)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
-
-type drained struct {
-	partials []*llm.Response
-	final    *llm.Response
-	err      error
-	extra    int
-}
-
-func run(ctx context.Context, m llm.Model, req *llm.Request) drained {
-	var d drained
-	for r, err := range m.Generate(ctx, req) {
-		switch {
-		case d.err != nil || d.final != nil:
-			d.extra++
-		case err != nil:
-			d.err = err
-		case r.Partial:
-			d.partials = append(d.partials, r)
-		default:
-			d.final = r
-		}
-	}
-	return d
-}
-
-func (d drained) text() (content, reasoning string) {
-	var c, r strings.Builder
-	for _, p := range d.partials {
-		c.WriteString(p.Content)
-		r.WriteString(p.Reasoning)
-	}
-	return c.String(), r.String()
-}
-
-func asLLMError(t testing.TB, err error) *llm.Error {
-	t.Helper()
-	e, ok := err.(*llm.Error)
-	if !ok {
-		t.Fatalf("error %T %v, want *llm.Error", err, err)
-	}
-	return e
-}
-
-func ask(text string) *llm.Request {
-	return &llm.Request{Messages: []llm.Message{{Role: steptype.RoleUser, Content: text}}}
-}
-
-func at(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, _ := v.(map[string]any)
-			v = m[k]
-		case int:
-			a, _ := v.([]any)
-			if k >= len(a) {
-				return nil
-			}
-			v = a[k]
-		}
-	}
-	return v
 }
 
 func jsonOf(t testing.TB, v any) string {

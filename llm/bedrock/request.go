@@ -57,6 +57,10 @@ func (m *Model) params(req *llm.Request) (*converseRequest, string, error) {
 	if p.Messages == nil {
 		p.Messages = []turn{}
 	}
+	if n := len(p.Messages); n > 0 && m.cfg.PromptCaching {
+		last := &p.Messages[n-1]
+		last.Content = append(last.Content, block{CachePoint: &cachePoint{Type: "default"}})
+	}
 	if len(system) > 0 {
 		p.System = []systemBlock{{Text: strings.Join(system, "\n\n")}}
 	}

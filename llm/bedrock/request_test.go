@@ -6,6 +6,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/bedrock"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
@@ -35,8 +36,8 @@ func agentTurn() *llm.Request {
 func TestRequestBody(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, serveEvents(eventFile(t, "text.events")))
-	if d := run(t.Context(), f.model(t), agentTurn()); d.err != nil {
-		t.Fatal(d.err)
+	if d := llmtest.Drain(t.Context(), f.model(t), agentTurn()); d.Err != nil {
+		t.Fatal(d.Err)
 	}
 	b := f.last(t).body
 	for _, c := range []struct {
@@ -51,7 +52,7 @@ func TestRequestBody(t *testing.T) {
 		{[]any{"toolConfig"}, `{"tools":[{"toolSpec":{"description":"Weather of a city","inputSchema":{"json":{"properties":{"location":{"type":"string"}},"type":"object"}},"name":"get_weather"}},{"toolSpec":{"inputSchema":{"json":{"properties":{},"type":"object"}},"name":"now"}}]}`},
 		{[]any{"inferenceConfig"}, `{"maxTokens":300,"temperature":0.3}`},
 	} {
-		if got := jsonOf(t, at(b, c.path...)); got != c.want {
+		if got := jsonOf(t, llmtest.Field(b, c.path...)); got != c.want {
 			t.Errorf("%v = %s\nwant %s", c.path, got, c.want)
 		}
 	}
@@ -60,10 +61,10 @@ func TestRequestBody(t *testing.T) {
 func TestRequestModelOverride(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, serveEvents(eventFile(t, "text.events")))
-	req := ask("hi")
+	req := llmtest.UserRequest("hi")
 	req.Model = "arn:aws:bedrock:us-west-2:123456789012:inference-profile/us.meta.llama3-3-70b-instruct-v1:0"
-	if d := run(t.Context(), f.model(t), req); d.err != nil {
-		t.Fatal(d.err)
+	if d := llmtest.Drain(t.Context(), f.model(t), req); d.Err != nil {
+		t.Fatal(d.Err)
 	}
 	r := f.last(t)
 	if r.rawPath != "/model/arn%3Aaws%3Abedrock%3Aus-west-2%3A123456789012%3Ainference-profile%2Fus.meta.llama3-3-70b-instruct-v1%3A0/converse-stream" {
@@ -82,15 +83,15 @@ func TestRequestInvalid(t *testing.T) {
 	m := f.model(t)
 	for name, req := range map[string]*llm.Request{
 		"nil":           nil,
-		"negative max":  {MaxTokens: -1, Messages: ask("x").Messages},
+		"negative max":  {MaxTokens: -1, Messages: llmtest.UserRequest("x").Messages},
 		"no call id":    {Messages: []llm.Message{{Role: steptype.RoleTool, Content: "?"}}},
 		"nameless call": {Messages: []llm.Message{{Role: steptype.RoleAssistant, ToolCalls: []steptype.ToolCall{{ID: "c"}}}}},
-		"bad schema":    {Messages: ask("x").Messages, Tools: []llm.ToolDef{{Name: "t", Parameters: json.RawMessage(`{`)}}},
-		"nameless tool": {Messages: ask("x").Messages, Tools: []llm.ToolDef{{}}},
+		"bad schema":    {Messages: llmtest.UserRequest("x").Messages, Tools: []llm.ToolDef{{Name: "t", Parameters: json.RawMessage(`{`)}}},
+		"nameless tool": {Messages: llmtest.UserRequest("x").Messages, Tools: []llm.ToolDef{{}}},
 		"unknown role":  {Messages: []llm.Message{{Role: "critic", Content: "x"}}},
 	} {
-		d := run(t.Context(), m, req)
-		if e := asLLMError(t, d.err); e.Class != steptype.ErrorPermanent || e.Code != "bad_request" {
+		d := llmtest.Drain(t.Context(), m, req)
+		if e := llmtest.AsError(t, d.Err); e.Class != steptype.ErrorPermanent || e.Code != "bad_request" {
 			t.Errorf("%s: error %+v", name, e)
 		}
 	}
@@ -118,5 +119,20 @@ func TestNewConfig(t *testing.T) {
 	m, err := bedrock.New(bedrock.Config{Model: "amazon.nova-lite-v1:0"})
 	if err != nil || m.Name() != "bedrock:amazon.nova-lite-v1:0" || m.Provider() != "bedrock" {
 		t.Fatalf("%v %v", m, err)
+	}
+}
+
+func TestRequestPromptCaching(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, serveEvents(eventFile(t, "text.events")))
+	if d := llmtest.Drain(t.Context(), f.model(t, func(c *bedrock.Config) { c.PromptCaching = true }), agentTurn()); d.Err != nil {
+		t.Fatal(d.Err)
+	}
+	b := f.last(t).body
+	if got := jsonOf(t, llmtest.Field(b, "messages", 2, "content", 2)); got != `{"cachePoint":{"type":"default"}}` {
+		t.Errorf("last block %s", got)
+	}
+	if n := len(llmtest.Field(b, "messages", 1, "content").([]any)); n != 3 {
+		t.Errorf("%d blocks in the assistant turn: the cache point belongs to the last message only", n)
 	}
 }

@@ -23,10 +23,10 @@ const maxBlocks = 1 << 12
 // stream reads the event stream of raw, yields a partial response per
 // event that carries a delta, then the final response once the stream
 // has ended after messageStop. It owns raw.Body.
-func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield func(*llm.Response, error) bool) {
+func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, model string, yield func(*llm.Response, error) bool) {
 	defer raw.Body.Close()
 	fr := &frameReader{r: raw.Body}
-	var acc accumulator
+	acc := accumulator{model: model}
 	var readErr error
 	for {
 		msg, err := fr.next()
@@ -65,7 +65,7 @@ func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield f
 }
 
 // unary reads the single response of converse. It owns raw.Body.
-func (m *Model) unary(ctx, callCtx context.Context, raw *http.Response, yield func(*llm.Response, error) bool) {
+func (m *Model) unary(ctx, callCtx context.Context, raw *http.Response, model string, yield func(*llm.Response, error) bool) {
 	defer raw.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(raw.Body, maxBody))
 	if cerr := m.cancelled(ctx, callCtx); cerr != nil {
@@ -81,7 +81,7 @@ func (m *Model) unary(ctx, callCtx context.Context, raw *http.Response, yield fu
 		yield(nil, badChunk(fmt.Errorf("response %.200q: %w", data, err)))
 		return
 	}
-	var acc accumulator
+	acc := accumulator{model: model}
 	if msg := r.Output.Message; msg != nil {
 		for _, b := range msg.Content {
 			switch {
@@ -104,6 +104,7 @@ type accumulator struct {
 	reasoning strings.Builder
 	slots     map[int]int // content block index → position in calls
 	calls     []call
+	model     string // the model id called
 	stop      string
 	stopped   bool
 	usage     usage
@@ -190,6 +191,7 @@ func (a *accumulator) final() *llm.Response {
 			CachedTokens: u.CacheReadInputTokens,
 		},
 		FinishReason: a.stop,
+		Model:        a.model,
 	}
 	if len(a.calls) > 0 {
 		r.ToolCalls = make([]steptype.ToolCall, len(a.calls))

@@ -1,32 +1,30 @@
 package bedrock_test
 
 import (
-	"context"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/bedrock"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 	"github.com/stepwise-run/stepwise/steptype"
 )
 
 func TestGenerateText(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, serveEvents(eventFile(t, "text.events")))
-	d := run(t.Context(), f.model(t), ask("Say hello"))
-	if d.err != nil || d.final == nil || d.extra != 0 {
-		t.Fatalf("err %v final %+v extra %d", d.err, d.final, d.extra)
+	d := llmtest.Drain(t.Context(), f.model(t), llmtest.UserRequest("Say hello"))
+	if d.Err != nil || d.Final == nil || d.AfterEnd != 0 {
+		t.Fatalf("err %v final %+v extra %d", d.Err, d.Final, d.AfterEnd)
 	}
-	if c, _ := d.text(); c != "Hello, world!" || d.final.Content != c || len(d.partials) != 2 {
-		t.Errorf("partials %q (%d), final %q", c, len(d.partials), d.final.Content)
+	if c, _ := d.Joined(); c != "Hello, world!" || d.Final.Content != c || len(d.Partials) != 2 {
+		t.Errorf("partials %q (%d), final %q", c, len(d.Partials), d.Final.Content)
 	}
-	if want := (llm.Usage{InputTokens: 132, OutputTokens: 6, CachedTokens: 100}); d.final.Usage != want || d.final.FinishReason != "end_turn" {
-		t.Errorf("usage %+v finish %q", d.final.Usage, d.final.FinishReason)
+	if want := (llm.Usage{InputTokens: 132, OutputTokens: 6, CachedTokens: 100}); d.Final.Usage != want || d.Final.FinishReason != "end_turn" {
+		t.Errorf("usage %+v finish %q", d.Final.Usage, d.Final.FinishReason)
 	}
 	r := f.last(t)
 	if r.rawPath != "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream" {
@@ -43,13 +41,13 @@ func TestGenerateText(t *testing.T) {
 func TestGenerateParallelToolUse(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, serveEvents(eventFile(t, "tools.events")))
-	d := run(t.Context(), f.model(t), ask("Weather in Paris and Tokyo?"))
-	if d.err != nil {
-		t.Fatal(d.err)
+	d := llmtest.Drain(t.Context(), f.model(t), llmtest.UserRequest("Weather in Paris and Tokyo?"))
+	if d.Err != nil {
+		t.Fatal(d.Err)
 	}
-	tc := d.final.ToolCalls
-	if len(tc) != 2 || d.final.Content != "Checking both." || d.final.FinishReason != "tool_use" {
-		t.Fatalf("final %+v", d.final)
+	tc := d.Final.ToolCalls
+	if len(tc) != 2 || d.Final.Content != "Checking both." || d.Final.FinishReason != "tool_use" {
+		t.Fatalf("final %+v", d.Final)
 	}
 	if tc[0].ID != "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q" || tc[0].Name != "get_weather" || string(tc[0].Arguments) != `{"location": "Paris"}` {
 		t.Errorf("call 0 %+v", tc[0])
@@ -58,7 +56,7 @@ func TestGenerateParallelToolUse(t *testing.T) {
 		t.Errorf("call 1 %+v", tc[1])
 	}
 	var args [2]string
-	for _, p := range d.partials {
+	for _, p := range d.Partials {
 		for _, dl := range p.ToolCallDeltas {
 			args[dl.Index] += dl.Arguments
 		}
@@ -66,7 +64,7 @@ func TestGenerateParallelToolUse(t *testing.T) {
 	if args[0] != string(tc[0].Arguments) || args[1] != string(tc[1].Arguments) {
 		t.Errorf("streamed arguments %q", args)
 	}
-	if u := d.final.Usage; u.InputTokens != 410 || u.OutputTokens != 88 {
+	if u := d.Final.Usage; u.InputTokens != 410 || u.OutputTokens != 88 {
 		t.Errorf("usage %+v", u)
 	}
 }
@@ -74,12 +72,12 @@ func TestGenerateParallelToolUse(t *testing.T) {
 func TestGenerateReasoning(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, serveEvents(eventFile(t, "reasoning.events")))
-	d := run(t.Context(), f.model(t), ask("?"))
-	if d.err != nil {
-		t.Fatal(d.err)
+	d := llmtest.Drain(t.Context(), f.model(t), llmtest.UserRequest("?"))
+	if d.Err != nil {
+		t.Fatal(d.Err)
 	}
-	if c, r := d.text(); c != "42" || r != "The user wants a number." || d.final.Reasoning != r || d.final.Content != c {
-		t.Errorf("content %q reasoning %q final %+v", c, r, d.final)
+	if c, r := d.Joined(); c != "42" || r != "The user wants a number." || d.Final.Reasoning != r || d.Final.Content != c {
+		t.Errorf("content %q reasoning %q final %+v", c, r, d.Final)
 	}
 }
 
@@ -89,12 +87,12 @@ func TestGenerateUnary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFake(t, answer(200, string(body)))
-	d := run(t.Context(), f.model(t, func(c *bedrock.Config) { c.Unary = true; c.Model = "us.amazon.nova-pro-v1:0" }), ask("2+3?"))
-	if d.err != nil || len(d.partials) != 0 {
-		t.Fatalf("err %v, %d partials", d.err, len(d.partials))
+	f := newFake(t, llmtest.JSONError(200, string(body)))
+	d := llmtest.Drain(t.Context(), f.model(t, func(c *bedrock.Config) { c.Unary = true; c.Model = "us.amazon.nova-pro-v1:0" }), llmtest.UserRequest("2+3?"))
+	if d.Err != nil || len(d.Partials) != 0 {
+		t.Fatalf("err %v, %d partials", d.Err, len(d.Partials))
 	}
-	fin := d.final
+	fin := d.Final
 	if fin.Content != "Let me add them." || fin.Reasoning != "Add them." || len(fin.ToolCalls) != 1 || fin.ToolCalls[0].ID != "tooluse_add" || string(fin.ToolCalls[0].Arguments) != `{"a": 2, "b": 3}` {
 		t.Errorf("final %+v", fin)
 	}
@@ -114,8 +112,8 @@ func TestGenerateTruncated(t *testing.T) {
 		"inside a message":   data[:60],
 	} {
 		f := newFake(t, serveEvents(cut))
-		d := run(t.Context(), f.model(t), ask("?"))
-		if e := asLLMError(t, d.err); e.Class != steptype.ErrorTransient || e.Code != "stream_truncated" {
+		d := llmtest.Drain(t.Context(), f.model(t), llmtest.UserRequest("?"))
+		if e := llmtest.AsError(t, d.Err); e.Class != steptype.ErrorTransient || e.Code != "stream_truncated" {
 			t.Errorf("%s: error %+v", name, e)
 		}
 	}
@@ -126,18 +124,9 @@ func TestGenerateBadFrame(t *testing.T) {
 	data := eventFile(t, "text.events")
 	data[len(data)-1] ^= 0xff // the last message's checksum
 	f := newFake(t, serveEvents(data))
-	d := run(t.Context(), f.model(t), ask("?"))
-	if e := asLLMError(t, d.err); e.Class != steptype.ErrorTransient || e.Code != "bad_chunk" || len(d.partials) != 2 {
-		t.Errorf("error %+v after %d partials", e, len(d.partials))
-	}
-}
-
-func TestGenerateBadPayload(t *testing.T) {
-	t.Parallel()
-	f := newFake(t, serveEvents(append(frame("messageStart", `{"role":"assistant"}`), frame("contentBlockDelta", `{"delta":`)...)))
-	d := run(t.Context(), f.model(t), ask("?"))
-	if e := asLLMError(t, d.err); e.Class != steptype.ErrorTransient || e.Code != "bad_chunk" {
-		t.Errorf("error %+v", e)
+	d := llmtest.Drain(t.Context(), f.model(t), llmtest.UserRequest("?"))
+	if e := llmtest.AsError(t, d.Err); e.Class != steptype.ErrorTransient || e.Code != "bad_chunk" || len(d.Partials) != 2 {
+		t.Errorf("error %+v after %d partials", e, len(d.Partials))
 	}
 }
 
@@ -158,67 +147,11 @@ func TestGenerateStreamedExceptions(t *testing.T) {
 		data := append(frame("messageStart", `{"role":"assistant"}`), frame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"Hi"}}`)...)
 		data = append(data, frame("!"+typ, `{"message":"Too many tokens, please wait before trying again."}`)...)
 		f := newFake(t, serveEvents(data))
-		d := run(t.Context(), f.model(t), ask("?"))
-		e := asLLMError(t, d.err)
+		d := llmtest.Drain(t.Context(), f.model(t), llmtest.UserRequest("?"))
+		e := llmtest.AsError(t, d.Err)
 		var api *bedrock.APIError
-		if e.Class != want.class || e.Code != want.code || e.Message != "Too many tokens, please wait before trying again." || !errors.As(d.err, &api) || api.Type != strings.ToUpper(typ[:1])+typ[1:] {
+		if e.Class != want.class || e.Code != want.code || e.Message != "Too many tokens, please wait before trying again." || !errors.As(d.Err, &api) || api.Type != strings.ToUpper(typ[:1])+typ[1:] {
 			t.Errorf("%s: error %+v cause %+v", typ, e, api)
-		}
-	}
-}
-
-// hanging streams two events, then waits for the client to go away.
-func hanging(gone chan<- struct{}) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
-		data := append(frame("messageStart", `{"role":"assistant"}`), frame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"Once"}}`)...)
-		data = append(data, frame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":" upon"}}`)...)
-		_, _ = w.Write(data)
-		_ = http.NewResponseController(w).Flush()
-		<-r.Context().Done()
-		close(gone)
-	}
-}
-
-func TestGenerateCancelled(t *testing.T) {
-	t.Parallel()
-	gone := make(chan struct{})
-	f := newFake(t, hanging(gone))
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	partials := 0
-	var got error
-	for r, err := range f.model(t).Generate(ctx, ask("a long story")) {
-		if err != nil {
-			got = err
-			break
-		}
-		partials++
-		if r.Partial {
-			cancel()
-		}
-	}
-	if got != context.Canceled || partials != 1 {
-		t.Fatalf("error %v after %d partials, want context.Canceled itself after 1", got, partials)
-	}
-	<-gone
-}
-
-func TestGenerateCallTimeout(t *testing.T) {
-	t.Parallel()
-	gone := make(chan struct{})
-	f := newFake(t, hanging(gone))
-	d := run(t.Context(), f.model(t, func(c *bedrock.Config) { c.Timeout = 50 * time.Millisecond }), ask("?"))
-	e := asLLMError(t, d.err)
-	if e.Class != steptype.ErrorTransient || e.Code != "timeout" || !errors.Is(d.err, context.DeadlineExceeded) {
-		t.Errorf("error %+v", e)
-	}
-	f.Close()
-	if f.count() > 0 {
-		select {
-		case <-gone:
-		default:
-			t.Error("the server never saw the client go away")
 		}
 	}
 }

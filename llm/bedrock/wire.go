@@ -29,6 +29,12 @@ type block struct {
 	ToolUse          *toolUse          `json:"toolUse,omitempty"`
 	ToolResult       *toolResult       `json:"toolResult,omitempty"`
 	ReasoningContent *reasoningContent `json:"reasoningContent,omitempty"`
+	CachePoint       *cachePoint       `json:"cachePoint,omitempty"`
+}
+
+// cachePoint marks the end of a prefix for the model to cache.
+type cachePoint struct {
+	Type string `json:"type"`
 }
 
 type toolUse struct {

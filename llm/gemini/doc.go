@@ -19,6 +19,18 @@
 // empty Config.BaseURL. The wire format is spoken directly over net/http,
 // without a vendor SDK.
 //
+// # Vertex AI
+//
+// With Config.Vertex (or GOOGLE_GENAI_USE_VERTEXAI=true, as Google's SDKs
+// read it) the same wire format goes to Vertex AI:
+// https://LOCATION-aiplatform.googleapis.com/v1/projects/PROJECT/locations/LOCATION/publishers/google/models/MODEL
+// (GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION, default location
+// "global"), with an OAuth access token from Config.TokenSource, by default
+// [DefaultTokenSource]: the service account key or authorized user of
+// GOOGLE_APPLICATION_CREDENTIALS or of gcloud's application default
+// credentials, else the metadata server on Google Cloud. Without a
+// project, Vertex AI's express mode is called with the API key.
+//
 // # What is sent
 //
 // POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse (or
@@ -33,9 +45,11 @@
 // maxOutputTokens; Config.IncludeThoughts and Config.ThinkingBudget set
 // thinkingConfig.
 //
-// Thought signatures are not kept in steps, so a replayed function call
-// carries the placeholder signature Google documents for history from
-// elsewhere.
+// The thought signature of each function call the Model received goes back
+// with the call on the next request of the loop, as Gemini 3 requires; the
+// Model keeps the last 1024 in memory, since steps do not record them. A
+// call it did not receive (after a restart, or from another process) carries
+// the placeholder signature Google documents for history from elsewhere.
 //
 // # What comes back
 //
@@ -60,6 +74,9 @@
 //     delay is Retry-After, else the status's RetryInfo retryDelay;
 //   - a status inside the stream by its code, the same way;
 //   - a prompt blocked by promptFeedback: permanent, Code "blocked";
+//   - a turn that ends with finish reason MALFORMED_FUNCTION_CALL and no
+//     call: transient, Code "malformed_function_call" (another attempt
+//     usually writes the call);
 //   - refused or reset connections and timeouts: transient;
 //   - a stream that ends before a chunk with a finish reason: transient,
 //     Code "stream_truncated";

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm/gemini"
+	"github.com/stepwise-run/stepwise/llm/llmtest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
@@ -26,17 +27,17 @@ type cityArgs struct {
 func TestEngineToolLoopWithRetries(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int32
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+	f := llmtest.NewServer(t, "", func(w http.ResponseWriter, r *http.Request) {
 		switch calls.Add(1) {
 		case 1, 2:
-			answer(429, `{"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED", "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.001s"}]}}`)(w, r)
+			llmtest.JSONError(429, `{"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED", "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.001s"}]}}`)(w, r)
 		case 3:
-			serveSSE(t, "tools.sse")(w, r)
+			llmtest.SSEFile(t, "tools.sse")(w, r)
 		default:
-			serveSSE(t, "text.sse")(w, r)
+			llmtest.SSEFile(t, "text.sse")(w, r)
 		}
 	})
-	m := f.model(t, func(c *gemini.Config) { c.Model = "gemini-2.5-flash" })
+	m := model(t, f, func(c *gemini.Config) { c.Model = "gemini-2.5-flash" })
 	weather := tool.New("get_weather", "weather of a city", func(ctx context.Context, a cityArgs) (string, error) { return "sunny in " + a.Location, nil })
 	st := memory.New()
 	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "a", Model: m, Tools: []tool.Tool{weather},
@@ -72,8 +73,8 @@ func TestEngineToolLoopWithRetries(t *testing.T) {
 	}
 	// The last request sent both results back in one user turn, in the
 	// order the tools finished.
-	body := f.last(t).body
-	got := []any{at(body, "contents", 2, "parts", 0, "functionResponse", "response", "output"), at(body, "contents", 2, "parts", 1, "functionResponse", "response", "output")}
+	body := f.Last(t).Body
+	got := []any{llmtest.Field(body, "contents", 2, "parts", 0, "functionResponse", "response", "output"), llmtest.Field(body, "contents", 2, "parts", 1, "functionResponse", "response", "output")}
 	if got[0] == got[1] || (got[0] != "sunny in Tokyo" && got[1] != "sunny in Tokyo") || (got[0] != "sunny in Paris" && got[1] != "sunny in Paris") {
 		t.Errorf("last request %s", jsonOf(t, body))
 	}

@@ -3,6 +3,7 @@ package gemini
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -68,6 +69,10 @@ func (m *Model) callError(ctx, callCtx context.Context, raw *http.Response, err 
 	}
 	if cerr := m.cancelled(ctx, callCtx); cerr != nil {
 		return cerr
+	}
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return le // no access token
 	}
 	return llm.TransportError(err)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/llm/internal/sse"
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // ProviderName is what [Model.Provider] returns.
@@ -31,7 +32,8 @@ type Config struct {
 	// Model is the model id, e.g. "gemini-2.5-flash" ("models/" in front
 	// is accepted). A Request.Model overrides it per call. Required.
 	Model string
-	// BaseURL is the API root, without the version. Default:
+	// BaseURL is the API root; APIVersion is appended unless the URL
+	// already ends with a version ("/v1beta", "/v1", "/v1alpha"). Default:
 	// $GEMINI_BASE_URL, else DefaultBaseURL.
 	BaseURL string
 	// APIKey is sent as the x-goog-api-key header. Default:
@@ -61,6 +63,20 @@ type Config struct {
 	Timeout time.Duration
 	// ExtraHeaders are added to every request. Default: none.
 	ExtraHeaders map[string]string
+	// Vertex calls Vertex AI instead of the Gemini API: the same wire
+	// format under the project's publishers/google/models, with an OAuth
+	// access token from TokenSource; without a Project, Vertex AI's
+	// express mode with the API key. Default: $GOOGLE_GENAI_USE_VERTEXAI
+	// is "true" or "1" (the switch of Google's SDKs).
+	Vertex bool
+	// Project and Location name the Vertex AI project and region.
+	// Default: $GOOGLE_CLOUD_PROJECT and $GOOGLE_CLOUD_LOCATION, else
+	// location "global". Vertex AI only.
+	Project, Location string
+	// TokenSource returns the access token of each Vertex AI call with a
+	// Project. Default: DefaultTokenSource (Application Default
+	// Credentials).
+	TokenSource TokenFunc
 }
 
 // Model is an [llm.Model] over the Gemini API. It is safe for concurrent
@@ -69,6 +85,8 @@ type Model struct {
 	cfg Config
 	// root is the models collection URL, ending in "/models/".
 	root string
+	// sigs are the thought signatures of the calls received.
+	sigs signatures
 }
 
 var (
@@ -86,15 +104,18 @@ func New(cfg Config) (*Model, error) {
 	if strings.ContainsAny(cfg.Model, "/:?# ") {
 		return nil, errors.New("stepwise: gemini: Config.Model must be a bare model id, got " + cfg.Model)
 	}
-	if cfg.BaseURL == "" {
+	if !cfg.Vertex {
+		v := strings.ToLower(strings.TrimSpace(os.Getenv("GOOGLE_GENAI_USE_VERTEXAI")))
+		cfg.Vertex = v == "true" || v == "1"
+	}
+	if cfg.BaseURL == "" && !cfg.Vertex {
 		cfg.BaseURL = os.Getenv("GEMINI_BASE_URL")
 	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("stepwise: gemini: Config.BaseURL must be an http(s) URL, got " + cfg.BaseURL)
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, errors.New("stepwise: gemini: Config.BaseURL must be an http(s) URL, got " + cfg.BaseURL)
+		}
 	}
 	if cfg.APIKey == "" {
 		cfg.APIKey = os.Getenv("GOOGLE_API_KEY")
@@ -113,7 +134,21 @@ func New(cfg Config) (*Model, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = sse.DefaultClient
 	}
-	return &Model{cfg: cfg, root: strings.TrimSuffix(cfg.BaseURL, "/") + "/" + APIVersion + "/models/"}, nil
+	if cfg.Vertex {
+		root, err := vertexRoot(&cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &Model{cfg: cfg, root: root}, nil
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	root := strings.TrimSuffix(cfg.BaseURL, "/")
+	if v := root[strings.LastIndexByte(root, '/')+1:]; v != "v1beta" && v != "v1" && v != "v1alpha" {
+		root += "/" + APIVersion
+	}
+	return &Model{cfg: cfg, root: root + "/models/"}, nil
 }
 
 // Name returns "gemini:" followed by the configured model id.
@@ -175,7 +210,14 @@ func (m *Model) post(ctx context.Context, model string, body *generateRequest) (
 	for k, v := range m.cfg.ExtraHeaders {
 		hr.Header.Set(k, v)
 	}
-	if m.cfg.APIKey != "" {
+	switch {
+	case m.cfg.Vertex && m.cfg.Project != "":
+		tok, err := m.cfg.TokenSource(ctx)
+		if err != nil {
+			return nil, &llm.Error{Class: steptype.ErrorPermanent, Code: "auth", Message: err.Error(), Err: err}
+		}
+		hr.Header.Set("Authorization", "Bearer "+tok)
+	case m.cfg.APIKey != "":
 		hr.Header.Set("x-goog-api-key", m.cfg.APIKey)
 	}
 	hr.Header.Set("Content-Type", "application/json")

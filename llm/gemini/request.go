@@ -11,9 +11,9 @@ import (
 )
 
 // skipSignature is the thought signature Google documents for function
-// calls that a thinking model did not produce in this conversation (here:
-// history replayed from steps, which keep no signature), so that models
-// that validate signatures accept the turn.
+// calls whose signature is not at hand (here: calls replayed from steps,
+// which keep no signature, after the Model that received them is gone), so
+// that models that validate signatures accept the turn.
 const skipSignature = "skip_thought_signature_validator"
 
 // params converts req to a generateContent body and the model id to call.
@@ -45,7 +45,7 @@ func (m *Model) params(req *llm.Request) (*generateRequest, string, error) {
 	if req.System != "" {
 		system = append(system, req.System)
 	}
-	b := builder{names: map[string]string{}}
+	b := builder{names: map[string]string{}, sigs: &m.sigs}
 	for i := range req.Messages {
 		msg := &req.Messages[i]
 		if msg.Role == steptype.RoleSystem {
@@ -89,6 +89,7 @@ func (m *Model) params(req *llm.Request) (*generateRequest, string, error) {
 type builder struct {
 	turns []content
 	names map[string]string // tool call id → function name
+	sigs  *signatures
 }
 
 func (b *builder) add(msg *llm.Message) error {
@@ -124,7 +125,10 @@ func (b *builder) add(msg *llm.Message) error {
 			}
 			b.names[tc.ID] = tc.Name
 			p := part{FunctionCall: &functionCall{ID: tc.ID, Name: tc.Name, Args: toolInput(tc.Arguments)}}
-			if i == 0 {
+			switch sig := b.sigs.get(tc.ID); {
+			case sig != "":
+				p.ThoughtSignature = sig // as the model sent it
+			case i == 0:
 				p.ThoughtSignature = skipSignature
 			}
 			parts = append(parts, p)

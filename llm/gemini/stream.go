@@ -55,7 +55,8 @@ func (m *Model) stream(ctx, callCtx context.Context, raw *http.Response, yield f
 		yield(nil, llm.Truncated("a finish reason", dec.Err()))
 		return
 	}
-	yield(acc.final(), nil)
+	m.remember(&acc)
+	yield(acc.result())
 }
 
 // unary reads the single response of generateContent and yields it as the
@@ -80,7 +81,15 @@ func (m *Model) unary(ctx, callCtx context.Context, raw *http.Response, yield fu
 		yield(nil, llm.Truncated("a finish reason", nil))
 		return
 	}
-	yield(acc.final(), nil)
+	m.remember(&acc)
+	yield(acc.result())
+}
+
+// remember keeps the thought signatures of a turn's calls.
+func (m *Model) remember(acc *accumulator) {
+	for id, sig := range acc.sigs {
+		m.sigs.put(id, sig)
+	}
 }
 
 // accumulator assembles the final message from the chunks of a stream.
@@ -88,6 +97,7 @@ type accumulator struct {
 	content   strings.Builder
 	reasoning strings.Builder
 	calls     []steptype.ToolCall
+	sigs      map[string]string // call id → thought signature
 	model     string
 	finish    string
 	usage     usageMetadata
@@ -137,6 +147,12 @@ func (a *accumulator) chunk(data []byte) (*llm.Response, error) {
 				id = newCallID()
 			}
 			args := arguments(fc.Args)
+			if pt.ThoughtSignature != "" {
+				if a.sigs == nil {
+					a.sigs = map[string]string{}
+				}
+				a.sigs[id] = pt.ThoughtSignature
+			}
 			p.ToolCallDeltas = append(p.ToolCallDeltas, llm.ToolCallDelta{Index: len(a.calls), ID: id, Name: fc.Name, Arguments: string(args)})
 			a.calls = append(a.calls, steptype.ToolCall{ID: id, Name: fc.Name, Arguments: args})
 		case pt.Thought:
@@ -152,6 +168,17 @@ func (a *accumulator) chunk(data []byte) (*llm.Response, error) {
 	}
 	p.Partial = true
 	return &p, nil
+}
+
+// result returns the final response, or the error of a turn the model
+// botched: a function call it could not write (finish reason
+// MALFORMED_FUNCTION_CALL, no call) is transient, since another attempt
+// usually succeeds.
+func (a *accumulator) result() (*llm.Response, error) {
+	if a.finish == "MALFORMED_FUNCTION_CALL" && len(a.calls) == 0 {
+		return nil, &llm.Error{Class: steptype.ErrorTransient, Code: "malformed_function_call", Message: "the model produced a function call it could not write (finish reason MALFORMED_FUNCTION_CALL)"}
+	}
+	return a.final(), nil
 }
 
 // final returns the whole message. OutputTokens counts the thinking tokens

@@ -14,7 +14,7 @@
 //	func (fixture) Path() string        { return "/v1/chat/completions" }
 //	func (fixture) ContentType() string { return "text/event-stream" }
 //	func (fixture) Capabilities() llmtest.Capabilities {
-//		return llmtest.Capabilities{Reasoning: true}
+//		return llmtest.Capabilities{Reasoning: true, CallIDs: true, ModelID: true}
 //	}
 //	func (fixture) New(t testing.TB, baseURL string, o llmtest.Options) llm.Model {
 //		m, err := openai.New(openai.Config{Model: "m", BaseURL: baseURL + "/v1",
@@ -34,7 +34,7 @@
 // Run covers streamed text and reasoning (partials carry only deltas and
 // join to the final text), a tool call whose arguments arrive in fragments,
 // parallel tool calls, a call without arguments ("{}"), usage and the model
-// id, HTTP errors with their class, code and Retry-After, an error inside
+// id (where the wire carries it), HTTP errors with their class, code and Retry-After, an error inside
 // the stream, a stream cut before its end, a dropped connection, a
 // malformed frame, a refused connection, cancellation, the per-call
 // timeout, and that breaking out of the loop releases the connection. Each

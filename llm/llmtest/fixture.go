@@ -47,6 +47,9 @@ type Capabilities struct {
 	// CallIDs: the wire carries tool-call ids. Without them the suite
 	// checks that the model gives each call a distinct, non-empty id.
 	CallIDs bool
+	// ModelID: the stream reports the id of the model that answered
+	// (Turn.Model), which the final response must carry.
+	ModelID bool
 }
 
 // Options configure the model a [Fixture] builds.

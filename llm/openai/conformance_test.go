@@ -35,7 +35,7 @@ func (fixture) Path() string        { return path }
 func (fixture) ContentType() string { return "text/event-stream; charset=utf-8" }
 
 func (fixture) Capabilities() llmtest.Capabilities {
-	return llmtest.Capabilities{Reasoning: true, CallIDs: true}
+	return llmtest.Capabilities{Reasoning: true, CallIDs: true, ModelID: true}
 }
 
 func (fixture) New(t testing.TB, baseURL string, o llmtest.Options) llm.Model {

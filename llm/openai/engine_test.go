@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,7 +13,6 @@ import (
 	"github.com/stepwise-run/stepwise/llm/openai"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
-	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
@@ -29,13 +29,9 @@ func runAgainst(t *testing.T, srv *fakeopenai.Server) (*stepwise.Run, []*stepwis
 		t.Fatal(err)
 	}
 	echo := tool.New("echo", "echo", func(ctx context.Context, a echoArgs) (int, error) { return a.N, nil })
-	st := memory.New()
-	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "a", Model: m, Tools: []tool.Tool{echo},
+	e := stepwisetest.NewEngine(t, stepwise.Config{Agents: []*stepwise.Agent{{Name: "a", Model: m, Tools: []tool.Tool{echo},
 		Retry: stepwise.RetryPolicy{MaxAttempts: 4, InitialInterval: time.Millisecond}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	st := e.Store()
 	ctx := context.Background()
 	run, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "a", Input: "go"}))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/stepwisetest"
 	"strings"
 	"testing"
 
@@ -13,7 +14,6 @@ import (
 	"github.com/stepwise-run/stepwise/llm/openai"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
-	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
@@ -57,12 +57,8 @@ func TestRetryAndForkAtEveryStepThroughOpenAI(t *testing.T) {
 		t.Fatal(err)
 	}
 	echo := tool.New("echo", "echo", func(ctx context.Context, a echoArgs) (int, error) { return a.N, nil })
-	st := memory.New()
-	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{{Name: "a", Model: m, Tools: []tool.Tool{echo}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := stepwisetest.NewEngine(t, stepwise.Config{Agents: []*stepwise.Agent{{Name: "a", Model: m, Tools: []tool.Tool{echo}}}})
+	st := e.Store()
 	ctx := context.Background()
 	first, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "a", Input: "go"}))
 	if err != nil || first.Status != steptype.RunCompleted {

@@ -177,7 +177,7 @@ func (m *Store) SessionExport(_ context.Context, p *store.SessionExportParams) (
 	if p == nil {
 		p = &store.SessionExportParams{}
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (m *Store) VectorExport(_ context.Context, p *store.VectorExportParams) ([]
 	if p == nil || p.SessionID == "" {
 		return nil, rules.Invalid("vector export needs a session id")
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rollup"
 )
 
 // Metrics implements store.MetricsStore with one pass over runs, steps and
@@ -14,13 +15,13 @@ func (m *Store) Metrics(_ context.Context, p *store.MetricsParams) (*store.Metri
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	b := store.NewMetricsBuilder(p)
+	b := rollup.NewBuilder(p)
 	key := func(sessionID string) string {
 		if p.Split == "" {
 			return ""
 		}
 		if row := m.sessions[sessionID]; row != nil {
-			return store.SplitKeyOf(row.s.Metadata, p.Split)
+			return rollup.SplitKeyOf(row.s.Metadata, p.Split)
 		}
 		return ""
 	}

@@ -200,12 +200,11 @@ func (m *Store) StepEventAppend(_ context.Context, p *store.StepEventAppendParam
 			recs = nil
 		}
 		e := *in
-		e.SessionID, e.RunID, e.Index, e.CreatedAt = row.sessionID(), row.runID(), int64(len(recs)), now
-		e.Payload, e.Size = rules.Raw(in.Payload), int64(len(in.Payload))
-		if len(in.Payload) > store.InlinePayloadLimit {
-			e.BlobHash = d.putBlob(in.Payload, "application/json", &store.BlobPutParams{Now: now}).Hash
-			e.Payload = nil
-		}
+		e.SessionID, e.RunID, e.Index = row.sessionID(), row.runID(), int64(len(recs))
+		// A blob put in memory cannot fail.
+		_ = rules.PlaceEventPayload(&e, in.Payload, now, func(data []byte) (*store.Blob, error) {
+			return d.putBlob(data, "application/json", &store.BlobPutParams{Now: now}), nil
+		})
 		rec := &eventRec{e: e, own: owners[i], seq: d.next()}
 		d.events[in.StepID] = append(recs, rec)
 		d.eventIDs[e.ID] = rec

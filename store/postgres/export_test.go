@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // MigrateTo creates cfg's schema as migrations 1..version leave it, as an
@@ -41,13 +42,7 @@ func (s *Store) TxAttempts(ctx context.Context, failures int, err error) (int, e
 // VectorRowsLoaded reports how many vector rows the store's index of
 // embedder has read from the database so far (0 before its first search).
 func (s *Store) VectorRowsLoaded(embedder string) int64 {
-	st := s.vecState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if sp := st.spaces[embedder]; sp != nil {
-		return sp.loaded
-	}
-	return 0
+	return s.vec.Loaded(embedder)
 }
 
 // PoolMaxConns reports the size limit of the store's pool.
@@ -102,7 +97,7 @@ func (s *Store) FastArraysRegistered(ctx context.Context) (bool, error) {
 // does, and reports the allocations of each read (query included).
 func (s *Store) ReadRuns(ctx context.Context, ids, sessionIDs []string) (group, plain []*steptype.Run, groupAllocs, plainAllocs float64, err error) {
 	read := func(scan func(pgx.Rows) ([]*steptype.Run, error)) ([]*steptype.Run, error) {
-		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs WHERE id = ANY($1) ORDER BY id`, ids)
+		rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ANY($1) ORDER BY id`, ids)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 var (
@@ -57,7 +58,7 @@ func (s *Store) RunImport(ctx context.Context, p *store.RunImportParams) error {
 			if err != nil {
 				return struct{}{}, err
 			}
-			tag, err := tx.Exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+			tag, err := tx.Exec(ctx, `INSERT INTO runs (`+sqlrow.RunCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 				$11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO NOTHING`, args...)
 			if pgCode(err) == codeForeignKeyViolation {
 				return struct{}{}, rules.NotFound("session", r.SessionID)
@@ -69,7 +70,7 @@ func (s *Store) RunImport(ctx context.Context, p *store.RunImportParams) error {
 				c.run(steptype.RunRunning, r)
 				continue
 			}
-			old, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`, r.ID))
+			old, err := sqlrow.ScanRun(tx.QueryRow(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = $1`, r.ID))
 			if err != nil {
 				return struct{}{}, err
 			}
@@ -191,7 +192,7 @@ func (s *Store) SessionExport(ctx context.Context, p *store.SessionExportParams)
 	if p == nil {
 		p = &store.SessionExportParams{}
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // dbNowSQL is the database clock in unix nanoseconds (microsecond
@@ -143,7 +144,7 @@ func (s *Store) RunLeaseRenew(ctx context.Context, p *store.RunLeaseRenewParams)
 
 // unfinishedRun returns an unfinished run of a session, or nil.
 func unfinishedRun(ctx context.Context, tx *wtx, sessionID string) (*steptype.Run, error) {
-	rows, err := tx.Query(ctx, `SELECT `+runCols+` FROM runs
+	rows, err := tx.Query(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE session_id = $1 AND status IN ('queued', 'running', 'waiting') LIMIT 1`, sessionID)
 	if err != nil {
 		return nil, err

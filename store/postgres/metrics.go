@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rollup"
 )
 
 // The aggregate queries below join a row to its session only for a
@@ -96,7 +97,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	b := store.NewMetricsBuilder(p)
+	b := rollup.NewBuilder(p)
 	gaps, err := s.metricsHours(ctx, p, b)
 	if err != nil {
 		return nil, err
@@ -133,7 +134,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		return nil
 	}
 	for _, gap := range gaps {
-		for _, part := range store.MetricsPartsOf(gap[0], gap[1]) {
+		for _, part := range rollup.PartsOf(gap[0], gap[1]) {
 			text := metricsStepsSQL
 			if part.Rollup {
 				text = metricsRollupsSQL

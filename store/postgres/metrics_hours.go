@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rollup"
 )
 
 // The hour table (metric_hours, migration 00080) holds the totals of
@@ -25,13 +26,13 @@ const metricsFoldWait = "100ms"
 // metricsHours adds the folded complete hours of p to b and returns the
 // ranges left to read from the rollups and runs (all of [From, To) when
 // the table cannot serve p).
-func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder) ([][2]int64, error) {
-	h0, h1, ok := store.MetricsHourSpan(p, time.Now())
+func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *rollup.Builder) ([][2]int64, error) {
+	h0, h1, ok := rollup.HourSpan(p, time.Now())
 	if !ok {
 		return [][2]int64{{nanos(p.From), nanos(p.To)}}, nil
 	}
-	return store.MetricsFromHours(ctx, p, h0, h1,
-		func(h0, h1 int64) (*store.MetricsHourRows, error) { return s.metricsHourRows(ctx, p, b, h0, h1) },
+	return rollup.FromHours(ctx, p, h0, h1,
+		func(h0, h1 int64) (*rollup.HourRows, error) { return s.metricsHourRows(ctx, p, b, h0, h1) },
 		func(hours []int64) (bool, error) { return s.metricsFold(ctx, hours) })
 }
 
@@ -39,7 +40,7 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 // rows (each hour's total, which marks it folded; its durations only
 // without an agent filter) and the filter's agent's rows. The primary key
 // (agent, hour) makes each a contiguous range.
-func (s *Store) metricsHourRows(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder, h0, h1 int64) (*store.MetricsHourRows, error) {
+func (s *Store) metricsHourRows(ctx context.Context, p *store.MetricsParams, b *rollup.Builder, h0, h1 int64) (*rollup.HourRows, error) {
 	rows, err := s.pool.Query(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
 	runs, runs_failed, CASE WHEN agent = $3::text THEN durations END, eval_sum, evals
 FROM metric_hours WHERE agent IN ('', $3::text) AND hour >= $1 AND hour < $2
@@ -48,19 +49,11 @@ ORDER BY agent, hour`, h0, h1, p.Agent)
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	hr := store.NewMetricsHourRows(p, b)
-	var (
-		h, n, e, it, ot, runs, failed, evals int64
-		c, evalSum                           float64
-		agent                                string
-		durations                            []byte
-	)
+	hr := rollup.NewHourRows(p, b)
 	for rows.Next() {
-		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
+		if err := hr.Scan(rows); err != nil {
 			return nil, mapErr(err)
 		}
-		hr.Add(h, agent, n, e, it, ot, c, runs, failed, durations, evalSum, evals)
-		durations = nil
 	}
 	return hr, mapErr(rows.Err())
 }
@@ -119,6 +112,9 @@ const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, false, sum
 UNION ALL
 SELECT created_at - created_at % 3600000000000, true, sum(score)::float8 FROM evals WHERE created_at >= $1 AND created_at < $2 GROUP BY 1`
 
+// metricsFoldSQL are the aggregate queries of a fold.
+var metricsFoldSQL = rollup.FoldSQL{Steps: metricsFoldStepsSQL, Runs: metricsFoldRunsSQL, Evals: metricsFoldEvalsSQL, Totals: metricsFoldTotalsSQL}
+
 // metricsFold computes and stores the hours (sorted) that are still
 // missing, in a transaction of its own under the exclusive advisory lock;
 // false when the lock was not had within metricsFoldWait.
@@ -137,38 +133,25 @@ func (s *Store) metricsFold(ctx context.Context, hours []int64) (bool, error) {
 		}
 		return false, mapErr(err)
 	}
-	lo, hi := hours[0], hours[len(hours)-1]+store.HourNanos
+	lo, hi := hours[0], hours[len(hours)-1]+rollup.HourNanos
 	folded, err := queryHours(ctx, tx, lo, hi)
 	if err != nil {
 		return false, err
 	}
-	f := store.NewHourFold(hours, folded)
+	f := rollup.NewHourFold(hours, folded)
 	if f.Empty() {
 		return true, nil
 	}
-	var (
-		h, n, e, it, ot int64
-		cost            float64
-		a               string
-		failed, evals   bool
-	)
-	for _, q := range []struct {
-		sql  string
-		dest []any
-		add  func()
-	}{
-		{metricsFoldStepsSQL, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() { f.Steps(h, a, n, e, it, ot, cost) }},
-		{metricsFoldRunsSQL, []any{&h, &a, &failed, &n}, func() { f.Run(h, a, failed, n) }},
-		{metricsFoldEvalsSQL, []any{&h, &a, &cost, &n}, func() { f.Evals(h, a, cost, n) }},
-		{metricsFoldTotalsSQL, []any{&h, &evals, &cost}, func() { f.Totals(h, evals, cost) }},
-	} {
-		rows, err := tx.Query(ctx, q.sql, lo, hi)
+	err = f.Read(metricsFoldSQL, func(query string, dest []any, row func()) error {
+		rows, err := tx.Query(ctx, query, lo, hi)
 		if err != nil {
-			return false, mapErr(err)
+			return err
 		}
-		if _, err := pgx.ForEachRow(rows, q.dest, func() error { q.add(); return nil }); err != nil {
-			return false, mapErr(err)
-		}
+		_, err = pgx.ForEachRow(rows, dest, func() error { row(); return nil })
+		return err
+	})
+	if err != nil {
+		return false, mapErr(err)
 	}
 	batch := &pgx.Batch{}
 	_ = f.Rows(func(values ...any) error {

@@ -10,32 +10,16 @@ import (
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // The observation data (migration 00010) mirrors store/sqlite's tables:
 // rows beside the immutable steps, gone with them by ON DELETE CASCADE.
 // Lists follow the seq identity column, the insertion order.
 
-const evalCols = `id, session_id, run_id, target_kind, target_id, name, source, score, label,
-	description, author, details, created_at, updated_at`
-
-func scanEval(row pgx.Row) (*store.Eval, error) {
-	var e store.Eval
-	var details []byte
-	var created, updated int64
-	err := row.Scan(&e.ID, &e.SessionID, &e.RunID, &e.TargetKind, &e.TargetID, &e.Name, &e.Source, &e.Score,
-		&e.Label, &e.Description, &e.Author, &details, &created, &updated)
-	if err != nil {
-		return nil, err
-	}
-	e.Details = rules.Raw(details)
-	e.CreatedAt, e.UpdatedAt = fromNanos(created), fromNanos(updated)
-	return &e, nil
-}
-
 // queryAll runs a read on the pool and scans every row; no rows is an
 // empty, non-nil slice.
-func queryAll[T any](s *Store, ctx context.Context, scan func(pgx.Row) (*T, error), q string, args ...any) ([]*T, error) {
+func queryAll[T any](s *Store, ctx context.Context, scan func(sqlrow.Scanner) (*T, error), q string, args ...any) ([]*T, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
@@ -56,7 +40,7 @@ func queryAll[T any](s *Store, ctx context.Context, scan func(pgx.Row) (*T, erro
 }
 
 // queryOne reads one row, mapping no rows to ErrNotFound for what/id.
-func queryOne[T any](s *Store, ctx context.Context, what, id string, scan func(pgx.Row) (*T, error), q string, args ...any) (*T, error) {
+func queryOne[T any](s *Store, ctx context.Context, what, id string, scan func(sqlrow.Scanner) (*T, error), q string, args ...any) (*T, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
@@ -148,7 +132,7 @@ func (s *Store) EvalPut(ctx context.Context, p *store.EvalPutParams) (*store.Eva
 			return nil, err
 		}
 		var created int64
-		err = tx.QueryRow(ctx, `INSERT INTO evals (`+evalCols+`, step_id)
+		err = tx.QueryRow(ctx, `INSERT INTO evals (`+sqlrow.EvalCols+`, step_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 			ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, run_id = excluded.run_id,
 				target_kind = excluded.target_kind, target_id = excluded.target_id, name = excluded.name,
@@ -171,7 +155,7 @@ func (s *Store) EvalGet(ctx context.Context, p *store.EvalGetParams) (*store.Eva
 	if p == nil || p.ID == "" {
 		return nil, rules.Invalid("eval id is required")
 	}
-	return queryOne(s, ctx, "eval", p.ID, scanEval, `SELECT `+evalCols+` FROM evals WHERE id = $1`, p.ID)
+	return queryOne(s, ctx, "eval", p.ID, sqlrow.ScanEval, `SELECT `+sqlrow.EvalCols+` FROM evals WHERE id = $1`, p.ID)
 }
 
 // EvalList implements store.ObservationStore.
@@ -186,7 +170,7 @@ func (s *Store) EvalList(ctx context.Context, p *store.EvalListParams) ([]*store
 	w.eq("run_id", p.RunID)
 	w.eq("source", string(p.Source))
 	w.eq("name", p.Name)
-	return queryAll(s, ctx, scanEval, `SELECT `+evalCols+` FROM evals WHERE `+w.sql()+` ORDER BY seq`+limitSQL(p.Limit), w.args...)
+	return queryAll(s, ctx, sqlrow.ScanEval, `SELECT `+sqlrow.EvalCols+` FROM evals WHERE `+w.sql()+` ORDER BY seq`+limitSQL(p.Limit), w.args...)
 }
 
 // EvalDelete implements store.ObservationStore.
@@ -207,20 +191,6 @@ func (s *Store) EvalDelete(ctx context.Context, p *store.EvalDeleteParams) error
 	return nil
 }
 
-const annotationCols = `step_id, session_id, state, state_summary, goal, goal_summary, action, action_summary, updated_at`
-
-func scanAnnotation(row pgx.Row) (*store.Annotation, error) {
-	var a store.Annotation
-	var updated int64
-	n := &a.Annotations
-	if err := row.Scan(&a.StepID, &a.SessionID, &n.State, &n.StateSummary, &n.Goal, &n.GoalSummary,
-		&n.Action, &n.ActionSummary, &updated); err != nil {
-		return nil, err
-	}
-	a.UpdatedAt = fromNanos(updated)
-	return &a, nil
-}
-
 // AnnotationPut implements store.ObservationStore. The step row is locked
 // FOR NO KEY UPDATE, so concurrent puts on one step merge one after the
 // other.
@@ -234,7 +204,7 @@ func (s *Store) AnnotationPut(ctx context.Context, p *store.AnnotationPutParams)
 		if err != nil {
 			return nil, err
 		}
-		a, err := scanAnnotation(tx.QueryRow(ctx, `SELECT `+annotationCols+` FROM step_annotations WHERE step_id = $1`, p.StepID))
+		a, err := sqlrow.ScanAnnotation(tx.QueryRow(ctx, `SELECT `+sqlrow.AnnotationCols+` FROM step_annotations WHERE step_id = $1`, p.StepID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			a, err = &store.Annotation{StepID: p.StepID, SessionID: sessionID}, nil
 		}
@@ -244,7 +214,7 @@ func (s *Store) AnnotationPut(ctx context.Context, p *store.AnnotationPutParams)
 		p.Apply(&a.Annotations)
 		a.UpdatedAt = now
 		n := &a.Annotations
-		_, err = tx.Exec(ctx, `INSERT INTO step_annotations (`+annotationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		_, err = tx.Exec(ctx, `INSERT INTO step_annotations (`+sqlrow.AnnotationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (step_id) DO UPDATE SET state = excluded.state, state_summary = excluded.state_summary,
 				goal = excluded.goal, goal_summary = excluded.goal_summary, action = excluded.action,
 				action_summary = excluded.action_summary, updated_at = excluded.updated_at`,
@@ -261,7 +231,7 @@ func (s *Store) AnnotationList(ctx context.Context, p *store.AnnotationListParam
 	var w where
 	w.eq("session_id", p.SessionID)
 	w.in("step_id", p.StepIDs)
-	return queryAll(s, ctx, scanAnnotation, `SELECT `+annotationCols+` FROM step_annotations WHERE `+w.sql()+` ORDER BY seq`, w.args...)
+	return queryAll(s, ctx, sqlrow.ScanAnnotation, `SELECT `+sqlrow.AnnotationCols+` FROM step_annotations WHERE `+w.sql()+` ORDER BY seq`, w.args...)
 }
 
 // conflictOn reports whether err is a unique violation of constraint (a

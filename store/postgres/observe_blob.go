@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // putBlob stores data once under its hash and returns the stored blob
@@ -51,15 +52,7 @@ func (s *Store) BlobGet(ctx context.Context, p *store.BlobGetParams) (*store.Blo
 	if p == nil || p.Hash == "" {
 		return nil, rules.Invalid("blob hash is required")
 	}
-	return queryOne(s, ctx, "blob", p.Hash, func(row pgx.Row) (*store.Blob, error) {
-		var b store.Blob
-		var created int64
-		if err := row.Scan(&b.Hash, &b.Size, &b.ContentType, &b.Data, &created); err != nil {
-			return nil, err
-		}
-		b.CreatedAt = fromNanos(created)
-		return &b, nil
-	}, `SELECT hash, size, content_type, data, created_at FROM blobs WHERE hash = $1`, p.Hash)
+	return queryOne(s, ctx, "blob", p.Hash, sqlrow.ScanBlob, `SELECT `+sqlrow.BlobCols+` FROM blobs WHERE hash = $1`, p.Hash)
 }
 
 // BlobPrune implements store.ObservationStore. Rows that a concurrent
@@ -81,19 +74,6 @@ func (s *Store) BlobPrune(ctx context.Context, p *store.BlobPruneParams) (int64,
 	})
 }
 
-const attachmentCols = `id, step_id, session_id, run_id, name, kind, content_type, size, blob_hash, created_at`
-
-func scanAttachment(row pgx.Row) (*store.Attachment, error) {
-	var a store.Attachment
-	var created int64
-	if err := row.Scan(&a.ID, &a.StepID, &a.SessionID, &a.RunID, &a.Name, &a.Kind, &a.ContentType, &a.Size,
-		&a.BlobHash, &created); err != nil {
-		return nil, err
-	}
-	a.CreatedAt = fromNanos(created)
-	return &a, nil
-}
-
 // AttachmentAdd implements store.ObservationStore.
 func (s *Store) AttachmentAdd(ctx context.Context, p *store.AttachmentAddParams) (*store.Attachment, error) {
 	if err := p.Validate(); err != nil {
@@ -113,7 +93,7 @@ func (s *Store) AttachmentAdd(ctx context.Context, p *store.AttachmentAddParams)
 		if err != nil {
 			return nil, err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO attachments (`+attachmentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		_, err = tx.Exec(ctx, `INSERT INTO attachments (`+sqlrow.AttachmentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			a.ID, a.StepID, a.SessionID, a.RunID, a.Name, a.Kind, a.ContentType, a.Size, a.BlobHash, nanos(a.CreatedAt))
 		if conflictOn(err, "attachments_pkey") {
 			return nil, rules.Conflict("attachment %q already exists", a.ID)
@@ -127,7 +107,7 @@ func (s *Store) AttachmentGet(ctx context.Context, p *store.AttachmentGetParams)
 	if p == nil || p.ID == "" {
 		return nil, rules.Invalid("attachment id is required")
 	}
-	return queryOne(s, ctx, "attachment", p.ID, scanAttachment, `SELECT `+attachmentCols+` FROM attachments WHERE id = $1`, p.ID)
+	return queryOne(s, ctx, "attachment", p.ID, sqlrow.ScanAttachment, `SELECT `+sqlrow.AttachmentCols+` FROM attachments WHERE id = $1`, p.ID)
 }
 
 // AttachmentList implements store.ObservationStore.
@@ -138,27 +118,7 @@ func (s *Store) AttachmentList(ctx context.Context, p *store.AttachmentListParam
 	var w where
 	w.eq("step_id", p.StepID)
 	w.eq("session_id", p.SessionID)
-	return queryAll(s, ctx, scanAttachment, `SELECT `+attachmentCols+` FROM attachments WHERE `+w.sql()+` ORDER BY seq`, w.args...)
-}
-
-const eventCols = `id, step_id, session_id, run_id, idx, type, name, attempt, started_at, duration, error,
-	payload, blob_hash, size, created_at`
-
-func scanEvent(row pgx.Row) (*store.StepEvent, error) {
-	var e store.StepEvent
-	var payload []byte
-	var hash *string
-	var started, dur, created int64
-	if err := row.Scan(&e.ID, &e.StepID, &e.SessionID, &e.RunID, &e.Index, &e.Type, &e.Name, &e.Attempt,
-		&started, &dur, &e.Error, &payload, &hash, &e.Size, &created); err != nil {
-		return nil, err
-	}
-	if hash != nil {
-		e.BlobHash = *hash
-	}
-	e.Payload = rules.Raw(payload)
-	e.StartedAt, e.Duration, e.CreatedAt = fromNanos(started), time.Duration(dur), fromNanos(created)
-	return &e, nil
+	return queryAll(s, ctx, sqlrow.ScanAttachment, `SELECT `+sqlrow.AttachmentCols+` FROM attachments WHERE `+w.sql()+` ORDER BY seq`, w.args...)
 }
 
 // StepEventAppend implements store.ObservationStore, in one transaction: a
@@ -199,15 +159,12 @@ func (s *Store) StepEventAppend(ctx context.Context, p *store.StepEventAppendPar
 			o := owners[e.StepID]
 			e.SessionID, e.RunID, e.Index = o.session, o.run, o.next
 			o.next++
-			e.Payload, e.Size, e.CreatedAt, e.BlobHash = rules.Raw(in.Payload), int64(len(in.Payload)), now, ""
-			if len(in.Payload) > store.InlinePayloadLimit {
-				b, err := putBlob(ctx, tx, in.Payload, "application/json", now)
-				if err != nil {
-					return nil, err
-				}
-				e.BlobHash, e.Payload = b.Hash, nil
+			if err := rules.PlaceEventPayload(&e, in.Payload, now, func(data []byte) (*store.Blob, error) {
+				return putBlob(ctx, tx, data, "application/json", now)
+			}); err != nil {
+				return nil, err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO step_events (`+eventCols+`)
+			_, err := tx.Exec(ctx, `INSERT INTO step_events (`+sqlrow.EventCols+`)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 				e.ID, e.StepID, e.SessionID, e.RunID, e.Index, e.Type, e.Name, e.Attempt, nanos(e.StartedAt),
 				int64(e.Duration), e.Error, blob(e.Payload), nullString(e.BlobHash), e.Size, nanos(now))
@@ -233,5 +190,5 @@ func (s *Store) StepEventList(ctx context.Context, p *store.StepEventListParams)
 	w.eq("run_id", p.RunID)
 	w.eq("session_id", p.SessionID)
 	w.in("type", p.Types)
-	return queryAll(s, ctx, scanEvent, `SELECT `+eventCols+` FROM step_events WHERE `+w.sql()+` ORDER BY seq`+limitSQL(p.Limit), w.args...)
+	return queryAll(s, ctx, sqlrow.ScanEvent, `SELECT `+sqlrow.EventCols+` FROM step_events WHERE `+w.sql()+` ORDER BY seq`+limitSQL(p.Limit), w.args...)
 }

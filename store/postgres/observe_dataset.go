@@ -11,19 +11,8 @@ import (
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
-
-const datasetCols = `id, name, description, item_count, created_at`
-
-func scanDataset(row pgx.Row) (*store.Dataset, error) {
-	var d store.Dataset
-	var created int64
-	if err := row.Scan(&d.ID, &d.Name, &d.Description, &d.ItemCount, &created); err != nil {
-		return nil, err
-	}
-	d.CreatedAt = fromNanos(created)
-	return &d, nil
-}
 
 // DatasetCreate implements store.ObservationStore. The items go in with
 // COPY, in the dataset's transaction.
@@ -34,7 +23,7 @@ func (s *Store) DatasetCreate(ctx context.Context, p *store.DatasetCreateParams)
 	d := *p.Dataset
 	d.ItemCount, d.CreatedAt = int64(len(p.Items)), rules.Now(p.Now)
 	return inTx(s, ctx, func(tx *wtx) (*store.Dataset, error) {
-		_, err := tx.Exec(ctx, `INSERT INTO datasets (`+datasetCols+`) VALUES ($1, $2, $3, $4, $5)`,
+		_, err := tx.Exec(ctx, `INSERT INTO datasets (`+sqlrow.DatasetCols+`) VALUES ($1, $2, $3, $4, $5)`,
 			d.ID, d.Name, d.Description, d.ItemCount, nanos(d.CreatedAt))
 		if pgCode(err) == codeUniqueViolation {
 			return nil, rules.Conflict("dataset %q (%s) already exists", d.Name, d.ID)
@@ -58,9 +47,9 @@ func (s *Store) DatasetGet(ctx context.Context, p *store.DatasetGetParams) (*sto
 		return nil, rules.Invalid("dataset id or name is required")
 	}
 	if p.ID != "" {
-		return queryOne(s, ctx, "dataset", p.ID, scanDataset, `SELECT `+datasetCols+` FROM datasets WHERE id = $1`, p.ID)
+		return queryOne(s, ctx, "dataset", p.ID, sqlrow.ScanDataset, `SELECT `+sqlrow.DatasetCols+` FROM datasets WHERE id = $1`, p.ID)
 	}
-	return queryOne(s, ctx, "dataset", p.Name, scanDataset, `SELECT `+datasetCols+` FROM datasets WHERE name = $1`, p.Name)
+	return queryOne(s, ctx, "dataset", p.Name, sqlrow.ScanDataset, `SELECT `+sqlrow.DatasetCols+` FROM datasets WHERE name = $1`, p.Name)
 }
 
 // DatasetList implements store.ObservationStore.
@@ -69,7 +58,7 @@ func (s *Store) DatasetList(ctx context.Context, p *store.DatasetListParams) ([]
 	if p != nil {
 		limit = p.Limit
 	}
-	return queryAll(s, ctx, scanDataset, `SELECT `+datasetCols+` FROM datasets ORDER BY seq DESC`+limitSQL(limit))
+	return queryAll(s, ctx, sqlrow.ScanDataset, `SELECT `+sqlrow.DatasetCols+` FROM datasets ORDER BY seq DESC`+limitSQL(limit))
 }
 
 // DatasetItemList implements store.ObservationStore.
@@ -80,36 +69,13 @@ func (s *Store) DatasetItemList(ctx context.Context, p *store.DatasetItemListPar
 	if _, err := s.DatasetGet(ctx, &store.DatasetGetParams{ID: p.DatasetID}); err != nil {
 		return nil, err
 	}
-	return queryAll(s, ctx, func(row pgx.Row) (*store.DatasetItem, error) {
-		var it store.DatasetItem
-		var meta []byte
-		if err := row.Scan(&it.DatasetID, &it.Index, &it.Input, &it.Expected, &meta); err != nil {
-			return nil, err
-		}
-		it.Metadata = rules.Raw(meta)
-		return &it, nil
-	}, `SELECT dataset_id, idx, input, expected, metadata FROM dataset_items WHERE dataset_id = $1 AND idx >= $2
+	return queryAll(s, ctx, sqlrow.ScanDatasetItem, `SELECT `+sqlrow.DatasetItemCols+` FROM dataset_items WHERE dataset_id = $1 AND idx >= $2
 		ORDER BY idx`+limitSQL(p.Limit), p.DatasetID, max(p.Offset, 0))
-}
-
-const experimentCols = `id, name, dataset_id, agent, status, config, summary, error, created_at, updated_at, finished_at`
-
-func scanExperiment(row pgx.Row) (*store.Experiment, error) {
-	var x store.Experiment
-	var config, summary []byte
-	var created, updated, finished int64
-	if err := row.Scan(&x.ID, &x.Name, &x.DatasetID, &x.Agent, &x.Status, &config, &summary, &x.Error,
-		&created, &updated, &finished); err != nil {
-		return nil, err
-	}
-	x.Config, x.Summary = rules.Raw(config), rules.Raw(summary)
-	x.CreatedAt, x.UpdatedAt, x.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
-	return &x, nil
 }
 
 // lockExperiment reads an experiment row with a row lock.
 func lockExperiment(ctx context.Context, tx *wtx, id, lock string) (*store.Experiment, error) {
-	x, err := scanExperiment(tx.QueryRow(ctx, `SELECT `+experimentCols+` FROM experiments WHERE id = $1 `+lock, id))
+	x, err := sqlrow.ScanExperiment(tx.QueryRow(ctx, `SELECT `+sqlrow.ExperimentCols+` FROM experiments WHERE id = $1 `+lock, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, rules.NotFound("experiment", id)
 	}
@@ -140,7 +106,7 @@ func (s *Store) ExperimentCreate(ctx context.Context, p *store.ExperimentCreateP
 		if err != nil {
 			return nil, err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO experiments (`+experimentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		_, err = tx.Exec(ctx, `INSERT INTO experiments (`+sqlrow.ExperimentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			x.ID, x.Name, x.DatasetID, x.Agent, string(x.Status), blob(x.Config), blob(x.Summary), x.Error,
 			nanos(now), nanos(now), nanos(x.FinishedAt))
 		if pgCode(err) == codeUniqueViolation {
@@ -156,9 +122,9 @@ func (s *Store) ExperimentGet(ctx context.Context, p *store.ExperimentGetParams)
 		return nil, rules.Invalid("experiment id or name is required")
 	}
 	if p.ID != "" {
-		return queryOne(s, ctx, "experiment", p.ID, scanExperiment, `SELECT `+experimentCols+` FROM experiments WHERE id = $1`, p.ID)
+		return queryOne(s, ctx, "experiment", p.ID, sqlrow.ScanExperiment, `SELECT `+sqlrow.ExperimentCols+` FROM experiments WHERE id = $1`, p.ID)
 	}
-	return queryOne(s, ctx, "experiment", p.Name, scanExperiment, `SELECT `+experimentCols+` FROM experiments WHERE name = $1`, p.Name)
+	return queryOne(s, ctx, "experiment", p.Name, sqlrow.ScanExperiment, `SELECT `+sqlrow.ExperimentCols+` FROM experiments WHERE name = $1`, p.Name)
 }
 
 // ExperimentList implements store.ObservationStore.
@@ -168,7 +134,7 @@ func (s *Store) ExperimentList(ctx context.Context, p *store.ExperimentListParam
 	}
 	var w where
 	w.eq("dataset_id", p.DatasetID)
-	return queryAll(s, ctx, scanExperiment, `SELECT `+experimentCols+` FROM experiments WHERE `+w.sql()+
+	return queryAll(s, ctx, sqlrow.ScanExperiment, `SELECT `+sqlrow.ExperimentCols+` FROM experiments WHERE `+w.sql()+
 		` ORDER BY seq DESC`+limitSQL(p.Limit), w.args...)
 }
 
@@ -202,26 +168,6 @@ func (s *Store) ExperimentUpdate(ctx context.Context, p *store.ExperimentUpdateP
 	})
 }
 
-const experimentItemCols = `experiment_id, idx, session_id, run_id, status, output, error, scores, duration,
-	input_tokens, output_tokens, cost, updated_at`
-
-func scanExperimentItem(row pgx.Row) (*store.ExperimentItem, error) {
-	var it store.ExperimentItem
-	var scores []byte
-	var dur, updated int64
-	if err := row.Scan(&it.ExperimentID, &it.Index, &it.SessionID, &it.RunID, &it.Status, &it.Output, &it.Error,
-		&scores, &dur, &it.InputTokens, &it.OutputTokens, &it.Cost, &updated); err != nil {
-		return nil, err
-	}
-	if len(scores) > 0 {
-		if err := json.Unmarshal(scores, &it.Scores); err != nil {
-			return nil, err
-		}
-	}
-	it.Duration, it.UpdatedAt = time.Duration(dur), fromNanos(updated)
-	return &it, nil
-}
-
 // ExperimentItemPut implements store.ObservationStore.
 func (s *Store) ExperimentItemPut(ctx context.Context, p *store.ExperimentItemPutParams) (*store.ExperimentItem, error) {
 	if err := p.Validate(); err != nil {
@@ -241,7 +187,7 @@ func (s *Store) ExperimentItemPut(ctx context.Context, p *store.ExperimentItemPu
 		if _, err := lockExperiment(ctx, tx, it.ExperimentID, "FOR KEY SHARE"); err != nil {
 			return nil, err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO experiment_items (`+experimentItemCols+`)
+		_, err := tx.Exec(ctx, `INSERT INTO experiment_items (`+sqlrow.ExperimentItemCols+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (experiment_id, idx) DO UPDATE SET session_id = excluded.session_id, run_id = excluded.run_id,
 				status = excluded.status, output = excluded.output, error = excluded.error, scores = excluded.scores,
@@ -261,6 +207,6 @@ func (s *Store) ExperimentItemList(ctx context.Context, p *store.ExperimentItemL
 	if _, err := s.ExperimentGet(ctx, &store.ExperimentGetParams{ID: p.ExperimentID}); err != nil {
 		return nil, err
 	}
-	return queryAll(s, ctx, scanExperimentItem, `SELECT `+experimentItemCols+` FROM experiment_items
+	return queryAll(s, ctx, sqlrow.ScanExperimentItem, `SELECT `+sqlrow.ExperimentItemCols+` FROM experiment_items
 		WHERE experiment_id = $1 ORDER BY idx`, p.ExperimentID)
 }

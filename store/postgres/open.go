@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
 // Store is a store.Store in a PostgreSQL schema, over a pgx connection
@@ -22,8 +23,7 @@ type Store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	vecOnce sync.Once
-	vec     *vecState // in-process vector indexes (vector_index.go)
+	vec vecindex.Spaces // in-process vector indexes (vector_index.go)
 
 	group committer // StepAppend's group commit (group.go)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // StepResolve implements store.Store. The step's run row is locked first,
@@ -38,7 +39,7 @@ func (s *Store) StepResolve(ctx context.Context, p *store.StepResolveParams) (*s
 		}
 		var run *steptype.Run
 		if runID != "" {
-			run, err = scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, runID))
+			run, err = sqlrow.ScanRun(tx.QueryRow(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, runID))
 			if errors.Is(err, pgx.ErrNoRows) {
 				run, err = nil, nil // a step of a run that is gone: nothing to requeue
 			}

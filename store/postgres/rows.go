@@ -2,22 +2,19 @@ package postgres
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise/steptype"
-	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // Column lists, in the order the scan functions read them.
 const (
 	sessionCols = `id, agent, title, COALESCE(parent_session_id, ''), fork_sequence, last_seq,
 		input_tokens, output_tokens, cost, metadata, created_at, updated_at`
-	runCols = `id, session_id, agent, parent_run_id, parent_step_id, hop, status, cursor, state,
-		input, output, error, step_count, options, lease_owner, lease_expires, created_at, updated_at, finished_at`
 )
 
 // nanos stores a time as UTC unix nanoseconds; the zero time is 0.
@@ -70,32 +67,12 @@ func sessionArgs(s *steptype.Session) []any {
 		s.InputTokens, s.OutputTokens, s.Cost, blob(s.Metadata), nanos(s.CreatedAt), nanos(s.UpdatedAt)}
 }
 
-func scanRun(row pgx.Row) (*steptype.Run, error) {
-	var r steptype.Run
-	var state, errb, opts []byte
-	var lease, created, updated, finished int64
-	err := row.Scan(&r.ID, &r.SessionID, &r.Agent, &r.ParentRunID, &r.ParentStepID, &r.Hop, &r.Status, &r.Cursor,
-		&state, &r.Input, &r.Output, &errb, &r.StepCount, &opts, &r.LeaseOwner, &lease, &created, &updated, &finished)
-	if err != nil {
-		return nil, err
-	}
-	r.State, r.Options = rules.Raw(state), rules.Raw(opts)
-	if len(errb) > 0 {
-		r.Error = new(steptype.StepError)
-		if err := json.Unmarshal(errb, r.Error); err != nil {
-			return nil, fmt.Errorf("%w: run %q error column: %v", store.ErrCorrupt, r.ID, err)
-		}
-	}
-	r.LeaseExpires, r.CreatedAt, r.UpdatedAt, r.FinishedAt = fromNanos(lease), fromNanos(created), fromNanos(updated), fromNanos(finished)
-	return &r, nil
-}
-
 // scanRuns reads every row of rows as a run.
 func scanRuns(rows pgx.Rows) ([]*steptype.Run, error) {
 	defer rows.Close()
 	out := []*steptype.Run{}
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := sqlrow.ScanRun(rows)
 		if err != nil {
 			return nil, err
 		}

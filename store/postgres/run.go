@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // RunCreate implements store.Store.
@@ -39,7 +40,7 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*stept
 	if err != nil {
 		return nil, err
 	}
-	q := `INSERT INTO runs (` + runCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+	q := `INSERT INTO runs (` + sqlrow.RunCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 		$11, $12, $13, $14, $15, $16, $17, $18, $19)`
 	var c changes
 	c.run(steptype.RunRunning, r)
@@ -94,9 +95,9 @@ func (s *Store) RunUpdate(ctx context.Context, p *store.RunUpdateParams) (*stept
 		var now int64
 		var waiting []waitingStep
 		b := &pgx.Batch{}
-		b.Queue(`SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, p.ID).QueryRow(func(row pgx.Row) error {
+		b.Queue(`SELECT `+sqlrow.RunCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE`, p.ID).QueryRow(func(row pgx.Row) error {
 			var err error
-			r, err = scanRun(row)
+			r, err = sqlrow.ScanRun(row)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return rules.NotFound("run", p.ID)
 			}
@@ -137,7 +138,7 @@ func (s *Store) RunUpdate(ctx context.Context, p *store.RunUpdateParams) (*stept
 
 // claimSQL selects the oldest claimable runs, skipping the rows other
 // transactions hold.
-const claimSQL = `SELECT ` + runCols + ` FROM runs
+const claimSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 	WHERE status IN ('queued', 'running') AND (status = 'queued' OR lease_expires <= COALESCE($1, ` + dbNowSQL + `))
 		AND (cardinality($3::text[]) = 0 OR agent = ANY($3))
 	ORDER BY created_at, id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED`
@@ -167,7 +168,7 @@ func (s *Store) RunClaim(ctx context.Context, p *store.RunClaimParams) ([]*stept
 		queueDBNow(b, &dbNow)
 		var q *pgx.QueuedQuery
 		if p.ID != "" {
-			q = b.Queue(`SELECT `+runCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED`, p.ID)
+			q = b.Queue(`SELECT `+sqlrow.RunCols+` FROM runs WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED`, p.ID)
 		} else {
 			agents := p.Agents
 			if agents == nil {
@@ -225,7 +226,7 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*steptype.Ru
 	if p == nil || p.ID == "" {
 		return nil, rules.Invalid("run id is required")
 	}
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`, p.ID))
+	r, err := sqlrow.ScanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = $1`, p.ID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, rules.NotFound("run", p.ID)
 	}
@@ -269,7 +270,7 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*steptyp
 			where = append(where, "status IN ("+strings.Join(lits, ", ")+")")
 		}
 	}
-	q := `SELECT ` + runCols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
+	q := `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
 	if p.Limit > 0 {
 		q += ` LIMIT ` + arg(p.Limit)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // errNothingToCommit ends a group transaction, rolling it back, when every
@@ -84,7 +85,7 @@ const grp = "/* group */ "
 const (
 	lockSessionsSQL = grp + `SELECT ` + sessionCols + ` FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 	lockStepsSQL    = grp + `SELECT id, body FROM steps WHERE id = ANY($1)`
-	lockRunsSQL     = grp + `SELECT ` + runCols + ` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
+	lockRunsSQL     = grp + `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 	lockWaitingSQL  = grp + waitingSQL
 	// lockSettingsSQL sets, for the rest of the transaction, what the
 	// group's reads run under, in one statement (it was two SET LOCALs):

@@ -14,7 +14,7 @@ import (
 	"github.com/stepwise-run/stepwise/store"
 )
 
-// runColTypes are the types of runCols, in order.
+// runColTypes are the types of the columns sqlrow.RunCols, in order.
 var runColTypes = [...]uint32{
 	pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, pgtype.TextOID, // id, session_id, agent, parent_run_id, parent_step_id
 	pgtype.Int4OID, pgtype.TextOID, pgtype.TextOID, pgtype.ByteaOID, // hop, status, cursor, state
@@ -22,7 +22,7 @@ var runColTypes = [...]uint32{
 	pgtype.TextOID, pgtype.Int8OID, pgtype.Int8OID, pgtype.Int8OID, pgtype.Int8OID, // lease_owner, lease_expires, created_at, updated_at, finished_at
 }
 
-// scanGroupRuns reads the runs a group locked (rows of runCols), as scanRuns
+// scanGroupRuns reads the runs a group locked (rows of sqlrow.RunCols), as scanRuns
 // does, decoding pgx's raw values itself: the run rows of a group are read
 // for every append, and pgx's scan of 19 columns through their scan plans,
 // and a new string for every text column, were a twentieth of the bench

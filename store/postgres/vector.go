@@ -2,15 +2,14 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"math"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
@@ -19,21 +18,6 @@ import (
 // little-endian float32s (the SQLite driver's encoding), tagged with its
 // embedder, whose dimension vector_embedders fixes. Searches run on an
 // exact in-process index (vector_index.go), the SQLite driver's.
-
-// encodeVector is the storage form of a vector.
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func decodeVector(b []byte, dst []float32) {
-	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-}
 
 // VectorUpsert implements store.VectorStore. It locks the steps (FOR KEY
 // SHARE, in id order: a concurrent delete waits, and a truncate that locked
@@ -84,7 +68,7 @@ func (s *Store) VectorUpsert(ctx context.Context, p *store.VectorUpsertParams) (
 		for _, v := range p.Vectors {
 			if stored[v.StepID] {
 				last++
-				wids, seqs, vecs = append(wids, v.StepID), append(seqs, last), append(vecs, encodeVector(v.Vector))
+				wids, seqs, vecs = append(wids, v.StepID), append(seqs, last), append(vecs, vecindex.Encode(v.Vector))
 			}
 		}
 		if len(wids) == 0 {
@@ -166,7 +150,7 @@ func (s *Store) VectorCount(ctx context.Context, p *store.VectorCountParams) ([]
 	if p == nil {
 		p = &store.VectorCountParams{}
 	}
-	return queryAll(s, ctx, func(row pgx.Row) (*store.VectorTotal, error) {
+	return queryAll(s, ctx, func(row sqlrow.Scanner) (*store.VectorTotal, error) {
 		var t store.VectorTotal
 		return &t, row.Scan(&t.Embedder, &t.Dim, &t.Count)
 	}, `SELECT e.name, e.dim, (SELECT count(*) FROM step_vectors v WHERE v.embedder = e.name)

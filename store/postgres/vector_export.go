@@ -2,11 +2,10 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
 // VectorExport implements store.VectorExporter: the vectors of the steps
@@ -19,7 +18,7 @@ func (s *Store) VectorExport(ctx context.Context, p *store.VectorExportParams) (
 	if p == nil || p.SessionID == "" {
 		return nil, rules.Invalid("vector export needs a session id")
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}
@@ -40,9 +39,7 @@ func (s *Store) VectorExport(ctx context.Context, p *store.VectorExportParams) (
 			return nil, mapErr(err)
 		}
 		v.Vector = make([]float32, len(b)/4)
-		for i := range v.Vector {
-			v.Vector[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		}
+		vecindex.Decode(b, v.Vector)
 		v.CreatedAt = fromNanos(created)
 		out = append(out, &v)
 	}

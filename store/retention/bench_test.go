@@ -26,12 +26,11 @@ import (
 func seed(b *testing.B, st store.Store, sessions, perSession int) {
 	b.Helper()
 	ctx := context.Background()
-	imp := st.(store.Importer)
 	at := time.Now().Add(-30 * 24 * time.Hour).UTC()
 	for i := range sessions {
 		sid := fmt.Sprintf("s%06d", i)
 		s := &steptype.Session{ID: sid, Agent: "bench", LastSequence: int64(perSession), CreatedAt: at, UpdatedAt: at}
-		if err := imp.SessionImport(ctx, &store.SessionImportParams{Session: s}); err != nil {
+		if err := st.SessionImport(ctx, &store.SessionImportParams{Session: s}); err != nil {
 			b.Fatal(err)
 		}
 		var steps []*steptype.Step
@@ -41,7 +40,7 @@ func seed(b *testing.B, st store.Store, sessions, perSession int) {
 				Content: "The answer is 42. Let me know if you need anything else.",
 				Metrics: steptype.Metrics{InputTokens: 812, OutputTokens: 14, Cost: 0.0004, Model: "m", Provider: "p"}})
 			if len(steps) == 500 || j == perSession {
-				if err := imp.StepImport(ctx, &store.StepImportParams{Steps: steps}); err != nil {
+				if err := st.StepImport(ctx, &store.StepImportParams{Steps: steps}); err != nil {
 					b.Fatal(err)
 				}
 				steps = steps[:0]

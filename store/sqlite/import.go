@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
 var (
@@ -154,7 +155,7 @@ func (s *Store) SessionExport(ctx context.Context, p *store.SessionExportParams)
 	if p == nil {
 		p = &store.SessionExportParams{}
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +183,7 @@ func (s *Store) VectorExport(ctx context.Context, p *store.VectorExportParams) (
 	if p == nil || p.SessionID == "" {
 		return nil, rules.Invalid("vector export needs a session id")
 	}
-	limit, err := store.ExportLimit(p.Limit, 100)
+	limit, err := rules.ExportLimit(p.Limit, 100)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +208,7 @@ func scanExported(rows *sql.Rows) ([]*store.ExportedVector, error) {
 			return nil, mapErr(err)
 		}
 		v.Vector = make([]float32, len(b)/4)
-		decodeVector(b, v.Vector)
+		vecindex.Decode(b, v.Vector)
 		v.CreatedAt = fromNanos(created)
 		out = append(out, &v)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // dbNowSQL is the database clock in unix nanoseconds (millisecond
@@ -69,7 +70,7 @@ func (tx *wtx) closeWaiting(r *steptype.Run) error {
 
 // unfinishedRun returns an unfinished run of a session, or nil.
 func (tx *wtx) unfinishedRun(sessionID string) (*steptype.Run, error) {
-	rows, err := tx.conn().QueryContext(bg, `SELECT `+runCols+` FROM runs
+	rows, err := tx.conn().QueryContext(bg, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE session_id = ? AND status IN ('queued', 'running', 'waiting') LIMIT 1`, sessionID)
 	if err != nil {
 		return nil, err

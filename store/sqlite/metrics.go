@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rollup"
 )
 
 // The aggregate queries below join a row to its session only for a
@@ -80,7 +81,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	b := store.NewMetricsBuilder(p)
+	b := rollup.NewBuilder(p)
 	gaps, err := s.metricsHours(ctx, p, b)
 	if err != nil {
 		return nil, err
@@ -135,7 +136,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		return nil
 	}
 	for _, gap := range gaps {
-		for _, part := range store.MetricsPartsOf(gap[0], gap[1]) {
+		for _, part := range rollup.PartsOf(gap[0], gap[1]) {
 			text := metricsStepsSQL
 			if part.Rollup && p.Split == "" && p.Agent == "" && (part.To-part.From)/int64(p.Bucket.Duration()) < metricsLoopBuckets {
 				if err := s.metricsRollupBuckets(ctx, p, part, b); err != nil {
@@ -186,7 +187,7 @@ WHERE s.minute >= ?3 AND s.minute < ?4 AND AGENT`
 // bucket at a time: a range sum in the rollups' key order per bucket costs
 // a third of one GROUP BY over the whole range, which sorts every rollup
 // row by bucket.
-func (s *Store) metricsRollupBuckets(ctx context.Context, p *store.MetricsParams, part store.MetricsPart, b *store.MetricsBuilder) error {
+func (s *Store) metricsRollupBuckets(ctx context.Context, p *store.MetricsParams, part rollup.Part, b *rollup.Builder) error {
 	stmt, err := s.rdb.PrepareContext(ctx, metricsSQL(metricsRollupSumSQL, p))
 	if err != nil {
 		return mapErr(err)

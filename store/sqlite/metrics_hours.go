@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/rollup"
 )
 
 // The hour table (metric_hours, migration 00080) holds the totals of
@@ -17,9 +18,9 @@ import (
 // metricsHours adds the folded complete hours of p to b and returns the
 // ranges left to read from the rollups and runs (all of [From, To) when
 // the table cannot serve p).
-func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder) ([][2]int64, error) {
+func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *rollup.Builder) ([][2]int64, error) {
 	whole := [][2]int64{{nanos(p.From), nanos(p.To)}}
-	h0, h1, ok := store.MetricsHourSpan(p, time.Now())
+	h0, h1, ok := rollup.HourSpan(p, time.Now())
 	if !ok {
 		return whole, nil
 	}
@@ -43,8 +44,8 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 			return err == nil, err
 		}
 	}
-	return store.MetricsFromHours(ctx, p, h0, h1,
-		func(h0, h1 int64) (*store.MetricsHourRows, error) { return s.metricsHourRows(ctx, p, b, h0, h1) },
+	return rollup.FromHours(ctx, p, h0, h1,
+		func(h0, h1 int64) (*rollup.HourRows, error) { return s.metricsHourRows(ctx, p, b, h0, h1) },
 		fold)
 }
 
@@ -52,7 +53,7 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *sto
 // rows (each hour's total, which marks it folded; its durations only
 // without an agent filter) and the filter's agent's rows. The primary key
 // (agent, hour) makes each a contiguous range.
-func (s *Store) metricsHourRows(ctx context.Context, p *store.MetricsParams, b *store.MetricsBuilder, h0, h1 int64) (*store.MetricsHourRows, error) {
+func (s *Store) metricsHourRows(ctx context.Context, p *store.MetricsParams, b *rollup.Builder, h0, h1 int64) (*rollup.HourRows, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
 	runs, runs_failed, CASE WHEN agent = ?3 THEN durations END, eval_sum, evals
 FROM metric_hours WHERE agent IN ('', ?3) AND hour >= ?1 AND hour < ?2
@@ -61,19 +62,11 @@ ORDER BY agent, hour`, h0, h1, p.Agent)
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	hr := store.NewMetricsHourRows(p, b)
-	var (
-		h, n, e, it, ot, runs, failed, evals int64
-		c, evalSum                           float64
-		agent                                string
-		durations                            []byte
-	)
+	hr := rollup.NewHourRows(p, b)
 	for rows.Next() {
-		if err := rows.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
+		if err := hr.Scan(rows); err != nil {
 			return nil, mapErr(err)
 		}
-		hr.Add(h, agent, n, e, it, ot, c, runs, failed, durations, evalSum, evals)
-		durations = nil
 	}
 	return hr, mapErr(rows.Err())
 }
@@ -131,43 +124,32 @@ const metricsFoldTotalsSQL = `SELECT minute - minute % 3600000000000, 0, sum(cos
 UNION ALL
 SELECT created_at - created_at % 3600000000000, 1, sum(score) FROM evals WHERE created_at >= ?1 AND created_at < ?2 GROUP BY 1`
 
+// metricsFoldSQL are the aggregate queries of a fold.
+var metricsFoldSQL = rollup.FoldSQL{Steps: metricsFoldStepsSQL, Runs: metricsFoldRunsSQL, Evals: metricsFoldEvalsSQL, Totals: metricsFoldTotalsSQL}
+
 // metricsFold computes and stores the hours (sorted) that are still
 // missing, in the writer's transaction.
 func metricsFold(c *sql.Conn, hours []int64) error {
-	lo, hi := hours[0], hours[len(hours)-1]+store.HourNanos
+	lo, hi := hours[0], hours[len(hours)-1]+rollup.HourNanos
 	folded, err := queryHours(bg, c, lo, hi)
 	if err != nil {
 		return err
 	}
-	f := store.NewHourFold(hours, folded)
+	f := rollup.NewHourFold(hours, folded)
 	if f.Empty() {
 		return nil
 	}
-	var (
-		h, n, e, it, ot int64
-		cost            float64
-		a               string
-		failed, evals   bool
-	)
-	for _, q := range []struct {
-		sql  string
-		dest []any
-		add  func()
-	}{
-		{metricsFoldStepsSQL, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() { f.Steps(h, a, n, e, it, ot, cost) }},
-		{metricsFoldRunsSQL, []any{&h, &a, &failed, &n}, func() { f.Run(h, a, failed, n) }},
-		{metricsFoldEvalsSQL, []any{&h, &a, &cost, &n}, func() { f.Evals(h, a, cost, n) }},
-		{metricsFoldTotalsSQL, []any{&h, &evals, &cost}, func() { f.Totals(h, evals, cost) }},
-	} {
-		if err := eachRow(c, q.sql, lo, hi, func(r *sql.Rows) error {
-			if err := r.Scan(q.dest...); err != nil {
+	err = f.Read(metricsFoldSQL, func(query string, dest []any, row func()) error {
+		return eachRow(c, query, lo, hi, func(r *sql.Rows) error {
+			if err := r.Scan(dest...); err != nil {
 				return err
 			}
-			q.add()
+			row()
 			return nil
-		}); err != nil {
-			return err
-		}
+		})
+	})
+	if err != nil {
+		return err
 	}
 	return f.Rows(func(values ...any) error {
 		_, err := c.ExecContext(bg, `INSERT INTO metric_hours VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, values...)

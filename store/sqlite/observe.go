@@ -9,24 +9,8 @@ import (
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
-
-const evalCols = `id, session_id, run_id, target_kind, target_id, name, source, score, label,
-	description, author, details, created_at, updated_at`
-
-func scanEval(sc scanner) (*store.Eval, error) {
-	var e store.Eval
-	var details []byte
-	var created, updated int64
-	err := sc.Scan(&e.ID, &e.SessionID, &e.RunID, &e.TargetKind, &e.TargetID, &e.Name, &e.Source, &e.Score,
-		&e.Label, &e.Description, &e.Author, &details, &created, &updated)
-	if err != nil {
-		return nil, err
-	}
-	e.Details = rules.Raw(details)
-	e.CreatedAt, e.UpdatedAt = fromNanos(created), fromNanos(updated)
-	return &e, nil
-}
 
 // queryAll runs a read on the reader pool and scans every row.
 func queryAll[T any](s *Store, ctx context.Context, scan func(scanner) (*T, error), q string, args ...any) ([]*T, error) {
@@ -138,7 +122,7 @@ func (s *Store) EvalPut(ctx context.Context, p *store.EvalPutParams) (*store.Eva
 			return nil, err
 		}
 		var created int64
-		err = tx.conn().QueryRowContext(bg, `INSERT INTO evals (`+evalCols+`, step_id)
+		err = tx.conn().QueryRowContext(bg, `INSERT INTO evals (`+sqlrow.EvalCols+`, step_id)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, run_id = excluded.run_id,
 				target_kind = excluded.target_kind, target_id = excluded.target_id, name = excluded.name,
@@ -161,7 +145,7 @@ func (s *Store) EvalGet(ctx context.Context, p *store.EvalGetParams) (*store.Eva
 	if p == nil || p.ID == "" {
 		return nil, rules.Invalid("eval id is required")
 	}
-	return queryOne(s, ctx, "eval", p.ID, scanEval, `SELECT `+evalCols+` FROM evals WHERE id = ?`, p.ID)
+	return queryOne(s, ctx, "eval", p.ID, sqlrow.ScanEval, `SELECT `+sqlrow.EvalCols+` FROM evals WHERE id = ?`, p.ID)
 }
 
 // EvalList implements store.ObservationStore.
@@ -176,7 +160,7 @@ func (s *Store) EvalList(ctx context.Context, p *store.EvalListParams) ([]*store
 	w.eq("run_id", p.RunID)
 	w.eq("source", string(p.Source))
 	w.eq("name", p.Name)
-	return queryAll(s, ctx, scanEval, `SELECT `+evalCols+` FROM evals WHERE `+w.sql()+` ORDER BY rowid`+limitSQL(p.Limit), w.args...)
+	return queryAll(s, ctx, sqlrow.ScanEval, `SELECT `+sqlrow.EvalCols+` FROM evals WHERE `+w.sql()+` ORDER BY rowid`+limitSQL(p.Limit), w.args...)
 }
 
 // EvalDelete implements store.ObservationStore.
@@ -197,20 +181,6 @@ func (s *Store) EvalDelete(ctx context.Context, p *store.EvalDeleteParams) error
 	return err
 }
 
-const annotationCols = `step_id, session_id, state, state_summary, goal, goal_summary, action, action_summary, updated_at`
-
-func scanAnnotation(sc scanner) (*store.Annotation, error) {
-	var a store.Annotation
-	var updated int64
-	n := &a.Annotations
-	if err := sc.Scan(&a.StepID, &a.SessionID, &n.State, &n.StateSummary, &n.Goal, &n.GoalSummary,
-		&n.Action, &n.ActionSummary, &updated); err != nil {
-		return nil, err
-	}
-	a.UpdatedAt = fromNanos(updated)
-	return &a, nil
-}
-
 // AnnotationPut implements store.ObservationStore.
 func (s *Store) AnnotationPut(ctx context.Context, p *store.AnnotationPutParams) (*store.Annotation, error) {
 	if p == nil {
@@ -222,7 +192,7 @@ func (s *Store) AnnotationPut(ctx context.Context, p *store.AnnotationPutParams)
 		if err != nil {
 			return nil, err
 		}
-		a, err := scanAnnotation(tx.conn().QueryRowContext(bg, `SELECT `+annotationCols+` FROM step_annotations WHERE step_id = ?`, p.StepID))
+		a, err := sqlrow.ScanAnnotation(tx.conn().QueryRowContext(bg, `SELECT `+sqlrow.AnnotationCols+` FROM step_annotations WHERE step_id = ?`, p.StepID))
 		if errors.Is(err, sql.ErrNoRows) {
 			a, err = &store.Annotation{StepID: p.StepID, SessionID: sessionID}, nil
 		}
@@ -232,7 +202,7 @@ func (s *Store) AnnotationPut(ctx context.Context, p *store.AnnotationPutParams)
 		p.Apply(&a.Annotations)
 		a.UpdatedAt = now
 		n := &a.Annotations
-		_, err = tx.conn().ExecContext(bg, `INSERT INTO step_annotations (`+annotationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		_, err = tx.conn().ExecContext(bg, `INSERT INTO step_annotations (`+sqlrow.AnnotationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (step_id) DO UPDATE SET state = excluded.state, state_summary = excluded.state_summary,
 				goal = excluded.goal, goal_summary = excluded.goal_summary, action = excluded.action,
 				action_summary = excluded.action_summary, updated_at = excluded.updated_at`,
@@ -249,5 +219,5 @@ func (s *Store) AnnotationList(ctx context.Context, p *store.AnnotationListParam
 	var w where
 	w.eq("session_id", p.SessionID)
 	w.in("step_id", p.StepIDs)
-	return queryAll(s, ctx, scanAnnotation, `SELECT `+annotationCols+` FROM step_annotations WHERE `+w.sql()+` ORDER BY rowid`, w.args...)
+	return queryAll(s, ctx, sqlrow.ScanAnnotation, `SELECT `+sqlrow.AnnotationCols+` FROM step_annotations WHERE `+w.sql()+` ORDER BY rowid`, w.args...)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // putBlob stores data once under its hash and returns the stored blob
@@ -42,15 +43,7 @@ func (s *Store) BlobGet(ctx context.Context, p *store.BlobGetParams) (*store.Blo
 	if p == nil || p.Hash == "" {
 		return nil, rules.Invalid("blob hash is required")
 	}
-	return queryOne(s, ctx, "blob", p.Hash, func(sc scanner) (*store.Blob, error) {
-		var b store.Blob
-		var created int64
-		if err := sc.Scan(&b.Hash, &b.Size, &b.ContentType, &b.Data, &created); err != nil {
-			return nil, err
-		}
-		b.CreatedAt = fromNanos(created)
-		return &b, nil
-	}, `SELECT hash, size, content_type, data, created_at FROM blobs WHERE hash = ?`, p.Hash)
+	return queryOne(s, ctx, "blob", p.Hash, sqlrow.ScanBlob, `SELECT `+sqlrow.BlobCols+` FROM blobs WHERE hash = ?`, p.Hash)
 }
 
 // BlobPrune implements store.ObservationStore.
@@ -68,19 +61,6 @@ func (s *Store) BlobPrune(ctx context.Context, p *store.BlobPruneParams) (int64,
 		}
 		return res.RowsAffected()
 	})
-}
-
-const attachmentCols = `id, step_id, session_id, run_id, name, kind, content_type, size, blob_hash, created_at`
-
-func scanAttachment(sc scanner) (*store.Attachment, error) {
-	var a store.Attachment
-	var created int64
-	if err := sc.Scan(&a.ID, &a.StepID, &a.SessionID, &a.RunID, &a.Name, &a.Kind, &a.ContentType, &a.Size,
-		&a.BlobHash, &created); err != nil {
-		return nil, err
-	}
-	a.CreatedAt = fromNanos(created)
-	return &a, nil
 }
 
 // AttachmentAdd implements store.ObservationStore.
@@ -102,7 +82,7 @@ func (s *Store) AttachmentAdd(ctx context.Context, p *store.AttachmentAddParams)
 		if err != nil {
 			return nil, err
 		}
-		_, err = tx.conn().ExecContext(bg, `INSERT INTO attachments (`+attachmentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err = tx.conn().ExecContext(bg, `INSERT INTO attachments (`+sqlrow.AttachmentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.StepID, a.SessionID, a.RunID, a.Name, a.Kind, a.ContentType, a.Size, a.BlobHash, nanos(a.CreatedAt))
 		if isUnique(err) {
 			return nil, rules.Conflict("attachment %q already exists", a.ID)
@@ -116,7 +96,7 @@ func (s *Store) AttachmentGet(ctx context.Context, p *store.AttachmentGetParams)
 	if p == nil || p.ID == "" {
 		return nil, rules.Invalid("attachment id is required")
 	}
-	return queryOne(s, ctx, "attachment", p.ID, scanAttachment, `SELECT `+attachmentCols+` FROM attachments WHERE id = ?`, p.ID)
+	return queryOne(s, ctx, "attachment", p.ID, sqlrow.ScanAttachment, `SELECT `+sqlrow.AttachmentCols+` FROM attachments WHERE id = ?`, p.ID)
 }
 
 // AttachmentList implements store.ObservationStore.
@@ -127,24 +107,7 @@ func (s *Store) AttachmentList(ctx context.Context, p *store.AttachmentListParam
 	var w where
 	w.eq("step_id", p.StepID)
 	w.eq("session_id", p.SessionID)
-	return queryAll(s, ctx, scanAttachment, `SELECT `+attachmentCols+` FROM attachments WHERE `+w.sql()+` ORDER BY rowid`, w.args...)
-}
-
-const eventCols = `id, step_id, session_id, run_id, idx, type, name, attempt, started_at, duration, error,
-	payload, blob_hash, size, created_at`
-
-func scanEvent(sc scanner) (*store.StepEvent, error) {
-	var e store.StepEvent
-	var payload []byte
-	var hash sql.NullString
-	var started, dur, created int64
-	if err := sc.Scan(&e.ID, &e.StepID, &e.SessionID, &e.RunID, &e.Index, &e.Type, &e.Name, &e.Attempt,
-		&started, &dur, &e.Error, &payload, &hash, &e.Size, &created); err != nil {
-		return nil, err
-	}
-	e.Payload, e.BlobHash = rules.Raw(payload), hash.String
-	e.StartedAt, e.Duration, e.CreatedAt = fromNanos(started), time.Duration(dur), fromNanos(created)
-	return &e, nil
+	return queryAll(s, ctx, sqlrow.ScanAttachment, `SELECT `+sqlrow.AttachmentCols+` FROM attachments WHERE `+w.sql()+` ORDER BY rowid`, w.args...)
 }
 
 // StepEventAppend implements store.ObservationStore. The writer runs the
@@ -162,16 +125,12 @@ func (s *Store) StepEventAppend(ctx context.Context, p *store.StepEventAppendPar
 			if e.SessionID, e.RunID, err = tx.stepOwner(e.StepID); err != nil {
 				return nil, err
 			}
-			e.Payload, e.Size, e.CreatedAt = rules.Raw(in.Payload), int64(len(in.Payload)), now
-			e.BlobHash = ""
-			if len(in.Payload) > store.InlinePayloadLimit {
-				b, err := tx.putBlob(in.Payload, "application/json", now)
-				if err != nil {
-					return nil, err
-				}
-				e.BlobHash, e.Payload = b.Hash, nil
+			if err := rules.PlaceEventPayload(&e, in.Payload, now, func(data []byte) (*store.Blob, error) {
+				return tx.putBlob(data, "application/json", now)
+			}); err != nil {
+				return nil, err
 			}
-			err = tx.conn().QueryRowContext(bg, `INSERT INTO step_events (`+eventCols+`)
+			err = tx.conn().QueryRowContext(bg, `INSERT INTO step_events (`+sqlrow.EventCols+`)
 				VALUES (?, ?, ?, ?, (SELECT count(*) FROM step_events WHERE step_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				RETURNING idx`,
 				e.ID, e.StepID, e.SessionID, e.RunID, e.StepID, e.Type, e.Name, e.Attempt, nanos(e.StartedAt),
@@ -198,5 +157,5 @@ func (s *Store) StepEventList(ctx context.Context, p *store.StepEventListParams)
 	w.eq("run_id", p.RunID)
 	w.eq("session_id", p.SessionID)
 	w.in("type", p.Types)
-	return queryAll(s, ctx, scanEvent, `SELECT `+eventCols+` FROM step_events WHERE `+w.sql()+` ORDER BY rowid`+limitSQL(p.Limit), w.args...)
+	return queryAll(s, ctx, sqlrow.ScanEvent, `SELECT `+sqlrow.EventCols+` FROM step_events WHERE `+w.sql()+` ORDER BY rowid`+limitSQL(p.Limit), w.args...)
 }

@@ -10,19 +10,8 @@ import (
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
-
-const datasetCols = `id, name, description, item_count, created_at`
-
-func scanDataset(sc scanner) (*store.Dataset, error) {
-	var d store.Dataset
-	var created int64
-	if err := sc.Scan(&d.ID, &d.Name, &d.Description, &d.ItemCount, &created); err != nil {
-		return nil, err
-	}
-	d.CreatedAt = fromNanos(created)
-	return &d, nil
-}
 
 // DatasetCreate implements store.ObservationStore.
 func (s *Store) DatasetCreate(ctx context.Context, p *store.DatasetCreateParams) (*store.Dataset, error) {
@@ -32,7 +21,7 @@ func (s *Store) DatasetCreate(ctx context.Context, p *store.DatasetCreateParams)
 	d := *p.Dataset
 	d.ItemCount, d.CreatedAt = int64(len(p.Items)), rules.Now(p.Now)
 	return write(s, ctx, func(tx *wtx) (*store.Dataset, error) {
-		_, err := tx.conn().ExecContext(bg, `INSERT INTO datasets (`+datasetCols+`) VALUES (?, ?, ?, ?, ?)`,
+		_, err := tx.conn().ExecContext(bg, `INSERT INTO datasets (`+sqlrow.DatasetCols+`) VALUES (?, ?, ?, ?, ?)`,
 			d.ID, d.Name, d.Description, d.ItemCount, nanos(d.CreatedAt))
 		if isUnique(err) {
 			return nil, rules.Conflict("dataset %q (%s) already exists", d.Name, d.ID)
@@ -60,9 +49,9 @@ func (s *Store) DatasetGet(ctx context.Context, p *store.DatasetGetParams) (*sto
 		return nil, rules.Invalid("dataset id or name is required")
 	}
 	if p.ID != "" {
-		return queryOne(s, ctx, "dataset", p.ID, scanDataset, `SELECT `+datasetCols+` FROM datasets WHERE id = ?`, p.ID)
+		return queryOne(s, ctx, "dataset", p.ID, sqlrow.ScanDataset, `SELECT `+sqlrow.DatasetCols+` FROM datasets WHERE id = ?`, p.ID)
 	}
-	return queryOne(s, ctx, "dataset", p.Name, scanDataset, `SELECT `+datasetCols+` FROM datasets WHERE name = ?`, p.Name)
+	return queryOne(s, ctx, "dataset", p.Name, sqlrow.ScanDataset, `SELECT `+sqlrow.DatasetCols+` FROM datasets WHERE name = ?`, p.Name)
 }
 
 // DatasetList implements store.ObservationStore.
@@ -71,7 +60,7 @@ func (s *Store) DatasetList(ctx context.Context, p *store.DatasetListParams) ([]
 	if p != nil {
 		limit = p.Limit
 	}
-	return queryAll(s, ctx, scanDataset, `SELECT `+datasetCols+` FROM datasets ORDER BY rowid DESC`+limitSQL(limit))
+	return queryAll(s, ctx, sqlrow.ScanDataset, `SELECT `+sqlrow.DatasetCols+` FROM datasets ORDER BY rowid DESC`+limitSQL(limit))
 }
 
 // DatasetItemList implements store.ObservationStore.
@@ -82,35 +71,12 @@ func (s *Store) DatasetItemList(ctx context.Context, p *store.DatasetItemListPar
 	if _, err := s.DatasetGet(ctx, &store.DatasetGetParams{ID: p.DatasetID}); err != nil {
 		return nil, err
 	}
-	return queryAll(s, ctx, func(sc scanner) (*store.DatasetItem, error) {
-		var it store.DatasetItem
-		var meta []byte
-		if err := sc.Scan(&it.DatasetID, &it.Index, &it.Input, &it.Expected, &meta); err != nil {
-			return nil, err
-		}
-		it.Metadata = rules.Raw(meta)
-		return &it, nil
-	}, `SELECT dataset_id, idx, input, expected, metadata FROM dataset_items WHERE dataset_id = ? AND idx >= ?
+	return queryAll(s, ctx, sqlrow.ScanDatasetItem, `SELECT `+sqlrow.DatasetItemCols+` FROM dataset_items WHERE dataset_id = ? AND idx >= ?
 		ORDER BY idx`+limitSQL(p.Limit), p.DatasetID, max(p.Offset, 0))
 }
 
-const experimentCols = `id, name, dataset_id, agent, status, config, summary, error, created_at, updated_at, finished_at`
-
-func scanExperiment(sc scanner) (*store.Experiment, error) {
-	var x store.Experiment
-	var config, summary []byte
-	var created, updated, finished int64
-	if err := sc.Scan(&x.ID, &x.Name, &x.DatasetID, &x.Agent, &x.Status, &config, &summary, &x.Error,
-		&created, &updated, &finished); err != nil {
-		return nil, err
-	}
-	x.Config, x.Summary = rules.Raw(config), rules.Raw(summary)
-	x.CreatedAt, x.UpdatedAt, x.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
-	return &x, nil
-}
-
 func (tx *wtx) experiment(id string) (*store.Experiment, error) {
-	x, err := scanExperiment(tx.conn().QueryRowContext(bg, `SELECT `+experimentCols+` FROM experiments WHERE id = ?`, id))
+	x, err := sqlrow.ScanExperiment(tx.conn().QueryRowContext(bg, `SELECT `+sqlrow.ExperimentCols+` FROM experiments WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, rules.NotFound("experiment", id)
 	}
@@ -141,7 +107,7 @@ func (s *Store) ExperimentCreate(ctx context.Context, p *store.ExperimentCreateP
 		if err != nil {
 			return nil, err
 		}
-		_, err = tx.conn().ExecContext(bg, `INSERT INTO experiments (`+experimentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err = tx.conn().ExecContext(bg, `INSERT INTO experiments (`+sqlrow.ExperimentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			x.ID, x.Name, x.DatasetID, x.Agent, string(x.Status), blob(x.Config), blob(x.Summary), x.Error,
 			nanos(now), nanos(now), nanos(x.FinishedAt))
 		if isUnique(err) {
@@ -157,9 +123,9 @@ func (s *Store) ExperimentGet(ctx context.Context, p *store.ExperimentGetParams)
 		return nil, rules.Invalid("experiment id or name is required")
 	}
 	if p.ID != "" {
-		return queryOne(s, ctx, "experiment", p.ID, scanExperiment, `SELECT `+experimentCols+` FROM experiments WHERE id = ?`, p.ID)
+		return queryOne(s, ctx, "experiment", p.ID, sqlrow.ScanExperiment, `SELECT `+sqlrow.ExperimentCols+` FROM experiments WHERE id = ?`, p.ID)
 	}
-	return queryOne(s, ctx, "experiment", p.Name, scanExperiment, `SELECT `+experimentCols+` FROM experiments WHERE name = ?`, p.Name)
+	return queryOne(s, ctx, "experiment", p.Name, sqlrow.ScanExperiment, `SELECT `+sqlrow.ExperimentCols+` FROM experiments WHERE name = ?`, p.Name)
 }
 
 // ExperimentList implements store.ObservationStore.
@@ -169,7 +135,7 @@ func (s *Store) ExperimentList(ctx context.Context, p *store.ExperimentListParam
 	}
 	var w where
 	w.eq("dataset_id", p.DatasetID)
-	return queryAll(s, ctx, scanExperiment, `SELECT `+experimentCols+` FROM experiments WHERE `+w.sql()+
+	return queryAll(s, ctx, sqlrow.ScanExperiment, `SELECT `+sqlrow.ExperimentCols+` FROM experiments WHERE `+w.sql()+
 		` ORDER BY rowid DESC`+limitSQL(p.Limit), w.args...)
 }
 
@@ -203,26 +169,6 @@ func (s *Store) ExperimentUpdate(ctx context.Context, p *store.ExperimentUpdateP
 	})
 }
 
-const experimentItemCols = `experiment_id, idx, session_id, run_id, status, output, error, scores, duration,
-	input_tokens, output_tokens, cost, updated_at`
-
-func scanExperimentItem(sc scanner) (*store.ExperimentItem, error) {
-	var it store.ExperimentItem
-	var scores []byte
-	var dur, updated int64
-	if err := sc.Scan(&it.ExperimentID, &it.Index, &it.SessionID, &it.RunID, &it.Status, &it.Output, &it.Error,
-		&scores, &dur, &it.InputTokens, &it.OutputTokens, &it.Cost, &updated); err != nil {
-		return nil, err
-	}
-	if len(scores) > 0 {
-		if err := json.Unmarshal(scores, &it.Scores); err != nil {
-			return nil, err
-		}
-	}
-	it.Duration, it.UpdatedAt = time.Duration(dur), fromNanos(updated)
-	return &it, nil
-}
-
 // ExperimentItemPut implements store.ObservationStore.
 func (s *Store) ExperimentItemPut(ctx context.Context, p *store.ExperimentItemPutParams) (*store.ExperimentItem, error) {
 	if err := p.Validate(); err != nil {
@@ -242,7 +188,7 @@ func (s *Store) ExperimentItemPut(ctx context.Context, p *store.ExperimentItemPu
 		if _, err := tx.experiment(it.ExperimentID); err != nil {
 			return nil, err
 		}
-		_, err := tx.conn().ExecContext(bg, `INSERT OR REPLACE INTO experiment_items (`+experimentItemCols+`)
+		_, err := tx.conn().ExecContext(bg, `INSERT OR REPLACE INTO experiment_items (`+sqlrow.ExperimentItemCols+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			it.ExperimentID, it.Index, it.SessionID, it.RunID, it.Status, it.Output, it.Error, blob(scores),
 			int64(it.Duration), it.InputTokens, it.OutputTokens, it.Cost, nanos(it.UpdatedAt))
@@ -258,6 +204,6 @@ func (s *Store) ExperimentItemList(ctx context.Context, p *store.ExperimentItemL
 	if _, err := s.ExperimentGet(ctx, &store.ExperimentGetParams{ID: p.ExperimentID}); err != nil {
 		return nil, err
 	}
-	return queryAll(s, ctx, scanExperimentItem, `SELECT `+experimentItemCols+` FROM experiment_items
+	return queryAll(s, ctx, sqlrow.ScanExperimentItem, `SELECT `+sqlrow.ExperimentItemCols+` FROM experiment_items
 		WHERE experiment_id = ? ORDER BY idx`, p.ExperimentID)
 }

@@ -13,6 +13,7 @@ import (
 	_ "modernc.org/sqlite" // registers driver "sqlite"
 
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/internal/vecindex"
 )
 
 // Store is a store.Store in one SQLite file. All writes go through one
@@ -30,8 +31,9 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	vecOnce sync.Once
-	vec     *vecState // in-process vector indexes (vector.go)
+	vec vecindex.Spaces // in-process vector indexes (vector.go)
+
+	ident *fileIdent // the opened file's identity; nil when read-only
 }
 
 // The whole driver contract.
@@ -92,6 +94,9 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	s.rdb.SetMaxOpenConns(s.cfg.Readers)
 	s.rdb.SetMaxIdleConns(s.cfg.Readers)
+	if s.ident, err = newFileIdent(s.path); err != nil {
+		return err
+	}
 	s.w, err = startWriter(ctx, s.wdb)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // The reads of a big database go through indexes, never a scan of a
@@ -17,7 +18,7 @@ func TestBigReadPlans(t *testing.T) {
 	defer st.Close()
 	for name, q := range map[string]string{
 		// the engine's orphan sweep (RunList of waiting runs)
-		"waiting runs":  `SELECT ` + runCols + ` FROM runs WHERE 1 = 1 AND status = '` + string(steptype.RunWaiting) + `' ORDER BY created_at DESC, id DESC LIMIT 1000`,
+		"waiting runs":  `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE 1 = 1 AND status = '` + string(steptype.RunWaiting) + `' ORDER BY created_at DESC, id DESC LIMIT 1000`,
 		"run latest":    strings.Replace(runLatestSQL, "%s", "'a', 'b'", 1),
 		"session stats": `SELECT kind, role, steps, input_tokens, output_tokens, cached_tokens, cost FROM session_step_stats WHERE session_id = 'a' AND steps > 0`,
 		"run stats":     `SELECT status, runs FROM session_run_stats WHERE session_id = 'a' AND runs > 0`,

@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // RunCreate implements store.Store.
@@ -73,7 +74,7 @@ func (s *Store) RunClaim(ctx context.Context, p *store.RunClaimParams) ([]*stept
 			}
 			cands = append(cands, r)
 		} else {
-			q, args := `SELECT `+runCols+` FROM runs
+			q, args := `SELECT `+sqlrow.RunCols+` FROM runs
 				WHERE status IN ('queued', 'running') AND (status = 'queued' OR lease_expires <= ?)`, []any{nanos(now)}
 			if len(p.Agents) > 0 {
 				q += ` AND agent IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(p.Agents)), ", ") + `)`
@@ -108,7 +109,7 @@ func scanRuns(rows *sql.Rows) ([]*steptype.Run, error) {
 	defer rows.Close()
 	out := []*steptype.Run{}
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := sqlrow.ScanRun(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +126,7 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*steptype.Ru
 	if p == nil || p.ID == "" {
 		return nil, rules.Invalid("run id is required")
 	}
-	r, err := scanRun(s.rdb.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, p.ID))
+	r, err := sqlrow.ScanRun(s.rdb.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, p.ID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, rules.NotFound("run", p.ID)
 	}
@@ -165,7 +166,7 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*steptyp
 			where = append(where, "status IN ("+strings.Join(lits, ", ")+")")
 		}
 	}
-	q := `SELECT ` + runCols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
+	q := `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
 	if p.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, p.Limit)

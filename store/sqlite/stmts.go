@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // stmts are the writer's prepared statements, bound to its connection.
@@ -44,8 +46,8 @@ func prepare(ctx context.Context, conn *sql.Conn) (*stmts, error) {
 		{&st.stepForResolve, `SELECT body, run_id FROM steps WHERE id = ?`},
 		{&st.stepResolve, `UPDATE steps SET status = ?, body = ? WHERE id = ?`},
 		{&st.stepWaiting, `SELECT EXISTS (SELECT 1 FROM steps WHERE run_id = ? AND status = 'waiting')`},
-		{&st.runGet, `SELECT ` + runCols + ` FROM runs WHERE id = ?`},
-		{&st.runInsert, `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.runGet, `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id = ?`},
+		{&st.runInsert, `INSERT INTO runs (` + sqlrow.RunCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.runUpdate, runUpdateSQL},
 		{&st.runUpdateLight, `UPDATE runs SET cursor = ?, state = ?, output = ?, error = ?, step_count = ?,
 			options = ?, updated_at = ?, finished_at = ? WHERE id = ?`},

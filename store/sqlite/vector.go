@@ -3,12 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
-	"fmt"
-	"math"
 	"strings"
-	"sync"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -24,42 +20,6 @@ import (
 // scan, usually empty), and when vector_embedders.deletes moved (steps were
 // deleted) the ids of vectors that are gone are dropped. This works the
 // same for the writer and for read-only stores in other processes.
-
-// The in-process indexes of a Store live in its vec field.
-
-type vecState struct {
-	mu     sync.Mutex // serializes refreshes
-	spaces map[string]*vecSpace
-}
-
-// vecSpace is the loaded index of one embedder, as of the database
-// version (seq, deletes): both only grow, so snapshots are ordered by them.
-type vecSpace struct {
-	ix      *vecindex.Index
-	lastID  int64 // highest step_vectors.id loaded
-	seq     int64 // sqlite_sequence of step_vectors when last refreshed
-	deletes int64 // vector_embedders.deletes when last refreshed
-}
-
-func (s *Store) vecState() *vecState {
-	s.vecOnce.Do(func() { s.vec = &vecState{spaces: make(map[string]*vecSpace)} })
-	return s.vec
-}
-
-// encodeVector is the storage form of a vector.
-func encodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func decodeVector(b []byte, dst []float32) {
-	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-}
 
 // VectorUpsert implements store.VectorStore.
 func (s *Store) VectorUpsert(ctx context.Context, p *store.VectorUpsertParams) (int, error) {
@@ -96,7 +56,7 @@ func (s *Store) VectorUpsert(ctx context.Context, p *store.VectorUpsertParams) (
 		defer ins.Close()
 		n := 0
 		for _, v := range p.Vectors {
-			res, err := ins.ExecContext(bg, p.Embedder, encodeVector(v.Vector), now, v.StepID)
+			res, err := ins.ExecContext(bg, p.Embedder, vecindex.Encode(v.Vector), now, v.StepID)
 			if err != nil {
 				return 0, err
 			}
@@ -115,97 +75,46 @@ func (s *Store) VectorUpsert(ctx context.Context, p *store.VectorUpsertParams) (
 }
 
 // space returns the index of an embedder brought up to date with the
-// snapshot of tx, or nil when the embedder is unknown. A snapshot older than
-// the index (a concurrent search refreshed it from a newer one) leaves the
-// index alone: the search then skips the entries its snapshot cannot see.
-func (s *Store) space(ctx context.Context, tx *sql.Tx, embedder string) (*vecSpace, error) {
-	var dim int
-	var seq, deletes int64
+// snapshot of tx (vecindex.Spaces.Refresh), or nil when the embedder is
+// unknown. The rows to load are those above the highest step_vectors.id
+// loaded (Space.Mark); Seq is sqlite_sequence of step_vectors.
+func (s *Store) space(ctx context.Context, tx *sql.Tx, embedder string) (*vecindex.Space, error) {
+	var v vecindex.Version
 	err := tx.QueryRowContext(ctx, `SELECT e.dim, e.deletes,
 		coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'step_vectors'), 0)
-		FROM vector_embedders e WHERE e.name = ?`, embedder).Scan(&dim, &deletes, &seq)
+		FROM vector_embedders e WHERE e.name = ?`, embedder).Scan(&v.Dim, &v.Deletes, &v.Seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	st := s.vecState()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	sp := st.spaces[embedder]
-	if sp == nil || sp.ix.Dim() != dim {
-		sp = &vecSpace{ix: vecindex.New(dim), deletes: deletes}
-		st.spaces[embedder] = sp
+	kept := func() ([]string, error) {
+		return queryStrings(ctx, tx, `SELECT step_id FROM step_vectors WHERE embedder = ?`, embedder)
 	}
-	if seq < sp.seq || deletes < sp.deletes {
-		return sp, nil
-	}
-	if deletes != sp.deletes {
-		if err := sp.dropDeleted(ctx, tx, embedder); err != nil {
-			return nil, err
-		}
-	}
-	if err := sp.loadNew(ctx, tx, embedder); err != nil {
-		return nil, err
-	}
-	sp.seq, sp.deletes = seq, deletes
-	return sp, nil
+	return s.vec.Refresh(embedder, v, kept, func(sp *vecindex.Space) (*vecindex.Batch, error) {
+		return loadVectors(ctx, tx, embedder, sp.Mark)
+	})
 }
 
-// loadNew reads the vectors added since the last load.
-func (sp *vecSpace) loadNew(ctx context.Context, tx *sql.Tx, embedder string) error {
+// loadVectors reads the vectors of embedder stored after row id mark.
+func loadVectors(ctx context.Context, tx *sql.Tx, embedder string, mark int64) (*vecindex.Batch, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, step_id, session_id, run_id, kind, step_created_at, vector
-		FROM step_vectors WHERE embedder = ? AND id > ? ORDER BY id`, embedder, sp.lastID)
+		FROM step_vectors WHERE embedder = ? AND id > ? ORDER BY id`, embedder, mark)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rows.Close()
-	dim := sp.ix.Dim()
-	var es []vecindex.Entry
-	var vs [][]float32
-	last := sp.lastID
+	b := &vecindex.Batch{Mark: mark}
 	for rows.Next() {
 		var e vecindex.Entry
 		var blob []byte
-		if err := rows.Scan(&last, &e.StepID, &e.SessionID, &e.RunID, &e.Kind, &e.Created, &blob); err != nil {
-			return err
+		if err := rows.Scan(&b.Mark, &e.StepID, &e.SessionID, &e.RunID, &e.Kind, &e.Created, &blob); err != nil {
+			return nil, err
 		}
-		if len(blob) != 4*dim {
-			return fmt.Errorf("%w: vector of step %q for %q has %d bytes, want %d", store.ErrCorrupt, e.StepID, embedder, len(blob), 4*dim)
-		}
-		v := make([]float32, dim)
-		decodeVector(blob, v)
-		es, vs = append(es, e), append(vs, v)
+		b.Entries, b.Blobs = append(b.Entries, e), append(b.Blobs, blob)
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	sp.ix.PutAll(es, vs)
-	sp.lastID = last
-	return nil
-}
-
-// dropDeleted removes from the index the vectors no longer stored.
-func (sp *vecSpace) dropDeleted(ctx context.Context, tx *sql.Tx, embedder string) error {
-	rows, err := tx.QueryContext(ctx, `SELECT step_id FROM step_vectors WHERE embedder = ?`, embedder)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	keep := make(map[string]bool, sp.ix.Len())
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		keep[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	sp.ix.Delete(sp.ix.IDs(func(id string) bool { return !keep[id] })...)
-	return nil
+	return b, rows.Err()
 }
 
 // VectorSearch implements store.VectorStore.
@@ -213,50 +122,19 @@ func (s *Store) VectorSearch(ctx context.Context, p *store.VectorSearchParams) (
 	if err := vecindex.CheckSearch(p); err != nil {
 		return nil, err
 	}
-	hits := []*store.VectorHit{}
+	var hits []*store.VectorHit
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		sp, err := s.space(ctx, tx, p.Embedder)
 		if err != nil {
 			return err
 		}
-		if sp == nil || sp.ix.Len() == 0 {
-			return vecindex.NoVectors(p.Embedder)
+		sessions := func() ([]string, error) {
+			return queryStrings(ctx, tx, `SELECT id FROM sessions WHERE agent = ?`, p.Agent)
 		}
-		if sp.ix.Dim() != len(p.Vector) {
-			return vecindex.DimMismatch(p.Embedder, sp.ix.Dim(), len(p.Vector))
-		}
-		var agentSessions []string
-		if p.Agent != "" {
-			if agentSessions, err = sessionsOf(ctx, tx, p.Agent); err != nil {
-				return err
-			}
-		}
-		f, ok := vecindex.NewFilter(p, agentSessions)
-		if !ok {
-			return nil
-		}
-		// A concurrent refresh may have added vectors newer than this
-		// snapshot: their steps are not visible here; search again
-		// without them.
-		skip := map[string]bool{}
-		for {
-			res := sp.ix.Search(p.Vector, p.K, p.MaxDistance, f.Skip(skip))
-			found, err := stepsByID(ctx, tx, res)
-			if err != nil {
-				return err
-			}
-			hits = hits[:0]
-			for _, r := range res {
-				if st := found[r.StepID]; st != nil {
-					hits = append(hits, &store.VectorHit{Step: st, Distance: r.Distance})
-				} else {
-					skip[r.StepID] = true
-				}
-			}
-			if len(hits) == len(res) || len(skip) > 4*p.K {
-				return nil
-			}
-		}
+		hits, err = vecindex.Search(sp, p, sessions, func(ids []string) (map[string]*steptype.Step, error) {
+			return stepsByID(ctx, tx, ids)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -264,34 +142,31 @@ func (s *Store) VectorSearch(ctx context.Context, p *store.VectorSearchParams) (
 	return hits, nil
 }
 
-func sessionsOf(ctx context.Context, tx *sql.Tx, agent string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM sessions WHERE agent = ?`, agent)
+// queryStrings reads one text column.
+func queryStrings(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []string
+	var out []string
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		out = append(out, v)
 	}
-	return ids, rows.Err()
+	return out, rows.Err()
 }
 
-// stepsByID reads the steps of search results.
-func stepsByID(ctx context.Context, tx *sql.Tx, res []vecindex.Result) (map[string]*steptype.Step, error) {
-	out := make(map[string]*steptype.Step, len(res))
-	if len(res) == 0 {
-		return out, nil
+// stepsByID reads the steps of the given ids, by id.
+func stepsByID(ctx context.Context, tx *sql.Tx, ids []string) (map[string]*steptype.Step, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
 	}
-	args := make([]any, len(res))
-	for i, r := range res {
-		args[i] = r.StepID
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT body FROM steps WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(res)), ", ")+`)`, args...)
+	rows, err := tx.QueryContext(ctx, `SELECT body FROM steps WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`)`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +178,7 @@ func stepsByID(ctx context.Context, tx *sql.Tx, res []vecindex.Result) (map[stri
 	if err != nil {
 		return nil, err
 	}
+	out := make(map[string]*steptype.Step, len(steps))
 	for _, st := range steps {
 		out[st.ID] = st
 	}

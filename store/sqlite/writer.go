@@ -221,6 +221,9 @@ func write[T any](s *Store, ctx context.Context, fn func(*wtx) (T, error)) (T, e
 	if s.w == nil {
 		return zero, ErrReadOnly
 	}
+	if err := s.ident.check(false); err != nil {
+		return zero, err
+	}
 	if v, err, ran := inline(s.w, ctx, fn); ran {
 		if err != nil {
 			return zero, mapErr(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/internal/rules"
+	"github.com/stepwise-run/stepwise/store/internal/sqlrow"
 )
 
 // wtx is the writer's view of the current batch transaction. Its methods
@@ -86,7 +87,7 @@ func (tx *wtx) run(id string) (*steptype.Run, error) {
 	if r := tx.cache.run(id); r != nil {
 		return r, nil
 	}
-	r, err := scanRun(tx.st.runGet.QueryRowContext(bg, id))
+	r, err := sqlrow.ScanRun(tx.st.runGet.QueryRowContext(bg, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, rules.NotFound("run", id)
 	}

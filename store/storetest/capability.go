@@ -24,6 +24,9 @@ func testCapabilities(t *testing.T, h *harness) {
 			if got := s.Exclusive(); got != h.opts.Exclusive {
 				t.Errorf("%s: Exclusive = %v, declared %v", name, got, h.opts.Exclusive)
 			}
+			if got := s.SupportsVectorIndex(); got != h.opts.VectorIndex {
+				t.Errorf("%s: SupportsVectorIndex = %v, declared %v", name, got, h.opts.VectorIndex)
+			}
 		}
 	})
 	h.sub(t, "ChangeNotifications", func(t *testing.T, st store.Store) {

@@ -29,6 +29,7 @@ func testObservation(t *testing.T, h *harness) {
 	obs(t, "Blobs", testBlobs)
 	obs(t, "Attachments", testAttachments)
 	obs(t, "StepEvents", testStepEvents)
+	obs(t, "StepEventPayloadPlace", testStepEventPayloadPlace)
 	obs(t, "StepEventsConcurrent", testStepEventsConcurrent)
 	obs(t, "BlobsConcurrent", testBlobsConcurrent)
 	obs(t, "Datasets", testDatasets)
@@ -309,6 +310,22 @@ func testAttachments(t *testing.T, st store.Store, o store.ObservationStore) {
 	}
 	_, err = o.AttachmentGet(ctx, &store.AttachmentGetParams{ID: "a2"})
 	wantErr(t, "attachment of a truncated step", err, store.ErrNotFound)
+}
+
+// testStepEventPayloadPlace: where an event's payload lives is the
+// store's choice: a blob hash given with an inline payload is dropped,
+// written and read back alike.
+func testStepEventPayloadPlace(t *testing.T, _ store.Store, o store.ObservationStore) {
+	ctx := t.Context()
+	evs, err := o.StepEventAppend(ctx, &store.StepEventAppendParams{Events: []*store.StepEvent{
+		{ID: "placed", StepID: "s-1", Type: "http", Payload: json.RawMessage(`{"b":2}`), BlobHash: "given"}}})
+	if err != nil || evs[0].BlobHash != "" || string(evs[0].Payload) != `{"b":2}` {
+		t.Fatalf("appended = %+v, %v; want the payload inline and no blob hash", evs, err)
+	}
+	list, err := o.StepEventList(ctx, &store.StepEventListParams{StepID: "s-1"})
+	if err != nil || len(list) != 1 || list[0].BlobHash != "" {
+		t.Errorf("read back = %+v, %v; want no blob hash", list, err)
+	}
 }
 
 func testStepEvents(t *testing.T, _ store.Store, o store.ObservationStore) {

@@ -9,8 +9,10 @@
 // runs, errors, reopen), each made of parallel subtests that open their own
 // store. Every area runs against every driver (the compiler holds each to
 // the whole of store.Store) and fails, never skips, on a difference.
-// The only declared difference is durability (Options.Reopen): the tests
-// that reopen a store skip, with that reason, for the memory driver alone.
+// What a driver may lack it declares in Options, and the suite checks the
+// declaration: its capabilities (Notifier, Exclusive, VectorIndex, both
+// answers exercised across the drivers) and durability (Reopen: the tests
+// that reopen a store skip, with that reason, for the memory driver alone).
 package storetest
 
 import (
@@ -42,6 +44,10 @@ type Options struct {
 	// Exclusive declares that the stores open returns are held by this
 	// process alone.
 	Exclusive bool
+	// VectorIndex declares that VectorSearch is served by an index in the
+	// database (SupportsVectorIndex). The vector areas expect exact
+	// answers on their few vectors either way.
+	VectorIndex bool
 }
 
 func (o Options) withDefaults() Options {

@@ -4,6 +4,7 @@
 import { api, APIError } from './api.js';
 import { clip, h, inlineCode, jsonView, route, toast } from './dom.js';
 import { schemaForm } from './schemaform.js';
+import { sessionLink } from './names.js';
 
 const enc = encodeURIComponent;
 
@@ -33,7 +34,7 @@ export function inputCard(p, { onDone, showSession = false } = {}) {
   };
   const head = h('div', { class: 'card-head' },
     h('strong', { text: req.approval ? 'Approval needed' : 'Input requested' }),
-    showSession ? h('a', { href: route(['s', p.session_id]), class: 'small', text: 'session ' + clip(p.session_id, 40) }) : null,
+    showSession ? h('span', { class: 'small' }, sessionLink(p.session_id)) : null,
     req.expires_at ? h('span', { class: 'muted small', text: 'expires ' + new Date(req.expires_at).toLocaleString() }) : null);
   const body = [];
   if (req.prompt) body.push(inlineCode(req.prompt, 'p', { class: 'prompt' }));

@@ -14,7 +14,7 @@ const RANGES = { '24h': [24 * 3600e3, 'hour'], '7d': [7 * 86400e3, 'hour'], '30d
 // line per series), and how values read.
 const CHARTS = [
   { key: 'runs', title: 'Runs', fields: ['runs'], fmt: fmtInt },
-  { key: 'latency', title: 'Step latency p50 / p95 / p99', fields: ['latency_p50_ms', 'latency_p95_ms', 'latency_p99_ms'], fmt: fmtMS, total: true },
+  { key: 'latency', title: 'Run latency p50 / p95 / p99 (created to finished)', fields: ['latency_p50_ms', 'latency_p95_ms', 'latency_p99_ms'], fmt: fmtMS, total: true },
   { key: 'tokens', title: 'Tokens (input + output)', fields: ['input_tokens', 'output_tokens'], sum: true, fmt: fmtTokens },
   { key: 'cost', title: 'Cost', fields: ['cost'], fmt: fmtCost },
   { key: 'errors', title: 'Error rate', fields: ['error_rate'], fmt: fmtPct },

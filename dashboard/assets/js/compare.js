@@ -87,13 +87,16 @@ function render(body, a, b) {
   const byA = new Map(a.steps.map((s) => [s.sequence, s])), byB = new Map(b.steps.map((s) => [s.sequence, s]));
   let diverged = 0;
   for (let q = 1; q <= n; q++) if (!same(byA.get(q), byB.get(q))) { diverged = q; break; }
-  const cell = (st, other) => {
+  const cell = (st, other, side) => {
     if (!st) return h('td', { class: 'cmp-cell none', text: '—' });
     const cls = ['cmp-cell', 'rk-' + st.kind, other && st.id === other.id ? 'shared' : ''];
+    // Two different steps at one position: mark the words each side has
+    // and the other has not.
+    const differs = other && !same(st, other) && summaryOf(st) !== summaryOf(other);
     return h('td', { class: cls },
       h('span', { class: 'kind k-' + st.kind, text: st.kind }), ' ',
       st.replay ? [badge(st.replay === 'reused' ? 'reused' : 'live', 'replay'), ' '] : null,
-      h('span', { class: 'trunc cmp-sum', dataset: { full: summaryOf(st) } }, codeSpans(summaryOf(st))),
+      h('span', { class: 'trunc cmp-sum', dataset: { full: summaryOf(st) } }, differs ? wordDiff(summaryOf(st), summaryOf(other), side) : codeSpans(summaryOf(st))),
       st.status !== 'completed' ? [' ', badge(st.status)] : null);
   };
   const rows = [];
@@ -102,7 +105,7 @@ function render(body, a, b) {
     const cls = [q === diverged ? 'diverged' : '', q <= fork ? 'before-fork' : '', q === fork ? 'fork-row' : ''];
     rows.push(h('tr', { class: cls, dataset: { seq: String(q) } },
       h('th', { scope: 'row', class: 'num' }, h('a', { href: route(['s', (x || y).session_id || a.s.id, String(q)]), text: '#' + q })),
-      cell(x, y), cell(y, x),
+      cell(x, y, 'left'), cell(y, x, 'right'),
       h('td', { class: 'cmp-mark small' }, q === diverged ? h('strong', { class: 'error', text: 'first divergence' }) : q === fork ? h('span', { class: 'muted', text: 'fork point' }) : x && y && x.id === y.id ? h('span', { class: 'muted', text: 'shared' }) : '')));
   }
   clear(body,
@@ -112,4 +115,32 @@ function render(body, a, b) {
       h('thead', null, h('tr', null, h('th', { scope: 'col', class: 'num', text: '#' }), h('th', { scope: 'col', text: 'Left' }), h('th', { scope: 'col', text: 'Right' }), h('th', { scope: 'col', text: '' }))),
       h('tbody', null, rows))));
   body.querySelector('tr.diverged')?.scrollIntoView({ block: 'center' });
+}
+
+// maxDiffWords bounds the words compared (the diff is quadratic).
+const maxDiffWords = 400;
+
+// wordDiff renders text with the words that are not in other (by a longest
+// common subsequence of words) marked: removed on the left, added on the
+// right.
+export function wordDiff(text, other, side) {
+  const split = (t) => t.replace(/`/g, '').split(/(\s+)/).filter((w) => w !== '');
+  const a = split(text), b = split(other);
+  if (a.length > maxDiffWords || b.length > maxDiffWords) return a.join('');
+  // lcs[i][j]: the common subsequence length of a[i:] and b[j:].
+  const lcs = Array.from({ length: a.length + 1 }, () => new Int32Array(b.length + 1));
+  for (let i = a.length - 1; i >= 0; i--) for (let j = b.length - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out = [];
+  let run = '', marked = false;
+  const push = (w, mark) => {
+    if (mark !== marked && run) { out.push(marked ? h('mark', { class: 'cmp-' + (side === 'left' ? 'del' : 'ins'), text: run }) : run); run = ''; }
+    marked = mark; run += w;
+  };
+  for (let i = 0, j = 0; i < a.length;) {
+    if (j < b.length && a[i] === b[j]) { push(a[i], false); i++; j++; }
+    else if (j < b.length && lcs[i][j + 1] >= lcs[i + 1][j]) j++;
+    else { push(a[i], !/^\s+$/.test(a[i])); i++; }
+  }
+  push('', !marked);
+  return out;
 }

@@ -7,6 +7,7 @@
 import { api, optional } from './api.js';
 import { badge, clear, fmtCost, fmtInt, fmtMS, fmtTime, h, jsonView, richText, textBlock, toast } from './dom.js';
 import { requestSection } from './request.js';
+import { copyID, needsAgent } from './names.js';
 import { forkAt, inputCard, retryFrom, scoreStep } from './actions.js';
 
 const enc = encodeURIComponent;
@@ -21,20 +22,24 @@ function kv(rows) {
 }
 
 // renderDetail fills el with the detail of step s of session sessionID.
-export function renderDetail(el, sessionID, s, { onChanged, runActive = () => true } = {}) {
+export function renderDetail(el, sessionID, s, { onChanged, runActive = () => true, agent = '' } = {}) {
   delete el.dataset.evals;
   if (!s) { clear(el, h('p', { class: 'muted empty', text: 'Select a step (j / k).' })); return; }
   const m = s.metrics || {};
+  const retry = h('button', { type: 'button', 'data-action': 'retry', text: 'Retry from here', onclick: () => retryFrom(sessionID, s) });
+  const agentNote = h('p', { class: 'muted small agent-note', role: 'note', hidden: true });
+  needsAgent(agent, [retry], agentNote);
   const actions = h('div', { class: 'd-actions' },
     h('button', { type: 'button', 'data-action': 'fork', text: 'Fork here', title: 'Fork the session at this step', onclick: () => forkAt(sessionID, s) }),
-    h('button', { type: 'button', 'data-action': 'retry', text: 'Retry from here', onclick: () => retryFrom(sessionID, s) }),
+    retry,
     h('button', { type: 'button', 'data-action': 'copy', text: 'Copy JSON', onclick: () => navigator.clipboard?.writeText(JSON.stringify(s, null, 2)).then(() => toast('Copied.'), () => toast('Copy failed', 'error')) }));
   const parts = [
     h('header', { class: 'd-head' },
       h('div', null, h('span', { class: 'seqbig', text: '#' + s.sequence }), badge(s.kind, 'kind'), h('strong', { class: 'd-name', text: s.name || '' }), badge(s.status)),
-      h('div', { class: 'muted small ids' }, 'step ', h('code', { text: s.id }), ' · run ', h('code', { text: s.run_id || '—' }), s.hop ? ' · hop ' + s.hop : '',
+      h('div', { class: 'muted small ids' }, h('span', { title: s.id }, 'step id'), copyID(s.id, 'step id'),
+        s.run_id ? [' · ', h('span', { title: s.run_id }, s.hop ? 'sub-agent run' : 'run'), copyID(s.run_id, 'run id')] : '', s.hop ? ' · hop ' + s.hop : '',
         s.session_id !== sessionID ? [' · inherited from ', h('a', { href: '#/s/' + enc(s.session_id) + '/' + s.sequence, text: 'parent session' })] : ''),
-      actions),
+      actions, agentNote),
   ];
   // A request is answerable only while its run still waits for it: a
   // cancelled or finished run never shows a form.
@@ -55,7 +60,7 @@ export function renderDetail(el, sessionID, s, { onChanged, runActive = () => tr
     parts.push(h('section', { class: 'd-sec err' }, h('h3', { text: 'Error' }), kv([['message', e.message], ['cause', e.cause], ['class', e.class], ['code', e.code], ['attempt', e.attempt], ['recoverable', e.recoverable ? 'yes' : 'no']])));
   }
   if (s.inputs !== undefined) parts.push(section(s.kind === 'tool' ? 'Arguments' : s.kind === 'input' ? 'Request' : 'Inputs', jsonView(s.inputs)));
-  if (s.outputs !== undefined) parts.push(section(s.kind === 'tool' ? 'Result' : s.kind === 'input' ? 'Answer' : 'Outputs', jsonView(s.outputs)));
+  if (s.outputs !== undefined) parts.push(section(s.kind === 'tool' ? 'Result' : s.kind === 'input' ? 'Answer' : 'Outputs', jsonView(elideBlobs(s.outputs))));
   if (s.state_patch !== undefined) parts.push(section('State patch', jsonView(s.state_patch)));
   const a = s.annotations;
   if (a) parts.push(section('Annotations', kv([['state', a.state], ['state summary', a.state_summary], ['goal', a.goal], ['goal summary', a.goal_summary], ['action', a.action], ['action summary', a.action_summary]])));
@@ -157,4 +162,20 @@ async function loadEvents(el, s) {
       h('summary', null, h('code', { text: e.type || 'event' }), ' ', e.name || '', e.duration ? ' · ' + fmtMS(e.duration / 1e6) : '', e.error ? h('span', { class: 'error', text: ' ' + e.error }) : ''),
       e.payload !== undefined ? jsonView(e.payload) : h('p', { class: 'muted', text: e.blob_hash ? `stored out of line (${fmtInt(e.size)} bytes)` : 'no payload' })))));
   } catch { /* nothing to show */ }
+}
+
+// elideBlobs replaces the base64 data of image, audio and blob content
+// blocks (an MCP result's, which the step keeps as attachments too) with a
+// line saying what it was; the raw step JSON keeps it.
+export function elideBlobs(v, depth = 0) {
+  if (depth > 32 || v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map((x) => elideBlobs(x, depth + 1));
+  const out = {};
+  for (const [k, x] of Object.entries(v)) {
+    if ((k === 'data' || k === 'blob') && typeof x === 'string' && x.length > 256 && /^[A-Za-z0-9+/=\s]+$/.test(x.slice(0, 4096))) {
+      const type = v.mimeType || v.mime_type || v.type || 'binary';
+      out[k] = `[${type}, ${Math.floor(x.length * 3 / 4)} bytes of base64: see Attachments]`;
+    } else out[k] = elideBlobs(x, depth + 1);
+  }
+  return out;
 }

@@ -4,6 +4,7 @@
 // winner, then each dataset item's result in both.
 
 import { api } from './api.js';
+import { sessionLink } from './names.js';
 import { ago, badge, clear, clip, inlineCode, fmtCost, fmtInt, fmtMS, h, route, shortID } from './dom.js';
 
 const enc = encodeURIComponent;
@@ -91,7 +92,7 @@ function cell(it) {
   const scores = Object.entries(it.scores || {}).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(' · ');
   return h('td', null, badge(it.status), ' ', h('span', { text: clip(it.output || it.error || '', 160) }),
     scores ? h('div', { class: 'muted small', text: scores }) : null,
-    it.session_id ? h('div', { class: 'small' }, h('a', { href: route(['s', it.session_id]), text: 'session ' + shortID(it.session_id) })) : null);
+    it.session_id ? h('div', { class: 'small' }, sessionLink(it.session_id)) : null);
 }
 
 async function loadComparison(el, a, b, alive) {

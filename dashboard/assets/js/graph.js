@@ -4,6 +4,7 @@
 // server; this draws it as SVG. Clicking a state lists its steps.
 
 import { api } from './api.js';
+import { sessionLink, sessionName, sessionOf } from './names.js';
 import { badge, clear, clip, fmtCost, fmtInt, fmtMS, fmtTokens, h, route, shortID, toast } from './dom.js';
 
 const enc = encodeURIComponent;
@@ -11,7 +12,7 @@ const enc = encodeURIComponent;
 export function graphView(main, { session, agent, query }) {
   let zoom = 1, g = null, selected = null, closed = false;
   const n = query.sessions || '50', repeat = query.repeat || '3';
-  const back = session ? h('a', { href: route(['s', session]), text: 'Session ' + shortID(session) }) : h('a', { href: route(['a', agent]), text: agent });
+  const back = session ? sessionLink(session) : h('a', { href: route(['a', agent]), text: agent });
   const stats = h('div', { class: 'meta', role: 'status' });
   const canvas = h('div', { class: 'graph-canvas', tabindex: '0', 'aria-label': 'Workflow graph' }, h('p', { class: 'loading', text: 'Laying out the graph…' }));
   const side = h('aside', { class: 'detail graph-side', id: 'node-detail', 'aria-label': 'State detail', tabindex: '-1' }, h('p', { class: 'muted empty', text: 'Click a state to list its steps.' }));
@@ -86,7 +87,7 @@ export function graphView(main, { session, agent, query }) {
       h('h3', { text: 'Leads to' }), edgeList(out, 'out'), h('h3', { text: 'Comes from' }), edgeList(inc, 'in'),
       h('h3', { text: `Steps (${fmtInt(node.visits)})` }),
       h('ol', { class: 'node-steps', 'aria-label': 'Steps of this state' }, node.steps.map((s) => h('li', null,
-        h('a', { href: route(['s', s.session_id, String(s.sequence)]), text: (session ? '' : shortID(s.session_id) + ' ') + '#' + s.sequence }),
+        sampleLink(s, !session),
         ' ', badge(s.kind, 'kind'), s.status !== 'completed' ? [' ', badge(s.status)] : null))),
       node.steps.length < node.visits ? h('p', { class: 'muted small', text: `first ${node.steps.length} shown` }) : null);
     side.focus();
@@ -215,4 +216,12 @@ function subAgentClusters(g) {
     out.push({ hop, x: x0, y: y0, w: x1 - x0, h: y1 - y0, label: `sub-agent: ${clip(name, 40)} (${list.length} state${list.length === 1 ? '' : 's'})` });
   }
   return out;
+}
+
+// sampleLink links to a step of a sample, named by its session (when the
+// list spans sessions) and sequence; the session id shows on hover.
+function sampleLink(s, named) {
+  const a = h('a', { href: route(['s', s.session_id, String(s.sequence)]), title: s.session_id, text: '#' + s.sequence });
+  if (named) sessionOf(s.session_id).then((x) => { if (x) a.textContent = sessionName(x).replace(/`/g, '') + ' #' + s.sequence; });
+  return a;
 }

@@ -5,7 +5,7 @@
 import { api, stream } from './api.js';
 import { ago, badge, clear, codeSpans, downState, fmtCost, fmtInt, fmtMS, fmtTokens, h, route, shortID, toast } from './dom.js';
 import { composer } from './composer.js';
-import { sessionName } from './names.js';
+import { needsAgent, sessionName } from './names.js';
 import { Timeline } from './timeline.js';
 import { Waterfall, waterfallLegend } from './waterfall.js';
 import { renderDetail } from './detail.js';
@@ -30,7 +30,7 @@ export function originOf(s) {
 export function sessionView(main, { id, seq, tab }) {
   let closed = false, es = null, tl = null, wf = null, sess = null, runs = [], resync = false, rowsShown = false;
   const view = () => (tab === 'time' ? wf : tl);
-  const title = h('h1', { class: 'title', text: 'Session ' + shortID(id) });
+  const title = h('h1', { class: 'title', title: id, text: 'Session' });
   const meta = h('div', { class: 'meta' });
   const status = h('span', { class: 'status-slot' });
   const btns = h('div', { class: 'toolbar' });
@@ -78,11 +78,15 @@ export function sessionView(main, { id, seq, tab }) {
   const cancelBtn = h('button', { type: 'button', class: 'danger', 'data-action': 'cancel', text: 'Cancel run', hidden: true,
     onclick: async () => { const r = latestRun(); if (r && await cancelRun(r.id)) refresh(); } });
   const followBtn = h('button', { type: 'button', 'data-action': 'follow', 'aria-pressed': 'false', text: 'Follow', title: 'Follow the live end (f)', onclick: () => toggleFollow() });
-  btns.append(cancelBtn, h('button', { type: 'button', 'data-action': 'replay', text: 'Replay', onclick: () => replay(id) }), followBtn);
+  const replayBtn = h('button', { type: 'button', 'data-action': 'replay', text: 'Replay', onclick: () => replay(id) });
+  const agentNote = h('span', { class: 'muted small agent-note', role: 'note', hidden: true });
+  let agentChecked = false;
+  btns.append(cancelBtn, replayBtn, followBtn, agentNote);
 
   const renderHead = () => {
     if (!sess) return;
     clear(title, codeSpans(sessionName(sess)));
+    if (!agentChecked) { agentChecked = true; needsAgent(sess.agent, [replayBtn], agentNote); }
     compareLink.setAttribute('href', route(['compare'], { a: originOf(sess), b: id }));
     compareLink.title = originOf(sess) ? 'Compare with the session it came from' : 'Compare with another session';
     title.title = sess.id;
@@ -147,7 +151,7 @@ export function sessionView(main, { id, seq, tab }) {
     const s = tl.step(n) || await tl.ensure(n).catch(() => undefined);
     if (closed || view().selected !== n) return;
     if (tab === 'time') tl.selected = n; else if (wf) wf.selected = n;
-    renderDetail(detail, id, s, { onChanged: () => { refreshPending(); refresh(); }, runActive });
+    renderDetail(detail, id, s, { onChanged: () => { refreshPending(); refresh(); }, runActive, agent: sess?.agent });
   };
 
   const onEvent = (type, ev, eventID) => {

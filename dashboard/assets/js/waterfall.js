@@ -116,7 +116,10 @@ export class Waterfall extends Timeline {
   row(s) {
     const [start, end] = spanOf(s);
     const m = s.metrics || {};
-    const d = end - start;
+    // The recorded duration (microseconds) wins over the timestamps, which
+    // have millisecond precision: a sub-millisecond step is not 0 ms.
+    const dur = durationMS(s);
+    const d = dur ?? end - start;
     const prev = this.step(s.sequence - 1);
     const hop = Math.min(s.hop || 0, 8);
     const left = this.pct(start), width = Math.max(this.pct(end) - left, 0.12);
@@ -150,7 +153,7 @@ export class Waterfall extends Timeline {
       h('span', { class: 'seq', text: s.sequence }),
       h('span', { class: 'wf-name', style: { paddingLeft: hop * 12 + 'px' } }, hop ? h('span', { class: 'muted', text: '↳ ' }) : null, h('span', { class: 'kind k-' + s.kind, text: s.kind }), ' ', s.tool_name || s.name || ''),
       h('span', { class: 'wf-track trunc', dataset: { full: `#${s.sequence} ${what}` } }, parts),
-      h('span', { class: 'num dur', text: d ? fmtMS(d) : '' }));
+      h('span', { class: 'num dur', text: dur !== null || d > 0 ? fmtMS(d) : '' }));
   }
 }
 

@@ -1,8 +1,9 @@
 // Package vecindex holds what the store drivers share for step vectors:
 // parameter validation, an exact in-process cosine index with a heap top-k,
-// the search filters, and a side table that attaches per-store state to a
-// driver without a field in its struct. Drivers keep their own storage; the
-// memory and SQLite drivers search with Index, so they agree by
+// the search filters, the storage form of a vector, and for the SQL
+// drivers the per-embedder indexes refreshed from a search's snapshot
+// (Spaces) and the search over them (Search). Drivers keep their own
+// storage and SQL; every driver searches with Index, so they agree by
 // construction, and store/storetest checks it.
 package vecindex
 

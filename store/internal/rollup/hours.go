@@ -1,4 +1,4 @@
-package store
+package rollup
 
 import (
 	"context"
@@ -6,22 +6,24 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/stepwise-run/stepwise/store"
 )
 
 // Drivers with a table of complete hours (SQLite and PostgreSQL,
 // migrations 00080) answer the whole past hours of a query from it and
 // the rest of the range — the partial hours at its edges, the current
-// hour, hours they could not fold — from the per-minute
-// rollups, the steps and the runs. The helpers below are what they share.
+// hour, hours they could not fold — from the per-minute rollups, the
+// steps and the runs. The helpers below are what they share.
 
 // HourNanos is the width of an hour in nanoseconds.
 const HourNanos = int64(time.Hour)
 
-// MetricsHourSpan returns the complete hours [h0, h1) (unix nanoseconds on
+// HourSpan returns the complete hours [h0, h1) (unix nanoseconds on
 // hour boundaries) of p that lie strictly before the hour of now, and
 // false when p cannot use an hour table: a split by metadata key (the
 // table has no keys), minute buckets, or no complete past hour in range.
-func MetricsHourSpan(p *MetricsParams, now time.Time) (h0, h1 int64, ok bool) {
+func HourSpan(p *store.MetricsParams, now time.Time) (h0, h1 int64, ok bool) {
 	if p.Split != "" || p.Bucket.Duration() < time.Hour {
 		return 0, 0, false
 	}
@@ -31,9 +33,9 @@ func MetricsHourSpan(p *MetricsParams, now time.Time) (h0, h1 int64, ok bool) {
 	return h0, h1, h0 < h1
 }
 
-// MetricsGaps returns the parts of [from, to) that are not one of the
+// Gaps returns the parts of [from, to) that are not one of the
 // folded hours (sorted hour starts), merged into ranges.
-func MetricsGaps(from, to int64, folded []int64) [][2]int64 {
+func Gaps(from, to int64, folded []int64) [][2]int64 {
 	var out [][2]int64
 	at := from
 	for _, h := range folded {
@@ -51,22 +53,22 @@ func MetricsGaps(from, to int64, folded []int64) [][2]int64 {
 	return out
 }
 
-// MetricsPartsOf is MetricsParts for the range [from, to) in unix
+// PartsOf is Parts for the range [from, to) in unix
 // nanoseconds.
-func MetricsPartsOf(from, to int64) []MetricsPart {
+func PartsOf(from, to int64) []Part {
 	const m = int64(time.Minute)
 	fm := from + (m-from%m)%m // first minute boundary at or after from
 	tm := to - to%m           // last minute boundary at or before to
 	if fm >= tm {
-		return []MetricsPart{{From: from, To: to}}
+		return []Part{{From: from, To: to}}
 	}
-	var out []MetricsPart
+	var out []Part
 	if from < fm {
-		out = append(out, MetricsPart{From: from, To: fm})
+		out = append(out, Part{From: from, To: fm})
 	}
-	out = append(out, MetricsPart{From: fm, To: tm, Rollup: true})
+	out = append(out, Part{From: fm, To: tm, Rollup: true})
 	if tm < to {
-		out = append(out, MetricsPart{From: tm, To: to})
+		out = append(out, Part{From: tm, To: to})
 	}
 	return out
 }
@@ -124,7 +126,7 @@ func (h *HourSums) AddEvals(sum float64, n int64) {
 func (h *HourSums) Cost() float64 { return h.cost.Value() }
 
 // AddHourSums adds the accumulated hours of bucket i (no split key).
-func (b *MetricsBuilder) AddHourSums(i int, h *HourSums) {
+func (b *Builder) AddHourSums(i int, h *HourSums) {
 	if h.Steps != 0 {
 		b.AddSteps(i, "", h.Steps, h.Errors, h.InputTokens, h.OutputTokens, h.Cost())
 	}
@@ -136,12 +138,12 @@ func (b *MetricsBuilder) AddHourSums(i int, h *HourSums) {
 	}
 }
 
-// MetricsHourRows collects the rows a driver reads from its hour table
+// HourRows collects the rows a driver reads from its hour table
 // for one query before they go to the builder (Apply): a driver that finds
 // hours missing folds them and reads again, discarding the first read.
-type MetricsHourRows struct {
-	p         *MetricsParams
-	b         *MetricsBuilder
+type HourRows struct {
+	p         *store.MetricsParams
+	b         *Builder
 	sums      map[int]*HourSums
 	durations map[int][][]byte
 	// Folded are the folded hours read (their agent '' rows), ascending
@@ -149,15 +151,15 @@ type MetricsHourRows struct {
 	Folded []int64
 }
 
-// NewMetricsHourRows returns an empty collection for p and b.
-func NewMetricsHourRows(p *MetricsParams, b *MetricsBuilder) *MetricsHourRows {
-	return &MetricsHourRows{p: p, b: b, sums: map[int]*HourSums{}, durations: map[int][][]byte{}}
+// NewHourRows returns an empty collection for p and b.
+func NewHourRows(p *store.MetricsParams, b *Builder) *HourRows {
+	return &HourRows{p: p, b: b, sums: map[int]*HourSums{}, durations: map[int][][]byte{}}
 }
 
 // Add records one row: the agent ” row of an hour marks it folded and is
 // the hour's total, counted for a query of all agents; an agent's row
 // counts for a query of that agent.
-func (r *MetricsHourRows) Add(hour int64, agent string, steps, errors, in, out int64, cost float64,
+func (r *HourRows) Add(hour int64, agent string, steps, errors, in, out int64, cost float64,
 	runs, failed int64, durations []byte, evalSum float64, evals int64) {
 	if agent == "" {
 		r.Folded = append(r.Folded, hour)
@@ -183,8 +185,26 @@ func (r *MetricsHourRows) Add(hour int64, agent string, steps, errors, in, out i
 	}
 }
 
+// Scan reads one row of the hour table, in the columns hour, agent,
+// steps, errors, input_tokens, output_tokens, cost, runs, runs_failed,
+// durations, eval_sum, evals (durations may be NULL), and records it
+// (Add). sc is the row being read (*sql.Rows, pgx.Rows).
+func (r *HourRows) Scan(sc interface{ Scan(dest ...any) error }) error {
+	var (
+		h, n, e, it, ot, runs, failed, evals int64
+		c, evalSum                           float64
+		agent                                string
+		durations                            []byte
+	)
+	if err := sc.Scan(&h, &agent, &n, &e, &it, &ot, &c, &runs, &failed, &durations, &evalSum, &evals); err != nil {
+		return err
+	}
+	r.Add(h, agent, n, e, it, ot, c, runs, failed, durations, evalSum, evals)
+	return nil
+}
+
 // Apply adds the rows recorded to the builder.
-func (r *MetricsHourRows) Apply() {
+func (r *HourRows) Apply() {
 	for i, x := range r.sums {
 		r.b.AddHourSums(i, x)
 		if lists := r.durations[i]; len(lists) > 0 {
@@ -239,7 +259,7 @@ func mergePacked(lists [][]byte) []float64 {
 }
 
 // addSortedLatencies records sorted latencies of bucket i.
-func (b *MetricsBuilder) addSortedLatencies(i int, key string, sorted []float64) {
+func (b *Builder) addSortedLatencies(i int, key string, sorted []float64) {
 	s, ok := b.at(i, key)
 	if !ok {
 		return
@@ -247,35 +267,35 @@ func (b *MetricsBuilder) addSortedLatencies(i int, key string, sorted []float64)
 	s.latencies[i] = append(s.latencies[i], sorted...)
 }
 
-// MetricsFoldChunk bounds the hours one fold transaction computes, so a
+// FoldChunk bounds the hours one fold transaction computes, so a
 // cold query over months holds a writer for a fraction of a second at a
 // time.
-const MetricsFoldChunk = 24
+const FoldChunk = 24
 
-// MetricsFromHours is a driver's use of its hour table for p: it reads the
-// table's rows of the complete hours [h0, h1) (MetricsHourSpan), folds the
-// hours missing from it in chunks of MetricsFoldChunk and reads them again
+// FromHours is a driver's use of its hour table for p: it reads the
+// table's rows of the complete hours [h0, h1) (HourSpan), folds the
+// hours missing from it in chunks of FoldChunk and reads them again
 // once, adds what the table holds to the builder (Apply) and returns the
-// parts of [From, To) left to read from the rollups (MetricsGaps). fold is nil
+// parts of [From, To) left to read from the rollups (Gaps). fold is nil
 // when the driver cannot write (a read-only store); it returns false when
 // it gave up without an error (PostgreSQL: the writers held the lock past
 // its wait). A fold that fails while ctx is alive leaves the hours to the
 // old path (a read-only replica, a full disk, another process holding the
 // file); when ctx ended, its error is returned.
-func MetricsFromHours(ctx context.Context, p *MetricsParams, h0, h1 int64,
-	read func(h0, h1 int64) (*MetricsHourRows, error), fold func(hours []int64) (bool, error)) ([][2]int64, error) {
-	var hr *MetricsHourRows
+func FromHours(ctx context.Context, p *store.MetricsParams, h0, h1 int64,
+	read func(h0, h1 int64) (*HourRows, error), fold func(hours []int64) (bool, error)) ([][2]int64, error) {
+	var hr *HourRows
 	for attempt := 0; ; attempt++ {
 		var err error
 		if hr, err = read(h0, h1); err != nil {
 			return nil, err
 		}
-		missing := MetricsMissing(h0, h1, hr.Folded)
+		missing := Missing(h0, h1, hr.Folded)
 		if len(missing) == 0 || attempt > 0 || fold == nil {
 			break
 		}
 		for len(missing) > 0 {
-			n := min(len(missing), MetricsFoldChunk)
+			n := min(len(missing), FoldChunk)
 			done, err := fold(missing[:n])
 			if err != nil && ctx.Err() != nil {
 				return nil, err
@@ -287,11 +307,11 @@ func MetricsFromHours(ctx context.Context, p *MetricsParams, h0, h1 int64,
 		}
 	}
 	hr.Apply()
-	return MetricsGaps(p.From.UnixNano(), p.To.UnixNano(), hr.Folded), nil
+	return Gaps(p.From.UnixNano(), p.To.UnixNano(), hr.Folded), nil
 }
 
-// MetricsMissing returns the hours of [h0, h1) not in folded (both sorted).
-func MetricsMissing(h0, h1 int64, folded []int64) []int64 {
+// Missing returns the hours of [h0, h1) not in folded (both sorted).
+func Missing(h0, h1 int64, folded []int64) []int64 {
 	var out []int64
 	j := 0
 	for h := h0; h < h1; h += HourNanos {
@@ -405,6 +425,42 @@ func (f *HourFold) Totals(h int64, evals bool, sum float64) {
 		r.cost = KBN{}
 		r.cost.Add(sum)
 	}
+}
+
+// FoldSQL are a driver's four aggregate queries of a fold, each run with
+// the range [lo, hi) of unix nanoseconds as its two arguments: the
+// rollups per hour and agent (hour, agent, steps, errors, input_tokens,
+// output_tokens, cost), the runs finished (hour, agent, failed,
+// duration), the evals per hour and agent (hour, agent, score sum,
+// count), and the totals per hour over all agents (hour, evals, sum: the
+// cost with evals false, the score sum with evals true).
+type FoldSQL struct{ Steps, Runs, Evals, Totals string }
+
+// Read runs the queries of q through each, which runs one query with lo
+// and hi, scans every row into dest and calls row after each, and adds
+// what they return to f.
+func (f *HourFold) Read(q FoldSQL, each func(query string, dest []any, row func()) error) error {
+	var (
+		h, n, e, it, ot int64
+		cost            float64
+		a               string
+		failed, evals   bool
+	)
+	for _, x := range []struct {
+		sql  string
+		dest []any
+		add  func()
+	}{
+		{q.Steps, []any{&h, &a, &n, &e, &it, &ot, &cost}, func() { f.Steps(h, a, n, e, it, ot, cost) }},
+		{q.Runs, []any{&h, &a, &failed, &n}, func() { f.Run(h, a, failed, n) }},
+		{q.Evals, []any{&h, &a, &cost, &n}, func() { f.Evals(h, a, cost, n) }},
+		{q.Totals, []any{&h, &evals, &cost}, func() { f.Totals(h, evals, cost) }},
+	} {
+		if err := each(x.sql, x.dest, x.add); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Rows calls insert with the values of each row to store, in the hour

@@ -1,4 +1,4 @@
-package store
+package rollup
 
 import (
 	"math/rand/v2"
