@@ -97,7 +97,7 @@ type Engine struct {
 	closed   bool
 
 	// exec is the background executor: claims, leases and their
-	// heartbeat, change notifications (engine_bg.go).
+	// heartbeat, change notifications (internal/executor).
 	exec *executor.Service
 
 	hooksMu sync.RWMutex
