@@ -101,7 +101,7 @@ type Engine struct {
 	exec *executor.Service
 
 	hooksMu sync.RWMutex
-	hooks   []func(*Step) // OnCommit callbacks (engine_hooks.go)
+	hooks   []func(*Step) // OnCommit callbacks (hooks.go)
 
 	obsOnce sync.Once
 	obs     atomic.Pointer[observeState] // observers and masks (engine_observe.go); read on every step without e.mu
