@@ -25,10 +25,19 @@ import (
 	"github.com/stepwise-run/stepwise/store/sqlite"
 )
 
-// plainStore hides a store's ContextCheckpointStore: an engine on it
-// rebuilds every context from step 1, the reference of the checkpointed
-// build.
+// plainStore keeps no context checkpoints: an engine on it rebuilds every
+// context from step 1, the reference of the checkpointed build.
 type plainStore struct{ store.Store }
+
+// ContextCheckpointPut keeps nothing.
+func (plainStore) ContextCheckpointPut(context.Context, *store.ContextCheckpointPutParams) error {
+	return nil
+}
+
+// ContextCheckpointList finds nothing.
+func (plainStore) ContextCheckpointList(context.Context, *store.ContextCheckpointListParams) ([]*store.ContextCheckpoint, error) {
+	return nil, nil
+}
 
 // echoModel answers a summarize request with a digest of what it was sent,
 // so two builds that summarize different messages differ.
@@ -260,7 +269,7 @@ func TestContextCheckpointExact(t *testing.T) {
 
 // testCheckpointExact runs TestContextCheckpointExact on st with a root
 // session of about n steps (forks grow by fractions of n).
-func testCheckpointExact(t *testing.T, st store.Driver, n int) {
+func testCheckpointExact(t *testing.T, st store.Store, n int) {
 	defer st.Close()
 	seed := time.Now().UnixNano()
 	if v := os.Getenv("STEPWISE_TEST_SEED"); v != "" { // to replay a logged seed

@@ -97,11 +97,11 @@ type Engine struct {
 	closed   bool
 
 	// exec is the background executor: claims, leases and their
-	// heartbeat, change notifications (engine_bg.go).
+	// heartbeat, change notifications (internal/executor).
 	exec *executor.Service
 
 	hooksMu sync.RWMutex
-	hooks   []func(*Step) // OnCommit callbacks (engine_hooks.go)
+	hooks   []func(*Step) // OnCommit callbacks (hooks.go)
 
 	obsOnce sync.Once
 	obs     atomic.Pointer[observeState] // observers and masks (engine_observe.go); read on every step without e.mu

@@ -61,8 +61,7 @@ func TestToolAttachmentsStoredOnTheirStep(t *testing.T) {
 	if n, _ := ts.Metadata["screenshots"].(float64); n != 1 {
 		t.Errorf("step metadata screenshots = %v, want 1 (%v)", ts.Metadata["screenshots"], ts.Metadata)
 	}
-	obs := st.(store.ObservationStore)
-	atts, err := obs.AttachmentList(t.Context(), &store.AttachmentListParams{StepID: ts.ID})
+	atts, err := st.AttachmentList(t.Context(), &store.AttachmentListParams{StepID: ts.ID})
 	if err != nil || len(atts) != 2 {
 		t.Fatalf("attachments of the tool step: %+v, %v; want 2", atts, err)
 	}
@@ -71,7 +70,7 @@ func TestToolAttachmentsStoredOnTheirStep(t *testing.T) {
 		b.Kind != "file" || b.ContentType != "text/plain" || b.Name == "" {
 		t.Errorf("attachments: %+v / %+v", a, b)
 	}
-	blob, err := obs.BlobGet(t.Context(), &store.BlobGetParams{Hash: a.BlobHash})
+	blob, err := st.BlobGet(t.Context(), &store.BlobGetParams{Hash: a.BlobHash})
 	if err != nil || !bytes.Equal(blob.Data, pngHeader) {
 		t.Errorf("blob of the screenshot: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/wire"
@@ -121,3 +122,131 @@ func (s *Scope) Emit(text string) {
 
 // Annotate sets the state/goal/action annotations of the step being built.
 func (s *Scope) Annotate(a Annotations) { s.step.Annotations = a }
+
+// Step event types recorded for what a step reports through its scope.
+const (
+	StepEventYield    = "yield"    // Scope.Yield: Name is the yield's name, Payload its data
+	StepEventProgress = "progress" // Scope.Progress: Payload is a *Progress
+)
+
+// Progress reports how far the run has come: fraction in [0,1] (clamped),
+// and a message. Subscribers get a step_progress event at once; the report
+// is recorded on the step being executed and carried by the run's later
+// steps (Step.Progress), so the client protocol's continuations carry the
+// last reported progress. A step that knows no fraction calls
+// ProgressMessage instead.
+func (s *Scope) Progress(fraction float64, message string) {
+	if math.IsNaN(fraction) {
+		fraction = 0
+	}
+	f := min(1, max(0, fraction))
+	s.report(&Progress{Fraction: &f, Message: message})
+}
+
+// ProgressMessage reports progress without a fraction.
+func (s *Scope) ProgressMessage(message string) { s.report(&Progress{Message: message}) }
+
+func (s *Scope) report(p *Progress) {
+	x := s.exec
+	x.mu.Lock()
+	x.progress = p
+	x.mu.Unlock()
+	s.step.Progress = p
+	x.publish(&Event{Type: EventStepProgress, StepName: s.name, Progress: p})
+	x.recordScopeEvent(s, &StepEvent{Type: StepEventProgress, Name: s.name, Payload: p})
+}
+
+// Yield streams a typed value: an event name (e.g. "validation.checking")
+// and a payload that marshals to JSON. Subscribers receive it as a
+// step_yield event in order with the step's deltas; it is recorded among the
+// step's events (StepEventYield) when an observer records step events (the
+// server does). It fails only when data does not marshal.
+func (s *Scope) Yield(name string, data any) error {
+	if name == "" {
+		return fmt.Errorf("stepwise: yield needs a name")
+	}
+	var raw json.RawMessage
+	if data != nil {
+		var err error
+		if raw, err = toRaw(data); err != nil {
+			return fmt.Errorf("stepwise: yield %q: %w", name, err)
+		}
+	}
+	y := &Yield{Name: name, Data: raw}
+	s.exec.publish(&Event{Type: EventStepYield, StepName: s.name, Yield: y})
+	s.exec.recordScopeEvent(s, &StepEvent{Type: StepEventYield, Name: name, Payload: raw})
+	return nil
+}
+
+// ReportUsage adds the token usage of a model call the step made itself
+// to the step's metrics (model names the model, e.g. "openai:gpt-4o-mini",
+// for the price table). The committed step carries the tokens and their
+// cost, so they count in the run's and the session's totals like those of
+// llm steps. It may be called several times.
+func (s *Scope) ReportUsage(model string, u llm.Usage) {
+	m := &s.step.Metrics
+	m.InputTokens += u.InputTokens
+	m.OutputTokens += u.OutputTokens
+	m.CachedTokens += u.CachedTokens
+	m.ReasoningTokens += u.ReasoningTokens
+	if model != "" {
+		if m.Model == "" {
+			m.Model = model
+		}
+		if price, ok := s.exec.e.cfg.Prices.Lookup(model); ok {
+			m.Cost += price.Cost(u.InputTokens, u.OutputTokens, u.CachedTokens)
+		}
+	}
+}
+
+// ReportCost adds a cost in USD that the price table cannot compute (e.g.
+// a paid API the step called) to the step's metrics.
+func (s *Scope) ReportCost(usd float64) {
+	if usd > 0 && !math.IsInf(usd, 0) {
+		s.step.Metrics.Cost += usd
+	}
+}
+
+// Depth is the nesting depth of the run: 0 for a top-level run, 1 for a
+// sub-agent called by it, and so on.
+func (s *Scope) Depth() int { return s.exec.run.Hop }
+
+// Nested reports whether the run is a sub-agent's run.
+func (s *Scope) Nested() bool { return s.exec.run.ParentRunID != "" }
+
+// ParentRunID is the run that called this sub-agent run ("" at the top).
+func (s *Scope) ParentRunID() string { return s.exec.run.ParentRunID }
+
+// ParentStepID is the agent step of the parent run that called this run.
+func (s *Scope) ParentStepID() string { return s.exec.run.ParentStepID }
+
+// Parent describes the calling run of a nested execution, or nil at the top.
+func (s *Scope) Parent() *ParentExecution {
+	if s.exec.parent != nil {
+		p := s.exec.parent
+		return &ParentExecution{RunID: p.run.ID, StepID: s.exec.run.ParentStepID, Agent: p.agent.Name, Depth: p.run.Hop}
+	}
+	if s.exec.run.ParentRunID == "" {
+		return nil
+	}
+	return &ParentExecution{RunID: s.exec.run.ParentRunID, StepID: s.exec.run.ParentStepID, Depth: s.exec.run.Hop - 1}
+}
+
+// ParentExecution is the calling run of a sub-agent run. Agent is known
+// when the parent executes in the same process.
+type ParentExecution struct {
+	RunID  string `json:"run_id"`
+	StepID string `json:"step_id"`
+	Agent  string `json:"agent,omitempty"`
+	Depth  int    `json:"depth"`
+}
+
+// recordScopeEvent records ev as an event of the scope's step when an
+// observer records step events.
+func (x *execution) recordScopeEvent(s *Scope, ev *StepEvent) {
+	st := x.e.eventsState()
+	if st == nil {
+		return
+	}
+	st.record(StepRef{SessionID: x.run.SessionID, RunID: x.run.ID, StepID: s.step.ID, StepName: s.name, Attempt: s.step.Metrics.Attempt}, ev)
+}

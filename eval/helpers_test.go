@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stepwise-run/stepwise"
-	"github.com/stepwise-run/stepwise/store"
 )
 
 func run(t *testing.T, e *stepwise.Engine, agent, input string) *stepwise.Run {

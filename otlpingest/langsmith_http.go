@@ -165,7 +165,7 @@ func decodeMultipart(body []byte, boundary string) (*RunOps, error) {
 			continue
 		}
 		if method != "post" && method != "patch" {
-			return nil, fmt.Errorf("part %q: the name must start with post., patch., feedback. or attachment.", name)
+			return nil, fmt.Errorf("part %q: the name must start with post, patch, feedback or attachment and a dot", name)
 		}
 		id, fieldName, hasField := strings.Cut(rest, ".")
 		if id == "" {

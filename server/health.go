@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"time"
-
-	"github.com/stepwise-run/stepwise/store"
 )
 
 // healthTimeout bounds the store's health check.
@@ -22,14 +20,12 @@ type Health struct {
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
 	defer cancel()
-	if hc, ok := s.eng.Store().(store.HealthChecker); ok {
-		if err := hc.Health(ctx); err != nil {
-			s.log.Error("stepwise server: unhealthy", "err", err)
-			p := newProblem(http.StatusServiceUnavailable, CodeStorageDown, "unhealthy: "+err.Error())
-			p.retryAfter = retryAfterDown
-			writeProblem(w, p)
-			return nil
-		}
+	if err := s.eng.Store().Health(ctx); err != nil {
+		s.log.Error("stepwise server: unhealthy", "err", err)
+		p := newProblem(http.StatusServiceUnavailable, CodeStorageDown, "unhealthy: "+err.Error())
+		p.retryAfter = retryAfterDown
+		writeProblem(w, p)
+		return nil
 	}
 	writeJSON(w, http.StatusOK, Health{Status: "ok"})
 	return nil

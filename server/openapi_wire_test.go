@@ -102,6 +102,7 @@ var wireSchemas = []struct {
 	{"RunAgentInput", aguiInput{}},
 	{"RunAgentInput.resume[]", aguiResume{}},
 	{"LangSmithBatch", otlpingest.RunOps{}},
+	{"Health", Health{}},
 }
 
 // notGoTyped are the schemas with no Go struct to check them against: the

@@ -20,14 +20,12 @@ type Capabilities interface {
 	// lease held by an owner that is not alive in this process is then the
 	// lease of a dead process and can be taken over at once.
 	Exclusive() bool
-}
-
-// HealthChecker is an optional capability of a driver that can tell,
-// cheaply, that it cannot take writes any more although each call would
-// only find out one by one (a SQLite file deleted under the open store).
-// A server reports it on its health endpoint.
-type HealthChecker interface {
-	// Health returns nil, or why the store cannot take writes.
+	// Health returns nil, or why the store cannot take writes any more
+	// although each call would only find out one by one (a SQLite file
+	// deleted under the open store). A driver with nothing to check
+	// (memory, PostgreSQL, whose calls fail themselves when the server
+	// does not answer) returns nil. A server reports it on its health
+	// endpoint.
 	Health(ctx context.Context) error
 }
 

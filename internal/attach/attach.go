@@ -35,8 +35,7 @@ type stagedAttachment struct {
 
 // Stage stores the blobs of atts and records them in s.Metadata.
 func Stage(st store.Store, now func() time.Time, s *steptype.Step, atts []tool.Attachment) {
-	obs, ok := st.(store.ObservationStore)
-	if !ok || len(atts) == 0 {
+	if len(atts) == 0 {
 		return
 	}
 	var staged []stagedAttachment
@@ -68,7 +67,7 @@ func Stage(st store.Store, now func() time.Time, s *steptype.Step, atts []tool.A
 				name += exts[0]
 			}
 		}
-		b, err := obs.BlobPut(context.Background(), &store.BlobPutParams{Data: a.Data, ContentType: ct, Now: now()})
+		b, err := st.BlobPut(context.Background(), &store.BlobPutParams{Data: a.Data, ContentType: ct, Now: now()})
 		if err != nil {
 			slog.Default().Error("stepwise: store tool attachment", "tool", s.ToolName, "err", err)
 			continue
@@ -91,10 +90,6 @@ func Stage(st store.Store, now func() time.Time, s *steptype.Step, atts []tool.A
 
 // Add adds the attachment rows staged in committed steps.
 func Add(st store.Store, now func() time.Time, steps []*steptype.Step) {
-	obs, ok := st.(store.ObservationStore)
-	if !ok {
-		return
-	}
 	for _, s := range steps {
 		list, _ := s.Metadata["tool_attachments"].([]any)
 		for _, v := range list {
@@ -106,7 +101,7 @@ func Add(st store.Store, now func() time.Time, steps []*steptype.Step) {
 			}
 			name, _ := m["name"].(string)
 			kind, _ := m["kind"].(string)
-			_, err := obs.AttachmentAdd(context.Background(), &store.AttachmentAddParams{Now: now(),
+			_, err := st.AttachmentAdd(context.Background(), &store.AttachmentAddParams{Now: now(),
 				Attachment: &store.Attachment{ID: id, StepID: s.ID, Name: name, Kind: kind, BlobHash: hash}})
 			if err != nil {
 				slog.Default().Error("stepwise: add tool attachment", "step", s.ID, "attachment", id, "err", err)

@@ -273,16 +273,11 @@ func (l *Loader) restore(ctx context.Context, sessionID string, st *convState) (
 
 // checkpoints returns the context checkpoints valid for a session's steps
 // up to end, newest first: its own, then those of its ancestors up to the
-// fork points (a fork's first steps are its parent's). Nil when the store
-// keeps none.
+// fork points (a fork's first steps are its parent's).
 func (l *Loader) checkpoints(ctx context.Context, sess *steptype.Session, end int64) ([]*store.ContextCheckpoint, error) {
-	cs, ok := l.Store.(store.ContextCheckpointStore)
-	if !ok {
-		return nil, nil
-	}
 	var out []*store.ContextCheckpoint
 	for depth := 0; end > 0 && depth < 64; depth++ {
-		list, err := cs.ContextCheckpointList(ctx, &store.ContextCheckpointListParams{SessionID: sess.ID, MaxSeq: end})
+		list, err := l.Store.ContextCheckpointList(ctx, &store.ContextCheckpointListParams{SessionID: sess.ID, MaxSeq: end})
 		if err != nil {
 			return nil, err
 		}
@@ -307,9 +302,8 @@ func (l *Loader) checkpoints(ctx context.Context, sess *steptype.Session, end in
 // saveCheckpoints stores the checkpoints a build took. They are derived
 // data: a failure to save them costs the next build time, nothing else.
 func (l *Loader) saveCheckpoints(ctx context.Context, cps []*store.ContextCheckpoint) {
-	cs, ok := l.Store.(store.ContextCheckpointStore)
-	if !ok || len(cps) == 0 {
+	if len(cps) == 0 {
 		return
 	}
-	_ = cs.ContextCheckpointPut(context.WithoutCancel(ctx), &store.ContextCheckpointPutParams{Checkpoints: cps})
+	_ = l.Store.ContextCheckpointPut(context.WithoutCancel(ctx), &store.ContextCheckpointPutParams{Checkpoints: cps})
 }

@@ -1,6 +1,7 @@
 // Package sessionsum computes the totals of a session's summary: steps by
 // kind and role, runs by status, tokens, cost and span, from the store's
-// per-session totals when it keeps them, or else from a scan of the steps.
+// per-session totals, or from a scan of the steps when they do not account
+// for the session's own steps.
 package sessionsum
 
 import (
@@ -12,28 +13,25 @@ import (
 	"github.com/stepwise-run/stepwise/wire"
 )
 
-// Totals fills the step and run totals of a summary. A store that
-// keeps per-session totals (store.SessionStatsReader) answers for the
-// session's own steps and runs in a few rows, and only the steps a fork
-// inherits are read; otherwise, or when the totals do not account for
-// exactly the session's own steps (a fork's copies being imported), every
-// step is read.
+// Totals fills the step and run totals of a summary. The store's
+// per-session totals (store.SessionStatsReader) answer for the session's
+// own steps and runs in a few rows, and only the steps a fork inherits are
+// read; when the totals do not account for exactly the session's own
+// steps (a fork's copies being imported), every step is read.
 func Totals(ctx context.Context, db store.Store, s *steptype.Session, sum *wire.Summary) error {
-	if sr, ok := db.(store.SessionStatsReader); ok {
-		done, err := fromStats(ctx, db, sr, s, sum)
-		if err != nil || done {
-			return err
-		}
-		*sum = wire.Summary{SessionID: sum.SessionID, ByKind: map[steptype.Kind]int{}, ByRole: map[steptype.Role]int{}, Runs: map[steptype.RunStatus]int{},
-			ParentID: sum.ParentID, ForkSequence: sum.ForkSequence}
+	done, err := fromStats(ctx, db, s, sum)
+	if err != nil || done {
+		return err
 	}
+	*sum = wire.Summary{SessionID: sum.SessionID, ByKind: map[steptype.Kind]int{}, ByRole: map[steptype.Role]int{}, Runs: map[steptype.RunStatus]int{},
+		ParentID: sum.ParentID, ForkSequence: sum.ForkSequence}
 	return byScan(ctx, db, s, sum)
 }
 
 // fromStats fills sum from the store's totals; done is false when
 // they cannot be used.
-func fromStats(ctx context.Context, db store.Store, sr store.SessionStatsReader, s *steptype.Session, sum *wire.Summary) (done bool, err error) {
-	stats, err := sr.SessionStats(ctx, &store.SessionStatsParams{ID: s.ID})
+func fromStats(ctx context.Context, db store.Store, s *steptype.Session, sum *wire.Summary) (done bool, err error) {
+	stats, err := db.SessionStats(ctx, &store.SessionStatsParams{ID: s.ID})
 	if err != nil {
 		return false, fmt.Errorf("session %q totals: %w", s.ID, err)
 	}
@@ -58,11 +56,7 @@ func fromStats(ctx context.Context, db store.Store, sr store.SessionStatsReader,
 	sum.TotalSteps = own
 	if s.ForkSequence > 0 {
 		// The inherited steps: read, without their content.
-		list := db.StepList
-		if o, ok := db.(store.StepOutliner); ok {
-			list = o.StepOutline
-		}
-		inherited, err := list(ctx, &store.StepListParams{SessionID: s.ID, StartSeq: 1, EndSeq: s.ForkSequence})
+		inherited, err := db.StepOutline(ctx, &store.StepListParams{SessionID: s.ID, StartSeq: 1, EndSeq: s.ForkSequence})
 		if err != nil {
 			return false, err
 		}

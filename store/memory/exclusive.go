@@ -17,6 +17,9 @@ import (
 // Exclusive reports true: the data lives in this process only.
 func (m *Store) Exclusive() bool { return true }
 
+// Health returns nil: memory has nothing to lose under the store.
+func (m *Store) Health(context.Context) error { return nil }
+
 // Notifier returns nil: nothing outside this process sees the store.
 func (m *Store) Notifier() store.Notifier { return nil }
 

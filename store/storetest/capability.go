@@ -24,6 +24,9 @@ func testCapabilities(t *testing.T, h *harness) {
 			if got := s.Exclusive(); got != h.opts.Exclusive {
 				t.Errorf("%s: Exclusive = %v, declared %v", name, got, h.opts.Exclusive)
 			}
+			if err := s.Health(t.Context()); err != nil {
+				t.Errorf("%s: Health of a fresh store = %v", name, err)
+			}
 			if got := s.SupportsVectorIndex(); got != h.opts.VectorIndex {
 				t.Errorf("%s: SupportsVectorIndex = %v, declared %v", name, got, h.opts.VectorIndex)
 			}

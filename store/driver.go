@@ -1,4 +1,0 @@
-package store
-
-// Driver is another name of Store, the whole contract of a driver.
-type Driver = Store
