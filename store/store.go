@@ -196,6 +196,10 @@ type SessionForkParams struct {
 	ParentID string
 	Sequence int64 // the fork keeps the parent's steps 1..Sequence
 	Title    string
+	// Metadata is the fork's metadata; nil inherits the parent's, so that
+	// forks, retries and replays fall under the parent's values in analytics
+	// split by a metadata key.
+	Metadata json.RawMessage
 	Now      time.Time
 }
 

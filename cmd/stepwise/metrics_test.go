@@ -186,3 +186,30 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("too many buckets: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 }
+
+// TestMetricsForksInheritMetadata: forks, retries and replays of a session
+// fall under its metadata in metrics --split, not under (none).
+func TestMetricsForksInheritMetadata(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "f.db")
+	out, errOut, code := stepwise(t, dir, "--db", db, "run", "--agent", "analyst", "--meta", "tier=gold", "--input", "What is the population of Paris and Berlin?")
+	m := runLine.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"replay", m[1]}, {"retry", m[1], "--from", "2"}, {"fork", m[1], "--at", "2"}} {
+		if out, errOut, code := stepwise(t, dir, append([]string{"--db", db}, args...)...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+	}
+	out, errOut, code = stepwise(t, dir, "--db", db, "metrics", "--split", "tier", "--json")
+	var doc metricsDoc
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("metrics: exit %d %s\n%s", code, errOut, out)
+	}
+	tot := doc.totals()
+	if _, ok := tot[""]; ok || tot["gold"][0] < 3 {
+		t.Fatalf("runs per tier %v: want every run (the original, its replay and its retry, with sub-agents) under gold", tot)
+	}
+}

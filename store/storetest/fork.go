@@ -1,11 +1,25 @@
 package storetest
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
+
+// jsonCompact is s without insignificant space (a driver may store JSON
+// reformatted).
+func jsonCompact(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		t.Fatalf("metadata %q: %v", s, err)
+	}
+	return b.String()
+}
 
 func mustFork(t *testing.T, st store.Store, id, parent string, seq int64) *steptype.Session {
 	t.Helper()
@@ -73,6 +87,35 @@ func testFork(t *testing.T, h *harness) {
 		wantLineage(t, st, "f", "p/1/p-1 p/2/p-2 p/3/p-3 f/4/f-1 f/5/f-2")
 		wantLineage(t, st, "p", "p/1/p-1 p/2/p-2 p/3/p-3 p/4/p-4 p/5/p-5 p/6/q-1")
 		wantView(t, "fork kinds filter", list(t, st, &store.StepListParams{SessionID: "f", Kinds: []steptype.Kind{steptype.KindUser}, StartSeq: 3, Limit: 2}), "p/3/p-3 f/4/f-1")
+	})
+	h.sub(t, "InheritsMetadata", func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "p", Agent: "agent", Metadata: []byte(`{"tier":"gold"}`), Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		fill(t, st, "p", "p", 2)
+		for _, c := range []struct {
+			id   string
+			meta string
+			want string
+		}{{"inherit", "", `{"tier":"gold"}`}, {"own", `{"tier":"free"}`, `{"tier":"free"}`}} {
+			p := &store.SessionForkParams{ID: c.id, ParentID: "p", Sequence: 1, Now: t0}
+			if c.meta != "" {
+				p.Metadata = []byte(c.meta)
+			}
+			f, err := st.SessionFork(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []*steptype.Session{f, getSession(t, st, c.id)} {
+				if got := string(s.Metadata); jsonCompact(t, got) != c.want {
+					t.Errorf("fork %s metadata %s, want %s", c.id, got, c.want)
+				}
+			}
+		}
+		if _, err := st.SessionFork(ctx, &store.SessionForkParams{ID: "bad", ParentID: "p", Sequence: 1, Metadata: []byte(`{`)}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("fork with malformed metadata: %v, want ErrInvalid", err)
+		}
 	})
 	h.sub(t, "ForkOfFork", func(t *testing.T, st store.Store) {
 		mustSession(t, st, "p")

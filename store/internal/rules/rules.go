@@ -79,14 +79,22 @@ func NewSession(p *store.SessionCreateParams) (*steptype.Session, error) {
 }
 
 // NewFork validates p against the parent session and returns the fork to
-// insert: it inherits the parent's agent and sees its steps 1..p.Sequence.
+// insert: it inherits the parent's agent, and its metadata unless p has its
+// own, and sees its steps 1..p.Sequence.
 func NewFork(p *store.SessionForkParams, parent *steptype.Session) (*steptype.Session, error) {
 	if p.Sequence < 1 || p.Sequence > parent.LastSequence {
 		return nil, Invalid("fork sequence %d outside 1..%d of session %q", p.Sequence, parent.LastSequence, parent.ID)
 	}
+	if err := validJSON("fork metadata", p.Metadata); err != nil {
+		return nil, err
+	}
+	meta := parent.Metadata
+	if p.Metadata != nil {
+		meta = p.Metadata
+	}
 	now := Now(p.Now)
 	return &steptype.Session{
-		ID: p.ID, Agent: parent.Agent, Title: p.Title,
+		ID: p.ID, Agent: parent.Agent, Title: p.Title, Metadata: Raw(meta),
 		ParentSessionID: parent.ID, ForkSequence: p.Sequence, LastSequence: p.Sequence,
 		CreatedAt: now, UpdatedAt: now,
 	}, nil
