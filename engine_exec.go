@@ -13,6 +13,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/stepctx"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 )
 
 // loop executes steps until the run finishes, parks or is stopped.
