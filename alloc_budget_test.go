@@ -12,14 +12,10 @@ import (
 )
 
 // TestStepAllocationBudget holds the standard tool loop on the memory
-// store to its allocation budget (docs/PERFORMANCE.md, "Round twelve"): at
-// most 12 allocations and 2,900 bytes per committed step, the scripted
-// model and the tool included (13.2 and 2,833 before round twelve, 16.1
-// and 2,988 before round ten, 16.2 and
-// 3,131 before round nine, 17.2 and
-// 3,131 before round eight, 21.2 and 3,550 before round seven, 29 and
-// 4,278 before round six, 35 and 5,760 before round five). It is not parallel, so that no other test allocates
-// meanwhile.
+// store to its allocation budget (docs/PERFORMANCE.md, "Memory engine
+// step"): at most 12 allocations and 2,900 bytes per committed step, the
+// scripted model and the tool included. It is not parallel, so that no
+// other test allocates meanwhile.
 func TestStepAllocationBudget(t *testing.T) {
 	if raceflag.Enabled {
 		t.Skip("the race detector changes what is allocated")

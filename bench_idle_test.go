@@ -14,7 +14,7 @@ import (
 // 10,000 session streams (one per session) are opened with Subscribe, each
 // consumed by its own goroutine, and the heap and goroutine stacks in use
 // after a GC are compared with those before. It reports bytes per
-// subscriber (target ≤ 10 KB, issue 17).
+// subscriber (target ≤ 10 KB).
 func BenchmarkIdleSubscribers(b *testing.B) {
 	const n = 10000
 	for b.Loop() {

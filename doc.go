@@ -58,10 +58,10 @@
 // The ask_human tool, approvals (Agent.Approvals) and custom steps returning
 // Next.Input record an "input" step and park the run: no goroutine waits.
 // Answer (from any process) validates the answer against the request's JSON
-// Schema and queues the run, which continues at the next step. The seed-000
-// protocol — Initiate, NextStep, ProvideHumanInput — is the Client
-// interface, implemented in-process by Engine.Client and over HTTP by
-// package client. NextStep returns the run's events after the caller's
+// Schema and queues the run, which continues at the next step. The
+// step-by-step client protocol — Initiate, NextStep, ProvideHumanInput — is
+// the Client interface, implemented in-process by Engine.Client and over
+// HTTP by package client. NextStep returns the run's events after the caller's
 // position (the invocation's cursor), each once and in step order: a
 // continuation per committed step, a request per input step still waiting,
 // then the result or error, then ErrRunFinished.

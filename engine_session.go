@@ -189,8 +189,8 @@ func (e *Engine) retry(ctx context.Context, p RetryParams, forkID, runID string)
 	return created, nil
 }
 
-// Truncate deletes a session's steps >= from (seed 004's destructive
-// retry). Refused with ErrConflict while a fork depends on those steps or a
+// Truncate deletes a session's steps >= from (a destructive retry).
+// Refused with ErrConflict while a fork depends on those steps or a
 // run of the session is unfinished: the store checks both in the
 // transaction that truncates, for every caller (Retry with Destructive
 // included).

@@ -10,7 +10,7 @@ import (
 	"github.com/stepwise-run/stepwise/store/memory"
 )
 
-// The seed-000 loop: initiate a run, pull its steps one by one, answer human
+// The step-by-step client loop: initiate a run, pull its steps one by one, answer human
 // input requests, stop at the result.
 func Example_clientProtocol() {
 	model := &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) {

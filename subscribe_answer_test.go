@@ -17,10 +17,10 @@ import (
 
 // A park answered (on another instance) and followed by a commit of the
 // run (on a third) between a run stream's reading of the steps and of the
-// run's last step used to be reported as run_waiting positioned after that
-// new step, which the stream then skipped for good (found by the chaos
-// test: the guarded tool result after an approval answered elsewhere was
-// never delivered, although the stream ended with run_finished).
+// run's last step must not be reported as run_waiting positioned after
+// that new step, which the stream would then skip for good (the chaos
+// test's case: the guarded tool result after an approval answered
+// elsewhere, with the stream still ending with run_finished).
 func TestRunStreamParkAnsweredBetweenReads(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

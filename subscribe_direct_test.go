@@ -15,7 +15,7 @@ import (
 // returns) instead of being yielded; an event Direct does not take is
 // yielded, one it took but did not send in full makes the stream flush;
 // other events (a step's start too), and deltas that find the consumer
-// busy, are yielded as before. The stream's position follows the events
+// busy, are yielded. The stream's position follows the events
 // Direct took: after a lag, the catch-up from the ring repeats none of
 // them.
 func TestSubscribeDirectDelta(t *testing.T) {

@@ -30,9 +30,9 @@ func (s *parkDuringList) StepList(ctx context.Context, p *store.StepListParams) 
 }
 
 // A run parked by another instance between a run stream's reading of the
-// steps and of the run's status used to be reported as run_waiting past
-// its input request, which the stream then never delivered (found by the
-// chaos test: a client waiting for the request never saw it).
+// steps and of the run's status must not be reported as run_waiting past
+// its input request, which the stream would then never deliver (the chaos
+// test's case: a client waiting for the request would never see it).
 func TestRunStreamParkBetweenReads(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -250,7 +250,7 @@ func (c *Conversation) chainHash(prev []byte, m llm.Message) [sha256.Size]byte {
 	c.hashBuf.Reset()
 	c.hashBuf.Write(prev)
 	// The common message (plain text, canonical arguments) is written
-	// directly; anything else goes through encoding/json, as before.
+	// directly; anything else goes through encoding/json.
 	if b, ok := appendMessageJSON(c.hashBuf.AvailableBuffer(), &m); ok {
 		c.hashBuf.Write(b)
 		return sha256.Sum256(c.hashBuf.Bytes())

@@ -12,7 +12,7 @@ import (
 // of 100 the collector runs several times a second at 1,000 streams and
 // its assists make the delivery tail. At 400 it runs about a quarter as
 // often, for a heap that may grow to five times the live data between
-// collections instead of twice; see docs/PERFORMANCE.md for the measured
+// collections instead of twice; see docs/http_api.md for the measured
 // latency and memory. GOGC in the environment, or --gc-percent, overrides
 // it; GOMEMLIMIT bounds the heap whatever the percentage.
 const DefaultGCPercent = 400
