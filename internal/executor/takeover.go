@@ -18,7 +18,10 @@ const staleSweepShared = 30 * time.Second
 //
 //   - on an exclusive store, those leased to an owner that is no engine of
 //     this process: the process that held the file before died (a
-//     SIGKILL), since the opener owns the file;
+//     SIGKILL), since the opener owns the file. A lease that runs out more
+//     than 30 days from now was granted by no engine (the OTLP and
+//     LangSmith ingester holds its runs so while their trace is open) and
+//     is left;
 //   - on any store, those leased to this service's own owner that none of
 //     its executions holds, seen so in two sweeps in a row (an execution
 //     stopped by a store error; the second look leaves a run that is being
@@ -53,7 +56,7 @@ func (s *Service) takeOver(ctx context.Context, prev map[string]bool) map[string
 			if own[r.ID] = true; prev[r.ID] {
 				why = "no execution of this engine holds it"
 			}
-		case exclusive && !OwnerAlive(r.LeaseOwner):
+		case exclusive && !OwnerAlive(r.LeaseOwner) && !r.LeaseExpires.After(s.cfg.Now().Add(30*24*time.Hour)):
 			why = "its owner is not alive and the store is this process's alone"
 		}
 		if why == "" {
