@@ -112,6 +112,7 @@ func openAPIDocument() map[string]any {
 	ops = append(ops, langSmithOps()...)
 	ops = append(ops, metricsOps()...)
 	ops = append(ops, judgeOps()...)
+	ops = append(ops, workerOps()...)
 	for _, op := range ops {
 		item, _ := paths[op.path].(map[string]any)
 		if item == nil {
