@@ -15,6 +15,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("STEPWISE_TEST_WORKER") != "" {
+		os.Exit(runTestWorker()) // a worker process of TestWorkersCrash
+	}
 	dir, err := os.MkdirTemp("", "stepwise-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
