@@ -29,6 +29,9 @@ const (
 	AttrStepStatus = attribute.Key("stepwise.step.status")
 	AttrAttempt    = attribute.Key("stepwise.step.attempt")
 	AttrCost       = attribute.Key("stepwise.step.cost_usd")
+	// AttrWorker is the worker process that served the step or tool call
+	// (docs/workers.md): its metadata "worker".
+	AttrWorker = attribute.Key("stepwise.step.worker")
 )
 
 // StepCommitted implements stepwise.Observer: the step becomes a span of
@@ -132,6 +135,9 @@ func (x *Exporter) stepSpan(r *stepwise.Run, s *stepwise.Step) (string, trace.Sp
 	}
 	if m.Cost > 0 {
 		attrs = append(attrs, AttrCost.Float64(m.Cost))
+	}
+	if w, ok := s.Metadata["worker"].(string); ok && w != "" {
+		attrs = append(attrs, AttrWorker.String(w))
 	}
 	switch {
 	case s.Kind == steptype.KindLLM || (s.Kind == steptype.KindError && s.Name == stepwise.StepLLM && m.Model != ""):

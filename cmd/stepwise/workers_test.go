@@ -173,6 +173,10 @@ func TestWorkersThroughServe(t *testing.T) {
 			if m == nil {
 				t.Fatalf("no session in\n%s", out)
 			}
+			out, _, code = stepwise(t, t.TempDir(), "--server", url, "steps", m[1])
+			if code != 0 || strings.Count(out, "[worker go-worker-1]") != 2 {
+				t.Errorf("remote steps: exit %d, want the custom and the tool step marked with the worker:\n%s", code, out)
+			}
 			resp, err := http.Get(url + "/v1/sessions/" + m[1] + "/steps")
 			if err != nil {
 				t.Fatal(err)

@@ -154,6 +154,9 @@ func stepLine(s *stepwise.Step) string {
 			body = clip(string(s.Outputs), 100)
 		}
 	}
+	if w, ok := s.Metadata["worker"].(string); ok && w != "" {
+		body += "  [worker " + w + "]" // served by a worker process (docs/workers.md)
+	}
 	return head + " " + body
 }
 
