@@ -16,13 +16,12 @@ export async function* readEvents(body) {
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) return;
-      buf += decoder.decode(value, { stream: true });
+      buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
       for (;;) {
         const m = /\r\n|\r|\n/.exec(buf);
         if (!m) break;
         // A lone CR at the end of the buffer may be the first half of a CRLF.
-        if (m[0] === '\r' && m.index === buf.length - 1) break;
+        if (!done && m[0] === '\r' && m.index === buf.length - 1) break;
         const line = buf.slice(0, m.index);
         buf = buf.slice(m.index + m[0].length);
         if (line === '') {
@@ -41,6 +40,8 @@ export async function* readEvents(body) {
         else if (field === 'event') event = val;
         else if (field === 'id' && !val.includes('\0')) id = val;
       }
+      // An event not ended by a blank line when the stream ends is dropped.
+      if (done) return;
     }
   } finally {
     reader.releaseLock();

@@ -133,7 +133,7 @@ test('sessions: list, get, steps, fork, retry and replay', async () => {
   assert.equal(summary.total_steps, steps.length);
 
   const fork = await client.fork(inv.session_id, { sequence: 2, title: 'sdk fork' });
-  assert.equal(fork.parent_session_id ?? fork.parent_id, inv.session_id);
+  assert.equal(fork.parent_session_id, inv.session_id);
   assert.equal((await client.listSteps(fork.id)).length, 2);
   assert.ok((await client.forks(inv.session_id)).some((s) => s.id === fork.id));
   const tree = await client.tree(fork.id);

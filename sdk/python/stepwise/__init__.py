@@ -1,0 +1,22 @@
+"""Stepwise for Python: the client of ``stepwise serve`` and the worker that
+serves an agent's custom steps and tools. Standard library only.
+
+    from stepwise import Client
+    c = Client("http://127.0.0.1:7700")
+    inv = c.initiate("support", "Where is my order?")
+    for step in c.steps(inv):
+        ...
+"""
+
+from .aio import AsyncClient
+from .client import Client
+from .errors import RunError, StepwiseError
+from .records import (Agent, AgentStep, Continuation, ErrorStep, Event, HumanInputRequest, Invocation, PendingInput,
+                      Result, Run, Session, Step, ToolCall)
+from .sse import RawEvent, read_events
+
+__all__ = [
+    "Agent", "AgentStep", "AsyncClient", "Client", "Continuation", "ErrorStep", "Event", "HumanInputRequest",
+    "Invocation", "PendingInput", "RawEvent", "Result", "Run", "RunError", "Session", "Step", "StepwiseError",
+    "ToolCall", "read_events",
+]
