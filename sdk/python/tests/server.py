@@ -81,7 +81,8 @@ class Server:
             for line in proc.stdout:
                 self.log += line.decode("utf-8", "replace")
 
-        threading.Thread(target=drain, daemon=True).start()
+        self.drainer = threading.Thread(target=drain, daemon=True)
+        self.drainer.start()
 
         def up() -> bool:
             if proc.poll() is not None:
@@ -103,4 +104,5 @@ class Server:
             self.proc.send_signal(sig)
             self.proc.wait(60)
         if self.proc and self.proc.stdout:
+            self.drainer.join(10)
             self.proc.stdout.close()
