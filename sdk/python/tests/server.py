@@ -72,7 +72,7 @@ class Server:
         self.proc: Optional[subprocess.Popen] = None
 
     def start(self) -> "Server":
-        env = dict(os.environ, STEPWISE_DB="", STEPWISE_SERVER="")
+        env = dict(os.environ, STEPWISE_DB="", STEPWISE_SERVER="", STEPWISE_SDK_FAKE_KEY="sk-fake")
         self.proc = subprocess.Popen(self.argv, cwd=self.dir, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT)
         proc = self.proc

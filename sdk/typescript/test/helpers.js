@@ -69,7 +69,7 @@ export async function startServer({ agents = [], tokens = [], args = [] } = {}) 
   server.start = async () => {
     const proc = spawn(stepwiseBin(), argv, {
       cwd: dir,
-      env: { ...process.env, STEPWISE_DB: '', STEPWISE_SERVER: '' },
+      env: { ...process.env, STEPWISE_DB: '', STEPWISE_SERVER: '', STEPWISE_SDK_FAKE_KEY: 'sk-fake' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     proc.stdout.on('data', (b) => (server.log += b));
