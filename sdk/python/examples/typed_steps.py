@@ -83,6 +83,7 @@ def main() -> None:
         inv = client.initiate("order-desk", " ".join(a.question))
         for step in client.steps(inv):
             pass
+        print(f"session {inv.session_id}\n")
         print(render_steps(client.list_steps(inv.session_id)))
     finally:
         worker.stop()

@@ -8,20 +8,20 @@ serves an agent's custom steps and tools. Standard library only.
         ...
 """
 
-from .agent import (Agent, AskHuman, Attachment, Decision, Delta, Limits, PermanentError, Progress, Retry, Step,
+from .agent import (Agent, AskHuman, Attachment, CustomStep, Decision, Delta, Limits, PermanentError, Progress, Retry,
                     StepEvent, StepResult, Tool, ToolResult, TransientError, Usage, Yield)
 from .aio import AsyncClient
 from .client import Client
 from .errors import RunError, StepwiseError
-from .records import (Agent, AgentStep, Continuation, ErrorStep, Event, HumanInputRequest, Invocation, PendingInput,
+from .records import (AgentInfo, AgentStep, Continuation, ErrorStep, Event, HumanInputRequest, Invocation, PendingInput,
                       Result, Run, Session, Step, ToolCall)
 from .sse import RawEvent, read_events
 from .worker import TaskContext, Worker
 
 __all__ = [
-    "AskHuman", "Attachment", "Decision", "Delta", "Limits", "PermanentError", "Progress", "Retry", "Step",
+    "AskHuman", "Attachment", "CustomStep", "Decision", "Delta", "Limits", "PermanentError", "Progress", "Retry",
     "StepEvent", "StepResult", "TaskContext", "Tool", "ToolResult", "TransientError", "Usage", "Worker", "Yield",
-    "Agent", "AgentStep", "AsyncClient", "Client", "Continuation", "ErrorStep", "Event", "HumanInputRequest",
+    "Agent", "AgentInfo", "AgentStep", "AsyncClient", "Client", "Continuation", "ErrorStep", "Event", "HumanInputRequest",
     "Invocation", "PendingInput", "RawEvent", "Result", "Run", "RunError", "Session", "Step", "StepwiseError",
     "ToolCall", "read_events",
 ]

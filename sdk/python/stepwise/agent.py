@@ -143,7 +143,7 @@ class PermanentError(Exception):
 
 # --- steps and tools ---
 
-class Step:
+class CustomStep:
     """A custom step in the before_execute / execute / after_execute shape.
 
     ``execute`` may be a generator (sync or async): what it yields are live
@@ -164,7 +164,7 @@ class Step:
         return result
 
 
-class _FuncStep(Step):
+class _FuncStep(CustomStep):
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
 
@@ -223,13 +223,13 @@ class Agent:
             "retry": _compact(vars(retry)) if retry else None,
         }))
         self.definition = d
-        self.steps: dict[str, Step] = {}
+        self.steps: dict[str, CustomStep] = {}
         self.tools: dict[str, Tool] = {}
 
     def step(self, name: Optional[str] = None, next: Optional[list[str]] = None, description: str = "",
              messages: bool = False) -> Callable[[Any], Any]:
         """Registers a custom step: a function ``fn(ctx)`` (a generator, or
-        async) or a Step subclass."""
+        async) or a CustomStep subclass."""
 
         def register(obj: Any) -> Any:
             n = name or getattr(obj, "__name__", "")
@@ -237,7 +237,7 @@ class Agent:
                 raise ValueError(f"stepwise: step name {n!r}: want 1-64 of letters, digits, _ . : -")
             if n in self.steps:
                 raise ValueError(f"stepwise: step {n} defined twice")
-            s = obj() if isinstance(obj, type) and issubclass(obj, Step) else _FuncStep(obj)
+            s = obj() if isinstance(obj, type) and issubclass(obj, CustomStep) else _FuncStep(obj)
             s.next = list(next if next is not None else getattr(obj, "next", []) or [])
             s.description = description or getattr(obj, "description", "") or (obj.__doc__ or "").strip()
             s.messages = messages or getattr(obj, "messages", False)

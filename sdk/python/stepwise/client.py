@@ -17,7 +17,7 @@ import urllib.request
 from typing import Any, Callable, Iterator, Optional
 
 from .errors import RunError, StepwiseError
-from .records import (Agent, AgentStep, ErrorStep, Event, Invocation, PendingInput, Result, Run, Session, Step,
+from .records import (AgentInfo, AgentStep, ErrorStep, Event, Invocation, PendingInput, Result, Run, Session, Step,
                       agent_step)
 from .sse import read_events
 
@@ -81,11 +81,11 @@ class Client:
 
     # --- agents ---
 
-    def list_agents(self) -> list[Agent]:
-        return [Agent.from_json(a) for a in self._json("GET", "/v1/agents")["agents"]]
+    def list_agents(self) -> list[AgentInfo]:
+        return [AgentInfo.from_json(a) for a in self._json("GET", "/v1/agents")["agents"]]
 
-    def get_agent(self, name: str) -> Agent:
-        return Agent.from_json(self._json("GET", f"/v1/agents/{_seg(name)}"))
+    def get_agent(self, name: str) -> AgentInfo:
+        return AgentInfo.from_json(self._json("GET", f"/v1/agents/{_seg(name)}"))
 
     def health(self) -> dict[str, Any]:
         return self._json("GET", "/v1/health")

@@ -250,7 +250,7 @@ class PendingInput:
 
 
 @dataclass
-class Agent:
+class AgentInfo:
     name: str
     description: str = ""
     instructions: str = ""
@@ -267,7 +267,7 @@ class Agent:
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Agent":
+    def from_json(cls, d: dict[str, Any]) -> "AgentInfo":
         kw = _pick(cls, d)
         for k, empty in (("tools", []), ("sub_agents", []), ("steps", []), ("approvals", {}), ("limits", {})):
             kw[k] = d.get(k) or empty

@@ -92,7 +92,7 @@ if (values.input !== undefined) {
     if (ev.type === 'step_progress') console.log(`  progress ${ev.progress.fraction} ${ev.progress.message ?? ''}`);
     if (ev.type === 'step_completed') {
       const s = ev.step;
-      console.log(`#${s.sequence} ${s.kind} ${s.name}${s.content ? `: ${s.content}` : ''}${s.metadata?.worker ? ` [worker ${s.metadata.worker}]` : ''}`);
+      console.log(`#${s.sequence} ${s.kind} ${s.tool_name || s.name}${s.content ? `: ${s.content}` : ''}${s.metadata?.worker ? ` [worker ${s.metadata.worker}]` : ''}`);
     }
     if (ev.type === 'run_finished') console.log(`run ${ev.run.status}: ${ev.run.output ?? ''}`);
   }

@@ -170,7 +170,10 @@ export class Worker {
         }
         // Handlers saw their signal abort; their results are not reported.
         // Wait a moment for them to return, not for one that ignores it.
-        await Promise.race([Promise.allSettled([...this.active.values()].map((tr) => tr.done)), sleep(this.stopGraceMs)]);
+        let timer;
+        const grace = new Promise((r) => (timer = setTimeout(r, this.stopGraceMs)));
+        await Promise.race([Promise.allSettled([...this.active.values()].map((tr) => tr.done)), grace]);
+        clearTimeout(timer);
       })();
     }
     await this._stopped;
