@@ -404,6 +404,9 @@ func (x *execution) fillToolResult(s *Step, call ToolCall, r *tool.Result) {
 	if r.IsError {
 		s.Error = &StepError{Message: content, Class: steptype.ErrorPermanent, Code: "tool_error"}
 	}
+	if len(r.Metadata) > 0 {
+		s.Metadata = r.Metadata
+	}
 	s.Metrics.StartedAt = x.e.now()
 	s.Metrics.FinishedAt = s.Metrics.StartedAt
 	attach.Stage(x.e.store, x.e.now, s, r.Attachments)

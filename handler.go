@@ -123,6 +123,10 @@ func (s *Scope) Emit(text string) {
 // Annotate sets the state/goal/action annotations of the step being built.
 func (s *Scope) Annotate(a Annotations) { s.step.Annotations = a }
 
+// Attempt is the attempt of the step under the agent's retry policy,
+// 1-based.
+func (s *Scope) Attempt() int { return s.step.Metrics.Attempt }
+
 // Step event types recorded for what a step reports through its scope.
 const (
 	StepEventYield    = "yield"    // Scope.Yield: Name is the yield's name, Payload its data

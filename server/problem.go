@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/wire"
+	"github.com/stepwise-run/stepwise/worker"
 )
 
 // ProblemTypePrefix prefixes the type URI of every problem; see
@@ -94,6 +95,22 @@ func problemOf(err error) (p *Problem, internal bool) {
 		status, code, detail = ae.status, ae.code, ae.detail
 	case errors.As(err, &tooBig):
 		status, code, detail = http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, worker.ErrInvalidRequest):
+		status, code = http.StatusBadRequest, CodeInvalidParam
+	case errors.Is(err, worker.ErrTaskNotFound):
+		status, code = http.StatusNotFound, wire.CodeTaskNotFound
+	case errors.Is(err, worker.ErrNotServed):
+		status, code = http.StatusNotFound, wire.CodeNotServed
+	case errors.Is(err, worker.ErrLeaseLost):
+		status, code = http.StatusConflict, wire.CodeLeaseLost
+	case errors.Is(err, worker.ErrTaskFinished):
+		status, code = http.StatusConflict, wire.CodeTaskFinished
+	case errors.Is(err, worker.ErrInvalidResult):
+		status, code = http.StatusUnprocessableEntity, wire.CodeInvalidResult
+	case errors.Is(err, worker.ErrInvalidDefinition):
+		status, code = http.StatusUnprocessableEntity, wire.CodeInvalidDefinition
+	case errors.Is(err, worker.ErrInputNotAllowed):
+		status, code = http.StatusUnprocessableEntity, wire.CodeInputNotAllowed
 	case errors.Is(err, stepwise.ErrInvalidAnswer):
 		status, code = http.StatusUnprocessableEntity, CodeInvalidAnswer
 	case errors.Is(err, stepwise.ErrAlreadyAnswered):

@@ -49,4 +49,5 @@ func (s *Server) register() {
 	s.registerLangSmith()      // LangSmith run trees become steps (langsmith.go)
 	s.registerMetricsAPI()     // time-series analytics (metrics.go)
 	s.registerJudgeAPI()       // LLM judges on demand (judge.go)
+	s.registerWorkerAPI()      // the worker protocol (workers.go)
 }

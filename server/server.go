@@ -18,6 +18,7 @@ import (
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/worker"
 )
 
 // MaxNextStepTimeout bounds the timeout of a next-step long-poll.
@@ -77,6 +78,9 @@ type Config struct {
 	// steps appended since the previous one. Default DefaultViewCacheBytes;
 	// negative: none kept (every call reads every step it covers).
 	ViewCacheBytes int64
+	// Workers, when set, serves the worker protocol (/v1/workers/...,
+	// docs/workers.md); without it those endpoints answer 404.
+	Workers *worker.Service
 }
 
 func (c Config) withDefaults() Config {
@@ -260,7 +264,7 @@ func (s *Server) handle(method, pattern string, h handlerFunc) {
 func unbounded(pattern string) bool {
 	return strings.HasSuffix(pattern, "/events") || strings.HasSuffix(pattern, "/next") || strings.HasPrefix(pattern, "/v1/agui/") ||
 		strings.HasSuffix(pattern, "/judge") || strings.Contains(pattern, "attachments") ||
-		pattern == "/v1/search" || pattern == "/v1/traces" || pattern == "/v1/logs" ||
+		pattern == "/v1/search" || pattern == "/v1/workers/poll" || pattern == "/v1/traces" || pattern == "/v1/logs" ||
 		strings.HasPrefix(pattern, langSmithPrefix+"/runs")
 }
 

@@ -140,6 +140,8 @@ type Store interface {
 	// ObservationStore keeps evals, annotations, blobs, attachments, step
 	// events, datasets and experiments (observe.go).
 	ObservationStore
+	// TaskStore keeps the tasks of worker processes (task.go).
+	TaskStore
 	// VectorStore keeps step embeddings for similarity search (vector.go).
 	VectorStore
 	// MetricsStore aggregates runs, steps and evals into time series

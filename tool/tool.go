@@ -57,6 +57,9 @@ type Result struct {
 	// step (when the store keeps observations) and flags the step; the
 	// model does not see them.
 	Attachments []Attachment
+	// Metadata, when set, is recorded in the metadata of the call's tool
+	// step (e.g. the worker that served the call).
+	Metadata map[string]any
 }
 
 // Attachment is a file produced by a tool call.

@@ -85,6 +85,26 @@ func (l *Loaded) load(ctx context.Context, path string, o Options, seen map[stri
 	if err != nil {
 		return nil, err
 	}
+	return l.build(ctx, spec, o, seen)
+}
+
+// FromSpec builds the agent of a parsed definition that names no
+// sub-agent files (a worker's registration, docs/workers.md).
+func FromSpec(ctx context.Context, spec *agentfile.Spec, o Options) (*Loaded, error) {
+	if len(spec.SubAgents) > 0 {
+		return nil, fmt.Errorf("%s: sub_agents name files; this definition cannot have them", spec.File)
+	}
+	l := &Loaded{Prices: stepwise.PriceTable{}, Observed: map[string]*Observed{}}
+	a, err := l.build(ctx, spec, o, map[string]bool{})
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	l.Agent = a
+	return l, nil
+}
+
+func (l *Loaded) build(ctx context.Context, spec *agentfile.Spec, o Options, seen map[string]bool) (*stepwise.Agent, error) {
 	if l.Spec == nil {
 		l.Spec = spec
 	}

@@ -2,18 +2,23 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/agentload"
 	"github.com/stepwise-run/stepwise/internal/loadgen"
 	"github.com/stepwise-run/stepwise/server"
+	"github.com/stepwise-run/stepwise/worker"
 )
 
 func init() { register(serveCmd) }
@@ -52,6 +57,9 @@ runs stop at a step boundary and are resumed at the next start.`,
 			}
 			if e.lease <= 0 {
 				return usagef("--lease must be positive")
+			}
+			if e.workerLease <= 0 {
+				return usagef("--worker-lease must be positive")
 			}
 			if e.storeTimeout < 0 {
 				return usagef("--store-timeout must be 0 (none) or positive")
@@ -96,6 +104,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
 	c.Flags().DurationVar(&e.lease, "lease", 30*time.Second, "how long a run claimed by this instance stays its own without a heartbeat (heartbeats every lease/3); a crashed instance's runs are taken over after it")
+	c.Flags().DurationVar(&e.workerLease, "worker-lease", worker.DefaultLease, "how long a task claimed by a worker process stays its own without a heartbeat; a dead worker's tasks are offered again after it (docs/workers.md)")
 	c.Flags().DurationVar(&e.storeTimeout, "store-timeout", server.DefaultStoreTimeout, "answer an API request the database has not answered within this with 503 storage_unavailable (streams and long-polls excepted; 0: wait)")
 	c.Flags().IntVar(&viewCacheMiB, "view-cache", server.DefaultViewCacheBytes>>20, "MiB of steps the agent overview and graph keep between calls, so a call reads only what is new (an estimate; 0 turns it off)")
 	c.Flags().BoolVar(&events, "events", true, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
@@ -123,7 +132,43 @@ func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []str
 		cache = fmt.Sprintf("%d MiB", e.viewCache>>20)
 	}
 	fmt.Fprintf(e.stdout, "Stepwise serving http://%s/  (agents: %s; database %s; view cache %s; GC percent %d)\n", addr, strings.Join(names, ", "), e.db, cache, gcPercent())
-	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder, ViewCacheBytes: e.viewCache, StoreTimeout: storeTimeout(e.storeTimeout)})
+	workers, closeWorkers, err := e.workers(rt)
+	if err != nil {
+		return err
+	}
+	defer closeWorkers()
+	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder,
+		ViewCacheBytes: e.viewCache, StoreTimeout: storeTimeout(e.storeTimeout), Workers: workers})
+}
+
+// workers returns the worker service of serve: agents registered by
+// worker processes are built like agent files, with what a worker may not
+// register refused (agentload.FromWorkerDefinition).
+func (e *env) workers(rt *runtime) (*worker.Service, func(), error) {
+	var mu sync.Mutex
+	var loaded []*agentload.Loaded
+	svc, err := worker.New(worker.Config{Engine: rt.eng, Lease: e.workerLease,
+		Build: func(ctx context.Context, def json.RawMessage) (*stepwise.Agent, error) {
+			l, err := agentload.FromWorkerDefinition(ctx, def, agentload.Options{Store: rt.st, Events: e.events, Embedder: rt.embedder})
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			loaded = append(loaded, l)
+			mu.Unlock()
+			return l.Agent, nil
+		}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return svc, func() {
+		_ = svc.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range loaded {
+			_ = l.Close()
+		}
+	}, nil
 }
 
 func collectTokens(flagTokens []string, file string) ([]string, error) {

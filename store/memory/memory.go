@@ -46,6 +46,9 @@ type Store struct {
 	// exclusive lock; nil until the first is saved.
 	cpsMu sync.Mutex
 	cps   map[string]map[int64]*store.ContextCheckpoint
+	// tasks are the worker tasks (task.go), nil until first used.
+	tasksOnce sync.Once
+	tasks     *taskTable
 }
 
 // sessionRow is a session and its own steps: steps[i] has sequence

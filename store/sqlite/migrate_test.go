@@ -43,6 +43,7 @@ func TestMigrateRunInvariants(t *testing.T) {
 	// Back to the schema before migration 40 (and the later ones), with
 	// the defect's data.
 	db := mustRawDB(t, path)
+	downAfter80(t, db)
 	downTo(t, db, "00080_metric_hours.sql")
 	downTo(t, db, "00075_step_usage_columns.sql")
 	for _, q := range []string{
@@ -95,6 +96,15 @@ func TestMigrateRunInvariants(t *testing.T) {
 }
 
 // downTo runs the Down section of migration file name on db.
+// downAfter80 rolls back the migrations after 00080, newest first.
+func downAfter80(t *testing.T, db *sql.DB) {
+	t.Helper()
+	downTo(t, db, "00115_tasks.sql")
+	if _, err := db.Exec(`DELETE FROM stepwise_schema WHERE version_id = 115`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func downTo(t *testing.T, db *sql.DB, name string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("migrations", name))
@@ -152,6 +162,7 @@ func TestMigrateMetricHours(t *testing.T) {
 	before := query(st)
 	st.Close()
 	db := mustRawDB(t, path)
+	downAfter80(t, db)
 	downTo(t, db, "00080_metric_hours.sql")
 	if _, err := db.Exec(`DELETE FROM stepwise_schema WHERE version_id = 80`); err != nil {
 		t.Fatal(err)

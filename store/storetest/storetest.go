@@ -97,6 +97,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		{"SessionStatsFolds", testSessionStatsFolds},
 		{"Checkpoints", testCheckpoints},
 		{"TotalsEveryPath", testTotalsEveryPath},
+		{"Tasks", testTasks},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -1,0 +1,278 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/tool"
+	"github.com/stepwise-run/stepwise/wire"
+)
+
+// outcome is what finished a task, stored as its result: the worker whose
+// token finished it and one of its completion, failure or input request.
+type outcome struct {
+	Worker   string                 `json:"worker"`
+	Complete *wire.TaskComplete     `json:"complete,omitempty"`
+	Fail     *wire.TaskFail         `json:"fail,omitempty"`
+	Input    *wire.TaskInputRequest `json:"input,omitempty"`
+}
+
+// Step metadata keys of a step or tool call a worker served.
+const (
+	MetaWorker = "worker" // the worker id whose result committed
+	MetaTask   = "task"   // the task id
+)
+
+// stepHandler serves a custom step by a task.
+type stepHandler struct {
+	svc   *Service
+	agent string
+	step  *wire.WorkerStep
+}
+
+// StepKey is the idempotency key of a worker step: the run, the step name
+// and the run's step count when it started (a transient failure commits an
+// error step, so a retry has a key of its own; a re-execution after a crash
+// has the same).
+func StepKey(runID, step string, stepCount int64) string {
+	return "step/" + runID + "/" + step + "/" + strconv.FormatInt(stepCount, 10)
+}
+
+// HandleStep implements stepwise.Handler.
+func (h *stepHandler) HandleStep(ctx context.Context, sc *stepwise.Scope) (*stepwise.Next, error) {
+	run := sc.Run()
+	in := wire.TaskInput{State: sc.State(), RunInput: run.Input}
+	if h.step.Messages {
+		in.Messages = sc.Messages()
+	}
+	if ans := h.freshAnswer(ctx, sc); ans != nil {
+		var req wire.InputRequest
+		_ = json.Unmarshal(ans.Inputs, &req)
+		in.Answer, in.Request, in.RequestID = ans.Outputs, &req, ans.ID
+	}
+	input, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("task input: %w", err)
+	}
+	t, err := h.svc.offer(ctx, &store.Task{ID: stepwise.NewID(), Key: StepKey(run.ID, sc.StepName(), run.StepCount), Kind: wire.TaskKindStep,
+		Name: sc.StepName(), Agent: h.agent, AgentVersion: sc.Agent().Version, SessionID: run.SessionID, RunID: run.ID, StepID: sc.StepID(),
+		Attempt: sc.Attempt(), Input: input})
+	if err != nil {
+		return nil, err
+	}
+	sc.SetMetadata(MetaTask, t.ID)
+	t, err = h.svc.await(ctx, t, func(evs []*wire.TaskEvent) { relayStep(ctx, sc, evs) })
+	if err != nil {
+		return nil, err
+	}
+	o, err := decodeOutcome(t)
+	if err != nil {
+		return nil, err
+	}
+	sc.SetMetadata(MetaWorker, o.Worker)
+	switch {
+	case o.Complete != nil:
+		return stepNext(sc, o.Complete), nil
+	case o.Input != nil:
+		return &stepwise.Next{Step: sc.StepName(), Input: o.Input.Request, State: stateOf(o.Input.State), Content: o.Input.Content}, nil
+	default:
+		return nil, failure(o.Fail)
+	}
+}
+
+// freshAnswer returns the answered input step that this step asked for
+// just before this execution (the run's latest step), or nil.
+func (h *stepHandler) freshAnswer(ctx context.Context, sc *stepwise.Scope) *stepwise.Step {
+	ans := sc.LastAnswer()
+	if ans == nil || ans.Name != sc.StepName() || ans.Kind != steptype.KindInput {
+		return nil
+	}
+	last, err := h.svc.store.StepLast(ctx, &store.StepLastParams{SessionID: sc.SessionID()})
+	if err != nil || last.ID != ans.ID {
+		return nil
+	}
+	return ans
+}
+
+func stateOf(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return raw
+}
+
+// stepNext turns a completion into the step's Next, its usage, cost and
+// annotations reported through the scope.
+func stepNext(sc *stepwise.Scope, c *wire.TaskComplete) *stepwise.Next {
+	for _, u := range c.Usage {
+		sc.ReportUsage(u.Model, u.Usage)
+	}
+	sc.ReportCost(c.CostUSD)
+	n := &stepwise.Next{Step: c.Next, State: stateOf(c.State), Content: c.Content}
+	if len(c.Output) > 0 {
+		n.Output = c.Output
+	}
+	if c.Annotations != nil {
+		n.Annotations = *c.Annotations
+	}
+	if d := c.Decision; d != nil {
+		n.Decision = &stepwise.Decision{Purpose: d.Purpose, Options: d.Options, Choice: d.Choice}
+	}
+	return n
+}
+
+// relayStep applies a worker's live reports to the step's scope.
+func relayStep(ctx context.Context, sc *stepwise.Scope, evs []*wire.TaskEvent) {
+	for _, ev := range evs {
+		switch ev.Type {
+		case wire.TaskEventDelta:
+			sc.Emit(ev.Text)
+		case wire.TaskEventYield:
+			_ = sc.Yield(ev.Name, ev.Data)
+		case wire.TaskEventProgress:
+			if ev.Fraction != nil {
+				sc.Progress(*ev.Fraction, ev.Message)
+			} else {
+				sc.ProgressMessage(ev.Message)
+			}
+		case wire.TaskEventEvent:
+			stepwise.RecordStepEvent(ctx, &stepwise.StepEvent{Type: "worker_event", Name: ev.Name, Payload: ev.Data})
+		}
+	}
+}
+
+// relayTool records a tool's live reports among its step's events (a
+// tool call has no scope to stream through).
+func relayTool(ctx context.Context, evs []*wire.TaskEvent) {
+	for _, ev := range evs {
+		var payload any = ev.Data
+		if ev.Type == wire.TaskEventDelta || ev.Type == wire.TaskEventProgress {
+			payload = ev
+		}
+		stepwise.RecordStepEvent(ctx, &stepwise.StepEvent{Type: "worker_" + ev.Type, Name: ev.Name, Payload: payload})
+	}
+}
+
+// failure is the error of a failed task: transient ones are retried under
+// the agent's retry policy.
+func failure(f *wire.TaskFail) error {
+	if f == nil {
+		return errors.New("stepwise: task finished without an outcome")
+	}
+	class := steptype.ErrorPermanent
+	if f.Class == wire.ErrorTransient {
+		class = steptype.ErrorTransient
+	}
+	code := f.Code
+	if code == "" {
+		code = "worker_error"
+	}
+	return &llm.Error{Class: class, Code: code, Message: f.Message}
+}
+
+func decodeOutcome(t *store.Task) (*outcome, error) {
+	var o outcome
+	if err := json.Unmarshal(t.Result, &o); err != nil {
+		return nil, fmt.Errorf("stepwise: task %s result: %w", t.ID, err)
+	}
+	return &o, nil
+}
+
+// Definition implements tool.Tool.
+func (t *workerTool) Definition() llm.ToolDef {
+	return llm.ToolDef{Name: t.def.Name, Description: t.def.Description, Parameters: t.params}
+}
+
+// ToolKey is the idempotency key of a worker tool call's attempt.
+func ToolKey(idempotencyKey string, attempt int) string {
+	return "tool/" + idempotencyKey + "/" + strconv.Itoa(attempt)
+}
+
+// Call implements tool.Tool: the call is a task.
+func (t *workerTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, error) {
+	input, err := json.Marshal(wire.TaskInput{Arguments: c.Arguments, ToolCallID: c.ID})
+	if err != nil {
+		return nil, err
+	}
+	task, err := t.svc.offer(ctx, &store.Task{ID: stepwise.NewID(), Key: ToolKey(c.IdempotencyKey, c.Attempt), Kind: wire.TaskKindTool,
+		Name: c.Name, Agent: t.agent, SessionID: c.SessionID, RunID: c.RunID, Attempt: c.Attempt, Input: input})
+	if err != nil {
+		return nil, err
+	}
+	task, err = t.svc.await(ctx, task, func(evs []*wire.TaskEvent) { relayTool(ctx, evs) })
+	if err != nil {
+		return nil, err
+	}
+	o, err := decodeOutcome(task)
+	if err != nil {
+		return nil, err
+	}
+	meta := map[string]any{MetaWorker: o.Worker, MetaTask: task.ID}
+	if o.Complete == nil {
+		f := failure(o.Fail)
+		var le *llm.Error
+		if errors.As(f, &le) && le.Class == steptype.ErrorTransient {
+			return nil, tool.Transient(f)
+		}
+		return &tool.Result{Content: f.Error(), IsError: true, Metadata: meta}, nil
+	}
+	c2 := o.Complete
+	r := &tool.Result{Content: c2.Content, Output: c2.Output, IsError: c2.IsError, State: c2.State, Metadata: meta}
+	for _, a := range c2.Attachments {
+		r.Attachments = append(r.Attachments, tool.Attachment{Name: a.Name, ContentType: a.ContentType, Kind: a.Kind, Data: a.Data})
+	}
+	return r, nil
+}
+
+// offer creates a task (or finds the one of its key) and wakes pollers.
+func (s *Service) offer(ctx context.Context, t *store.Task) (*store.Task, error) {
+	got, err := s.store.TaskCreate(context.WithoutCancel(ctx), &store.TaskCreateParams{Task: t})
+	if err != nil {
+		return nil, fmt.Errorf("create task: %w", err)
+	}
+	if got.State == store.TaskQueued {
+		s.hub.taskQueued(got.Agent)
+	}
+	return got, nil
+}
+
+// await waits for task t to finish: woken by the hub (the finishing
+// request in this process, or the store's notification from another),
+// re-reading the table every Recheck besides. Events the worker reports
+// meanwhile are passed to relay on this goroutine.
+func (s *Service) await(ctx context.Context, t *store.Task, relay func([]*wire.TaskEvent)) (*store.Task, error) {
+	if t.Finished() {
+		return t, nil
+	}
+	done, unwatch := s.hub.watchFinished(t.ID)
+	defer unwatch()
+	evs, unrelay := s.hub.relay(t.ID)
+	defer unrelay()
+	tick := time.NewTicker(s.cfg.Recheck)
+	defer tick.Stop()
+	for {
+		got, err := s.store.TaskGet(ctx, &store.TaskGetParams{ID: t.ID})
+		if err == nil && got.Finished() {
+			return got, nil
+		}
+		if err != nil && ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-done:
+		case <-tick.C:
+		case batch := <-evs:
+			relay(batch)
+		}
+	}
+}

@@ -1,0 +1,353 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/wire"
+)
+
+// Poll claims tasks of the named agents for a worker, waiting up to the
+// poll's wait while none is offered. It returns no task (and no error) when
+// the wait passed.
+func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, error) {
+	if !workerID.MatchString(p.WorkerID) {
+		return nil, invalid("worker_id %q: want 1-128 of letters, digits, _ . : -", p.WorkerID)
+	}
+	if len(p.Agents) == 0 {
+		return nil, invalid("agents: name at least one agent")
+	}
+	if p.Max < 0 || p.Max > s.cfg.MaxTasks {
+		return nil, invalid("max %d: want 1..%d", p.Max, s.cfg.MaxTasks)
+	}
+	if p.WaitMS < 0 || time.Duration(p.WaitMS)*time.Millisecond > s.cfg.MaxWait {
+		return nil, invalid("wait_ms %d: want 0..%d", p.WaitMS, s.cfg.MaxWait.Milliseconds())
+	}
+	for _, a := range p.Agents {
+		if s.registered(a) == nil {
+			return nil, fmt.Errorf("%w: agent %q (register it first; a restarted server forgets registrations)", ErrNotServed, a)
+		}
+	}
+	wait := s.cfg.Wait
+	if p.WaitMS > 0 {
+		wait = time.Duration(p.WaitMS) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	woken, unwatch := s.hub.watchQueued(p.Agents)
+	defer unwatch()
+	tick := time.NewTicker(s.cfg.Recheck)
+	defer tick.Stop()
+	for {
+		ts, err := s.store.TaskClaim(context.WithoutCancel(ctx), &store.TaskClaimParams{Owner: p.WorkerID, Agents: p.Agents, Names: p.Handlers,
+			Lease: s.cfg.Lease, Limit: max(1, p.Max)})
+		if err != nil {
+			return nil, err
+		}
+		if len(ts) > 0 {
+			out := make([]*wire.Task, len(ts))
+			for i, t := range ts {
+				out[i] = wireTask(t)
+			}
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-woken:
+		case <-tick.C:
+		}
+	}
+}
+
+func wireTask(t *store.Task) *wire.Task {
+	w := &wire.Task{ID: t.ID, Token: t.Token, Kind: t.Kind, Name: t.Name, Agent: t.Agent, AgentVersion: t.AgentVersion,
+		SessionID: t.SessionID, RunID: t.RunID, StepID: t.StepID, Attempt: t.Attempt, Claims: t.Claims,
+		LeaseExpires: t.LeaseExpires, IdempotencyKey: t.Key}
+	_ = json.Unmarshal(t.Input, &w.Input)
+	return w
+}
+
+// fencedErr explains a call whose token does not hold task id: unknown,
+// finished (dup reports whether token itself finished it) or fenced.
+func (s *Service) fencedErr(ctx context.Context, id string, token int64) (dup bool, err error) {
+	t, gerr := s.store.TaskGet(ctx, &store.TaskGetParams{ID: id})
+	switch {
+	case errors.Is(gerr, store.ErrNotFound):
+		return false, fmt.Errorf("%w: %s", ErrTaskNotFound, id)
+	case gerr != nil:
+		return false, gerr
+	case t.Finished() && t.Token == token:
+		return true, nil
+	case t.Finished():
+		return false, fmt.Errorf("%w: task %s is %s (by token %d, not %d)", ErrTaskFinished, id, t.State, t.Token, token)
+	case t.State == store.TaskClaimed && t.Token != token:
+		return false, fmt.Errorf("%w: task %s is held under token %d, not %d: the lease expired and the task was claimed again", ErrLeaseLost, id, t.Token, token)
+	default:
+		return false, fmt.Errorf("%w: task %s is %s: its lease passed or it was released; token %d no longer holds it", ErrLeaseLost, id, t.State, token)
+	}
+}
+
+// held returns task id if token holds it.
+func (s *Service) held(ctx context.Context, id string, token int64) (*store.Task, error) {
+	t, err := s.store.TaskGet(ctx, &store.TaskGetParams{ID: id})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrTaskNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.State != store.TaskClaimed || t.Token != token {
+		dup, ferr := s.fencedErr(ctx, id, token)
+		if dup {
+			return t, errDuplicate
+		}
+		return nil, ferr
+	}
+	return t, nil
+}
+
+// errDuplicate: the token already finished the task (a repeated call).
+var errDuplicate = errors.New("stepwise: duplicate")
+
+// Heartbeat renews a task's lease.
+func (s *Service) Heartbeat(ctx context.Context, id string, token int64) (*wire.TaskLease, error) {
+	t, err := s.store.TaskRenew(ctx, &store.TaskRenewParams{ID: id, Token: token, Lease: s.cfg.Lease})
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			if _, ferr := s.fencedErr(ctx, id, token); ferr != nil {
+				return nil, ferr
+			}
+			return nil, fmt.Errorf("%w: task %s", ErrTaskFinished, id)
+		}
+		return nil, err
+	}
+	lease := &wire.TaskLease{LeaseExpires: t.LeaseExpires}
+	if r, err := s.store.RunGet(ctx, &store.RunGetParams{ID: t.RunID}); err == nil && r.Status.Terminal() {
+		lease.Cancel = true
+	}
+	return lease, nil
+}
+
+// Events relays a running task's reports to its handler and renews its
+// lease.
+func (s *Service) Events(ctx context.Context, id string, req *wire.TaskEvents) (*wire.TaskLease, error) {
+	if len(req.Events) > DefaultEventsBatch {
+		return nil, invalid("events: %d in one report, at most %d", len(req.Events), DefaultEventsBatch)
+	}
+	for i, ev := range req.Events {
+		if err := checkEvent(ev); err != nil {
+			return nil, fmt.Errorf("events[%d]: %w", i, err)
+		}
+	}
+	lease, err := s.Heartbeat(ctx, id, req.Token)
+	if err != nil {
+		return nil, err
+	}
+	s.hub.send(id, req.Events)
+	return lease, nil
+}
+
+func checkEvent(ev *wire.TaskEvent) error {
+	if ev == nil {
+		return invalid("an event is null")
+	}
+	switch ev.Type {
+	case wire.TaskEventDelta:
+	case wire.TaskEventYield, wire.TaskEventEvent:
+		if ev.Name == "" {
+			return invalid("a %s event needs a name", ev.Type)
+		}
+	case wire.TaskEventProgress:
+		if ev.Fraction != nil && (*ev.Fraction < 0 || *ev.Fraction > 1) {
+			return invalid("progress fraction %v: want 0..1", *ev.Fraction)
+		}
+	default:
+		return invalid("event type %q: want delta, yield, progress or event", ev.Type)
+	}
+	if len(ev.Data) > 0 && !json.Valid(ev.Data) {
+		return invalid("event data is not JSON")
+	}
+	return nil
+}
+
+// Complete records a task's result once it is valid for its step or tool.
+func (s *Service) Complete(ctx context.Context, id string, c *wire.TaskComplete) (*wire.TaskResult, error) {
+	t, err := s.held(ctx, id, c.Token)
+	if err != nil {
+		return dupOr(t, err)
+	}
+	if err := s.checkComplete(t, c); err != nil {
+		return nil, err
+	}
+	return s.finish(ctx, t, store.TaskCompleted, &outcome{Complete: c})
+}
+
+// checkComplete validates a completion against its task's step or tool.
+func (s *Service) checkComplete(t *store.Task, c *wire.TaskComplete) error {
+	if len(c.Output) > 0 && !json.Valid(c.Output) {
+		return badResult("output is not JSON")
+	}
+	if len(c.State) > 0 {
+		var m map[string]any
+		if err := json.Unmarshal(c.State, &m); err != nil || m == nil {
+			return badResult("state must be a JSON object (an update of the run's state)")
+		}
+	}
+	reg := s.registered(t.Agent)
+	if reg == nil {
+		return fmt.Errorf("%w: agent %q", ErrNotServed, t.Agent)
+	}
+	if t.Kind == wire.TaskKindStep {
+		switch {
+		case c.Next == "":
+			return badResult("a step task needs next: a step of agent %q, llm, tools or end", t.Agent)
+		case !hasStep(reg.agent, c.Next):
+			return badResult("next %q is no step of agent %q", c.Next, t.Agent)
+		case c.IsError || len(c.Attachments) > 0:
+			return badResult("is_error and attachments are for tool tasks")
+		}
+		return nil
+	}
+	if c.Next != "" || c.Decision != nil {
+		return badResult("next and decision are for step tasks")
+	}
+	tl := reg.tools[t.Name]
+	if tl == nil {
+		return badResult("agent %q no longer serves tool %q", t.Agent, t.Name)
+	}
+	if tl.output != nil && !c.IsError {
+		var v any
+		if len(c.Output) > 0 {
+			_ = json.Unmarshal(c.Output, &v)
+		}
+		if err := tl.output.Validate(v); err != nil {
+			return badResult("output does not match the output_schema of tool %q: %v", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// Fail records a task's failure.
+func (s *Service) Fail(ctx context.Context, id string, f *wire.TaskFail) (*wire.TaskResult, error) {
+	if f.Message == "" {
+		return nil, invalid("message is required")
+	}
+	if f.Class != "" && f.Class != wire.ErrorTransient && f.Class != wire.ErrorPermanent {
+		return nil, invalid("class %q: want transient or permanent", f.Class)
+	}
+	t, err := s.held(ctx, id, f.Token)
+	if err != nil {
+		return dupOr(t, err)
+	}
+	return s.finish(ctx, t, store.TaskFailed, &outcome{Fail: f})
+}
+
+// Input parks a step task with a human-input request.
+func (s *Service) Input(ctx context.Context, id string, in *wire.TaskInputRequest) (*wire.TaskResult, error) {
+	if in.Request == nil || in.Request.Prompt == "" {
+		return nil, invalid("request.prompt is required")
+	}
+	if in.Request.OnExpire != "" && in.Request.OnExpire != "fail" && in.Request.OnExpire != "default" {
+		return nil, invalid("request.on_expire %q: want fail or default", in.Request.OnExpire)
+	}
+	if in.Request.Approval != nil {
+		return nil, invalid("request.approval is for the engine's tool approvals")
+	}
+	if len(in.Request.Schema) > 0 {
+		if _, err := compile(in.Request.Schema); err != nil {
+			return nil, invalid("request.schema: %v", err)
+		}
+	}
+	if len(in.State) > 0 {
+		var m map[string]any
+		if err := json.Unmarshal(in.State, &m); err != nil || m == nil {
+			return nil, badResult("state must be a JSON object")
+		}
+	}
+	t, err := s.held(ctx, id, in.Token)
+	if err != nil {
+		return dupOr(t, err)
+	}
+	if t.Kind != wire.TaskKindStep {
+		return nil, fmt.Errorf("%w: task %s is a tool call", ErrInputNotAllowed, id)
+	}
+	return s.finish(ctx, t, store.TaskParked, &outcome{Input: in})
+}
+
+func dupOr(t *store.Task, err error) (*wire.TaskResult, error) {
+	if errors.Is(err, errDuplicate) {
+		return &wire.TaskResult{ID: t.ID, State: t.State, Duplicate: true}, nil
+	}
+	return nil, err
+}
+
+// finish records o as task t's outcome under its token.
+func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *outcome) (*wire.TaskResult, error) {
+	o.Worker = t.Owner
+	// The token is part of the request, not of the result.
+	switch {
+	case o.Complete != nil:
+		c := *o.Complete
+		c.Token, o.Complete = 0, &c
+	case o.Fail != nil:
+		f := *o.Fail
+		f.Token, o.Fail = 0, &f
+	case o.Input != nil:
+		in := *o.Input
+		in.Token, o.Input = 0, &in
+	}
+	res, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	done, err := s.store.TaskFinish(ctx, &store.TaskFinishParams{ID: t.ID, Token: t.Token, State: state, Result: res})
+	if errors.Is(err, store.ErrConflict) {
+		dup, ferr := s.fencedErr(ctx, t.ID, t.Token)
+		if dup {
+			return &wire.TaskResult{ID: t.ID, State: state, Duplicate: true}, nil
+		}
+		return nil, ferr
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.hub.taskFinished(t.ID)
+	return &wire.TaskResult{ID: done.ID, State: done.State}, nil
+}
+
+// Release hands one task back at once.
+func (s *Service) Release(ctx context.Context, id string, token int64) (*wire.TaskResult, error) {
+	ts, err := s.store.TaskRelease(ctx, &store.TaskReleaseParams{ID: id, Token: token})
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			_, ferr := s.fencedErr(ctx, id, token)
+			if ferr == nil {
+				ferr = fmt.Errorf("%w: task %s", ErrTaskFinished, id)
+			}
+			return nil, ferr
+		}
+		return nil, err
+	}
+	s.hub.taskQueued(ts[0].Agent)
+	return &wire.TaskResult{ID: id, State: store.TaskQueued}, nil
+}
+
+// ReleaseWorker hands back every task a worker holds.
+func (s *Service) ReleaseWorker(ctx context.Context, worker string) (int, error) {
+	if !workerID.MatchString(worker) {
+		return 0, invalid("worker_id %q: want 1-128 of letters, digits, _ . : -", worker)
+	}
+	ts, err := s.store.TaskRelease(ctx, &store.TaskReleaseParams{Owner: worker})
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range ts {
+		s.hub.taskQueued(t.Agent)
+	}
+	return len(ts), nil
+}
