@@ -1,0 +1,3 @@
+export * from './client.js';
+export * from './agent.js';
+export * from './worker.js';
