@@ -76,6 +76,7 @@ type Store struct {
 	store.Store
 	cfg     Config
 	enabled atomic.Bool
+	down    atomic.Bool
 	calls   atomic.Uint64
 
 	mu       sync.Mutex
@@ -100,6 +101,15 @@ func (s *Store) Inner() store.Store { return s.Store }
 // SetEnabled turns fault injection on or off; calls and notifications in
 // flight keep the decision they were made with.
 func (s *Store) SetEnabled(on bool) { s.enabled.Store(on) }
+
+// SetDown cuts the store off (on) or reconnects it (off), whatever the
+// schedule and SetEnabled say: while down, every call fails before it
+// reaches the inner store with an error wrapping store.ErrUnavailable, and
+// notifications are dropped. It stands for a process that crashed (a
+// simulation drops an engine by setting its store down) or a database
+// that is gone. A call already past the check goes on, as a write in
+// flight when a process dies may still commit.
+func (s *Store) SetDown(on bool) { s.down.Store(on) }
 
 // Injected returns how many faults of each kind were injected so far.
 func (s *Store) Injected() map[Fault]int {
@@ -153,6 +163,9 @@ func splitmix(x uint64) uint64 {
 // decision for after.
 func (s *Store) before(ctx context.Context, op string, write bool) (decision, error) {
 	d := s.decide()
+	if s.down.Load() {
+		return d, fmt.Errorf("%w: %w: %s (call %d, store down)", store.ErrUnavailable, ErrInjected, op, d.n)
+	}
 	if !s.enabled.Load() {
 		return decision{}, nil
 	}

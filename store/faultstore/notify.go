@@ -45,6 +45,9 @@ func (n *notifier) Listen(ctx context.Context, channel string) (<-chan string, e
 		defer close(out)
 		for p := range in {
 			d := n.s.decide()
+			if n.s.down.Load() {
+				continue // a process that is gone hears nothing
+			}
 			if n.s.enabled.Load() && p != "" {
 				if d.draws[0] < n.s.cfg.NotifyLost {
 					// Lost as the contract allows: in a reconnect, which is
