@@ -162,9 +162,15 @@ func (b *Broker) Acquire(sessionID string, lastSeq int64) *Topic {
 }
 
 // advanceLocked records that the store holds steps up to seq; when the
-// Topic had no ring yet, the ring starts here.
+// Topic had no ring yet, the ring starts here. Steps past the last this
+// broker published or observed were committed elsewhere and never reached
+// its subscribers: they are sent to the store for them (a poke) before the
+// next event, positioned after those steps, could make them skip them.
 func (t *Topic) advanceLocked(seq int64) {
 	if seq > t.seq {
+		if len(t.subs) > 0 {
+			t.pokeLocked()
+		}
 		t.seq, t.idx = seq, 0
 	}
 	if len(t.ring) == 0 {

@@ -2,8 +2,11 @@ package faultstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +44,13 @@ type Config struct {
 	NotifyLost     float64
 	NotifyDelay    float64
 	MaxNotifyDelay time.Duration
+	// ByTime decides each call's faults from the seed, the operation and
+	// its parameters (their JSON, ids left out), the clock's reading and
+	// how many such calls came at that reading, instead of from the call's
+	// number. Under a fake clock (testing/synctest) the schedule then does
+	// not depend on how goroutines running at one instant interleave, as
+	// long as their calls differ by more than ids.
+	ByTime bool
 }
 
 func (c Config) validate() error {
@@ -76,10 +86,13 @@ type Store struct {
 	store.Store
 	cfg     Config
 	enabled atomic.Bool
+	down    atomic.Bool
 	calls   atomic.Uint64
 
 	mu       sync.Mutex
 	injected map[Fault]int
+	instant  time.Time      // ByTime: the last reading
+	atOp     map[string]int // ByTime: calls per operation at instant
 }
 
 // New wraps inner with the fault schedule cfg, enabled. It panics on an
@@ -100,6 +113,15 @@ func (s *Store) Inner() store.Store { return s.Store }
 // SetEnabled turns fault injection on or off; calls and notifications in
 // flight keep the decision they were made with.
 func (s *Store) SetEnabled(on bool) { s.enabled.Store(on) }
+
+// SetDown cuts the store off (on) or reconnects it (off), whatever the
+// schedule and SetEnabled say: while down, every call fails before it
+// reaches the inner store with an error wrapping store.ErrUnavailable, and
+// notifications are dropped. It stands for a process that crashed (a
+// simulation drops an engine by setting its store down) or a database
+// that is gone. A call already past the check goes on, as a write in
+// flight when a process dies may still commit.
+func (s *Store) SetDown(on bool) { s.down.Store(on) }
 
 // Injected returns how many faults of each kind were injected so far.
 func (s *Store) Injected() map[Fault]int {
@@ -128,16 +150,35 @@ type decision struct {
 	draws [6]float64
 }
 
-func (s *Store) decide() decision {
+func (s *Store) decide(op string, params any) decision {
 	n := s.calls.Add(1)
 	d := decision{n: n}
-	x := uint64(s.cfg.Seed)*0x9E3779B97F4A7C15 ^ n
+	key := n
+	if s.cfg.ByTime {
+		now := time.Now()
+		b, _ := json.Marshal(params)
+		call := op + " " + uuidRE.ReplaceAllString(string(b), "")
+		s.mu.Lock()
+		if !now.Equal(s.instant) {
+			s.instant, s.atOp = now, map[string]int{}
+		}
+		s.atOp[call]++
+		k := s.atOp[call]
+		s.mu.Unlock()
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s %d %d", call, now.UnixNano(), k)
+		key = h.Sum64()
+	}
+	x := uint64(s.cfg.Seed)*0x9E3779B97F4A7C15 ^ key
 	for i := range d.draws {
 		x = splitmix(x)
 		d.draws[i] = float64(x>>11) / (1 << 53)
 	}
 	return d
 }
+
+// uuidRE matches the ids ByTime leaves out.
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // splitmix is one step of SplitMix64.
 func splitmix(x uint64) uint64 {
@@ -151,8 +192,11 @@ func splitmix(x uint64) uint64 {
 // before applies the faults that strike before a call reaches the store:
 // latency, then an error (or, for writes, a full disk). It returns the
 // decision for after.
-func (s *Store) before(ctx context.Context, op string, write bool) (decision, error) {
-	d := s.decide()
+func (s *Store) before(ctx context.Context, op string, params any, write bool) (decision, error) {
+	d := s.decide(op, params)
+	if s.down.Load() {
+		return d, fmt.Errorf("%w: %w: %s (call %d, store down)", store.ErrUnavailable, ErrInjected, op, d.n)
+	}
 	if !s.enabled.Load() {
 		return decision{}, nil
 	}
@@ -188,18 +232,18 @@ func (s *Store) after(d decision, op string, err error) error {
 }
 
 // read runs a read under the schedule.
-func read[T any](s *Store, ctx context.Context, op string, fn func() (T, error)) (T, error) {
+func read[T any](s *Store, ctx context.Context, op string, params any, fn func() (T, error)) (T, error) {
 	var zero T
-	if _, err := s.before(ctx, op, false); err != nil {
+	if _, err := s.before(ctx, op, params, false); err != nil {
 		return zero, err
 	}
 	return fn()
 }
 
 // write runs a write under the schedule.
-func write[T any](s *Store, ctx context.Context, op string, fn func() (T, error)) (T, error) {
+func write[T any](s *Store, ctx context.Context, op string, params any, fn func() (T, error)) (T, error) {
 	var zero T
-	d, err := s.before(ctx, op, true)
+	d, err := s.before(ctx, op, params, true)
 	if err != nil {
 		return zero, err
 	}

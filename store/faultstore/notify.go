@@ -25,7 +25,7 @@ type notifier struct {
 // Notify forwards to the inner Notifier (a send is a write of its own: it
 // may fail before it is sent).
 func (n *notifier) Notify(ctx context.Context, channel, payload string) error {
-	if _, err := n.s.before(ctx, "Notify", false); err != nil {
+	if _, err := n.s.before(ctx, "Notify", channel+" "+payload, false); err != nil {
 		return err
 	}
 	return n.inner.Notify(ctx, channel, payload)
@@ -44,7 +44,10 @@ func (n *notifier) Listen(ctx context.Context, channel string) (<-chan string, e
 	go func() {
 		defer close(out)
 		for p := range in {
-			d := n.s.decide()
+			d := n.s.decide("Listen "+channel, p)
+			if n.s.down.Load() {
+				continue // a process that is gone hears nothing
+			}
 			if n.s.enabled.Load() && p != "" {
 				if d.draws[0] < n.s.cfg.NotifyLost {
 					// Lost as the contract allows: in a reconnect, which is

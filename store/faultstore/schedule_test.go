@@ -171,3 +171,27 @@ func TestNotificationsLostOrDelayed(t *testing.T) {
 		t.Fatalf("received %d of %d, injected %v", got, sent, inj)
 	}
 }
+
+// A store set down fails every call, writes nothing, whatever the
+// schedule, and works again once set up.
+func TestSetDown(t *testing.T) {
+	t.Parallel()
+	inner := memory.New()
+	st := faultstore.New(inner, faultstore.Config{Seed: 1})
+	st.SetEnabled(false)
+	st.SetDown(true)
+	_, err := st.SessionCreate(t.Context(), &store.SessionCreateParams{ID: "down"})
+	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, faultstore.ErrInjected) {
+		t.Fatalf("create while down: %v, want an injected store.ErrUnavailable", err)
+	}
+	if _, err := inner.SessionGet(t.Context(), &store.SessionGetParams{ID: "down"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the create while down reached the store: %v", err)
+	}
+	if _, err := st.SessionList(t.Context(), &store.SessionListParams{}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("list while down: %v", err)
+	}
+	st.SetDown(false)
+	if _, err := st.SessionCreate(t.Context(), &store.SessionCreateParams{ID: "up"}); err != nil {
+		t.Fatalf("create once up: %v", err)
+	}
+}
