@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/stepwise-run/stepwise/internal/sessionsum"
@@ -371,7 +372,13 @@ func (e *Engine) Ingest(ctx context.Context, p IngestParams) ([]*Step, error) {
 		if s.CreatedAt.IsZero() {
 			s.CreatedAt = now
 		}
+		if c := s.Metrics.Cost; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+			return nil, fmt.Errorf("%w: steps[%d]: cost must be a finite USD amount >= 0, not %v", store.ErrInvalid, i, c)
+		}
 		s.SessionID = p.SessionID
+	}
+	for _, s := range p.Steps {
+		e.priceIngested(s)
 	}
 	unlock := e.lockSession(p.SessionID)
 	defer unlock()
@@ -383,6 +390,25 @@ func (e *Engine) Ingest(ctx context.Context, p IngestParams) ([]*Step, error) {
 		e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: s.SessionID, RunID: s.RunID, StepName: s.Name, Step: s, Time: now})
 	}
 	return out, nil
+}
+
+// priceIngested gives an ingested step that reports a model and tokens but
+// no cost the cost the price table computes, as an llm step run here would
+// have. The model is looked up as given ("openai:gpt-4o-mini", "gpt-4o"),
+// then under its provider ("openai" + "gpt-4o"). A cost the sender
+// reported is kept.
+func (e *Engine) priceIngested(s *Step) {
+	m := &s.Metrics
+	if m.Cost != 0 || m.Model == "" || m.InputTokens+m.OutputTokens == 0 {
+		return
+	}
+	price, ok := e.cfg.Prices.Lookup(m.Model)
+	if !ok && m.Provider != "" && !strings.Contains(m.Model, ":") {
+		price, ok = e.cfg.Prices.Lookup(m.Provider + ":" + m.Model)
+	}
+	if ok {
+		m.Cost = price.Cost(m.InputTokens, m.OutputTokens, m.CachedTokens)
+	}
 }
 
 // CreateSession creates an empty session (for ingest, or to choose its
