@@ -50,8 +50,12 @@ func (e *Engine) Fork(ctx context.Context, p ForkParams) (*Session, error) {
 	title := e.derivedTitle(ctx, p.Title, verb, parent, where)
 	var s *Session
 	if keep == 0 {
-		// Editing step 1 shares nothing: a new root session that notes its origin.
-		meta, _ := json.Marshal(map[string]any{"forked_from": parent.ID, "edited_sequence": p.At})
+		// Editing step 1 shares nothing: a new root session that notes its
+		// origin and, as every fork, carries the parent's metadata.
+		meta, merr := withMetadata(parent.Metadata, map[string]any{"forked_from": parent.ID, "edited_sequence": p.At})
+		if merr != nil {
+			return nil, fmt.Errorf("fork: %w", merr)
+		}
 		s, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: parent.Agent, Title: title, Metadata: meta, Now: e.now()})
 	} else {
 		s, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: p.SessionID, Sequence: keep, Title: title, Now: e.now()})
@@ -67,6 +71,21 @@ func (e *Engine) Fork(ctx context.Context, p ForkParams) (*Session, error) {
 		return e.store.SessionGet(ctx, &store.SessionGetParams{ID: s.ID})
 	}
 	return s, nil
+}
+
+// withMetadata returns the session metadata base (a JSON object, or
+// empty) with the keys of add set.
+func withMetadata(base json.RawMessage, add map[string]any) (json.RawMessage, error) {
+	m := map[string]any{}
+	if len(base) > 0 {
+		if err := json.Unmarshal(base, &m); err != nil || m == nil {
+			m = map[string]any{} // not an object: only add's keys
+		}
+	}
+	for k, v := range add {
+		m[k] = v
+	}
+	return json.Marshal(m)
 }
 
 // Forks lists the direct forks of a session.
@@ -167,7 +186,9 @@ func (e *Engine) retry(ctx context.Context, p RetryParams, forkID, runID string)
 		var fork *Session
 		title := e.derivedTitle(ctx, "", "retry", src, fmt.Sprintf("from #%d", p.From))
 		if p.From == 1 {
-			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: orNewID(forkID), Agent: src.Agent, Title: title, Now: e.now()})
+			// Nothing to share: a new root session, with the source's
+			// metadata as a fork gets it.
+			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: orNewID(forkID), Agent: src.Agent, Title: title, Metadata: src.Metadata, Now: e.now()})
 		} else {
 			fork, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: orNewID(forkID), ParentID: src.ID, Sequence: p.From - 1, Title: title, Now: e.now()})
 		}
