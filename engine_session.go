@@ -324,18 +324,20 @@ func (e *Engine) derivedTitle(ctx context.Context, chosen, verb string, src *Ses
 	return t
 }
 
-// sessionLabel is how a session is called in another's title: its title,
-// else the start of its first user message, else "<agent> session"; never
-// a raw id.
+// sessionLabel is how a session is called in another's title: its
+// chosen title, else the start of its first user message in quotes (also
+// when its title is the one TitleOf gave it from that message), else
+// "<agent> session"; never a raw id.
 func (e *Engine) sessionLabel(ctx context.Context, s *Session) string {
-	if s.Title != "" {
-		return s.Title
-	}
 	if s.LastSequence > 0 {
 		first, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: s.ID, Sequence: 1})
-		if err == nil && first.Kind == steptype.KindUser && strings.TrimSpace(first.Content) != "" {
+		if err == nil && first.Kind == steptype.KindUser && strings.TrimSpace(first.Content) != "" &&
+			(s.Title == "" || s.Title == TitleOf(first.Content)) {
 			return fmt.Sprintf("%q", clipLabel(first.Content, 40))
 		}
+	}
+	if s.Title != "" {
+		return s.Title
 	}
 	if s.Agent != "" {
 		return s.Agent + " session"
@@ -343,12 +345,17 @@ func (e *Engine) sessionLabel(ctx context.Context, s *Session) string {
 	return "a session"
 }
 
+// TitleOf is the title a session gets from its first message when it is
+// created without one (StartParams.Title empty): the message's start, on
+// one line, at most 60 characters. It is "" for a blank message.
+func TitleOf(message string) string { return clipLabel(message, 60) }
+
 // clipLabel shortens text to n runes on one line.
 func clipLabel(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) > n {
-		return string(r[:n-1]) + "…"
+		return strings.TrimRight(string(r[:n-1]), " ") + "…"
 	}
 	return s
 }
