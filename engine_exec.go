@@ -380,19 +380,46 @@ func (x *execution) record(name string, next *Next) (parked, completed bool, err
 
 // outputWith is the run's output once steps are committed: the content of
 // the last assistant message, as lastAssistantText reads it after the
-// steps are added to the context.
+// steps are added to the context — or of the run's last custom step with
+// content when no assistant message came after it (a run of custom steps
+// only ends with what its last step said).
 func (x *execution) outputWith(steps []*Step) string {
 	for i := len(steps) - 1; i >= 0; i-- {
-		if s := steps[i]; convo.InContext(s) && s.Role == steptype.RoleAssistant {
+		s := steps[i]
+		if convo.InContext(s) && s.Role == steptype.RoleAssistant {
 			return s.Content
 		}
+		if customOutput(s) {
+			return s.Content
+		}
+	}
+	if x.customOut != "" {
+		return x.customOut
 	}
 	return x.lastAssistantText()
 }
 
+// customOutput reports whether s is a custom step whose content may be the
+// run's output: one with content outside the model context.
+func customOutput(s *Step) bool {
+	return s.Kind == steptype.KindCustom && s.Content != "" && !convo.InContext(s)
+}
+
+// noteOutput follows the run's output through a step of the run that
+// committed: a custom step's content until an assistant message comes
+// after it.
+func (x *execution) noteOutput(s *Step) {
+	switch {
+	case convo.InContext(s) && s.Role == steptype.RoleAssistant:
+		x.customOut = ""
+	case customOutput(s):
+		x.customOut = s.Content
+	}
+}
+
 // finish ends the run.
 func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
-	out := x.lastAssistantText()
+	out := x.outputWith(nil)
 	if err := x.commit(nil, runUpdate{status: &status, output: &out, err: serr, finish: true}); err != nil {
 		return x.stopped(err)
 	}
