@@ -169,6 +169,9 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	if err != nil {
 		return err
 	}
+	for _, s := range steps {
+		x.noteOutput(s)
+	}
 	x.applyRun(&u, state, len(steps), now)
 	x.announce(stored, &u, now)
 	return nil

@@ -66,7 +66,13 @@ func (x *execution) summarize(ctx context.Context, rec *Step, previous string, m
 	if p, ok := model.(llm.Provider); ok {
 		m.Provider = p.Provider()
 	}
-	final, err := llm.Complete(ctx, model, req)
+	// The call's request and response (and its HTTP exchange) are events
+	// of the context step, as an llm step's are of it: the step gets its
+	// id now, and commit keeps it.
+	if rec.ID == "" && x.e.eventsState() != nil {
+		rec.ID = NewID()
+	}
+	final, err := llm.Complete(ctx, x.observeModel(model, rec), req)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/internal/ids"
 	"github.com/stepwise-run/stepwise/internal/stepctx"
+	"github.com/stepwise-run/stepwise/internal/stepres"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -140,10 +141,18 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	// its own: when no hook and no observer can read its scope either, the
 	// scope and its record are reused, without an id.
 	lean := name == StepTools && x.agent.Steps[StepTools] == nil && !x.hooks(name) && x.e.eventsState() == nil
+	// The built-in tools step records a step per call, each measured
+	// around its call (execCall); it records none of its own.
+	measure := name != StepTools || x.agent.Steps[StepTools] != nil
 	for attempt := 1; ; attempt++ {
 		scope, proc, dc := x.startAttempt(name, attempt, lean)
 		streamed := x.deltas.Load()
+		var mark stepres.Mark
+		if measure {
+			mark = stepres.Start()
+		}
 		next, err := x.call(x.hooked(name, h), scope, proc, dc)
+		setUsage(&scope.step.Metrics, mark.End())
 		if err == nil {
 			if next, err = x.accept(name, scope, next); err == nil {
 				return next, nil, nil
@@ -204,6 +213,17 @@ func (x *execution) startAttempt(name string, attempt int, lean bool) (*Scope, t
 	return scope, proc, dc
 }
 
+// setUsage records on m what its step used while it ran (see
+// steptype.Metrics.CPUTime).
+func setUsage(m *steptype.Metrics, u stepres.Usage) {
+	m.CPUTime, m.AllocBytes, m.AllocObjects, m.OverlappingSteps = u.CPU, u.AllocBytes, u.AllocObjects, u.Overlapping
+}
+
+// copyUsage copies the resource use of from to m.
+func copyUsage(m, from *steptype.Metrics) {
+	m.CPUTime, m.AllocBytes, m.AllocObjects, m.OverlappingSteps = from.CPUTime, from.AllocBytes, from.AllocObjects, from.OverlappingSteps
+}
+
 // accept checks what a handler returned (a state update that applies, a
 // route to a step of the agent) and makes the scope's record the step's
 // record; an error fails the attempt.
@@ -222,6 +242,9 @@ func (x *execution) accept(name string, scope *Scope, next *Next) (*Next, error)
 	}
 	if next.record != nil {
 		next.record.ID = scope.step.ID
+		if next.record != scope.step {
+			copyUsage(&next.record.Metrics, &scope.step.Metrics)
+		}
 	}
 	if next.record == nil && !next.committed {
 		next.record = scope.step
@@ -247,6 +270,7 @@ func (x *execution) failAttempt(name string, scope *Scope, attempt int, streamed
 	}
 	es := &Step{Kind: steptype.KindError, Name: name, Status: steptype.StepFailed, Error: serr}
 	es.Metrics.Attempt = attempt
+	copyUsage(&es.Metrics, &scope.step.Metrics)
 	es.Metrics.StartedAt, es.Metrics.FinishedAt = scope.step.Metrics.StartedAt, x.e.now()
 	es.Metrics.Duration = es.Metrics.FinishedAt.Sub(es.Metrics.StartedAt)
 	if m := x.agent.Model; m != nil && name == StepLLM {
@@ -380,19 +404,46 @@ func (x *execution) record(name string, next *Next) (parked, completed bool, err
 
 // outputWith is the run's output once steps are committed: the content of
 // the last assistant message, as lastAssistantText reads it after the
-// steps are added to the context.
+// steps are added to the context — or of the run's last custom step with
+// content when no assistant message came after it (a run of custom steps
+// only ends with what its last step said).
 func (x *execution) outputWith(steps []*Step) string {
 	for i := len(steps) - 1; i >= 0; i-- {
-		if s := steps[i]; convo.InContext(s) && s.Role == steptype.RoleAssistant {
+		s := steps[i]
+		if convo.InContext(s) && s.Role == steptype.RoleAssistant {
 			return s.Content
 		}
+		if customOutput(s) {
+			return s.Content
+		}
+	}
+	if x.customOut != "" {
+		return x.customOut
 	}
 	return x.lastAssistantText()
 }
 
+// customOutput reports whether s is a custom step whose content may be the
+// run's output: one with content outside the model context.
+func customOutput(s *Step) bool {
+	return s.Kind == steptype.KindCustom && s.Content != "" && !convo.InContext(s)
+}
+
+// noteOutput follows the run's output through a step of the run that
+// committed: a custom step's content until an assistant message comes
+// after it.
+func (x *execution) noteOutput(s *Step) {
+	switch {
+	case convo.InContext(s) && s.Role == steptype.RoleAssistant:
+		x.customOut = ""
+	case customOutput(s):
+		x.customOut = s.Content
+	}
+}
+
 // finish ends the run.
 func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
-	out := x.lastAssistantText()
+	out := x.outputWith(nil)
 	if err := x.commit(nil, runUpdate{status: &status, output: &out, err: serr, finish: true}); err != nil {
 		return x.stopped(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/stepwise-run/stepwise/internal/sessionsum"
@@ -49,8 +50,12 @@ func (e *Engine) Fork(ctx context.Context, p ForkParams) (*Session, error) {
 	title := e.derivedTitle(ctx, p.Title, verb, parent, where)
 	var s *Session
 	if keep == 0 {
-		// Editing step 1 shares nothing: a new root session that notes its origin.
-		meta, _ := json.Marshal(map[string]any{"forked_from": parent.ID, "edited_sequence": p.At})
+		// Editing step 1 shares nothing: a new root session that notes its
+		// origin and, as every fork, carries the parent's metadata.
+		meta, merr := withMetadata(parent.Metadata, map[string]any{"forked_from": parent.ID, "edited_sequence": p.At})
+		if merr != nil {
+			return nil, fmt.Errorf("fork: %w", merr)
+		}
 		s, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: NewID(), Agent: parent.Agent, Title: title, Metadata: meta, Now: e.now()})
 	} else {
 		s, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: p.SessionID, Sequence: keep, Title: title, Now: e.now()})
@@ -66,6 +71,21 @@ func (e *Engine) Fork(ctx context.Context, p ForkParams) (*Session, error) {
 		return e.store.SessionGet(ctx, &store.SessionGetParams{ID: s.ID})
 	}
 	return s, nil
+}
+
+// withMetadata returns the session metadata base (a JSON object, or
+// empty) with the keys of add set.
+func withMetadata(base json.RawMessage, add map[string]any) (json.RawMessage, error) {
+	m := map[string]any{}
+	if len(base) > 0 {
+		if err := json.Unmarshal(base, &m); err != nil || m == nil {
+			m = map[string]any{} // not an object: only add's keys
+		}
+	}
+	for k, v := range add {
+		m[k] = v
+	}
+	return json.Marshal(m)
 }
 
 // Forks lists the direct forks of a session.
@@ -166,7 +186,9 @@ func (e *Engine) retry(ctx context.Context, p RetryParams, forkID, runID string)
 		var fork *Session
 		title := e.derivedTitle(ctx, "", "retry", src, fmt.Sprintf("from #%d", p.From))
 		if p.From == 1 {
-			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: orNewID(forkID), Agent: src.Agent, Title: title, Now: e.now()})
+			// Nothing to share: a new root session, with the source's
+			// metadata as a fork gets it.
+			fork, err = e.store.SessionCreate(ctx, &store.SessionCreateParams{ID: orNewID(forkID), Agent: src.Agent, Title: title, Metadata: src.Metadata, Now: e.now()})
 		} else {
 			fork, err = e.store.SessionFork(ctx, &store.SessionForkParams{ID: orNewID(forkID), ParentID: src.ID, Sequence: p.From - 1, Title: title, Now: e.now()})
 		}
@@ -302,18 +324,20 @@ func (e *Engine) derivedTitle(ctx context.Context, chosen, verb string, src *Ses
 	return t
 }
 
-// sessionLabel is how a session is called in another's title: its title,
-// else the start of its first user message, else "<agent> session"; never
-// a raw id.
+// sessionLabel is how a session is called in another's title: its
+// chosen title, else the start of its first user message in quotes (also
+// when its title is the one TitleOf gave it from that message), else
+// "<agent> session"; never a raw id.
 func (e *Engine) sessionLabel(ctx context.Context, s *Session) string {
-	if s.Title != "" {
-		return s.Title
-	}
 	if s.LastSequence > 0 {
 		first, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: s.ID, Sequence: 1})
-		if err == nil && first.Kind == steptype.KindUser && strings.TrimSpace(first.Content) != "" {
+		if err == nil && first.Kind == steptype.KindUser && strings.TrimSpace(first.Content) != "" &&
+			(s.Title == "" || s.Title == TitleOf(first.Content)) {
 			return fmt.Sprintf("%q", clipLabel(first.Content, 40))
 		}
+	}
+	if s.Title != "" {
+		return s.Title
 	}
 	if s.Agent != "" {
 		return s.Agent + " session"
@@ -321,12 +345,17 @@ func (e *Engine) sessionLabel(ctx context.Context, s *Session) string {
 	return "a session"
 }
 
+// TitleOf is the title a session gets from its first message when it is
+// created without one (StartParams.Title empty): the message's start, on
+// one line, at most 60 characters. It is "" for a blank message.
+func TitleOf(message string) string { return clipLabel(message, 60) }
+
 // clipLabel shortens text to n runes on one line.
 func clipLabel(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) > n {
-		return string(r[:n-1]) + "…"
+		return strings.TrimRight(string(r[:n-1]), " ") + "…"
 	}
 	return s
 }
@@ -371,7 +400,13 @@ func (e *Engine) Ingest(ctx context.Context, p IngestParams) ([]*Step, error) {
 		if s.CreatedAt.IsZero() {
 			s.CreatedAt = now
 		}
+		if c := s.Metrics.Cost; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+			return nil, fmt.Errorf("%w: steps[%d]: cost must be a finite USD amount >= 0, not %v", store.ErrInvalid, i, c)
+		}
 		s.SessionID = p.SessionID
+	}
+	for _, s := range p.Steps {
+		e.priceIngested(s)
 	}
 	unlock := e.lockSession(p.SessionID)
 	defer unlock()
@@ -383,6 +418,25 @@ func (e *Engine) Ingest(ctx context.Context, p IngestParams) ([]*Step, error) {
 		e.broker.Publish(&Event{Type: EventStepCompleted, SessionID: s.SessionID, RunID: s.RunID, StepName: s.Name, Step: s, Time: now})
 	}
 	return out, nil
+}
+
+// priceIngested gives an ingested step that reports a model and tokens but
+// no cost the cost the price table computes, as an llm step run here would
+// have. The model is looked up as given ("openai:gpt-4o-mini", "gpt-4o"),
+// then under its provider ("openai" + "gpt-4o"). A cost the sender
+// reported is kept.
+func (e *Engine) priceIngested(s *Step) {
+	m := &s.Metrics
+	if m.Cost != 0 || m.Model == "" || m.InputTokens+m.OutputTokens == 0 {
+		return
+	}
+	price, ok := e.cfg.Prices.Lookup(m.Model)
+	if !ok && m.Provider != "" && !strings.Contains(m.Model, ":") {
+		price, ok = e.cfg.Prices.Lookup(m.Provider + ":" + m.Model)
+	}
+	if ok {
+		m.Cost = price.Cost(m.InputTokens, m.OutputTokens, m.CachedTokens)
+	}
 }
 
 // CreateSession creates an empty session (for ingest, or to choose its

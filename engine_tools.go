@@ -13,6 +13,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/attach"
 	"github.com/stepwise-run/stepwise/internal/convo"
+	"github.com/stepwise-run/stepwise/internal/stepres"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -323,10 +324,12 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 	pol := x.agent.Retry
 	for attempt := 1; ; attempt++ {
 		start := x.e.now()
+		mark := stepres.Start()
 		res, err := callTool(ctx, x.observeTool(t), &tool.Call{
 			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: idemKey,
 			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt,
 		})
+		use := mark.End()
 		if x.interrupted() {
 			// Stopped by a shutdown, a detach or a cancel while the call was
 			// in flight: commit nothing, the call re-runs on resume.
@@ -340,6 +343,7 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 			s := &tr.s
 			x.fillToolResult(s, call, res)
 			s.Metrics.StartedAt, s.Metrics.Attempt, s.Fingerprint = start, attempt, fp
+			setUsage(&s.Metrics, use)
 			if x.replay != nil {
 				s.Replay = "live"
 			}
@@ -353,6 +357,7 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 		es := &Step{Kind: steptype.KindError, Name: StepTools, Status: steptype.StepFailed, ToolName: call.Name,
 			Error: &StepError{Message: err.Error(), Class: steptype.ErrorTransient, Attempt: attempt, Recoverable: true, Code: "tool_error"}}
 		es.Metrics.StartedAt, es.Metrics.FinishedAt, es.Metrics.Attempt = start, x.e.now(), attempt
+		setUsage(&es.Metrics, use)
 		es.Inputs, _ = json.Marshal(map[string]any{"tool_call_id": call.ID})
 		send(&outcome{step: es})
 		if sleepCtx(ctx, backoffDelay(pol, attempt, llm.RetryAfter(err))) != nil {

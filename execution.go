@@ -76,6 +76,9 @@ type execution struct {
 	waiting     map[string]bool           // tool-call id → a request is pending
 	allowed     map[string]bool           // tools allowed for the session
 	clientTools []llm.ToolDef             // tools the run's caller executes
+	// customOut is the content of the run's last custom step when no
+	// assistant message came after it (see outputWith).
+	customOut string
 
 	done chan struct{}       // closed by release
 	fp   convo.Fingerprinter // request fingerprints' reused state
@@ -193,6 +196,9 @@ func (x *execution) load(ctx context.Context) error {
 		}
 		if s.Kind == steptype.KindInput && s.Status == steptype.StepCompleted {
 			x.lastAnswer = s
+		}
+		if s.Hop == x.run.Hop {
+			x.noteOutput(s)
 		}
 	}
 	if x.run.Hop > 0 {

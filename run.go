@@ -29,7 +29,8 @@ type StartParams struct {
 	State any
 	// Replay, when set, reuses recorded outputs of another session.
 	Replay *ReplayOptions
-	// Title names a new session.
+	// Title names a new session; without one it is named after Input
+	// (TitleOf).
 	Title string
 	// ClientTools are tools the caller executes (a front end's tools):
 	// offered to the model with the agent's; a call to one parks the run as
@@ -81,7 +82,11 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 				return nil, fmt.Errorf("%w: session metadata: %v", store.ErrInvalid, err)
 			}
 		}
-		newSession = &store.SessionCreateParams{ID: sid, Agent: a.Name, Title: p.Title, Metadata: meta, Now: now}
+		title := p.Title
+		if title == "" {
+			title = TitleOf(p.Input) // named after its first message, as forks are
+		}
+		newSession = &store.SessionCreateParams{ID: sid, Agent: a.Name, Title: title, Metadata: meta, Now: now}
 	} else if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sid}); err != nil {
 		return nil, fmt.Errorf("session %q: %w", sid, err)
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/stepwise-run/stepwise/tool"
 )
 
-// TestDerivedSessionNames: forks, edits, retries and replays are named by
-// what they are and where they came from, never by a raw id; a chosen
-// title wins.
+// TestDerivedSessionNames: an untitled session is named after its first
+// message; forks, edits, retries and replays are named by what they are
+// and where they came from, never by a raw id; a chosen title wins.
 func TestDerivedSessionNames(t *testing.T) {
 	t.Parallel()
 	e, st := newEngine(t, &stepwise.Agent{Name: "n", Model: echoModel(), Tools: []tool.Tool{constTool("a", "A"), constTool("b", "B")}})
@@ -27,6 +27,23 @@ func TestDerivedSessionNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s.Title
+	}
+	if got := title(sid); got != "Plan a trip to Lisbon in May" {
+		t.Fatalf("untitled session: title %q, want its first message", got)
+	}
+	long, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "n", Input: "Plan a trip\nto Lisbon in May, with a day in Sintra, two in Porto and a night train back"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := title(long.SessionID); got != "Plan a trip to Lisbon in May, with a day in Sintra, two in…" {
+		t.Fatalf("long first message: title %q", got)
+	}
+	chosen, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "n", Input: "hi", Title: "chosen"}))
+	if err != nil || title(chosen.SessionID) != "chosen" {
+		t.Fatalf("chosen title: %v", err)
+	}
+	if f, err := e.Fork(ctx, stepwise.ForkParams{SessionID: chosen.SessionID, At: 1}); err != nil || title(f.ID) != "fork of chosen at #1" {
+		t.Fatalf("fork of a titled session: %v", err)
 	}
 	f, err := e.Fork(ctx, stepwise.ForkParams{SessionID: sid, At: 2})
 	if err != nil || title(f.ID) != `fork of "Plan a trip to Lisbon in May" at #2` {

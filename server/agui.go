@@ -96,6 +96,7 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, agent *st
 	if err != nil {
 		return err
 	}
+	title := stepwise.TitleOf(input)
 	input += extra
 	tools, err := clientTools(in.Tools)
 	if err != nil {
@@ -108,7 +109,7 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, agent *st
 		}
 		state = json.RawMessage(st)
 	}
-	sess, created, err := s.threadSession(ctx, in.ThreadID, agent.Name)
+	sess, created, err := s.threadSession(ctx, in.ThreadID, agent.Name, title)
 	if err != nil {
 		return err
 	}
@@ -135,12 +136,15 @@ func (s *Server) aguiStart(ctx context.Context, w http.ResponseWriter, agent *st
 }
 
 // threadSession returns the session of an AG-UI thread, creating it (then
-// created is true).
-func (s *Server) threadSession(ctx context.Context, threadID, agent string) (sess *stepwise.Session, created bool, err error) {
+// created is true) with title, the thread's first message's title.
+func (s *Server) threadSession(ctx context.Context, threadID, agent, title string) (sess *stepwise.Session, created bool, err error) {
 	st := s.eng.Store()
 	sess, err = st.SessionGet(ctx, &store.SessionGetParams{ID: threadID})
 	if errors.Is(err, store.ErrNotFound) {
-		sess, err = st.SessionCreate(ctx, &store.SessionCreateParams{ID: threadID, Agent: agent, Title: "AG-UI thread"})
+		if title == "" {
+			title = "AG-UI thread"
+		}
+		sess, err = st.SessionCreate(ctx, &store.SessionCreateParams{ID: threadID, Agent: agent, Title: title})
 		created = err == nil
 		if errors.Is(err, store.ErrConflict) { // created concurrently
 			sess, err = st.SessionGet(ctx, &store.SessionGetParams{ID: threadID})

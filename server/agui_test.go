@@ -199,6 +199,9 @@ func TestAGUIToolsStateAndText(t *testing.T) {
 
 		t.Fatalf("session %+v %v", sess, err)
 	}
+	if sess.Title != "hi" { // the thread is named after its first message
+		t.Fatalf("thread title %q", sess.Title)
+	}
 	if got := collapse(eventTypes(turns[1].Events)); !strings.HasPrefix(got, "RUN_STARTED STATE_SNAPSHOT") || !strings.Contains(got, "TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END") || !strings.HasSuffix(got, "RUN_FINISHED") {
 		t.Fatalf("second turn %s", got)
 	}

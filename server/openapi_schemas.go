@@ -60,7 +60,7 @@ func schemas() obj {
 		"Invocation": object(false, []string{"run_id", "session_id", "cursor"}, obj{"run_id": str(""), "session_id": str(""), "cursor": str("SEQ:IDX")}),
 		"RunCreated": object(false, []string{"run", "invocation"}, obj{"run": ref("Run"), "invocation": ref("Invocation")}),
 		"InitiateRequest": object(true, []string{"agent"}, obj{"agent": str("registered agent name"), "input": str("the user message"),
-			"session_id": str("continue this session (multi-turn)"), "state": anyJSON("initial custom state, a JSON object"), "title": str("title of a new session"),
+			"session_id": str("continue this session (multi-turn)"), "state": anyJSON("initial custom state, a JSON object"), "title": str("title of a new session (default: the start of input)"),
 			"continue": obj{"type": "boolean", "description": "run the agent on session_id as it stands, without a user message (input must be empty): run from here on an edited fork"},
 			"metadata": obj{"type": "object", "description": "metadata of a new session (string values, numbers…); GET /v1/metrics splits by its keys"}}),
 		"CancelRequest": object(true, nil, obj{"reason": str("")}),

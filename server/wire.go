@@ -47,7 +47,8 @@ var stepWireKeys = keySet("v", "id", "session_id", "run_id", "sequence", "parent
 
 var stepNestedKeys = map[string]map[string]bool{
 	"metrics": keySet("started_at", "finished_at", "duration_us", "first_token_latency_us", "input_tokens", "output_tokens",
-		"cached_tokens", "reasoning_tokens", "cost", "model", "provider", "attempt"),
+		"cached_tokens", "reasoning_tokens", "cost", "model", "provider", "attempt", "cpu_time_ns", "alloc_bytes", "alloc_objects",
+		"overlapping_steps"),
 	"error":       keySet("message", "cause", "class", "attempt", "recoverable", "code"),
 	"annotations": keySet("state", "state_summary", "goal", "goal_summary", "action", "action_summary"),
 	"progress":    keySet("fraction", "message"),

@@ -97,6 +97,26 @@ type Metrics struct {
 	Model             string
 	Provider          string
 	Attempt           int // 1-based attempt number of a retried call
+	// Resource use while the step ran (from its start to its end in the
+	// engine that executed it; zero for steps recorded elsewhere). The Go
+	// runtime counts neither per goroutine: these are the process's
+	// deltas, its other goroutines included (other steps, the garbage
+	// collector, a server's requests), and OverlappingSteps says how many
+	// other steps of the process ran at some point meanwhile — with 0 the
+	// numbers are the step's own but for background work.
+	//
+	// CPUTime is the CPU time (user and system, all threads) the process
+	// used (CLOCK_PROCESS_CPUTIME_ID; 0 where it cannot be read).
+	CPUTime time.Duration
+	// AllocBytes and AllocObjects are the heap bytes and objects the
+	// process allocated (runtime/metrics /gc/heap/allocs:bytes and
+	// :objects). The runtime counts small objects a span at a time per P
+	// (when a P takes a new span), so a step that allocates less than a
+	// few KiB may read 0 or a whole span; sums over many steps are exact
+	// to within a span per P.
+	AllocBytes       int64
+	AllocObjects     int64
+	OverlappingSteps int
 }
 
 // Annotations are the observation strings of a step (state, goal, action),

@@ -59,6 +59,10 @@ type metricsWire struct {
 	Model               string     `json:"model,omitempty"`
 	Provider            string     `json:"provider,omitempty"`
 	Attempt             int        `json:"attempt,omitempty"`
+	CPUTimeNS           int64      `json:"cpu_time_ns,omitempty"`
+	AllocBytes          int64      `json:"alloc_bytes,omitempty"`
+	AllocObjects        int64      `json:"alloc_objects,omitempty"`
+	OverlappingSteps    int        `json:"overlapping_steps,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -85,6 +89,10 @@ func (m Metrics) wire() *metricsWire {
 		Model:               m.Model,
 		Provider:            m.Provider,
 		Attempt:             m.Attempt,
+		CPUTimeNS:           m.CPUTime.Nanoseconds(),
+		AllocBytes:          m.AllocBytes,
+		AllocObjects:        m.AllocObjects,
+		OverlappingSteps:    m.OverlappingSteps,
 	}
 }
 
@@ -103,6 +111,10 @@ func (w *metricsWire) metrics() Metrics {
 		Model:             w.Model,
 		Provider:          w.Provider,
 		Attempt:           w.Attempt,
+		CPUTime:           time.Duration(w.CPUTimeNS),
+		AllocBytes:        w.AllocBytes,
+		AllocObjects:      w.AllocObjects,
+		OverlappingSteps:  w.OverlappingSteps,
 	}
 	if w.StartedAt != nil {
 		m.StartedAt = *w.StartedAt

@@ -178,6 +178,10 @@ func (m *Metrics) appendWire(b []byte, v *bool) (_ []byte, ok bool) {
 	b = appendOmit(b, `,"model":`, m.Model, v)
 	b = appendOmit(b, `,"provider":`, m.Provider, v)
 	b = appendInt(b, `,"attempt":`, int64(m.Attempt))
+	b = appendInt(b, `,"cpu_time_ns":`, m.CPUTime.Nanoseconds())
+	b = appendInt(b, `,"alloc_bytes":`, m.AllocBytes)
+	b = appendInt(b, `,"alloc_objects":`, m.AllocObjects)
+	b = appendInt(b, `,"overlapping_steps":`, int64(m.OverlappingSteps))
 	if len(b) == n {
 		// Non-zero metrics whose every wire field is empty (a duration
 		// under a microsecond): an empty object, as encoding/json writes.

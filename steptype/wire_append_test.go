@@ -82,7 +82,7 @@ func TestAppendWireMatchesEncodingJSON(t *testing.T) {
 		"metrics sub-microsecond": {Metrics: Metrics{Duration: 999}},
 		"metrics": {Metrics: Metrics{StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, zone), FinishedAt: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
 			Duration: -5 * time.Microsecond, FirstTokenLatency: time.Hour, InputTokens: -1, OutputTokens: math.MaxInt64, CachedTokens: 1,
-			ReasoningTokens: 2, Cost: 1e-7, Model: "m", Provider: "p", Attempt: -2}},
+			ReasoningTokens: 2, Cost: 1e-7, Model: "m", Provider: "p", Attempt: -2, CPUTime: 1500, AllocBytes: 4096, AllocObjects: 3, OverlappingSteps: 1}},
 		"costs":                 {Metrics: Metrics{Cost: math.Copysign(0, -1)}},
 		"cost big":              {Metrics: Metrics{Cost: 1e21}},
 		"cost just":             {Metrics: Metrics{Cost: 1e20 + 0.5, Model: "x"}},
@@ -185,7 +185,8 @@ func TestAppendWireRandomSteps(t *testing.T) {
 		}
 		if r.IntN(2) == 0 {
 			s.Metrics = Metrics{StartedAt: tm(), FinishedAt: tm(), Duration: time.Duration(r.Int64N(1e10)), FirstTokenLatency: time.Duration(r.IntN(2000)),
-				InputTokens: r.Int64N(3), OutputTokens: r.Int64N(1e6), Cost: f64(), Model: str(), Provider: str(), Attempt: r.IntN(2)}
+				InputTokens: r.Int64N(3), OutputTokens: r.Int64N(1e6), Cost: f64(), Model: str(), Provider: str(), Attempt: r.IntN(2),
+				CPUTime: time.Duration(r.Int64N(1e9)), AllocBytes: r.Int64N(1e7), AllocObjects: r.Int64N(1e4), OverlappingSteps: r.IntN(3)}
 		}
 		if r.IntN(4) == 0 {
 			s.Annotations = Annotations{State: str(), Goal: str(), ActionSummary: str()}
@@ -214,7 +215,7 @@ func TestAppendWireKnowsEveryField(t *testing.T) {
 	for _, c := range []struct {
 		typ  reflect.Type
 		want int
-	}{{reflect.TypeFor[stepWire](), 29}, {reflect.TypeFor[metricsWire](), 12}, {reflect.TypeFor[StepError](), 6},
+	}{{reflect.TypeFor[stepWire](), 29}, {reflect.TypeFor[metricsWire](), 16}, {reflect.TypeFor[StepError](), 6},
 		{reflect.TypeFor[Annotations](), 6}, {reflect.TypeFor[Progress](), 2}, {reflect.TypeFor[ToolCall](), 3}} {
 		if n := c.typ.NumField(); n != c.want {
 			t.Errorf("%v has %d fields, appendWire writes %d: update it", c.typ, n, c.want)

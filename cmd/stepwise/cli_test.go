@@ -151,3 +151,29 @@ func TestCorruptAndLockedDatabase(t *testing.T) {
 		t.Fatalf("sessions while locked: %s", errOut)
 	}
 }
+
+// TestRunNamesUntitledSession: `stepwise run` without a title names the
+// new session after its first message, and a fork of it is named after
+// that message in quotes, as before; `sessions` lists both by name.
+func TestRunNamesUntitledSession(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "n.db")
+	out, errOut, code := stepwise(t, dir, "--db", db, "run", "--agent", "analyst", "--input", "What is the population of Paris and Berlin?")
+	m := runLine.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := stepwise(t, dir, "--db", db, "fork", m[1], "--at", "1"); code != 0 {
+		t.Fatalf("fork: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = stepwise(t, dir, "--db", db, "sessions")
+	if code != 0 {
+		t.Fatalf("sessions: exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{"  What is the population of Paris and Berlin?\n", `fork of "What is the population of Paris and Ber…" at #1`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sessions lacks %q:\n%s", want, out)
+		}
+	}
+}

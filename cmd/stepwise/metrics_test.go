@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
 )
 
 // metricsDoc is the part of GET /v1/metrics the tests read.
@@ -188,7 +190,9 @@ func TestMetrics(t *testing.T) {
 }
 
 // TestMetricsForksInheritMetadata: forks, retries and replays of a session
-// fall under its metadata in metrics --split, not under (none).
+// fall under its metadata in metrics --split, not under (none) — a retry
+// from step 1 and an edit of step 1 too, which share no step and so are
+// new root sessions.
 func TestMetricsForksInheritMetadata(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -198,10 +202,34 @@ func TestMetricsForksInheritMetadata(t *testing.T) {
 	if code != 0 || m == nil {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, args := range [][]string{{"replay", m[1]}, {"retry", m[1], "--from", "2"}, {"fork", m[1], "--at", "2"}} {
+	for _, args := range [][]string{{"replay", m[1]}, {"retry", m[1], "--from", "2"}, {"retry", m[1], "--from", "1"}, {"fork", m[1], "--at", "2"}} {
 		if out, errOut, code := stepwise(t, dir, append([]string{"--db", db}, args...)...); code != 0 {
 			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errOut)
 		}
+	}
+	out, errOut, code = stepwise(t, dir, "--db", db, "fork", m[1], "--at", "1", "--edit", "What is the population of Rome?")
+	if code != 0 {
+		t.Fatalf("edit at 1: exit %d\n%s\n%s", code, out, errOut)
+	}
+	edited := strings.TrimSpace(out)
+	out, errOut, code = stepwise(t, dir, "--db", db, "sessions", "--json")
+	var page struct{ Sessions []*steptype.Session }
+	if code != 0 || json.Unmarshal([]byte(out), &page) != nil {
+		t.Fatalf("sessions: exit %d %s\n%s", code, errOut, out)
+	}
+	found := false
+	for _, s := range page.Sessions {
+		if s.ID != edited {
+			continue
+		}
+		found = true
+		var meta map[string]any
+		if json.Unmarshal(s.Metadata, &meta) != nil || meta["tier"] != "gold" || meta["forked_from"] != m[1] {
+			t.Errorf("edit of step 1: metadata %s, want tier gold and forked_from %s", s.Metadata, m[1])
+		}
+	}
+	if !found {
+		t.Errorf("edited fork %s not listed", edited)
 	}
 	out, errOut, code = stepwise(t, dir, "--db", db, "metrics", "--split", "tier", "--json")
 	var doc metricsDoc

@@ -153,3 +153,80 @@ func TestEventsInsideStepsThroughServe(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryCallEventsWithRunEvents: `stepwise run --events` records the
+// model call that folds trimmed messages into a summary as events of its
+// context step — the request the summarizer received, its response and the
+// HTTP exchange — as it does for the llm steps beside it.
+func TestSummaryCallEventsWithRunEvents(t *testing.T) {
+	t.Parallel()
+	fake := fakeopenai.New(fakeopenai.Config{Final: "noted"})
+	defer fake.Close()
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "folding.yaml")
+	body := fmt.Sprintf("name: folding\nmodel: openai:gpt-4o-mini\nmodel_options: {base_url: %q, api_key_env: SEEDS_FAKE_KEY}\ncontext: {token_budget: 40, strategy: summarize}\n", fake.URL+"/v1")
+	if err := os.WriteFile(agent, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := "sqlite:" + filepath.Join(dir, "s.db")
+	session := ""
+	for _, in := range []string{"the first fact is that the sky over the harbour is violet today", "the second fact: the ferry leaves at noon from pier four", "what were the facts?"} {
+		args := []string{"--db", db, "run", "--agent", agent, "--events", "--input", in}
+		if session != "" {
+			args = append(args, "--session", session)
+		}
+		out, errOut, code := stepwise(t, dir, args...)
+		if code != 0 {
+			t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+		}
+		session = runLine.FindStringSubmatch(out)[1]
+	}
+	url := launchServe(t, dir, nil, "--db", db, "--agent", agent)
+	var list struct {
+		Steps []struct {
+			ID      string `json:"id"`
+			Kind    string `json:"kind"`
+			Name    string `json:"name"`
+			Content string `json:"content"`
+		} `json:"steps"`
+	}
+	getJSON(t, url+"/v1/sessions/"+session+"/steps", &list)
+	summaries, sawFirst := 0, false
+	for _, s := range list.Steps {
+		if s.Kind != "system" || s.Name != "context" {
+			continue
+		}
+		summaries++
+		var evs struct {
+			Events []struct {
+				Type    string          `json:"type"`
+				Payload json.RawMessage `json:"payload"`
+			} `json:"events"`
+		}
+		getJSON(t, url+"/v1/steps/"+s.ID+"/events", &evs)
+		var types []string
+		var request string
+		for _, ev := range evs.Events {
+			types = append(types, ev.Type)
+			if ev.Type == "provider_request" {
+				request = string(ev.Payload)
+			}
+		}
+		got := strings.Join(types, ",")
+		for _, want := range []string{"provider_request", "provider_response", "http"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("context step %s (%q): events [%s], no %s", s.ID, s.Content, got, want)
+			}
+		}
+		if !strings.Contains(request, "Summarize the conversation") || !strings.Contains(request, "user: the") {
+			t.Errorf("the summarizer's recorded request is not what it received: %.500s", request)
+		}
+		sawFirst = sawFirst || strings.Contains(request, "violet")
+	}
+	if summaries == 0 {
+		t.Fatalf("no context step was recorded: %+v", list.Steps)
+	}
+	if !sawFirst {
+		t.Errorf("no recorded summary request holds the first, trimmed message")
+	}
+}

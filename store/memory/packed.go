@@ -45,6 +45,9 @@ type packedNums struct {
 	cost                       float64
 	attempt                    int
 	errAttempt                 int
+	cpu                        time.Duration
+	allocBytes, allocObjects   int64
+	overlapping                int32 // shares its word with flags
 	flags                      uint8
 }
 
@@ -109,6 +112,8 @@ func packTo(p *packedStep, s *steptype.Step, ar *arena) {
 	p.dur, p.ftl = m.Duration, m.FirstTokenLatency
 	p.in, p.out, p.cached, p.reasoning = m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens
 	p.cost, p.attempt = m.Cost, m.Attempt
+	p.cpu, p.allocBytes, p.allocObjects = m.CPUTime, m.AllocBytes, m.AllocObjects
+	p.overlapping = int32(min(m.OverlappingSteps, math.MaxInt32))
 	if s.Vector != nil {
 		p.vec = slices.Clone(s.Vector)
 	}
@@ -314,6 +319,7 @@ func (p *packedStep) step() *steptype.Step {
 	m.Duration, m.FirstTokenLatency = p.dur, p.ftl
 	m.InputTokens, m.OutputTokens, m.CachedTokens, m.ReasoningTokens = p.in, p.out, p.cached, p.reasoning
 	m.Cost, m.Attempt = p.cost, p.attempt
+	m.CPUTime, m.AllocBytes, m.AllocObjects, m.OverlappingSteps = p.cpu, p.allocBytes, p.allocObjects, int(p.overlapping)
 	r := reader{b: p.b}
 	s.ID, s.SessionID, s.RunID = r.str(), r.str(), r.str()
 	s.Kind, s.Status, s.Role = steptype.Kind(r.str()), steptype.StepStatus(r.str()), steptype.Role(r.str())

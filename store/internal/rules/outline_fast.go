@@ -182,6 +182,16 @@ func plainMetrics(v []byte) (steptype.Metrics, bool) {
 		case "attempt":
 			n, good = plainInt(x)
 			m.Attempt = int(n)
+		case "cpu_time_ns":
+			n, good = plainInt(x)
+			m.CPUTime = time.Duration(n)
+		case "alloc_bytes":
+			m.AllocBytes, good = plainInt(x)
+		case "alloc_objects":
+			m.AllocObjects, good = plainInt(x)
+		case "overlapping_steps":
+			n, good = plainInt(x)
+			m.OverlappingSteps = int(n)
 		}
 		if !good {
 			return m, false

@@ -1,0 +1,85 @@
+package stepwise_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/tool"
+)
+
+var resourceSink [][]byte
+
+// TestStepResourceUse: each step records what it used while it ran — a
+// custom step that allocates 2 MiB and spins for 5 ms of CPU reads at
+// least that — and two tool calls that run at once each count the other
+// as an overlapping step. The user step, which runs no code of the agent,
+// records none.
+func TestStepResourceUse(t *testing.T) {
+	var both sync.WaitGroup
+	both.Add(2)
+	meet := func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
+		both.Done()
+		both.Wait() // both calls are running
+		return &tool.Result{Content: "met"}, nil
+	}
+	def := func(name string) llm.ToolDef { return llm.ToolDef{Name: name, Parameters: []byte(`{"type":"object"}`)} }
+	model := &fakeModel{fn: func(req *llm.Request) (*llm.Response, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return &llm.Response{Content: "done"}, nil
+		}
+		return &llm.Response{ToolCalls: []stepwise.ToolCall{call("c1", "m1", `{}`), call("c2", "m2", `{}`)}}, nil
+	}}
+	a := &stepwise.Agent{Name: "res", Model: model, StartStep: "work",
+		Tools: []tool.Tool{tool.Func(def("m1"), meet), tool.Func(def("m2"), meet)},
+		Steps: map[string]stepwise.Handler{"work": stepwise.StepFunc(func(ctx context.Context, s *stepwise.Scope) (*stepwise.Next, error) {
+			for range 512 {
+				resourceSink = append(resourceSink, make([]byte, 4096))
+			}
+			resourceSink = nil
+			for start := time.Now(); time.Since(start) < 5*time.Millisecond; {
+			}
+			return &stepwise.Next{Step: stepwise.StepLLM, Content: "worked"}, nil
+		})}}
+	e, st := newEngine(t, a)
+	ctx := context.Background()
+	run, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "res", Input: "go"}))
+	if err != nil || run.Status != steptype.RunCompleted {
+		t.Fatalf("%v %+v", err, run)
+	}
+	steps, err := st.StepList(ctx, &store.StepListParams{SessionID: run.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := 0
+	for _, s := range steps {
+		m := s.Metrics
+		switch s.Kind {
+		case steptype.KindUser:
+			if m.CPUTime != 0 || m.AllocBytes != 0 {
+				t.Errorf("user step: %v CPU, %d bytes", m.CPUTime, m.AllocBytes)
+			}
+		case steptype.KindCustom:
+			if m.CPUTime < 4*time.Millisecond || m.AllocBytes < 2<<20 || m.AllocObjects < 512 {
+				t.Errorf("custom step: %v CPU, %d bytes in %d objects; want ≥ 4ms, 2 MiB, 512", m.CPUTime, m.AllocBytes, m.AllocObjects)
+			}
+		case steptype.KindLLM:
+			if m.CPUTime <= 0 {
+				t.Errorf("llm step %d: no CPU time", s.Sequence)
+			}
+		case steptype.KindTool:
+			tools++
+			if m.OverlappingSteps < 1 || m.CPUTime <= 0 {
+				t.Errorf("tool step %s: %d overlapping steps, %v CPU; want ≥ 1 (the other call), > 0", s.ToolName, m.OverlappingSteps, m.CPUTime)
+			}
+		}
+	}
+	if tools != 2 {
+		t.Fatalf("%d tool steps", tools)
+	}
+}
