@@ -142,3 +142,14 @@ func TestMCPServerHTTP(t *testing.T) {
 	_ = cmd.Wait()
 	checkMCPDrive(t, db, seen)
 }
+
+// TestMCPServerRefusesServer: `stepwise mcp` serves a database; with
+// --server it is a usage error that names the server's /mcp, and stdout
+// (the protocol's channel) stays empty.
+func TestMCPServerRefusesServer(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := stepwise(t, t.TempDir(), "--server", "http://127.0.0.1:1", "mcp")
+	if code != 2 || out != "" || !strings.Contains(errOut, "http://127.0.0.1:1/mcp") {
+		t.Errorf("mcp --server: exit %d, stdout %q, stderr %q; want 2, nothing, the server's /mcp", code, out, errOut)
+	}
+}
