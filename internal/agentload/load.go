@@ -139,7 +139,7 @@ func (l *Loaded) load(ctx context.Context, path string, o Options, seen map[stri
 		a.Tools = append(a.Tools, ts...)
 	}
 	for _, srv := range spec.MCPServers {
-		c, err := mcp.Connect(ctx, mcp.ServerConfig{Name: srv.Name, Command: srv.Command, Args: srv.Args, Env: envList(srv.Env), URL: srv.URL, Headers: srv.Headers})
+		c, err := mcp.Connect(ctx, mcp.ServerConfig{Name: srv.Name, Command: srv.Command, Args: srv.Args, Env: envList(srv.Env), URL: srv.URL, Headers: srv.Headers, Elicitation: srv.Elicitation})
 		if err != nil {
 			return nil, fmt.Errorf("%s: mcp server %s: %w", spec.File, srv.Name, err)
 		}
