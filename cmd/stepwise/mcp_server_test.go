@@ -19,10 +19,10 @@ import (
 // mcpDeps holds the official MCP TypeScript SDK and the scripts that use it.
 var mcpDeps = filepath.Join("..", "..", "internal", "testdeps", "mcp")
 
-// mcpDrive runs internal/testdeps/mcp/drive.mjs with args (its transport)
-// and returns what it saw. Without node or the SDK the test fails under
+// mcpNode returns node's path once the MCP TypeScript SDK is installed in
+// internal/testdeps/mcp. Without either the test fails under
 // STEPWISE_REQUIRE_NPM=1 and is skipped otherwise.
-func mcpDrive(t *testing.T, args ...string) map[string]any {
+func mcpNode(t *testing.T) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err == nil {
@@ -35,6 +35,14 @@ func mcpDrive(t *testing.T, args ...string) map[string]any {
 		}
 		t.Skip(msg)
 	}
+	return node
+}
+
+// mcpDrive runs internal/testdeps/mcp/drive.mjs with args (its transport)
+// and returns what it saw.
+func mcpDrive(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	node := mcpNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{"drive.mjs"}, args...)...)
