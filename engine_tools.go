@@ -327,12 +327,16 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 		mark := stepres.Start()
 		res, err := callTool(ctx, x.observeTool(t), &tool.Call{
 			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: idemKey,
-			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt,
+			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt, Answers: x.toolAnswers[call.ID],
 		})
 		use := mark.End()
 		if x.interrupted() {
 			// Stopped by a shutdown, a detach or a cancel while the call was
 			// in flight: commit nothing, the call re-runs on resume.
+			return
+		}
+		if need, ok := errors.AsType[*tool.InputNeeded](err); ok {
+			send(x.toolInput(call, need))
 			return
 		}
 		if err == nil || llm.Classify(err) != steptype.ErrorTransient || attempt >= pol.MaxAttempts || ctx.Err() != nil {

@@ -2,6 +2,7 @@ package stepwise
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -72,10 +73,11 @@ type execution struct {
 	lastSeq     int64
 	lastAnswer  *Step
 	replay      *replaySource
-	approvals   map[string]ApprovalAnswer // tool-call id → decision
-	waiting     map[string]bool           // tool-call id → a request is pending
-	allowed     map[string]bool           // tools allowed for the session
-	clientTools []llm.ToolDef             // tools the run's caller executes
+	approvals   map[string]ApprovalAnswer    // tool-call id → decision
+	waiting     map[string]bool              // tool-call id → a request is pending
+	toolAnswers map[string][]json.RawMessage // tool-call id → answers to the input the call asked for (tool.InputNeeded)
+	allowed     map[string]bool              // tools allowed for the session
+	clientTools []llm.ToolDef                // tools the run's caller executes
 	// customOut is the content of the run's last custom step when no
 	// assistant message came after it (see outputWith).
 	customOut string
@@ -184,7 +186,7 @@ func (x *execution) load(ctx context.Context) error {
 			return fmt.Errorf("load context: %w", err)
 		}
 	}
-	x.approvals, x.waiting = map[string]ApprovalAnswer{}, map[string]bool{}
+	x.approvals, x.waiting, x.toolAnswers = map[string]ApprovalAnswer{}, map[string]bool{}, nil
 	for _, s := range own {
 		x.noteRunInput(s)
 		if x.run.Hop == 0 && s.Hop != 0 || x.before > 0 && s.Sequence >= x.before {

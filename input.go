@@ -57,6 +57,28 @@ func (x *execution) inputStep(name string, req *InputRequest, call *ToolCall) (*
 	return s, nil
 }
 
+// toolInput turns a tool's request for input (tool.InputNeeded) into a
+// waiting input step of the call: not its result (its role is none, so
+// the model never sees it), but what the call waits for; answered, the
+// call is made again with the answers (toolAnswers).
+func (x *execution) toolInput(call ToolCall, need *tool.InputNeeded) *outcome {
+	ctx := map[string]any{}
+	for k, v := range need.Context {
+		ctx[k] = v
+	}
+	ctx["tool_call_id"], ctx["tool"] = call.ID, call.Name
+	prompt := need.Prompt
+	if prompt == "" {
+		prompt = fmt.Sprintf("Tool %q needs your input.", call.Name)
+	}
+	s, err := x.inputStep(StepTools, &InputRequest{Prompt: prompt, Schema: need.Schema, Context: ctx}, nil)
+	if err != nil {
+		return &outcome{step: x.toolResultStep(call, toolError(fmt.Sprintf("the tool asked for input with a bad request: %v", err))), final: true}
+	}
+	s.ToolCallID, s.ToolName = call.ID, call.Name
+	return &outcome{step: s, park: true}
+}
+
 // askHuman turns an ask_human call into a waiting input step.
 func (x *execution) askHuman(call ToolCall) *outcome {
 	var args struct {
@@ -112,6 +134,14 @@ func (x *execution) noteRunInput(s *Step) {
 		var a ApprovalAnswer
 		_ = json.Unmarshal(s.Outputs, &a)
 		x.approvals[req.Approval.ID] = a
+	}
+	if s.Status == steptype.StepCompleted && req.Approval == nil && s.ToolCallID != "" && s.Role == steptype.RoleNone {
+		// An answer to a tool's own request (tool.InputNeeded): the call
+		// is made again with it.
+		if x.toolAnswers == nil {
+			x.toolAnswers = map[string][]json.RawMessage{}
+		}
+		x.toolAnswers[s.ToolCallID] = append(x.toolAnswers[s.ToolCallID], s.Outputs)
 	}
 	if s.Status == steptype.StepWaiting {
 		if req.Approval != nil {

@@ -11,7 +11,11 @@ import (
 func genAI(s *span) *unit {
 	u := &unit{convention: "gen_ai", session: s.a.str("gen_ai.conversation.id"),
 		agent: s.a.first("gen_ai.agent.name")}
-	switch op := s.a.str("gen_ai.operation.name"); op {
+	op := s.a.str("gen_ai.operation.name")
+	if op == "" {
+		op = operationFromName(s)
+	}
+	switch op {
 	case "invoke_agent", "create_agent":
 		u.role = roleRun
 	case "chat", "text_completion", "generate_content":
@@ -44,7 +48,8 @@ func genAI(s *span) *unit {
 
 // genAIMessages reads the messages of a model call: the current
 // gen_ai.input.messages / gen_ai.output.messages attributes when present,
-// else the older per-message events (span events or linked log records).
+// else the older gen_ai.prompt / gen_ai.completion forms (legacyMessages),
+// else the per-message events (span events or linked log records).
 func genAIMessages(u *unit, s *span) {
 	a := s.a
 	for _, e := range s.events {
@@ -72,6 +77,9 @@ func genAIMessages(u *unit, s *span) {
 				}
 			}
 		}
+		return
+	}
+	if legacyMessages(u, s) {
 		return
 	}
 	sawChoice := false

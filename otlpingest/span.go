@@ -87,7 +87,7 @@ func classify(s *span) *unit {
 		return openInference(s)
 	case s.a["ai.operationId"] != nil:
 		return vercel(s)
-	case s.a["gen_ai.operation.name"] != nil:
+	case s.a["gen_ai.operation.name"] != nil || operationFromName(s) != "":
 		return genAI(s)
 	}
 	return &unit{role: roleIgnore}

@@ -38,6 +38,8 @@ type aguiEvent struct {
 	Name            string          `json:"name,omitempty"`
 	Value           any             `json:"value,omitempty"`
 	Metadata        map[string]any  `json:"metadata,omitempty"`
+	// Patch is the delta of a STATE_DELTA (written as "delta").
+	Patch []aguiPatchOp `json:"-"`
 }
 
 type aguiOutcome struct {
@@ -78,6 +80,7 @@ const (
 	aguiToolEnd       = "TOOL_CALL_END"
 	aguiToolResult    = "TOOL_CALL_RESULT"
 	aguiStateSnapshot = "STATE_SNAPSHOT"
+	aguiStateDelta    = "STATE_DELTA"
 	aguiCustom        = "CUSTOM"
 )
 
@@ -108,7 +111,17 @@ func (o *aguiStream) emit(ev *aguiEvent) {
 		return
 	}
 	ev.Timestamp = time.Now().UnixMilli()
-	data, err := json.Marshal(ev)
+	var data []byte
+	var err error
+	if ev.Type == aguiStateDelta {
+		// Its delta is a JSON Patch, not the text of the other deltas.
+		data, err = json.Marshal(struct {
+			*aguiEvent
+			Delta []aguiPatchOp `json:"delta"`
+		}{ev, ev.Patch})
+	} else {
+		data, err = json.Marshal(ev)
+	}
 	if err != nil {
 		o.err = err
 		return

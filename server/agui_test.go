@@ -148,7 +148,7 @@ func TestAGUIToolsStateAndText(t *testing.T) {
 		t.Fatalf("%d turns", len(turns))
 	}
 	got := collapse(eventTypes(turns[0].Events))
-	want := "RUN_STARTED STATE_SNAPSHOT STEP_STARTED STATE_SNAPSHOT STEP_FINISHED " +
+	want := "RUN_STARTED STATE_SNAPSHOT STEP_STARTED STATE_DELTA STEP_FINISHED " +
 		"STEP_STARTED REASONING_START REASONING_MESSAGE_START REASONING_MESSAGE_CONTENT REASONING_MESSAGE_END REASONING_END " +
 		"TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END STEP_FINISHED " +
 		"STEP_STARTED TOOL_CALL_RESULT STEP_FINISHED " +
@@ -163,8 +163,12 @@ func TestAGUIToolsStateAndText(t *testing.T) {
 	if snap := evs[1]["snapshot"].(map[string]any); snap["ui"] != "x" {
 		t.Fatalf("initial state %v", evs[1])
 	}
-	if snap := evs[3]["snapshot"].(map[string]any); snap["counted"] != true || snap["ui"] != "x" {
-		t.Fatalf("state after count %v", evs[3])
+	if delta, _ := json.Marshal(evs[3]["delta"]); string(delta) != `[{"op":"add","path":"/counted","value":true}]` {
+		t.Fatalf("state delta of count %v", evs[3])
+	}
+	// The client applied the delta to the snapshot.
+	if st, _ := json.Marshal(turns[0].Summary["state"]); string(st) != `{"counted":true,"ui":"x"}` {
+		t.Fatalf("client state %s", st)
 	}
 	start, result := findEvent(evs, "TOOL_CALL_START"), findEvent(evs, "TOOL_CALL_RESULT")
 	if start["toolCallName"] != "echo" || result["toolCallId"] != start["toolCallId"] || result["content"] != `echo {"n":1}` {
@@ -415,5 +419,43 @@ func TestAGUIStreamReset(t *testing.T) {
 	t.Logf("partial attempt streamed: %v", len(voided) > 0)
 	if strings.Join(kept, "|") != "Hello there, friend" {
 		t.Fatalf("messages a front end keeps: %q (events %v)", kept, eventTypes(evs))
+	}
+}
+
+// TestAGUIStateDelta: a state patch that changes a nested value, removes
+// keys (merge-patch nulls), adds a list and touches a key that needs
+// escaping in a JSON Pointer reaches the client as one STATE_DELTA (JSON
+// Patch, RFC 6902) that the real client applies to the run's snapshot,
+// giving the run's own state.
+func TestAGUIStateDelta(t *testing.T) {
+	t.Parallel()
+	patch := stepwise.StepFunc(func(ctx context.Context, s *stepwise.Scope) (*stepwise.Next, error) {
+		return &stepwise.Next{Step: stepwise.StepEnd, Output: "patched", State: map[string]any{
+			"a": map[string]any{"b": 2, "c": nil}, "gone": nil, "list": []any{1, 2}, "weird/key~": "y", "n": nil,
+		}}, nil
+	})
+	env := newEnv(t, []*stepwise.Agent{{Name: "patcher", StartStep: "patch", Steps: map[string]stepwise.Handler{"patch": patch}}})
+	turns := runAGUI(t, env.ts.URL+"/v1/agui/patcher", map[string]any{
+		"threadId": "thread-delta",
+		"turns": []any{map[string]any{"message": "go", "state": map[string]any{
+			"a": map[string]any{"b": 1, "c": 3}, "gone": true, "keep": 1, "weird/key~": "x",
+		}}},
+	})
+	if len(turns) != 1 {
+		t.Fatalf("%d turns", len(turns))
+	}
+	evs := turns[0].Events
+	if got := collapse(eventTypes(evs)); got != "RUN_STARTED STATE_SNAPSHOT STEP_STARTED STATE_DELTA STEP_FINISHED RUN_FINISHED" {
+		t.Fatalf("events %s", got)
+	}
+	delta, _ := json.Marshal(findEvent(evs, "STATE_DELTA")["delta"])
+	want := `[{"op":"replace","path":"/a/b","value":2},{"op":"remove","path":"/a/c"},{"op":"remove","path":"/gone"},` +
+		`{"op":"add","path":"/list","value":[1,2]},{"op":"replace","path":"/weird~1key~0","value":"y"}]`
+	if string(delta) != want {
+		t.Fatalf("delta\n got %s\nwant %s", delta, want)
+	}
+	client, _ := json.Marshal(turns[0].Summary["state"])
+	if string(client) != `{"a":{"b":2},"keep":1,"list":[1,2],"weird/key~":"y"}` {
+		t.Fatalf("client state %s", client)
 	}
 }

@@ -260,8 +260,15 @@ func (t *aguiTranslator) step(st *stepwise.Step) {
 	}
 	if len(st.StatePatch) > 0 {
 		if next, err := stepwise.MergePatch(t.state, st.StatePatch); err == nil {
+			// The change as a JSON Patch against the state the client has
+			// (a step replayed from the store, already in it, gives no
+			// operations); a snapshot when it cannot be computed.
+			if delta, err := stateDelta(t.state, next); err == nil {
+				t.emit(&aguiEvent{Type: aguiStateDelta, Patch: delta})
+			} else {
+				t.emit(&aguiEvent{Type: aguiStateSnapshot, Snapshot: next})
+			}
 			t.state = next
-			t.emit(&aguiEvent{Type: aguiStateSnapshot, Snapshot: t.snapshot()})
 		}
 	}
 }

@@ -113,6 +113,7 @@ func openAPIDocument() map[string]any {
 	ops = append(ops, metricsOps()...)
 	ops = append(ops, judgeOps()...)
 	ops = append(ops, workerOps()...)
+	ops = append(ops, mcpOps()...)
 	for _, op := range ops {
 		item, _ := paths[op.path].(map[string]any)
 		if item == nil {
@@ -182,7 +183,7 @@ func openAPIDocument() map[string]any {
 		"paths":    paths,
 		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
 		"components": map[string]any{
-			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas(), langSmithSchemas(), metricsSchemas(), workerSchemas()),
+			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas(), langSmithSchemas(), metricsSchemas(), workerSchemas(), mcpSchemas()),
 			"responses":       responses,
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "required when the server has tokens"}},
 		},
@@ -192,6 +193,9 @@ func openAPIDocument() map[string]any {
 func eventSchemaName(path string) string {
 	if path == "/v1/agui/{agent}" {
 		return "AGUIEvent (data lines only)"
+	}
+	if path == mcpPath {
+		return "JSONRPCMessage (MCP)"
 	}
 	return "Event"
 }

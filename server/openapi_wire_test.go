@@ -133,10 +133,11 @@ var wireSchemas = []struct {
 // notGoTyped are the schemas with no Go struct to check them against: the
 // OTLP/HTTP bodies are protobuf messages in their JSON mapping; LangSmith's
 // runs, info and error bodies are its API's open JSON objects, read and
-// written as maps.
+// written as maps; MCP's JSON-RPC messages are the MCP SDK's.
 var notGoTyped = []string{"ExportLogsServiceRequest", "ExportLogsServiceResponse", "ExportTraceServiceRequest",
 	"ExportTraceServiceResponse", "OTLPStatus",
 	"LangSmithRun", "LangSmithInfo", "LangSmithAccepted", "LangSmithDetail",
+	"JSONRPCMessage", // MCP's messages, described by its specification
 }
 
 // TestOpenAPIMatchesWireTypes checks the OpenAPI document against the

@@ -183,6 +183,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("stepwise server: %w", err)
 	}
 	s.register()
+	if err := s.registerMCP(); err != nil {
+		return nil, err
+	}
 	s.mux.HandleFunc("/", s.notFound)
 	s.handler = s.recoverPanics(s.authenticate(s.validText(s.mux)))
 	return s, nil
@@ -265,7 +268,7 @@ func unbounded(pattern string) bool {
 	return strings.HasSuffix(pattern, "/events") || strings.HasSuffix(pattern, "/next") || strings.HasPrefix(pattern, "/v1/agui/") ||
 		strings.HasSuffix(pattern, "/judge") || strings.Contains(pattern, "attachments") ||
 		pattern == "/v1/search" || pattern == "/v1/workers/poll" || pattern == "/v1/traces" || pattern == "/v1/logs" ||
-		strings.HasPrefix(pattern, langSmithPrefix+"/runs")
+		strings.HasPrefix(pattern, langSmithPrefix+"/runs") || pattern == mcpPath
 }
 
 // requestContext is the request's context, also cancelled when the server

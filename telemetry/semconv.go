@@ -14,6 +14,7 @@ var semconv = struct {
 
 	ErrorTypeKey, GenAIProviderNameKey, GenAIToolCallArgumentsKey, GenAIToolCallResultKey,
 	GenAIOutputMessagesKey attribute.Key
+	GenAIInputMessagesKey attribute.Key
 
 	GenAIOperationNameChat, GenAIOperationNameInvokeAgent, GenAIOperationNameExecuteTool,
 	TelemetrySDKLanguageGo attribute.KeyValue
@@ -34,6 +35,7 @@ var semconv = struct {
 	GenAIToolCallArgumentsKey: "gen_ai.tool.call.arguments",
 	GenAIToolCallResultKey:    "gen_ai.tool.call.result",
 	GenAIOutputMessagesKey:    "gen_ai.output.messages",
+	GenAIInputMessagesKey:     "gen_ai.input.messages",
 
 	GenAIOperationNameChat:        attribute.String("gen_ai.operation.name", "chat"),
 	GenAIOperationNameInvokeAgent: attribute.String("gen_ai.operation.name", "invoke_agent"),

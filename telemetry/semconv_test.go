@@ -21,6 +21,7 @@ func TestSemconvMatchesV141(t *testing.T) {
 		{semconv.GenAIToolCallArgumentsKey, v141.GenAIToolCallArgumentsKey},
 		{semconv.GenAIToolCallResultKey, v141.GenAIToolCallResultKey},
 		{semconv.GenAIOutputMessagesKey, v141.GenAIOutputMessagesKey},
+		{semconv.GenAIInputMessagesKey, v141.GenAIInputMessagesKey},
 	}
 	for _, k := range keys {
 		if k.got != k.want {

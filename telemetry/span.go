@@ -47,6 +47,12 @@ func (x *Exporter) StepCommitted(ctx context.Context, r *stepwise.Run, s *stepwi
 		end = start
 	}
 	name, kind, attrs := x.stepSpan(r, s)
+	if x.cfg.CaptureContent {
+		if in := x.inputMessages(r, s); s.Kind == steptype.KindLLM {
+			b, _ := json.Marshal(in)
+			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(string(b)))
+		}
+	}
 	_, span := x.tracer.Start(sctx, name, trace.WithTimestamp(start), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	if s.Error != nil {
 		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(s.Error)))
@@ -57,6 +63,7 @@ func (x *Exporter) StepCommitted(ctx context.Context, r *stepwise.Run, s *stepwi
 
 // RunFinished implements stepwise.Observer: the run's span is exported.
 func (x *Exporter) RunFinished(ctx context.Context, r *stepwise.Run) {
+	x.forget(r.ID)
 	tid := TraceID(x.rootOf(ctx, r))
 	rctx, root := ctx, trace.WithNewRoot()
 	if r.ParentRunID != "" && r.ParentStepID != "" {
@@ -183,14 +190,7 @@ func (x *Exporter) usage(s *stepwise.Step) []attribute.KeyValue {
 		attrs = append(attrs, semconv.GenAIResponseFinishReasons(v))
 	}
 	if x.cfg.CaptureContent {
-		parts := []map[string]any{}
-		if s.Content != "" {
-			parts = append(parts, map[string]any{"type": "text", "content": s.Content})
-		}
-		for _, c := range s.ToolCalls {
-			parts = append(parts, map[string]any{"type": "tool_call", "id": c.ID, "name": c.Name, "arguments": c.Arguments})
-		}
-		out, _ := json.Marshal([]map[string]any{{"role": "assistant", "parts": parts}})
+		out, _ := json.Marshal([]genAIMessage{assistantMessage(s)})
 		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(string(out)))
 	}
 	return attrs

@@ -81,14 +81,39 @@ func TestFailedRunAndContent(t *testing.T) {
 		attr(toolSpan, "gen_ai.tool.call.result") != "error: down" {
 		t.Errorf("tool span = %+v", toolSpan)
 	}
+	chats := 0
 	for _, s := range got {
-		if s.Name == "chat loop" && !strings.Contains(attr(&s, "gen_ai.output.messages"), `"type":"tool_call"`) {
+		if s.Name != "chat loop" {
+			continue
+		}
+		if !strings.Contains(attr(&s, "gen_ai.output.messages"), `"type":"tool_call"`) {
 			t.Errorf("chat span output messages = %q", attr(&s, "gen_ai.output.messages"))
 		}
+		// The input is the run's conversation before the call: the user's
+		// message, then each earlier call and its result.
+		var in []struct {
+			Role  string           `json:"role"`
+			Parts []map[string]any `json:"parts"`
+		}
+		if err := json.Unmarshal([]byte(attr(&s, "gen_ai.input.messages")), &in); err != nil || len(in) != 1+2*chats ||
+			in[0].Role != "user" || in[0].Parts[0]["content"] != "go" {
+			t.Errorf("chat %d input messages = %s (%v)", chats, attr(&s, "gen_ai.input.messages"), err)
+		} else if chats > 0 && (in[len(in)-1].Role != "tool" || in[len(in)-1].Parts[0]["type"] != "tool_call_response" || in[len(in)-2].Role != "assistant") {
+			t.Errorf("chat %d input messages end with %+v", chats, in[len(in)-2:])
+		}
+		chats++
+	}
+	if chats < 2 {
+		t.Errorf("%d chat spans", chats)
 	}
 	// Ids derive from the run and step ids: exporting again (another
 	// process resuming the run) continues the same trace with the same spans.
 	again := spans(false)
+	for _, s := range again {
+		if attr(&s, "gen_ai.input.messages") != "" || attr(&s, "gen_ai.output.messages") != "" {
+			t.Errorf("span %q carries content without CaptureContent", s.Name)
+		}
+	}
 	if len(again) != len(got) {
 		t.Fatalf("%d spans, then %d", len(got), len(again))
 	}

@@ -36,7 +36,9 @@ type Config struct {
 	// ServiceName is the service.name resource attribute. Default
 	// "stepwise"; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override.
 	ServiceName string
-	// CaptureContent adds message content to spans: the model's output
+	// CaptureContent adds message content to spans: the model's input
+	// (gen_ai.input.messages: the messages of the run before the call, as
+	// this exporter saw them, the newest 64) and output
 	// (gen_ai.output.messages), tool arguments and results. Default false:
 	// content may be sensitive; OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
 	// turns it on.
@@ -65,6 +67,9 @@ type Exporter struct {
 
 	mu    sync.Mutex
 	roots map[string]string // run id → root run id
+	// msgs are the messages of each run seen so far (with CaptureContent):
+	// the gen_ai.input.messages of its next model call.
+	msgs map[string][]genAIMessage
 }
 
 var _ stepwise.Observer = (*Exporter)(nil)
@@ -105,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*Exporter, error) {
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 	)
 	return &Exporter{cfg: cfg, tp: tp, tracer: tp.Tracer(InstrumentationName, trace.WithSchemaURL(semconv.SchemaURL)),
-		roots: map[string]string{}}, nil
+		roots: map[string]string{}, msgs: map[string][]genAIMessage{}}, nil
 }
 
 // ForceFlush exports the spans buffered so far.

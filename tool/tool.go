@@ -34,6 +34,9 @@ type Call struct {
 	SessionID      string
 	RunID          string
 	Attempt        int // 1-based
+	// Answers are the answers to the input this call asked for before
+	// (an InputNeeded error), oldest first; nil on a first call.
+	Answers []json.RawMessage
 }
 
 // Result is what a tool returns. The engine owns a returned Result and

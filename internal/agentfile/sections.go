@@ -163,6 +163,8 @@ func (d *decoder) mcpServers(n *yaml.Node, field, dir string) []MCPServer {
 				}
 			case "headers":
 				s.Headers = d.stringMap(v, f, "an HTTP header name", headerName.MatchString)
+			case "elicitation":
+				s.Elicitation = d.Boolean(v, f)
 			default:
 				return false
 			}

@@ -153,6 +153,11 @@ type MCPServer struct {
 	URL string
 	// Headers are sent with every request to URL, taken literally.
 	Headers map[string]string
+	// Elicitation lets the server ask a person during a tool call
+	// (elicitation/create): each request becomes a waiting input request of
+	// the run, and the call is made again with the answers. The server's
+	// calls then run one at a time.
+	Elicitation bool
 }
 
 // Limits bound a run; zero means the engine's default.

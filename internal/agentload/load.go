@@ -159,7 +159,7 @@ func (l *Loaded) build(ctx context.Context, spec *agentfile.Spec, o Options, see
 		a.Tools = append(a.Tools, ts...)
 	}
 	for _, srv := range spec.MCPServers {
-		c, err := mcp.Connect(ctx, mcp.ServerConfig{Name: srv.Name, Command: srv.Command, Args: srv.Args, Env: envList(srv.Env), URL: srv.URL, Headers: srv.Headers})
+		c, err := mcp.Connect(ctx, mcp.ServerConfig{Name: srv.Name, Command: srv.Command, Args: srv.Args, Env: envList(srv.Env), URL: srv.URL, Headers: srv.Headers, Elicitation: srv.Elicitation})
 		if err != nil {
 			return nil, fmt.Errorf("%s: mcp server %s: %w", spec.File, srv.Name, err)
 		}

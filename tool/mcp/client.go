@@ -71,6 +71,15 @@ type ServerConfig struct {
 	// ToolPrefix starts the name of every tool, e.g. "github_", to keep
 	// tools of different servers apart.
 	ToolPrefix string
+
+	// Elicitation declares the elicitation capability (form mode): a
+	// server's elicitation/create during a tool call ends the call with
+	// tool.InputNeeded (the engine records a waiting input request with the
+	// message and requested schema, and parks the run); the call is then
+	// made again, with the same idempotency key, and the server's requests
+	// are answered in order with the person's answers. Calls of the server
+	// run one at a time, so that each request belongs to one call.
+	Elicitation bool
 }
 
 func (c *ServerConfig) withDefaults() {
@@ -115,6 +124,8 @@ type Client struct {
 	mu      sync.Mutex
 	session *sdk.ClientSession // nil after a transport failure, until reconnected
 	closed  bool
+
+	el elicitState // with cfg.Elicitation
 }
 
 // Connect starts or dials the server and performs the MCP handshake. The
@@ -124,12 +135,15 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{
-		cfg: cfg,
-		// An empty capability set: Stepwise serves no roots, sampling or
-		// elicitation to servers.
-		client: sdk.NewClient(&sdk.Implementation{Name: "stepwise", Version: "1"}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}),
+	c := &Client{cfg: cfg}
+	// An empty capability set: Stepwise serves no roots or sampling to
+	// servers, and elicitation only when asked to.
+	opts := &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}
+	if cfg.Elicitation {
+		opts.ElicitationHandler = c.elicit
+		opts.Capabilities.Elicitation = &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}
 	}
+	c.client = sdk.NewClient(&sdk.Implementation{Name: "stepwise", Version: "1"}, opts)
 	s, err := c.connect(ctx)
 	if err != nil {
 		return nil, err

@@ -110,6 +110,9 @@ func (t *mcpTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, error) 
 	if c.IdempotencyKey != "" {
 		params.Meta = sdk.Meta{IdempotencyKeyMeta: c.IdempotencyKey}
 	}
+	if t.client.cfg.Elicitation {
+		return t.callElicitable(ctx, s, params, c.Answers)
+	}
 	res, err := s.CallTool(ctx, params)
 	if err != nil {
 		return t.callError(ctx, s, err)
@@ -177,13 +180,20 @@ func serverError(err error) *jsonrpc.Error {
 
 // convertResult renders an MCP result: Content is the text of its content
 // blocks (placeholders for images, audio and links), or its structured
-// content when it has no blocks; Output is the whole result as JSON; each
+// content when it has no blocks; Output is its structured content
+// (structuredContent) when it has one, else the whole result as JSON; each
 // image block is also an attachment (stored beside the tool step).
 func convertResult(res *sdk.CallToolResult) (*tool.Result, error) {
 	if res.NeedsInput() {
 		return &tool.Result{Content: "the server asked for user input, which this client does not support", IsError: true}, nil
 	}
-	out, err := json.Marshal(res)
+	var out []byte
+	var err error
+	if res.StructuredContent != nil {
+		out, err = json.Marshal(res.StructuredContent)
+	} else {
+		out, err = json.Marshal(res)
+	}
 	if err != nil {
 		return nil, tool.Permanent(fmt.Errorf("marshal MCP result: %w", err))
 	}
