@@ -69,9 +69,11 @@ func (m *masker) mask(key string, v any) any {
 		}
 		sort.Strings(keys) // ids are numbered in a stable order
 		for _, k := range keys {
-			if strings.HasSuffix(k, "_us") {
+			if strings.HasSuffix(k, "_us") || resourceKeys[k] {
 				// A duration under a microsecond is omitted from the
-				// JSON: drop them all so that presence does not vary.
+				// JSON, and a step's CPU time and allocations differ
+				// from run to run: drop them all so that neither the
+				// values nor their presence vary.
 				delete(x, k)
 				continue
 			}
@@ -103,6 +105,10 @@ func (m *masker) mask(key string, v any) any {
 	}
 	return v
 }
+
+// resourceKeys are the metrics of a step's resource use, measured, not
+// recorded: they differ from run to run.
+var resourceKeys = map[string]bool{"cpu_time_ns": true, "alloc_bytes": true, "alloc_objects": true, "overlapping_steps": true}
 
 // diff shows where want and got differ: the lines between their common
 // head and tail, at most 20 of each, with 3 lines of context before.

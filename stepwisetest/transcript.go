@@ -16,7 +16,8 @@ import (
 //
 //   - ids (keys "id" and "…_id") become "<id1>", "<id2>"… in the order they
 //     first appear, so that references stay checkable; times ("time",
-//     "…_at", "lease_expires") become "<time>"; durations ("…_us") are left
+//     "…_at", "lease_expires") become "<time>"; durations ("…_us") and a step's
+//     resource use (CPU time, allocations, overlapping steps) are left
 //     out; the lease owner becomes "<owner>";
 //   - consecutive step_delta events of one step become one, with the
 //     content, the reasoning and each tool call's arguments joined, so that
