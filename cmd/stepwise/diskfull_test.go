@@ -1,0 +1,256 @@
+package main_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/client"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/sqlite"
+	"github.com/stepwise-run/stepwise/wire"
+)
+
+// smallDisk mounts a tmpfs of size bytes in a directory of the test and
+// returns it: a disk that fills up for real (ENOSPC from the kernel, not a
+// cap of the store's). Mounting needs root (CAP_SYS_ADMIN); without it the
+// test is skipped, or fails under STEPWISE_REQUIRE_MOUNT=1, which
+// ./scripts/test sets when it runs as root.
+func smallDisk(t *testing.T, size int64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		msg := fmt.Sprintf("mount a %d-byte tmpfs (needs root): %v: %s", size, err, strings.TrimSpace(string(out)))
+		if os.Getenv("STEPWISE_REQUIRE_MOUNT") == "1" {
+			t.Fatal("STEPWISE_REQUIRE_MOUNT=1: " + msg)
+		}
+		t.Skip(msg)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fill writes a file in dir until the disk is full and returns its path.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", dir, err)
+			}
+			break
+		}
+	}
+	// The last partial pages too.
+	for n := 4096; n > 0; n /= 2 {
+		for {
+			if _, err := f.Write(buf[:n]); err != nil {
+				break
+			}
+		}
+	}
+	return path
+}
+
+// follower follows a run's SSE stream through the client (which
+// reconnects with the last event id) and records what it delivered.
+type follower struct {
+	mu       sync.Mutex
+	steps    map[string]int // "id/status" of each step_completed → deliveries
+	finished bool
+	err      error
+	done     chan struct{}
+}
+
+func follow1(ctx context.Context, c *client.Client, runID string) *follower {
+	f := &follower{steps: map[string]int{}, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		for ev, err := range c.Subscribe(ctx, wire.SubscribeParams{RunID: runID}) {
+			f.mu.Lock()
+			if err != nil {
+				f.err = err
+				f.mu.Unlock()
+				return
+			}
+			switch ev.Type {
+			case wire.EventStepCompleted:
+				f.steps[ev.Step.ID+"/"+string(ev.Step.Status)]++
+			case wire.EventRunFinished:
+				f.finished = true
+			}
+			f.mu.Unlock()
+		}
+	}()
+	return f
+}
+
+// check requires the stream ended with run_finished and delivered each
+// committed step of the run once.
+func (f *follower) check(t *testing.T, ctx context.Context, db, sessionID, runID string) {
+	t.Helper()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		t.Fatalf("the run's stream did not end: %v", ctx.Err())
+	}
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: db, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	steps, err := st.StepList(ctx, &store.StepListParams{SessionID: sessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.finished || f.err != nil {
+		t.Fatalf("the run's stream ended without run_finished: %v", f.err)
+	}
+	for _, s := range steps {
+		if s.RunID != runID {
+			continue
+		}
+		if n := f.steps[s.ID+"/"+string(s.Status)]; n != 1 {
+			t.Errorf("step %d (%s %s) delivered %d times by the stream", s.Sequence, s.Kind, s.Status, n)
+		}
+	}
+}
+
+// awaitRun waits for a run to end and requires it completed.
+func awaitRun(t *testing.T, ctx context.Context, c *client.Client, runID string) {
+	t.Helper()
+	for {
+		r, err := c.Run(ctx, runID)
+		if err == nil && r.Status.Terminal() {
+			if r.Status != steptype.RunCompleted {
+				t.Fatalf("run %s %+v", r.Status, r.Error)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("run not completed: %v (last: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond): // polling the run's status
+		}
+	}
+}
+
+// TestDiskFullRunResumes runs `stepwise serve` on a SQLite file on a 16 MiB
+// tmpfs and fills the disk while a tool call of a run is in flight: the
+// call's commit fails, the execution stops without failing the run, the API
+// answers 503 storage_full, and the run's SSE stream stays open. Once space
+// is freed the same server resumes the run within two polls (not after its
+// lease), the stream delivers every committed step once and ends, and the
+// transcript is the one of a run that never hit a full disk.
+func TestDiskFullRunResumes(t *testing.T) {
+	t.Parallel()
+	disk := smallDisk(t, 16<<20)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	hold, seen := false, map[string]bool{}
+	arrived, release := make(chan string, 8), make(chan struct{})
+	agent := fetchAgent(t, dir, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		h := hold && r.URL.Path == "/value/1" && !seen[r.URL.Path]
+		seen[r.URL.Path] = true
+		mu.Unlock()
+		if h {
+			arrived <- r.URL.Path
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fmt.Fprintf(w, "value of %s", r.URL.Path)
+	})
+	refDB := filepath.Join(dir, "ref.db")
+	out, errOut, code := stepwise(t, dir, "--db", "sqlite:"+refDB, "run", "--agent", agent, "--input", "go")
+	if code != 0 {
+		t.Fatalf("reference run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	want := transcript(t, refDB, runLine.FindStringSubmatch(out)[1])
+	mu.Lock()
+	hold, seen = true, map[string]bool{}
+	mu.Unlock()
+
+	db := filepath.Join(disk, "serve.db")
+	// A lease far longer than the test's wait: a run resumed only after
+	// its lease lapsed would not complete in time.
+	const lease = 10 * time.Minute
+	srv := startServe(t, dir, db, agent, "--lease", lease.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := client.New(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := c.StartRun(ctx, "fetcher", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := follow1(ctx, c, run.ID)
+	select {
+	case <-arrived:
+	case <-ctx.Done():
+		t.Fatal("no http_get call of /value/1")
+	}
+	filler := fill(t, disk)
+	close(release)
+	// The call's commit fails: the server says so in its log, and the run
+	// is not failed.
+	for !strings.Contains(srv.log.String(), "storage") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no storage error logged:\n%s", srv.log.String())
+		case <-time.After(20 * time.Millisecond): // polling the server's log
+		}
+	}
+	t.Logf("server log with the disk full:\n%s", srv.log.String())
+	_, err = c.CreateSession(ctx, "fetcher", "while full")
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != 503 || ce.Code != "storage_full" {
+		t.Fatalf("create a session on a full disk: %v, want 503 storage_full", err)
+	}
+	if r, err := c.Run(ctx, run.ID); err != nil || r.Status.Terminal() {
+		t.Fatalf("run on a full disk: %+v %v, want it still unfinished", r, err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	awaitRun(t, ctx, c, run.ID)
+	t.Logf("resumed and completed %v after space was freed", time.Since(start).Round(time.Millisecond))
+	stream.check(t, ctx, db, run.SessionID, run.ID)
+	srv.term(t)
+	if d := diff(transcript(t, db, run.SessionID), want); d != "" {
+		t.Fatalf("transcript after a full disk differs from the uninterrupted run:\n%s", d)
+	}
+}
