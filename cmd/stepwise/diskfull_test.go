@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -253,4 +254,69 @@ func TestDiskFullRunResumes(t *testing.T) {
 	if d := diff(transcript(t, db, run.SessionID), want); d != "" {
 		t.Fatalf("transcript after a full disk differs from the uninterrupted run:\n%s", d)
 	}
+}
+
+// TestDiskFullAtRandomMoments fills the disk under `stepwise serve` at
+// random moments of runs (seeded: STEPWISE_CRASH_SEED replays a schedule)
+// and frees it after a random while, STEPWISE_DISKFULL_CYCLES times
+// (default 6), each run's SSE stream opened before the disk fills or while
+// it is full: every run completes with the uninterrupted transcript, and
+// each stream delivers every committed step of its run once and ends.
+func TestDiskFullAtRandomMoments(t *testing.T) {
+	t.Parallel()
+	seed := crashSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	cycles := chaosEnv(t, "STEPWISE_DISKFULL_CYCLES", 6)
+	disk := smallDisk(t, 16<<20)
+	dir := t.TempDir()
+	agent := fetchAgent(t, dir, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(60 * time.Millisecond): // latency of a real API
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, "value of %s", r.URL.Path)
+	})
+	refDB := filepath.Join(dir, "ref.db")
+	out, errOut, code := stepwise(t, dir, "--db", "sqlite:"+refDB, "run", "--agent", agent, "--input", "go")
+	if code != 0 {
+		t.Fatalf("reference run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	want := transcript(t, refDB, runLine.FindStringSubmatch(out)[1])
+	db := filepath.Join(disk, "serve.db")
+	srv := startServe(t, dir, db, agent, "--lease", "10m")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := client.New(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cycles {
+		run, _, err := c.StartRun(ctx, "fetcher", "go")
+		if err != nil {
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+		// The stream opens before the disk fills, or while it is full.
+		late := rng.IntN(3) == 0
+		var stream *follower
+		if !late {
+			stream = follow1(ctx, c, run.ID)
+		}
+		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond) // the random moment
+		filler := fill(t, disk)
+		if late {
+			stream = follow1(ctx, c, run.ID)
+		}
+		time.Sleep(time.Duration(150+rng.IntN(500)) * time.Millisecond) // the random while
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		awaitRun(t, ctx, c, run.ID)
+		stream.check(t, ctx, db, run.SessionID, run.ID)
+		if d := diff(transcript(t, db, run.SessionID), want); d != "" {
+			t.Fatalf("cycle %d: transcript after a full disk differs from the uninterrupted run:\n%s", i, d)
+		}
+	}
+	srv.term(t)
+	t.Logf("%d cycles: %d executions stopped by the full disk and resumed", cycles, strings.Count(srv.log.String(), "run stopped"))
 }
