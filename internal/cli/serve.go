@@ -86,7 +86,13 @@ runs stop at a step boundary and are resumed at the next start.`,
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
+			defer func() {
+				// A store that does not answer is abandoned within its
+				// bound: say what was left.
+				if err := rt.Close(); err != nil {
+					fmt.Fprintf(e.stderr, "stepwise serve: shutdown: %v\n", err)
+				}
+			}()
 			if pruning {
 				pctx, stop := context.WithCancel(ctx)
 				done := make(chan struct{})
