@@ -247,7 +247,8 @@ func runChaos(t *testing.T, cfg chaosConfig) {
 				if err := cfg.db.Stop(); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(d / 3) // the database is down this long
+				d /= 3
+				time.Sleep(d) // the database is down this long
 				if err := cfg.db.Start(); err != nil {
 					t.Fatal(err)
 				}
