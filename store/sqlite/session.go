@@ -101,15 +101,20 @@ func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*s
 		args = append(args, q, q, q)
 	}
 	if cur != nil {
+		// The activity bound starts the scan at the cursor's second in
+		// sessions_activity_second; the rest is exact.
 		n := nanos(cur.UpdatedAt)
-		where = append(where, "(updated_at < ? OR (updated_at = ? AND id < ?))")
-		args = append(args, n, n, cur.ID)
+		where = append(where, "activity <= ? / 1000000000 AND (updated_at < ? OR (updated_at = ? AND id < ?))")
+		args = append(args, n, n, n, cur.ID)
 	}
 	q := `SELECT ` + sessionCols + ` FROM sessions`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	// activity (updated_at's second, migration 00200) first: the same
+	// order, read from sessions_activity_second, the sessions of one
+	// second sorted as read.
+	q += ` ORDER BY activity DESC, updated_at DESC, id DESC LIMIT ?`
 	args = append(args, limit+1)
 	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
