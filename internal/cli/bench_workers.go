@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stepwise-run/stepwise/internal/bench"
+	"github.com/stepwise-run/stepwise/internal/workerbench"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/store/sqlite"
@@ -18,7 +18,7 @@ import (
 // worker process over the HTTP protocol.
 func benchWorkersCmd(e *env) *cobra.Command {
 	var stores []string
-	var c bench.WorkersConfig
+	var c workerbench.Config
 	var jsonOut bool
 	var dir string
 	cmd := &cobra.Command{
@@ -47,7 +47,7 @@ dropped afterwards. The CPU model is printed with the numbers.`,
 					return usagef("--%s %d: want at least 1", name, v)
 				}
 			}
-			var results []*bench.WorkersResult
+			var results []*workerbench.Result
 			for _, s := range stores {
 				var st store.Store
 				switch s {
@@ -82,7 +82,7 @@ dropped afterwards. The CPU model is printed with the numbers.`,
 				}
 				cfg := c
 				cfg.Store, cfg.Name = st, s
-				r, err := bench.Workers(ctx, cfg)
+				r, err := workerbench.Run(ctx, cfg)
 				cerr := st.Close()
 				if err != nil {
 					return fmt.Errorf("bench workers (%s): %w", s, err)

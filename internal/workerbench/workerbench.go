@@ -1,7 +1,11 @@
-package bench
+// Package workerbench measures steps served by worker processes
+// (docs/workers.md) over the HTTP protocol on loopback: the latency a
+// worker step adds over a Go handler step in the same run, and worker steps
+// per second under load. It backs `stepwise bench workers` and is reported
+// in docs/PERFORMANCE.md.
+package workerbench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,13 +14,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/internal/bench"
 	"github.com/stepwise-run/stepwise/internal/workertest"
 	"github.com/stepwise-run/stepwise/server"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -25,9 +28,9 @@ import (
 	"github.com/stepwise-run/stepwise/worker"
 )
 
-// WorkersConfig configures Workers: the cost of a step served by a worker
+// Config configures Run: the cost of a step served by a worker
 // process (docs/workers.md) over the HTTP protocol on loopback.
-type WorkersConfig struct {
+type Config struct {
 	// Store is the store to measure on (closed by the caller); Name names
 	// it in the result.
 	Store store.Store
@@ -42,7 +45,7 @@ type WorkersConfig struct {
 	Workers, Concurrency, Runs, Steps int
 }
 
-func (c WorkersConfig) withDefaults() WorkersConfig {
+func (c Config) withDefaults() Config {
 	if c.Cycles <= 0 {
 		c.Cycles = 200
 	}
@@ -61,12 +64,12 @@ func (c WorkersConfig) withDefaults() WorkersConfig {
 	return c
 }
 
-// WorkersResult is one measured store, in the JSON shape of `stepwise
+// Result is one measured store, in the JSON shape of `stepwise
 // bench workers --json`. The latencies are of one cycle through a step: from
 // the start of the Go step before it to the start of the Go step after it,
 // so both include two commits; Added is the worker step's minus the Go
 // handler step's.
-type WorkersResult struct {
+type Result struct {
 	Store       string  `json:"store"`
 	CPU         string  `json:"cpu"`
 	Cycles      int     `json:"cycles"`
@@ -84,7 +87,7 @@ type WorkersResult struct {
 	StepsPerS   float64 `json:"worker_steps_per_s"`
 }
 
-func (r *WorkersResult) String() string {
+func (r *Result) String() string {
 	return fmt.Sprintf("%-8s worker step p50 %.0f µs p95 %.0f µs | Go step p50 %.0f µs p95 %.0f µs | added p50 %.0f µs p95 %.0f µs (%d cycles each)\n"+
 		"%-8s %d workers × %d tasks at once, %d runs × %d worker steps: %.0f worker steps/s (%.2f s)\n"+
 		"%-8s CPU %s",
@@ -140,12 +143,12 @@ func (c *cycles) g(_ context.Context, sc *stepwise.Scope) (*stepwise.Next, error
 	return &stepwise.Next{Step: r.via}, nil
 }
 
-// Workers measures, on one store, the latency a worker step adds over a
+// Run measures, on one store, the latency a worker step adds over a
 // Go handler step in the same run, and the worker steps per second of a
 // load of concurrent runs served by several workers. The server is the
 // real HTTP server with the worker service, on a loopback port; the
 // workers are Go clients of the HTTP protocol (internal/workertest).
-func Workers(ctx context.Context, c WorkersConfig) (*WorkersResult, error) {
+func Run(ctx context.Context, c Config) (*Result, error) {
 	c = c.withDefaults()
 	cy := &cycles{n: c.Cycles, runs: map[string]*cycleRun{}, samples: map[string][]time.Duration{}}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -225,7 +228,7 @@ func Workers(ctx context.Context, c WorkersConfig) (*WorkersResult, error) {
 	if r.Status != steptype.RunCompleted {
 		return nil, fmt.Errorf("the latency run is %s: %+v", r.Status, r.Error)
 	}
-	res := &WorkersResult{Store: c.Name, CPU: CPUModel(), Cycles: c.Cycles, Workers: c.Workers, Concurrency: c.Concurrency, Runs: c.Runs, Steps: c.Steps}
+	res := &Result{Store: c.Name, CPU: bench.CPUModel(), Cycles: c.Cycles, Workers: c.Workers, Concurrency: c.Concurrency, Runs: c.Runs, Steps: c.Steps}
 	hq, wq := quantiles(cy.samples["h"]), quantiles(cy.samples["w"])
 	res.GoP50US, res.GoP95US, res.WorkerP50US, res.WorkerP95US = hq[0], hq[1], wq[0], wq[1]
 	res.AddedP50US, res.AddedP95US = wq[0]-hq[0], wq[1]-hq[1]
@@ -286,34 +289,4 @@ func quantiles(ds []time.Duration) [2]float64 {
 		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Nanoseconds()) / 1e3
 	}
 	return [2]float64{at(0.50), at(0.95)}
-}
-
-// CPUModel names this machine's CPU from /proc/cpuinfo: its model name,
-// family and model ("" where there is no /proc/cpuinfo).
-func CPUModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var name, family, model string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			if name != "" {
-				break // the first processor is enough
-			}
-			continue
-		}
-		switch strings.TrimSpace(k) {
-		case "model name":
-			name = strings.TrimSpace(v)
-		case "cpu family":
-			family = strings.TrimSpace(v)
-		case "model":
-			model = strings.TrimSpace(v)
-		}
-	}
-	return fmt.Sprintf("%s (family %s, model %s)", name, family, model)
 }
