@@ -268,7 +268,8 @@ func unbounded(pattern string) bool {
 	return strings.HasSuffix(pattern, "/events") || strings.HasSuffix(pattern, "/next") || strings.HasPrefix(pattern, "/v1/agui/") ||
 		strings.HasSuffix(pattern, "/judge") || strings.Contains(pattern, "attachments") ||
 		pattern == "/v1/search" || pattern == "/v1/workers/poll" || pattern == "/v1/traces" || pattern == "/v1/logs" ||
-		strings.HasPrefix(pattern, langSmithPrefix+"/runs") || pattern == mcpPath
+		strings.HasPrefix(pattern, langSmithPrefix+"/runs") || pattern == mcpPath ||
+		strings.HasPrefix(pattern, a2aPrefix)
 }
 
 // requestContext is the request's context, also cancelled when the server
