@@ -195,7 +195,7 @@ func a2aOps() []apiOp {
 	pAgent := pathParam("agent", "agent name")
 	return []apiOp{
 		{method: "GET", path: "/" + a2aCardPath, id: "a2aRootCard", status: 200, resp: "A2AAgentCard", errors: []int{401, 404},
-			summary: "A2A: the agent card of the default agent (the first by name); each agent's card is under /a2a/{agent}/"},
+			summary: "A2A: the agent card of the default agent (serve: the first agent file's; else the first by name); each agent's card is under /a2a/{agent}/"},
 		{method: "GET", path: a2aPrefix + "{agent}/" + a2aCardPath, id: "a2aAgentCard", params: []apiParam{pAgent}, status: 200, resp: "A2AAgentCard", errors: []int{401, 404},
 			summary: "A2A: an agent's card (skills from its tools, its JSON-RPC interface, the server's bearer auth)"},
 		{method: "POST", path: a2aPrefix + "{agent}", id: "a2aRPC", params: []apiParam{pAgent}, body: "A2AJSONRPCRequest", status: 200, resp: "A2AJSONRPCResponse", errors: []int{401, 404},
@@ -227,7 +227,21 @@ func (s *Server) a2aRootCard(w http.ResponseWriter, r *http.Request) error {
 	if len(agents) == 0 {
 		return errorf(http.StatusNotFound, CodeUnknownAgent, "no agent is registered")
 	}
-	writeJSON(w, http.StatusOK, s.agentCard(r, agents[0], agents[1:]))
+	def := agents[0]
+	if name := s.cfg.A2ADefaultAgent; name != "" {
+		a, err := s.eng.Agent(name)
+		if err != nil {
+			return err
+		}
+		def = a
+	}
+	var others []*stepwise.Agent
+	for _, a := range agents {
+		if a != def {
+			others = append(others, a)
+		}
+	}
+	writeJSON(w, http.StatusOK, s.agentCard(r, def, others))
 	return nil
 }
 

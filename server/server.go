@@ -47,6 +47,9 @@ type Config struct {
 	MaxOTLPBytes int64
 	// OTLP configures the OTLP receiver (its Engine is set by New).
 	OTLP otlpingest.Config
+	// A2ADefaultAgent is the agent whose A2A card is served at
+	// /.well-known/agent-card.json. Default: the first agent by name.
+	A2ADefaultAgent string
 	// Heartbeat is the interval of SSE comment lines that keep idle streams
 	// open through proxies. Default 15s.
 	Heartbeat time.Duration
