@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -90,28 +92,47 @@ func (x *a2aCall) start(m *a2aMessage) (*stepwise.Run, stepwise.Position, *rpcEr
 	input := partsText(m.Parts)
 	sp := stepwise.StartParams{Agent: x.agent.Name, Input: input}
 	var after stepwise.Position
-	created := false
-	if m.ContextID != "" {
-		if err := checkID("contextId", m.ContextID); err != nil {
-			return nil, after, rpcErrorOf(s, err)
-		}
-		title := stepwise.TitleOf(input)
-		if title == "" {
-			title = "A2A context"
-		}
-		sess, made, err := s.threadSession(x.ctx, m.ContextID, x.agent.Name, title)
-		if err != nil {
-			if errors.Is(err, store.ErrConflict) || strings.Contains(err.Error(), "belongs to agent") {
-				return nil, after, rpcErrorf(rpcInvalidParams, "contextId %s belongs to another agent", m.ContextID)
-			}
-			return nil, after, rpcErrorOf(s, err)
-		}
-		sp.SessionID, created, after = sess.ID, made, stepwise.Position{Seq: sess.LastSequence}
+	// A message without a context opens one whose id derives from the
+	// message id: the same message sent again (a client's retry after a
+	// lost response or a crash) finds its task instead of starting another.
+	contextID, derived := m.ContextID, false
+	if contextID == "" {
+		sum := sha256.Sum256([]byte(x.agent.Name + "\x00" + m.MessageID))
+		contextID, derived = "a2a-"+hex.EncodeToString(sum[:16]), true
 	}
+	if err := checkID("contextId", contextID); err != nil {
+		return nil, after, rpcErrorOf(s, err)
+	}
+	title := stepwise.TitleOf(input)
+	if title == "" {
+		title = "A2A context"
+	}
+	sess, created, err := s.threadSession(x.ctx, contextID, x.agent.Name, title)
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) || strings.Contains(err.Error(), "belongs to agent") {
+			return nil, after, rpcErrorf(rpcInvalidParams, "contextId %s belongs to another agent", contextID)
+		}
+		return nil, after, rpcErrorOf(s, err)
+	}
+	if derived && !created {
+		if run, err := s.firstRun(x.ctx, sess.ID); err != nil || run != nil {
+			if err != nil {
+				return nil, after, rpcErrorOf(s, err)
+			}
+			return run, after, nil // the task of this message, sent before
+		}
+	}
+	sp.SessionID, after = sess.ID, stepwise.Position{Seq: sess.LastSequence}
 	run, err := s.eng.StartRun(x.ctx, sp)
 	if err != nil {
 		if created {
 			s.dropThreadSession(sp.SessionID)
+		}
+		if derived && errors.Is(err, store.ErrSessionBusy) {
+			// The same message, sent concurrently, started it.
+			if run, ferr := s.firstRun(x.ctx, sess.ID); ferr == nil && run != nil {
+				return run, stepwise.Position{}, nil
+			}
 		}
 		if errors.Is(err, store.ErrSessionBusy) {
 			return nil, after, rpcErrorf(a2aUnsupportedOp, "context %s has an unfinished task; answer it with a message naming its taskId, or cancel it: %v", m.ContextID, err)
@@ -119,6 +140,21 @@ func (x *a2aCall) start(m *a2aMessage) (*stepwise.Run, stepwise.Position, *rpcEr
 		return nil, after, rpcErrorOf(s, err)
 	}
 	return run, after, nil
+}
+
+// firstRun is the oldest top-level run of a session; nil when it has none.
+func (s *Server) firstRun(ctx context.Context, sessionID string) (*stepwise.Run, error) {
+	runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{SessionID: sessionID})
+	if err != nil {
+		return nil, err
+	}
+	var first *stepwise.Run
+	for _, r := range runs {
+		if r.Hop == 0 && (first == nil || r.CreatedAt.Before(first.CreatedAt) || (r.CreatedAt.Equal(first.CreatedAt) && r.ID < first.ID)) {
+			first = r
+		}
+	}
+	return first, nil
 }
 
 // answer answers the task's pending request (the one named by the

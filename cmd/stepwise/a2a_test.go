@@ -126,6 +126,8 @@ func testA2ASDK(t *testing.T, db string) {
 	// artifact; a second message in the context is a new task there.
 	want("send.state", "completed")
 	want("send.output", "The sum is 5.")
+	want("resend.sameTask", true)
+	want("resend.state", "completed")
 	want("sendAgain.state", "completed")
 	want("sendAgain.contextId", get("send.contextId"))
 	want("sendAgain.sameTask", false)

@@ -94,8 +94,12 @@ seen.card = {
 };
 
 // 2. Send (blocking) and a second task in the same context.
-const first = await helper.sendMessage(message([text("add 2 and 3")]));
+const firstMessage = message([text("add 2 and 3")]);
+const first = await helper.sendMessage(firstMessage);
 seen.send = { state: state(first), output: artifactText(first), id: first.id, contextId: first.contextId, history: first.history.length };
+// The same message again (a retry after a lost response): the same task.
+const resent = await helper.sendMessage(firstMessage);
+seen.resend = { sameTask: resent.id === first.id, state: state(resent) };
 const second = await helper.sendMessage(message([text("again")], { contextId: first.contextId }));
 seen.sendAgain = { state: state(second), contextId: second.contextId, sameTask: second.id === first.id };
 
