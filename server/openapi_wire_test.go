@@ -101,6 +101,9 @@ var wireSchemas = []struct {
 	{"SessionRow", wire.SessionRow{}},
 	{"RunAgentInput", aguiInput{}},
 	{"RunAgentInput.resume[]", aguiResume{}},
+	{"A2AJSONRPCRequest", a2aRequest{}},
+	{"A2AJSONRPCResponse", a2aResponse{}},
+	{"A2AJSONRPCResponse.error", rpcError{}},
 	{"LangSmithBatch", otlpingest.RunOps{}},
 	{"Health", Health{}},
 	{"WorkerRegister", wire.WorkerRegister{}},
@@ -138,6 +141,7 @@ var notGoTyped = []string{"ExportLogsServiceRequest", "ExportLogsServiceResponse
 	"ExportTraceServiceResponse", "OTLPStatus",
 	"LangSmithRun", "LangSmithInfo", "LangSmithAccepted", "LangSmithDetail",
 	"JSONRPCMessage", // MCP's messages, described by its specification
+	"A2AAgentCard",   // A2A's agent card, described by its specification
 }
 
 // TestOpenAPIMatchesWireTypes checks the OpenAPI document against the

@@ -143,8 +143,12 @@ func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []str
 		return err
 	}
 	defer closeWorkers()
+	def := "" // the A2A root card's agent: the first agent file's
+	if len(rt.loaded) > 0 {
+		def = rt.loaded[0].Agent.Name
+	}
 	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder,
-		ViewCacheBytes: e.viewCache, StoreTimeout: storeTimeout(e.storeTimeout), Workers: workers})
+		ViewCacheBytes: e.viewCache, StoreTimeout: storeTimeout(e.storeTimeout), Workers: workers, A2ADefaultAgent: def})
 }
 
 // workers returns the worker service of serve: agents registered by
