@@ -103,7 +103,7 @@ func inputRequestOf(s *Step) (*HumanInputRequest, error) {
 	if err := json.Unmarshal(s.Inputs, &req); err != nil {
 		return nil, fmt.Errorf("input request %s: %w", s.ID, err)
 	}
-	return &HumanInputRequest{RequestID: s.ID, Prompt: req.Prompt, Schema: req.Schema, Context: req.Context, Approval: req.Approval, ExpiresAt: req.ExpiresAt}, nil
+	return &HumanInputRequest{RequestID: s.ID, Prompt: req.Prompt, Schema: req.Schema, Context: req.Context, Approval: req.Approval, ExpiresAt: req.ExpiresAt, Breakpoint: req.Breakpoint}, nil
 }
 
 // finalStep converts a finished run to a Result or an Error.
