@@ -338,9 +338,9 @@ func (x *execution) pause(when, name string, kind steptype.Kind, tools []string,
 	state := x.run.State
 	x.mu.Unlock()
 	bp := &BreakpointPause{When: when, Step: name, Kind: kind, Tools: tools, Matched: matched, State: state, At: x.run.StepCount + 1}
-	prompt := fmt.Sprintf("Paused %s step %q (breakpoint %q): continue, step, or edit the state.", when, name, matched)
+	prompt := fmt.Sprintf("Paused %s step %s (breakpoint %s): continue, step, or edit the state.", when, name, matched)
 	if matched == BreakStep {
-		prompt = fmt.Sprintf("Paused %s step %q (stepping): continue, step, or edit the state.", when, name)
+		prompt = fmt.Sprintf("Paused %s step %s (stepping): continue, step, or edit the state.", when, name)
 	}
 	s, err := x.inputStep(StepBreakpoint, &InputRequest{Prompt: prompt, Schema: breakAnswerSchema, Breakpoint: bp}, nil)
 	if err != nil {

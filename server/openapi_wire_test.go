@@ -41,6 +41,8 @@ var wireSchemas = []struct {
 	{"Invocation", wire.Invocation{}},
 	{"RunCreated", wire.RunCreated{}},
 	{"InitiateRequest", wire.InitiateRequest{}},
+	{"Breakpoints", wire.Breakpoints{}},
+	{"BreakpointPause", wire.BreakpointPause{}},
 	{"CancelRequest", wire.CancelRequest{}},
 	{"NextStep", wire.NextStep{}},
 	{"PendingInput", wire.PendingInput{}},
