@@ -161,7 +161,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	lean := name == StepTools && x.agent.Steps[StepTools] == nil && !x.hooks(name) && x.e.eventsState() == nil
 	// The built-in tools step records a step per call, each measured
 	// around its call (execCall); it records none of its own.
-	measure := name != StepTools || x.agent.Steps[StepTools] != nil
+	measure := (name != StepTools || x.agent.Steps[StepTools] != nil) && !x.e.cfg.NoStepResources
 	for attempt := 1; ; attempt++ {
 		scope, proc, dc := x.startAttempt(name, attempt, lean)
 		streamed := x.deltas.Load()
