@@ -96,6 +96,7 @@ var wireSchemas = []struct {
 	{"Graph", graph.Graph{}},
 	{"AgentOverview", wire.AgentOverview{}},
 	{"AgentOverview.latency[]", wire.KindLatency{}},
+	{"AgentOverview.resources[]", wire.KindResources{}},
 	{"StepHitPage", wire.StepHitPage{}},
 	{"StepHitPage.steps[]", wire.StepHit{}},
 	{"RunList", wire.RunList{}},

@@ -24,6 +24,15 @@ export function agentsView(main) {
 
 const RUN_ORDER = ['running', 'waiting', 'queued', 'completed', 'failed', 'cancelled'];
 
+// fmtBytes prints a byte count in B, KiB, MiB or GiB.
+function fmtBytes(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let v = n || 0;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return (i ? v.toFixed(1) : String(v)) + ' ' + units[i];
+}
+
 export function agentView(main, { name }) {
   const body = h('div', { class: 'overview' }, h('p', { class: 'loading', text: 'Computing the overview…' }));
   const recent = h('div');
@@ -49,7 +58,16 @@ export function agentView(main, { name }) {
         o.latency.length ? h('table', { class: 'grid compact' },
           h('thead', null, h('tr', null, ['Kind', 'Steps', 'Mean', 'p50', 'p90', 'p99', 'Max'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : '', text: t })))),
           h('tbody', null, o.latency.map((l) => h('tr', null, h('td', null, badge(l.kind, 'kind')), h('td', { class: 'num', text: fmtInt(l.count) }),
-            [l.mean_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map((v) => h('td', { class: 'num', text: fmtMS(v) })))))) : h('p', { class: 'muted', text: 'No steps yet.' })));
+            [l.mean_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map((v) => h('td', { class: 'num', text: fmtMS(v) })))))) : h('p', { class: 'muted', text: 'No steps yet.' })),
+      h('section', { class: 'card', 'data-card': 'resources' }, h('h2', { text: 'Resource use per step kind' }),
+        (o.resources || []).length ? h('table', { class: 'grid compact' },
+          h('thead', null, h('tr', null, ['Kind', 'Steps', 'CPU', 'CPU / step', 'Allocated', 'Objects', 'Overlapped'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : '', text: t })))),
+          h('tbody', null, o.resources.map((r) => h('tr', null, h('td', null, badge(r.kind, 'kind')), h('td', { class: 'num', text: fmtInt(r.steps) }),
+            h('td', { class: 'num', text: fmtMS(r.cpu_ms) }), h('td', { class: 'num', text: fmtMS(r.mean_cpu_ms) }),
+            h('td', { class: 'num', text: fmtBytes(r.alloc_bytes) }), h('td', { class: 'num', text: fmtInt(r.alloc_objects) }),
+            h('td', { class: 'num', text: fmtInt(r.overlapped), title: 'steps that ran beside others: their figures are shared upper bounds' }))))) :
+          h('p', { class: 'muted', text: 'No step recorded its resource use (stepwise serve --no-step-resources turns it off).' }),
+        h('p', { class: 'muted small', text: 'The process\'s CPU time and heap allocation while each step ran: exact for a step that ran alone, shared with the steps beside it otherwise.' })));
   }).catch((e) => clear(body, e.status === 404 ? h('p', { class: 'error', text: 'No such agent: ' + e.message }) : downState(e, () => agentView(main, { name }), 'the overview')));
   api(`/v1/dashboard/sessions?agent=${enc(name)}&limit=10`).then((r) => {
     if (!r.sessions.length) return;
