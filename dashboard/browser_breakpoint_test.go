@@ -54,7 +54,7 @@ func TestBrowserBreakpoints(t *testing.T) {
 
 	// The debug toggle: the next turn starts with a breakpoint before
 	// every step and pauses at once.
-	p.do(chromedp.Navigate(e.url + "/#/sessions"), chromedp.Navigate(e.url+"/#/s/"+r.SessionID))
+	p.do(chromedp.Navigate(e.url+"/#/sessions"), chromedp.Navigate(e.url+"/#/s/"+r.SessionID))
 	p.waitJS(`!document.querySelector('form.composer').hidden && !document.getElementById('next-turn').disabled`)
 	p.do(chromedp.Click(chromedp.CSS(`[data-action="debug-run"]`)),
 		chromedp.SendKeys(chromedp.ID("next-turn"), "And 7*8?"),
