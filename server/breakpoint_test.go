@@ -45,3 +45,34 @@ func TestBreakpointsOverHTTP(t *testing.T) {
 		t.Fatalf("output %q state %s", r.Output, r.State)
 	}
 }
+
+// TestBreakpointAGUIInterrupt: an AG-UI client (the official one) gets a
+// breakpoint's pause as an interrupt that says where the run is, and
+// resumes the run by answering it.
+func TestBreakpointAGUIInterrupt(t *testing.T) {
+	t.Parallel()
+	a := toolAgent("stepper", 1, 0)
+	a.Breakpoints = &stepwise.Breakpoints{Before: []string{"tools"}}
+	env := newEnv(t, []*stepwise.Agent{a})
+	turns := runAGUI(t, env.ts.URL+"/v1/agui/stepper", map[string]any{
+		"threadId": "thread-bp",
+		"turns": []any{
+			map[string]any{"message": "hi"},
+			map[string]any{"resume": map[string]any{"status": "resolved", "payload": "continue"}},
+		},
+	})
+	fin := turns[0].Events[len(turns[0].Events)-1]
+	out := fin["outcome"].(map[string]any)
+	ints, _ := out["interrupts"].([]any)
+	if out["type"] != "interrupt" || len(ints) != 1 {
+		t.Fatalf("first turn ends %v", fin)
+	}
+	bp, _ := ints[0].(map[string]any)["metadata"].(map[string]any)["breakpoint"].(map[string]any)
+	if bp["when"] != "before" || bp["step"] != "tools" || bp["matched"] != "tools" {
+		t.Fatalf("interrupt %v", ints[0])
+	}
+	last := turns[1].Events[len(turns[1].Events)-1]
+	if last["type"] != "RUN_FINISHED" || last["outcome"].(map[string]any)["type"] != "success" || last["result"] != "done" {
+		t.Fatalf("resumed turn ends %v", last)
+	}
+}
