@@ -2,10 +2,14 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/sqlite"
@@ -61,5 +65,36 @@ func TestBreakpointsThroughBinary(t *testing.T) {
 	runs, err := st.RunList(context.Background(), &store.RunListParams{SessionID: session})
 	if err != nil || len(runs) != 1 || string(runs[0].State) != `{"checked":true}` {
 		t.Fatalf("runs %v %+v", err, runs)
+	}
+}
+
+// TestBreakpointOverMCP: an MCP client (the official TypeScript one) sees
+// a breakpoint's pause in inputs_list and answers it with input_answer.
+func TestBreakpointOverMCP(t *testing.T) {
+	t.Parallel()
+	node := mcpNode(t)
+	agent, _ := filepath.Abs("testdata/breakpoints/agent.yaml")
+	db := filepath.Join(t.TempDir(), "mcp.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "breakpoint.mjs", bin, "--db", "sqlite:"+db, "mcp", "--agent", agent)
+	cmd.Dir = mcpDeps
+	cmd.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("breakpoint.mjs: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var seen struct {
+		Breakpoint struct{ When, Step, Matched string }
+		Output     string
+		State      map[string]any
+	}
+	if err := json.Unmarshal(out, &seen); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	if bp := seen.Breakpoint; bp.When != "after" || bp.Step != "tools" || bp.Matched != "tool:calculator" || seen.Output != "The answer is 42." || seen.State["via"] != "mcp" {
+		t.Fatalf("saw %+v", seen)
 	}
 }
