@@ -30,9 +30,19 @@ async function until(what, f) {
   }
 }
 
-const started = await call("run_start", { agent: "stepper", input: "6*7?" });
+// The run's own breakpoint (before the first model call), then the agent
+// file's (after the calculator).
+const started = await call("run_start", { agent: "stepper", input: "6*7?", breakpoints: { before: ["llm"] } });
 const runID = started.run.id;
 await until("the run to pause", async () => (await call("run_get", { run_id: runID })).run.status === "waiting");
+const first = (await call("inputs_list", { run_id: runID })).inputs;
+assert.equal(first.length, 1);
+assert.equal(first[0].request.breakpoint.step, "llm");
+await call("input_answer", { run_id: runID, request_id: first[0].request_id, answer: "continue" });
+await until("the run to pause again", async () => {
+  const { inputs } = await call("inputs_list", { run_id: runID });
+  return inputs.length === 1 && inputs[0].request_id !== first[0].request_id;
+});
 const { inputs } = await call("inputs_list", { run_id: runID });
 assert.equal(inputs.length, 1);
 const seen = { breakpoint: inputs[0].request.breakpoint };
