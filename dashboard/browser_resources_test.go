@@ -28,3 +28,19 @@ func TestBrowserAgentResources(t *testing.T) {
 		t.Errorf("resources card %.200q", got)
 	}
 }
+
+// TestBrowserStepResources: a step's detail shows its CPU time and
+// allocation.
+func TestBrowserStepResources(t *testing.T) {
+	e := newEnv(t, []*stepwise.Agent{chatAgent()}, nil)
+	run := runUntil(t, e, "chat", "What is 6*7?", steptype.RunCompleted)
+	p := newPage(t)
+	p.do(chromedp.Navigate(e.url + "/#/s/" + run.SessionID + "/2"))
+	p.waitJS(`/CPU time/.test(document.querySelector('#detail')?.textContent || '')`)
+	got := eval[string](p, `document.querySelector('#detail').textContent`)
+	for _, want := range []string{"CPU time", "allocated", "overlapping steps"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("step detail lacks %q", want)
+		}
+	}
+}

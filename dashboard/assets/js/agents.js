@@ -3,7 +3,7 @@
 // ratio — with links to its merged workflow graph and its sessions.
 
 import { api } from './api.js';
-import { ago, badge, clear, downState, fmtCost, fmtInt, fmtMS, fmtPct, fmtTokens, h, inlineCode, route } from './dom.js';
+import { ago, badge, clear, downState, fmtBytes, fmtCost, fmtCPU, fmtInt, fmtMS, fmtPct, fmtTokens, h, inlineCode, route } from './dom.js';
 import { nameEl } from './names.js';
 import { chartsSection } from './charts.js';
 
@@ -23,15 +23,6 @@ export function agentsView(main) {
 }
 
 const RUN_ORDER = ['running', 'waiting', 'queued', 'completed', 'failed', 'cancelled'];
-
-// fmtBytes prints a byte count in B, KiB, MiB or GiB.
-function fmtBytes(n) {
-  const units = ['B', 'KiB', 'MiB', 'GiB'];
-  let v = n || 0;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-  return (i ? v.toFixed(1) : String(v)) + ' ' + units[i];
-}
 
 export function agentView(main, { name }) {
   const body = h('div', { class: 'overview' }, h('p', { class: 'loading', text: 'Computing the overview…' }));
@@ -63,7 +54,7 @@ export function agentView(main, { name }) {
         (o.resources || []).length ? h('table', { class: 'grid compact' },
           h('thead', null, h('tr', null, ['Kind', 'Steps', 'CPU', 'CPU / step', 'Allocated', 'Objects', 'Overlapped'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : '', text: t })))),
           h('tbody', null, o.resources.map((r) => h('tr', null, h('td', null, badge(r.kind, 'kind')), h('td', { class: 'num', text: fmtInt(r.steps) }),
-            h('td', { class: 'num', text: fmtMS(r.cpu_ms) }), h('td', { class: 'num', text: fmtMS(r.mean_cpu_ms) }),
+            h('td', { class: 'num', text: fmtCPU(r.cpu_ms) }), h('td', { class: 'num', text: fmtCPU(r.mean_cpu_ms) }),
             h('td', { class: 'num', text: fmtBytes(r.alloc_bytes) }), h('td', { class: 'num', text: fmtInt(r.alloc_objects) }),
             h('td', { class: 'num', text: fmtInt(r.overlapped), title: 'steps that ran beside others: their figures are shared upper bounds' }))))) :
           h('p', { class: 'muted', text: 'No step recorded its resource use (stepwise serve --no-step-resources turns it off).' }),
