@@ -110,6 +110,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
 	c.Flags().DurationVar(&e.lease, "lease", 30*time.Second, "how long a run claimed by this instance stays its own without a heartbeat (heartbeats every lease/3); a crashed instance's runs are taken over after it")
+	c.Flags().BoolVar(&e.noStepRes, "no-step-resources", false, "do not measure the CPU time and allocation of each step (their cost per step); STEPWISE_STEP_RESOURCES=off does the same")
 	c.Flags().DurationVar(&e.workerLease, "worker-lease", worker.DefaultLease, "how long a task claimed by a worker process stays its own without a heartbeat; a dead worker's tasks are offered again after it (docs/workers.md)")
 	c.Flags().DurationVar(&e.storeTimeout, "store-timeout", server.DefaultStoreTimeout, "answer an API request the database has not answered within this with 503 storage_unavailable (streams and long-polls excepted; 0: wait)")
 	c.Flags().IntVar(&viewCacheMiB, "view-cache", server.DefaultViewCacheBytes>>20, "MiB of steps the agent overview and graph keep between calls, so a call reads only what is new (an estimate; 0 turns it off)")
