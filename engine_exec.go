@@ -423,7 +423,7 @@ func (x *execution) record(name string, next *Next) (parked, completed bool, err
 // outputWith is the run's output once steps are committed: the content of
 // the last assistant message, as lastAssistantText reads it after the
 // steps are added to the context — or of the run's last custom step with
-// content when no assistant message came after it (a run of custom steps
+// content when the run has no assistant message (a run of custom steps
 // only ends with what its last step said).
 func (x *execution) outputWith(steps []*Step) string {
 	for i := len(steps) - 1; i >= 0; i-- {
@@ -431,12 +431,16 @@ func (x *execution) outputWith(steps []*Step) string {
 		if convo.InContext(s) && s.Role == steptype.RoleAssistant {
 			return s.Content
 		}
-		if customOutput(s) {
-			return s.Content
-		}
 	}
-	if x.customOut != "" {
-		return x.customOut
+	if !x.sawAssistant {
+		for i := len(steps) - 1; i >= 0; i-- {
+			if customOutput(steps[i]) {
+				return steps[i].Content
+			}
+		}
+		if x.customOut != "" {
+			return x.customOut
+		}
 	}
 	return x.lastAssistantText()
 }
@@ -453,7 +457,7 @@ func customOutput(s *Step) bool {
 func (x *execution) noteOutput(s *Step) {
 	switch {
 	case convo.InContext(s) && s.Role == steptype.RoleAssistant:
-		x.customOut = ""
+		x.customOut, x.sawAssistant = "", true
 	case customOutput(s):
 		x.customOut = s.Content
 	}

@@ -82,6 +82,9 @@ type execution struct {
 	// customOut is the content of the run's last custom step when no
 	// assistant message came after it (see outputWith).
 	customOut string
+	// sawAssistant is set once the run committed an assistant message:
+	// its output is then the last assistant text, not a custom step's.
+	sawAssistant bool
 
 	done chan struct{}       // closed by release
 	fp   convo.Fingerprinter // request fingerprints' reused state

@@ -1,6 +1,7 @@
 package stepres
 
 import (
+	"github.com/stepwise-run/stepwise/internal/raceflag"
 	"runtime"
 	"sync"
 	"testing"
@@ -70,6 +71,9 @@ func TestUsageOfAStep(t *testing.T) {
 // TestStartEndAllocateNothing: measuring a step allocates nothing, so
 // that the engine's allocation budget per step holds.
 func TestStartEndAllocateNothing(t *testing.T) {
+	if raceflag.Enabled {
+		t.Skip("the race detector allocates; scripts/test runs this without -race")
+	}
 	if n := testing.AllocsPerRun(1000, func() { Start().End() }); n != 0 {
 		t.Errorf("Start and End allocate %.1f times", n)
 	}
