@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -312,21 +311,46 @@ func TestWorkerBadInput(t *testing.T) {
 	}
 }
 
+// TestWorkerPollIsWokenByANewTask holds a poll, then creates a task: the
+// poll must be woken by the task's notification. The service re-reads the
+// table only once an hour here, and the poll waits 30 s, so a poll that is
+// not woken returns no task and the test fails.
 func TestWorkerPollIsWokenByANewTask(t *testing.T) {
 	t.Parallel()
-	e, w := newWorkerEnv(t, 10*time.Second)
-	var wg sync.WaitGroup
+	var svc *worker.Service
+	e := newEnv(t, nil, func(c *Config) {
+		var err error
+		svc, err = worker.New(worker.Config{Engine: c.Engine, Build: scriptedBuild, Lease: 10 * time.Second, Recheck: time.Hour})
+		if err != nil {
+			panic(err)
+		}
+		c.Workers = svc
+	})
+	w := &workertest.Worker{URL: e.ts.URL, ID: "w1"}
+	if _, err := w.Register(t.Context(), shopAgent()); err != nil {
+		t.Fatal(err)
+	}
 	var got []*wire.Task
 	var perr error
-	started := make(chan struct{})
-	wg.Go(func() {
-		close(started)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
 		got, perr = w.Poll(t.Context(), []string{"shop"}, 1, 30*time.Second)
-	})
-	<-started
+	}()
+	// Wait until the poll is held: its claim found nothing.
+	for svc.Waiting() != 1 {
+		select {
+		case <-polled:
+			t.Fatalf("the poll returned before any task existed: %v, %v", got, perr)
+		case <-time.After(time.Millisecond):
+		}
+	}
 	e.startRun("shop", "buy")
-	wg.Wait()
-	if perr != nil || len(got) != 1 {
-		t.Fatalf("held poll: %v, %v", got, perr)
+	<-polled
+	if perr != nil || len(got) != 1 || got[0].Name != "validate" {
+		t.Fatalf("held poll: %v, %v (not woken by the new task)", got, perr)
+	}
+	if svc.Waiting() != 0 {
+		t.Errorf("%d polls still counted as held", svc.Waiting())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -92,6 +93,8 @@ type Service struct {
 
 	mu   sync.Mutex
 	regs map[string]*registration // by agent name
+
+	waiting atomic.Int64 // polls held with nothing to claim
 }
 
 // registration is what workers registered for one agent.
@@ -123,6 +126,11 @@ func (s *Service) Close() error {
 	<-s.done
 	return nil
 }
+
+// Waiting returns the number of polls held now: their last claim found
+// no task, and they wait for a notification (or the recheck) to claim
+// again.
+func (s *Service) Waiting() int { return int(s.waiting.Load()) }
 
 // Limits are the numbers a worker works with.
 func (s *Service) Limits() wire.WorkerProtocolLimit {

@@ -55,12 +55,15 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 			}
 			return out, nil
 		}
+		s.waiting.Add(1)
 		select {
 		case <-ctx.Done():
+			s.waiting.Add(-1)
 			return nil, nil
 		case <-woken:
 		case <-tick.C:
 		}
+		s.waiting.Add(-1)
 	}
 }
 

@@ -58,6 +58,12 @@ func transcript(t *testing.T, db, session string) []string {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	return storeTranscript(t, st, session)
+}
+
+// storeTranscript is transcript of a session of any store.
+func storeTranscript(t *testing.T, st store.Store, session string) []string {
+	t.Helper()
 	steps, err := st.StepList(context.Background(), &store.StepListParams{SessionID: session})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/stepwise-run/stepwise/internal/workertest"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/postgres"
 	"github.com/stepwise-run/stepwise/store/sqlite"
 	"github.com/stepwise-run/stepwise/wire"
 )
@@ -302,14 +303,56 @@ func crashRuns(t *testing.T) int {
 // server are SIGKILLed at random moments (seed printed; STEPWISE_CRASH_SEED
 // replays, STEPWISE_WORKER_CRASH_RUNS makes it longer): every run
 // completes, each task's result commits once, no task executes after its
-// result committed, and every transcript equals an uninterrupted run's.
+// result committed, and every transcript equals an uninterrupted run's. It
+// runs on SQLite and on PostgreSQL, with workers written in Go over plain
+// HTTP (internal/workertest) and with workers of the TypeScript SDK
+// (sdk/typescript/test/crash-worker.js, under node).
 func TestWorkersCrash(t *testing.T) {
 	t.Parallel()
+	for _, driver := range []string{"sqlite", "postgres"} {
+		for _, lang := range []string{"go", "typescript"} {
+			t.Run(driver+"/"+lang, func(t *testing.T) {
+				t.Parallel()
+				workersCrash(t, driver, lang)
+			})
+		}
+	}
+}
+
+// crashWorkerCmd returns the command of a crash test's worker process in
+// lang: this test binary (runTestWorker) or node with the SDK's worker.
+func crashWorkerCmd(t *testing.T, lang string) func() *exec.Cmd {
+	switch lang {
+	case "go":
+		return func() *exec.Cmd { return exec.Command(os.Args[0], "-test.run=^$") }
+	case "typescript":
+		node, err := exec.LookPath("node")
+		if err != nil {
+			if os.Getenv("STEPWISE_REQUIRE_NPM") == "1" {
+				t.Fatal("STEPWISE_REQUIRE_NPM=1 but node is not installed")
+			}
+			t.Skip("node is not installed")
+		}
+		script, err := filepath.Abs(filepath.Join("..", "..", "sdk", "typescript", "test", "crash-worker.js"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() *exec.Cmd { return exec.Command(node, script) }
+	}
+	t.Fatalf("no worker in %s", lang)
+	return nil
+}
+
+func workersCrash(t *testing.T, driver, lang string) {
+	workerCmd := crashWorkerCmd(t, lang)
 	seed := crashSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "crash.db")
 	db := "sqlite:" + dbPath
+	if driver == "postgres" {
+		db = postgresSchemaDSN(t)
+	}
 	execLog := filepath.Join(dir, "exec.log")
 	model := shopModel(t)
 	addr := freeAddr(t)
@@ -324,8 +367,8 @@ func TestWorkersCrash(t *testing.T) {
 	}()
 
 	startWorker := func(id string) *workerProc {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "STEPWISE_TEST_WORKER="+id, "STEPWISE_TEST_WORKER_URL="+url,
+		cmd := workerCmd()
+		cmd.Env = append(os.Environ(), "SHOP_KEY=test", "STEPWISE_TEST_WORKER="+id, "STEPWISE_TEST_WORKER_URL="+url,
 			"STEPWISE_TEST_WORKER_MODEL="+model.URL, "STEPWISE_TEST_WORKER_LOG="+execLog)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -409,17 +452,13 @@ finished:
 	_ = srv.Wait()
 	mu.Unlock()
 
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: dbPath, ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openCrashStore(t, db)
 	ctx := context.Background()
 	refRun, err := st.RunGet(ctx, &store.RunGetParams{ID: ref})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := transcript(t, dbPath, refRun.SessionID)
+	want := storeTranscript(t, st, refRun.SessionID)
 	var shape []string
 	for _, l := range want {
 		shape = append(shape, strings.SplitN(l, "|", 2)[0])
@@ -437,7 +476,7 @@ finished:
 			t.Errorf("run %s is %s: %+v", id, r.Status, r.Error)
 			continue
 		}
-		if got := transcript(t, dbPath, r.SessionID); !slices.Equal(got, want) {
+		if got := storeTranscript(t, st, r.SessionID); !slices.Equal(got, want) {
 			t.Errorf("run %s: transcript differs from the uninterrupted run's:\n%s", id, diff(got, want))
 		}
 		tasks, err := st.TaskList(ctx, &store.TaskListParams{RunID: id})
@@ -478,6 +517,24 @@ finished:
 		execs++
 	}
 	t.Logf("%d executions of %d tool tasks", execs, len(runs)+1)
+}
+
+// openCrashStore opens the store of db (sqlite:PATH or a PostgreSQL DSN)
+// to check what the crash test's server committed.
+func openCrashStore(t *testing.T, db string) store.Store {
+	t.Helper()
+	var st store.Store
+	var err error
+	if path, ok := strings.CutPrefix(db, "sqlite:"); ok {
+		st, err = sqlite.Open(context.Background(), sqlite.Config{Path: path, ReadOnly: true})
+	} else {
+		st, err = postgres.Open(context.Background(), postgres.Config{DSN: db})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // waitRuns waits until every run finished, across server restarts.

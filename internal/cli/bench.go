@@ -184,7 +184,7 @@ default 400; GOGC in the environment wins), and prints it.`,
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark to this file")
 	c.Flags().StringVar(&memProfile, "memprofile", "", "write an allocation profile of the whole benchmark to this file (go tool pprof -sample_index=alloc_space)")
 	c.Flags().StringVar(&provider, "provider", "scripted", "model: scripted (zero latency), or openai (the OpenAI provider against a local fake server)")
-	c.AddCommand(benchFillCmd(e), benchQueriesCmd(e))
+	c.AddCommand(benchFillCmd(e), benchQueriesCmd(e), benchWorkersCmd(e))
 	return c
 }
 

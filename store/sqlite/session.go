@@ -87,8 +87,16 @@ func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*s
 	if err != nil {
 		return nil, err
 	}
+	terms, err := rules.MetadataFilter(p)
+	if err != nil {
+		return nil, err
+	}
 	var where []string
 	var args []any
+	for _, t := range terms {
+		w, a := metadataWhere(t)
+		where, args = append(where, w), append(args, a...)
+	}
 	if p.Agent != "" {
 		where, args = append(where, "agent = ?"), append(args, p.Agent)
 	}
@@ -145,4 +153,40 @@ func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*s
 func execTx(tx *wtx, query string, args ...any) error {
 	_, err := tx.conn().ExecContext(bg, query, args...)
 	return err
+}
+
+// SessionUpdate implements store.Store.
+func (s *Store) SessionUpdate(ctx context.Context, p *store.SessionUpdateParams) (*steptype.Session, error) {
+	if err := rules.CheckSessionUpdate(p); err != nil {
+		return nil, err
+	}
+	return write(s, ctx, func(tx *wtx) (*steptype.Session, error) {
+		cur, err := tx.session(p.ID)
+		if err != nil {
+			return nil, err
+		}
+		u, err := rules.UpdateSession(cur, p)
+		if err != nil {
+			return nil, err
+		}
+		if err := execTx(tx, `UPDATE sessions SET metadata = ?, title = ?, updated_at = ? WHERE id = ?`, blob(u.Metadata), u.Title, nanos(u.UpdatedAt), u.ID); err != nil {
+			return nil, err
+		}
+		tx.cache.putSession(u)
+		return u, nil
+	})
+}
+
+// metadataWhere is the condition of one term of a metadata filter: the
+// session's metadata, a JSON object, has the key with that value.
+func metadataWhere(t rules.MetadataTerm) (string, []any) {
+	const each = `CASE WHEN json_valid(CAST(metadata AS TEXT)) THEN EXISTS (SELECT 1 FROM json_each(CAST(metadata AS TEXT)) m WHERE m.key = ? AND `
+	switch t.Type {
+	case "text":
+		return each + `m.type = 'text' AND m.atom = ?) ELSE 0 END`, []any{t.Key, t.Text}
+	case "number":
+		return each + `m.type IN ('integer', 'real') AND m.atom = ?) ELSE 0 END`, []any{t.Key, t.Number}
+	default: // true, false, null
+		return each + `m.type = ?) ELSE 0 END`, []any{t.Key, t.Type}
+	}
 }
