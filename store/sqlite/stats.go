@@ -59,13 +59,14 @@ func (s *Store) SessionStats(ctx context.Context, p *store.SessionStatsParams) (
 }
 
 // sessionStatsSQL reads the folded statistics of session ?1 and the
-// aggregate of its steps in the tail (rowid above ?2), in the table's key
-// order.
+// aggregate of its steps in the tail (rowid above ?2: NOT INDEXED, so
+// that the tail's rowid range is read, never every step of the session
+// through its index), in the table's key order.
 const sessionStatsSQL = `SELECT kind, role, steps, input_tokens, output_tokens, cached_tokens, cost
 FROM session_step_stats WHERE session_id = ?1 AND steps > 0
 UNION ALL
 SELECT kind, role, count(*), sum(input_tokens), sum(output_tokens), sum(cached_tokens), sum(cost)
-FROM steps WHERE rowid > ?2 AND session_id = ?1 GROUP BY kind, role`
+FROM steps NOT INDEXED WHERE rowid > ?2 AND session_id = ?1 GROUP BY kind, role`
 
 // sessionStepStats merges the folded rows and the tail's of a session,
 // sorted by kind and role.
