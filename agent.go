@@ -62,6 +62,9 @@ type Agent struct {
 	// Hooks are step lifecycle middleware (before/after each step, or the
 	// steps they name); see StepHook.
 	Hooks []StepHook
+	// Breakpoints pause every run of the agent before or after the steps
+	// they select (see Breakpoints); StartParams.Breakpoints adds to them.
+	Breakpoints *Breakpoints
 	// Temperature and MaxTokens are passed to the model when set.
 	Temperature *float64
 	MaxTokens   int
@@ -222,6 +225,9 @@ func (a *Agent) validate() error {
 				errs = append(errs, fmt.Errorf("hook %q: step %q is not defined", h.Name, n))
 			}
 		}
+	}
+	if err := checkBreakpoints(a.Breakpoints); err != nil {
+		errs = append(errs, err)
 	}
 	if a.Context.TokenBudget < NoTokenBudget {
 		errs = append(errs, fmt.Errorf("context token budget %d must be positive, 0 (from the model's context window) or NoTokenBudget", a.Context.TokenBudget))

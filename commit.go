@@ -106,6 +106,7 @@ type eventDelta struct {
 type runUpdate struct {
 	cursor *string
 	patch  json.RawMessage // state update, combined by the agent's reducers
+	edit   bool            // patch is a merge patch applied as is (a breakpoint's edit)
 	// patchStep records the effective merge patch of patch.
 	patchStep *Step
 	status    *steptype.RunStatus
@@ -140,7 +141,7 @@ func (x *execution) commit(steps []*Step, u runUpdate) error {
 	state, progress := x.run.State, x.progress
 	x.mu.Unlock()
 	if len(u.patch) > 0 {
-		next, patch, err := x.agent.applyState(state, u.patch)
+		next, patch, err := x.applyPatch(state, u.patch, u.edit)
 		if err != nil {
 			return err
 		}

@@ -49,9 +49,17 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// NoStepResources turns off the measure of what each step costs the
+	// machine (steptype.Metrics.CPUTime, AllocBytes, AllocObjects,
+	// OverlappingSteps stay zero), and its cost per step. The environment
+	// variable STEPWISE_STEP_RESOURCES=off sets it too.
+	NoStepResources bool
 }
 
 func (c Config) withDefaults() Config {
+	if os.Getenv("STEPWISE_STEP_RESOURCES") == "off" {
+		c.NoStepResources = true
+	}
 	if c.Owner == "" {
 		host, _ := os.Hostname()
 		var b [4]byte

@@ -32,6 +32,9 @@ func (x *execution) loop() error {
 		}
 		return nil
 	}
+	if err := x.applyBreakEdit(); err != nil {
+		return x.stopped(err)
+	}
 	for {
 		cursor := x.run.Cursor
 		if cursor == "" || cursor == StepEnd || x.run.StepCount >= int64(x.agent.Limits.MaxSteps) {
@@ -62,6 +65,11 @@ func (x *execution) loop() error {
 			serr := &StepError{Message: fmt.Sprintf("step %q is not defined in agent %q (version %s); a renamed step is mapped with step_map", cursor, x.agent.Name, x.agent.Version), Class: steptype.ErrorPermanent, Code: "unknown_step"}
 			return x.finish(steptype.RunFailed, serr)
 		}
+		if x.bp != nil {
+			if paused, err := x.pauseBefore(cursor); paused || err != nil {
+				return x.stopped(err)
+			}
+		}
 		next, serr, err := x.runStep(cursor, h)
 		if err != nil {
 			return x.stopped(err)
@@ -72,6 +80,11 @@ func (x *execution) loop() error {
 		if next.committed {
 			if x.run.Status == steptype.RunWaiting {
 				return nil
+			}
+			if x.bp != nil {
+				if paused, err := x.pauseAfter(cursor, x.stepKind(cursor)); paused || err != nil {
+					return x.stopped(err)
+				}
 			}
 			continue
 		}
@@ -84,6 +97,11 @@ func (x *execution) loop() error {
 		}
 		if parked {
 			return nil
+		}
+		if x.bp != nil {
+			if paused, err := x.pauseAfter(cursor, next.record.Kind); paused || err != nil {
+				return x.stopped(err)
+			}
 		}
 	}
 }
@@ -143,7 +161,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	lean := name == StepTools && x.agent.Steps[StepTools] == nil && !x.hooks(name) && x.e.eventsState() == nil
 	// The built-in tools step records a step per call, each measured
 	// around its call (execCall); it records none of its own.
-	measure := name != StepTools || x.agent.Steps[StepTools] != nil
+	measure := (name != StepTools || x.agent.Steps[StepTools] != nil) && !x.e.cfg.NoStepResources
 	for attempt := 1; ; attempt++ {
 		scope, proc, dc := x.startAttempt(name, attempt, lean)
 		streamed := x.deltas.Load()
@@ -350,7 +368,7 @@ func (x *execution) record(name string, next *Next) (parked, completed bool, err
 	// could read it (Scope.Record).
 	u := runUpdate{cursor: &next.Step, inPlace: name == StepLLM && x.agent.Steps[StepLLM] == nil && !x.hooks(name),
 		hold: next.Input == nil} // no park: the loop goes on
-	if next.Step == StepEnd && next.Input == nil {
+	if next.Step == StepEnd && next.Input == nil && (x.bp == nil || x.breakAfter(name, s.Kind) == "") {
 		// The loop would finish the run next, with nothing in between but
 		// the held event: the step's commit completes it (one transaction).
 		u.completes, u.hold = true, false

@@ -324,7 +324,10 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 	pol := x.agent.Retry
 	for attempt := 1; ; attempt++ {
 		start := x.e.now()
-		mark := stepres.Start()
+		var mark stepres.Mark
+		if !x.e.cfg.NoStepResources {
+			mark = stepres.Start()
+		}
 		res, err := callTool(ctx, x.observeTool(t), &tool.Call{
 			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: idemKey,
 			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt, Answers: x.toolAnswers[call.ID],

@@ -78,6 +78,7 @@ type execution struct {
 	toolAnswers map[string][]json.RawMessage // tool-call id → answers to the input the call asked for (tool.InputNeeded)
 	allowed     map[string]bool              // tools allowed for the session
 	clientTools []llm.ToolDef                // tools the run's caller executes
+	bp          *breakState                  // the run's breakpoints, nil without any
 	// customOut is the content of the run's last custom step when no
 	// assistant message came after it (see outputWith).
 	customOut string
@@ -196,7 +197,7 @@ func (x *execution) load(ctx context.Context) error {
 		if s.Progress != nil {
 			x.progress = s.Progress
 		}
-		if s.Kind == steptype.KindInput && s.Status == steptype.StepCompleted {
+		if s.Kind == steptype.KindInput && s.Status == steptype.StepCompleted && !isBreakStep(s) {
 			x.lastAnswer = s
 		}
 		if s.Hop == x.run.Hop {
@@ -223,7 +224,11 @@ func (x *execution) load(ctx context.Context) error {
 	if x.prevStepID == "" && x.run.ParentStepID != "" {
 		x.prevStepID = x.run.ParentStepID
 	}
-	return x.loadReplay(ctx)
+	if err := x.loadReplay(ctx); err != nil {
+		return err
+	}
+	x.loadBreaks(own)
+	return nil
 }
 
 func (x *execution) runSnapshot() *Run {

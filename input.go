@@ -310,6 +310,9 @@ func checkAnswer(req *InputRequest, answer json.RawMessage) (string, error) {
 	if len(answer) == 0 || !json.Valid(answer) {
 		return "", fmt.Errorf("%w: the answer must be JSON (a string for free text)", ErrInvalidAnswer)
 	}
+	if req.Breakpoint != nil {
+		return checkBreakAnswer(answer)
+	}
 	if req.Approval != nil {
 		var a ApprovalAnswer
 		dec := json.NewDecoder(strings.NewReader(string(answer)))

@@ -37,6 +37,9 @@ func InSession(id string) InitiateOption { return wire.InSession(id) }
 // WithMetadata sets the metadata of the new session the run starts.
 func WithMetadata(m map[string]any) InitiateOption { return wire.WithMetadata(m) }
 
+// WithBreakpoints pauses the run before or after the steps b selects.
+func WithBreakpoints(b *Breakpoints) InitiateOption { return wire.WithBreakpoints(b) }
+
 // Invocation identifies a run being driven step by step and remembers how far
 // the caller has read.
 type Invocation = wire.Invocation
@@ -75,7 +78,7 @@ func (c *localClient) Initiate(ctx context.Context, agent, input string, opts ..
 	for _, o := range opts {
 		o(&req)
 	}
-	p := StartParams{Agent: req.Agent, Input: req.Input, SessionID: req.SessionID, Title: req.Title, Continue: req.Continue, Metadata: req.Metadata}
+	p := StartParams{Agent: req.Agent, Input: req.Input, SessionID: req.SessionID, Title: req.Title, Continue: req.Continue, Metadata: req.Metadata, Breakpoints: req.Breakpoints}
 	if len(req.State) > 0 {
 		p.State = req.State
 	}
@@ -103,7 +106,7 @@ func inputRequestOf(s *Step) (*HumanInputRequest, error) {
 	if err := json.Unmarshal(s.Inputs, &req); err != nil {
 		return nil, fmt.Errorf("input request %s: %w", s.ID, err)
 	}
-	return &HumanInputRequest{RequestID: s.ID, Prompt: req.Prompt, Schema: req.Schema, Context: req.Context, Approval: req.Approval, ExpiresAt: req.ExpiresAt}, nil
+	return &HumanInputRequest{RequestID: s.ID, Prompt: req.Prompt, Schema: req.Schema, Context: req.Context, Approval: req.Approval, ExpiresAt: req.ExpiresAt, Breakpoint: req.Breakpoint}, nil
 }
 
 // finalStep converts a finished run to a Result or an Error.

@@ -154,6 +154,8 @@ type runOptions struct {
 	// AgentVersion is the version of the agent definition the run started
 	// with (Agent.Version).
 	AgentVersion string `json:"agent_version,omitempty"`
+	// Breakpoints are the run's own (see breakpoint.go).
+	Breakpoints *Breakpoints `json:"breakpoints,omitempty"`
 }
 
 // ReplayOptions make a run reuse recorded outputs of another session: a

@@ -3,6 +3,7 @@ package stepwise_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/store/memory"
 	"github.com/stepwise-run/stepwise/tool"
 )
 
@@ -81,5 +83,28 @@ func TestStepResourceUse(t *testing.T) {
 	}
 	if tools != 2 {
 		t.Fatalf("%d tool steps", tools)
+	}
+}
+
+// TestStepResourceUseOff: with Config.NoStepResources no step records
+// resource use.
+func TestStepResourceUseOff(t *testing.T) {
+	t.Parallel()
+	var executed atomic.Int64
+	st := memory.New()
+	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{addAgent(&executed, nil)}, NoStepResources: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	run, err := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "adder", Input: "1+2"}))
+	if err != nil || run.Status != steptype.RunCompleted {
+		t.Fatalf("%v %+v", err, run)
+	}
+	for _, s := range steps(t, st, run.SessionID) {
+		if m := s.Metrics; m.CPUTime != 0 || m.AllocBytes != 0 || m.AllocObjects != 0 || m.OverlappingSteps != 0 {
+			t.Fatalf("step %d (%s) measured with NoStepResources: %+v", s.Sequence, s.Kind, m)
+		}
 	}
 }

@@ -45,6 +45,9 @@ type StartParams struct {
 	// SessionID continues one); analytics split by its keys (GET
 	// /v1/metrics?split=KEY).
 	Metadata map[string]any
+	// Breakpoints pause the run before or after the steps they select, in
+	// addition to the agent's (see Breakpoints).
+	Breakpoints *Breakpoints
 }
 
 // StartRun creates a queued run (and a session when SessionID is empty) and
@@ -70,6 +73,9 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 	}
 	if err := checkClientTools(a, p.ClientTools); err != nil {
 		return nil, err
+	}
+	if err := checkBreakpoints(p.Breakpoints); err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrInvalid, err)
 	}
 	now := e.now()
 	sid := p.SessionID
@@ -106,8 +112,8 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 			return nil, fmt.Errorf("replay source %q: %w", p.Replay.SourceSessionID, err)
 		}
 	}
-	if p.Replay != nil || len(p.ClientTools) > 0 {
-		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay, ClientTools: p.ClientTools})
+	if p.Replay != nil || len(p.ClientTools) > 0 || p.Breakpoints != nil {
+		r.Options, _ = json.Marshal(runOptions{Replay: p.Replay, ClientTools: p.ClientTools, Breakpoints: p.Breakpoints})
 	}
 	r.Options = withVersion(r.Options, a.Version)
 	cp := &store.RunCreateParams{Run: r, Session: newSession}

@@ -219,6 +219,11 @@ func interruptOf(p *stepwise.PendingInput) aguiInterrupt {
 	} else if p.Step.ToolCallID != "" {
 		in.ToolCallID = p.Step.ToolCallID
 	}
+	if req.Breakpoint != nil {
+		// A breakpoint's pause: answered with "continue", "step" or
+		// {"action", "state"} (docs/breakpoints.md).
+		in.Metadata["breakpoint"] = req.Breakpoint
+	}
 	switch {
 	case len(req.Schema) > 0 && req.Schema[0] == '{':
 		in.ResponseSchema = req.Schema

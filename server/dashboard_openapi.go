@@ -69,6 +69,8 @@ func dashboardSchemas() obj {
 			"graph_nodes": integer(), "loops": integer(), "stuck_nodes": integer(),
 			"latency": arrayOf(object(false, []string{"kind", "count"}, obj{"kind": str(""), "count": integer(), "mean_ms": number(),
 				"p50_ms": number(), "p90_ms": number(), "p99_ms": number(), "max_ms": number()})),
+			"resources": arrayOf(object(false, []string{"kind", "steps"}, obj{"kind": str(""), "steps": integer(), "cpu_ms": number(), "mean_cpu_ms": number(),
+				"alloc_bytes": integer(), "alloc_objects": integer(), "overlapped": integer()})),
 		}),
 		"StepHitPage": object(false, []string{"steps", "total", "scanned_sessions", "scanned_steps"}, obj{
 			"steps": arrayOf(object(false, []string{"session_id", "step"}, obj{"session_id": str(""), "session_title": str(""), "agent": str(""), "step": ref("Step")})),

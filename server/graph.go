@@ -224,7 +224,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 // stepStats computes the step statistics of an overview (every field but
 // the agent's registration and runs) from the steps read.
 func stepStats(rd *agentRead) *wire.AgentOverview {
-	out := &wire.AgentOverview{Latency: []wire.KindLatency{}}
+	out := &wire.AgentOverview{Latency: []wire.KindLatency{}, Resources: []wire.KindResources{}}
+	res := map[steptype.Kind]*wire.KindResources{}
 	b := graph.NewBuilder(graph.Options{SkipLayout: true})
 	durations := map[steptype.Kind][]float64{}
 	seen := map[string]bool{}
@@ -244,6 +245,20 @@ func stepStats(rd *agentRead) *wire.AgentOverview {
 			if st.Kind == steptype.KindError || st.Status == steptype.StepFailed {
 				out.ErrorSteps++
 			}
+			if m.CPUTime > 0 || m.AllocBytes > 0 {
+				r := res[st.Kind]
+				if r == nil {
+					r = &wire.KindResources{Kind: st.Kind}
+					res[st.Kind] = r
+				}
+				r.Steps++
+				r.CPUMS += float64(m.CPUTime.Microseconds()) / 1000
+				r.AllocBytes += m.AllocBytes
+				r.AllocObjects += m.AllocObjects
+				if m.OverlappingSteps > 0 {
+					r.Overlapped++
+				}
+			}
 			if st.Status != steptype.StepWaiting {
 				durations[st.Kind] = append(durations[st.Kind], float64(m.Duration.Microseconds())/1000)
 			}
@@ -257,6 +272,10 @@ func stepStats(rd *agentRead) *wire.AgentOverview {
 	for _, k := range steptype.Kinds {
 		if d := durations[k]; len(d) > 0 {
 			out.Latency = append(out.Latency, latencyOf(k, d))
+		}
+		if r := res[k]; r != nil {
+			r.MeanCPUMS, r.CPUMS = round3(r.CPUMS/float64(r.Steps)), round3(r.CPUMS)
+			out.Resources = append(out.Resources, *r)
 		}
 	}
 	return out

@@ -61,8 +61,15 @@ func schemas() obj {
 		"RunCreated": object(false, []string{"run", "invocation"}, obj{"run": ref("Run"), "invocation": ref("Invocation")}),
 		"InitiateRequest": object(true, []string{"agent"}, obj{"agent": str("registered agent name"), "input": str("the user message"),
 			"session_id": str("continue this session (multi-turn)"), "state": anyJSON("initial custom state, a JSON object"), "title": str("title of a new session (default: the start of input)"),
-			"continue": obj{"type": "boolean", "description": "run the agent on session_id as it stands, without a user message (input must be empty): run from here on an edited fork"},
-			"metadata": obj{"type": "object", "description": "metadata of a new session (string values, numbers…); GET /v1/metrics splits by its keys"}}),
+			"continue":    obj{"type": "boolean", "description": "run the agent on session_id as it stands, without a user message (input must be empty): run from here on an edited fork"},
+			"metadata":    obj{"type": "object", "description": "metadata of a new session (string values, numbers…); GET /v1/metrics splits by its keys"},
+			"breakpoints": ref("Breakpoints")}),
+		"Breakpoints": object(true, nil, obj{"before": arrayOf(str("selector: a step name, a kind, a tool name, *, or step:NAME, kind:KIND, tool:NAME")),
+			"after": arrayOf(str("selector, as before"))}),
+		"BreakpointPause": object(false, []string{"when", "step", "matched", "at"}, obj{"when": obj{"type": "string", "enum": []string{"before", "after"}},
+			"step": str("the step paused before or after"), "kind": str("its kind"), "tools": arrayOf(str("the tool calls of a tools step")),
+			"matched": str(`the selector that matched, or "step" (stepping)`), "state": anyJSON("the run state at the pause"),
+			"at": integer()}),
 		"CancelRequest": object(true, nil, obj{"reason": str("")}),
 		"NextStep": object(false, []string{"type", "cursor"}, obj{
 			"type":   obj{"type": "string", "enum": []string{"continuation", "human_input_request", "result", "error"}},
@@ -73,7 +80,7 @@ func schemas() obj {
 			"progress_message": str("last progress message a step reported"),
 			// human_input_request
 			"request_id": str(""), "prompt": str(""), "schema": anyJSON("JSON Schema of the answer"), "context": obj{"type": "object"},
-			"approval": ref("ToolCall"), "expires_at": timeStr(),
+			"approval": ref("ToolCall"), "expires_at": timeStr(), "breakpoint": ref("BreakpointPause"),
 			// result
 			"value": str("final output"), "metadata": obj{"type": "object"},
 			// error
@@ -83,10 +90,10 @@ func schemas() obj {
 		"PendingInput": object(false, []string{"request_id", "run_id", "session_id", "request"}, obj{
 			"request_id": str(""), "run_id": str(""), "session_id": str(""),
 			"request": object(false, []string{"prompt"}, obj{"prompt": str(""), "schema": anyJSON("JSON Schema of the answer"), "context": obj{"type": "object"},
-				"approval": ref("ToolCall"), "expires_at": timeStr(), "on_expire": str(""), "default": anyJSON("")}),
+				"approval": ref("ToolCall"), "expires_at": timeStr(), "on_expire": str(""), "default": anyJSON(""), "breakpoint": ref("BreakpointPause")}),
 		}),
 		"PendingList":   object(false, []string{"inputs"}, obj{"inputs": arrayOf(ref("PendingInput"))}),
-		"AnswerRequest": object(true, []string{"answer"}, obj{"answer": anyJSON(`a string for free text, a value valid under the request's schema, or {"approved": bool, "message"?: string, "always"?: bool} for approvals`)}),
+		"AnswerRequest": object(true, []string{"answer"}, obj{"answer": anyJSON(`a string for free text, a value valid under the request's schema, or {"approved": bool, "message"?: string, "always"?: bool} for approvals, or "continue", "step" or {"action"?: "continue"|"step", "state"?: {...}} for a breakpoint's pause`)}),
 		"AnswerResult":  object(false, []string{"step"}, obj{"step": ref("Step")}),
 		"Session": object(false, []string{"id", "last_sequence"}, obj{
 			"id": str(""), "agent": str(""), "title": str(""), "parent_session_id": str(""), "fork_sequence": integer(), "last_sequence": integer(),

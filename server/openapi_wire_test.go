@@ -41,6 +41,8 @@ var wireSchemas = []struct {
 	{"Invocation", wire.Invocation{}},
 	{"RunCreated", wire.RunCreated{}},
 	{"InitiateRequest", wire.InitiateRequest{}},
+	{"Breakpoints", wire.Breakpoints{}},
+	{"BreakpointPause", wire.BreakpointPause{}},
 	{"CancelRequest", wire.CancelRequest{}},
 	{"NextStep", wire.NextStep{}},
 	{"PendingInput", wire.PendingInput{}},
@@ -94,6 +96,7 @@ var wireSchemas = []struct {
 	{"Graph", graph.Graph{}},
 	{"AgentOverview", wire.AgentOverview{}},
 	{"AgentOverview.latency[]", wire.KindLatency{}},
+	{"AgentOverview.resources[]", wire.KindResources{}},
 	{"StepHitPage", wire.StepHitPage{}},
 	{"StepHitPage.steps[]", wire.StepHit{}},
 	{"RunList", wire.RunList{}},
@@ -101,6 +104,9 @@ var wireSchemas = []struct {
 	{"SessionRow", wire.SessionRow{}},
 	{"RunAgentInput", aguiInput{}},
 	{"RunAgentInput.resume[]", aguiResume{}},
+	{"A2AJSONRPCRequest", a2aRequest{}},
+	{"A2AJSONRPCResponse", a2aResponse{}},
+	{"A2AJSONRPCResponse.error", rpcError{}},
 	{"LangSmithBatch", otlpingest.RunOps{}},
 	{"Health", Health{}},
 	{"WorkerRegister", wire.WorkerRegister{}},
@@ -138,6 +144,7 @@ var notGoTyped = []string{"ExportLogsServiceRequest", "ExportLogsServiceResponse
 	"ExportTraceServiceResponse", "OTLPStatus",
 	"LangSmithRun", "LangSmithInfo", "LangSmithAccepted", "LangSmithDetail",
 	"JSONRPCMessage", // MCP's messages, described by its specification
+	"A2AAgentCard",   // A2A's agent card, described by its specification
 }
 
 // TestOpenAPIMatchesWireTypes checks the OpenAPI document against the

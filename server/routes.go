@@ -50,4 +50,5 @@ func (s *Server) register() {
 	s.registerMetricsAPI()     // time-series analytics (metrics.go)
 	s.registerJudgeAPI()       // LLM judges on demand (judge.go)
 	s.registerWorkerAPI()      // the worker protocol (workers.go)
+	s.registerA2A()            // A2A agent cards and JSON-RPC (a2a.go)
 }

@@ -30,7 +30,7 @@ func (s *Server) initiate(w http.ResponseWriter, r *http.Request) error {
 	if req.Continue && (req.SessionID == "" || req.Input != "") {
 		return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "continue needs session_id and no input")
 	}
-	p := stepwise.StartParams{Agent: req.Agent, Input: req.Input, SessionID: req.SessionID, Title: req.Title, Continue: req.Continue, Metadata: req.Metadata}
+	p := stepwise.StartParams{Agent: req.Agent, Input: req.Input, SessionID: req.SessionID, Title: req.Title, Continue: req.Continue, Metadata: req.Metadata, Breakpoints: req.Breakpoints}
 	if len(req.State) > 0 && string(req.State) != "null" {
 		if req.State[0] != '{' {
 			return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "state must be a JSON object")

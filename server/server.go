@@ -47,6 +47,9 @@ type Config struct {
 	MaxOTLPBytes int64
 	// OTLP configures the OTLP receiver (its Engine is set by New).
 	OTLP otlpingest.Config
+	// A2ADefaultAgent is the agent whose A2A card is served at
+	// /.well-known/agent-card.json. Default: the first agent by name.
+	A2ADefaultAgent string
 	// Heartbeat is the interval of SSE comment lines that keep idle streams
 	// open through proxies. Default 15s.
 	Heartbeat time.Duration
@@ -268,7 +271,8 @@ func unbounded(pattern string) bool {
 	return strings.HasSuffix(pattern, "/events") || strings.HasSuffix(pattern, "/next") || strings.HasPrefix(pattern, "/v1/agui/") ||
 		strings.HasSuffix(pattern, "/judge") || strings.Contains(pattern, "attachments") ||
 		pattern == "/v1/search" || pattern == "/v1/workers/poll" || pattern == "/v1/traces" || pattern == "/v1/logs" ||
-		strings.HasPrefix(pattern, langSmithPrefix+"/runs") || pattern == mcpPath
+		strings.HasPrefix(pattern, langSmithPrefix+"/runs") || pattern == mcpPath ||
+		strings.HasPrefix(pattern, a2aPrefix)
 }
 
 // requestContext is the request's context, also cancelled when the server

@@ -64,7 +64,8 @@ func workerSchemas() obj {
 				"messages": arrayOf(obj{"type": "object"})}),
 		}),
 		"InputRequest": object(true, []string{"prompt"}, obj{"prompt": str(""), "schema": anyJSON("JSON Schema of the answer"),
-			"context": obj{"type": "object"}, "approval": ref("ToolCall"), "expires_at": timeStr(), "on_expire": str("fail or default"), "default": anyJSON("")}),
+			"context": obj{"type": "object"}, "approval": ref("ToolCall"), "expires_at": timeStr(), "on_expire": str("fail or default"), "default": anyJSON(""),
+			"breakpoint": ref("BreakpointPause")}),
 		"TaskToken": object(true, []string{"token"}, obj{"token": token, "reason": str("")}),
 		"TaskLease": object(false, []string{"lease_expires", "cancel"}, obj{"lease_expires": timeStr(), "cancel": boolean()}),
 		"TaskEvents": object(true, []string{"token", "events"}, obj{"token": token, "events": arrayOf(object(true, []string{"type"}, obj{

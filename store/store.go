@@ -70,6 +70,11 @@ type Store interface {
 	// SessionDelete deletes a session, its steps and its runs. Fails with
 	// ErrConflict while another session is a fork of it.
 	SessionDelete(ctx context.Context, p *SessionDeleteParams) error
+	// SessionUpdate changes a session's metadata (a top-level merge, see
+	// SessionUpdateParams) and title, sets its UpdatedAt, and returns it;
+	// ErrNotFound for an unknown session, ErrInvalid for a patch that is
+	// not a JSON object (nothing is changed).
+	SessionUpdate(ctx context.Context, p *SessionUpdateParams) (*steptype.Session, error)
 
 	// StepAppend commits steps, and optionally run updates, in one
 	// transaction. Steps with Sequence 0 get the next sequence of their
@@ -182,6 +187,10 @@ type SessionListParams struct {
 	Agent    string // only sessions of this agent
 	ParentID string // only direct forks of this session
 	Query    string // substring of id, title or agent
+	// Metadata keeps the sessions whose metadata (a JSON object) has each
+	// key with an equal value; values are strings, numbers, booleans or
+	// null (else ErrInvalid).
+	Metadata map[string]any
 	Cursor   string // opaque, from SessionPage.Next
 	Limit    int    // default 50, max 1000
 }
@@ -203,6 +212,18 @@ type SessionForkParams struct {
 	// split by a metadata key.
 	Metadata json.RawMessage
 	Now      time.Time
+}
+
+// SessionUpdateParams are the parameters of Store.SessionUpdate.
+type SessionUpdateParams struct {
+	ID string // required
+	// Metadata, when set, is a JSON object merged into the session's
+	// metadata at the top level: each key replaces the session's, a null
+	// value removes it.
+	Metadata json.RawMessage
+	// Title, when set, replaces the title.
+	Title *string
+	Now   time.Time // zero means time.Now()
 }
 
 // SessionDeleteParams are the parameters of Store.SessionDelete.

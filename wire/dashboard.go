@@ -83,6 +83,22 @@ type AgentOverview struct {
 	StuckNodes        int     `json:"stuck_nodes"`
 	// Latency per step kind, in milliseconds (steps still waiting excluded).
 	Latency []KindLatency `json:"latency"`
+	// Resources is what the steps of each kind cost the machine (the
+	// steps that recorded it; see steptype.Metrics.CPUTime).
+	Resources []KindResources `json:"resources"`
+}
+
+// KindResources sums the resource use of the steps of one kind.
+type KindResources struct {
+	Kind         steptype.Kind `json:"kind"`
+	Steps        int           `json:"steps"`
+	CPUMS        float64       `json:"cpu_ms"`      // CPU time, in all
+	MeanCPUMS    float64       `json:"mean_cpu_ms"` // per step
+	AllocBytes   int64         `json:"alloc_bytes"`
+	AllocObjects int64         `json:"alloc_objects"`
+	// Overlapped counts the steps that ran beside others (their figures
+	// are shared upper bounds).
+	Overlapped int `json:"overlapped"`
 }
 
 // KindLatency summarizes the durations of the steps of one kind.

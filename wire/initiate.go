@@ -10,3 +10,8 @@ func InSession(id string) InitiateOption { return func(r *InitiateRequest) { r.S
 func WithMetadata(m map[string]any) InitiateOption {
 	return func(r *InitiateRequest) { r.Metadata = m }
 }
+
+// WithBreakpoints pauses the run before or after the steps b selects.
+func WithBreakpoints(b *Breakpoints) InitiateOption {
+	return func(r *InitiateRequest) { r.Breakpoints = b }
+}

@@ -41,6 +41,8 @@ type HumanInputRequest struct {
 	Context   map[string]any     `json:"context,omitempty"`
 	Approval  *steptype.ToolCall `json:"approval,omitempty"` // set for tool-call approvals
 	ExpiresAt time.Time          `json:"expires_at,omitzero"`
+	// Breakpoint is set for a breakpoint's pause (see InputRequest).
+	Breakpoint *BreakpointPause `json:"breakpoint,omitempty"`
 }
 
 // Result is the final output of a completed run.
@@ -165,6 +167,43 @@ type InputRequest struct {
 	ExpiresAt    time.Time       `json:"expires_at,omitzero"`
 	OnExpire     string          `json:"on_expire,omitempty"`
 	Default      json.RawMessage `json:"default,omitempty"`
+	// Breakpoint is set when the request is a breakpoint's pause: answered
+	// with a BreakpointAnswer, the run goes on.
+	Breakpoint *BreakpointPause `json:"breakpoint,omitempty"`
+}
+
+// Breakpoints pause a run before or after the steps they select. A
+// selector is a step name, a step kind ("llm", "tool", "custom"), a tool
+// name, "*" (every step), or one of them said explicitly: "step:NAME",
+// "kind:KIND", "tool:NAME".
+type Breakpoints struct {
+	Before []string `json:"before,omitempty"`
+	After  []string `json:"after,omitempty"`
+}
+
+// BreakpointPause says where a run paused: before or after which step,
+// which selector matched (or "step" when the previous answer asked to
+// step once), and the run's state at the pause.
+type BreakpointPause struct {
+	When    string          `json:"when"` // "before" or "after"
+	Step    string          `json:"step"`
+	Kind    steptype.Kind   `json:"kind,omitempty"`
+	Tools   []string        `json:"tools,omitempty"` // the tool calls of a tools step
+	Matched string          `json:"matched"`
+	State   json.RawMessage `json:"state,omitempty"`
+	// At is the run's step count with the pause recorded: answered, the
+	// run does not pause again until another step commits.
+	At int64 `json:"at"`
+}
+
+// BreakpointAnswer answers a breakpoint's pause: Action "continue" (the
+// default) runs on to the next breakpoint, "step" pauses again before the
+// next step; State, a JSON object, is merged into the run's state (RFC
+// 7386, the agent's reducers aside) before the run goes on. The strings
+// "continue" and "step" are answers too.
+type BreakpointAnswer struct {
+	Action string          `json:"action,omitempty"`
+	State  json.RawMessage `json:"state,omitempty"`
 }
 
 // PendingInput is a waiting input request.

@@ -15,6 +15,8 @@ type InitiateRequest struct {
 	Title     string          `json:"title,omitempty"`
 	Continue  bool            `json:"continue,omitempty"`
 	Metadata  map[string]any  `json:"metadata,omitempty"`
+	// Breakpoints pause the run before or after chosen steps.
+	Breakpoints *Breakpoints `json:"breakpoints,omitempty"`
 }
 
 // RunCreated answers the endpoints that start a run.

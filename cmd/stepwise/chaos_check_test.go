@@ -30,8 +30,11 @@ func createSession(ctx context.Context, p *picker) (string, error) {
 			return "", err
 		}
 		code, body, err := call(ctx, s, "POST", "/v1/sessions", map[string]any{"agent": "chaos", "title": "chaos"})
-		if err != nil {
-			continue // the server died; a session it created is left empty
+		if err != nil || code == 503 {
+			// The server died (a session it created is left empty), or
+			// its database is restarting or paused.
+			backoff(ctx, code)
+			continue
 		}
 		var sess struct {
 			ID string `json:"id"`
@@ -56,7 +59,8 @@ func startRun(ctx context.Context, p *picker, session, input string) (*startedRu
 		}
 		if attempt > 0 {
 			code, body, err := call(ctx, s, "GET", "/v1/sessions/"+session+"/runs", nil)
-			if err != nil {
+			if err != nil || code == 503 {
+				backoff(ctx, code)
 				continue
 			}
 			var rs struct {
@@ -72,9 +76,11 @@ func startRun(ctx context.Context, p *picker, session, input string) (*startedRu
 			}
 		}
 		code, body, err := call(ctx, s, "POST", "/v1/runs", map[string]any{"agent": "chaos", "input": input, "session_id": session})
-		if err != nil || code == 409 && attempt > 0 {
-			// The server died, or an earlier attempt whose server died
-			// while committing created the run after all: look again.
+		if err != nil || code == 503 || code == 409 && attempt > 0 {
+			// The server died or its database failed (the start may have
+			// committed all the same), or an earlier attempt whose server
+			// died while committing created the run after all: look again.
+			backoff(ctx, code)
 			continue
 		}
 		var out struct {
@@ -86,6 +92,19 @@ func startRun(ctx context.Context, p *picker, session, input string) (*startedRu
 		return &startedRun{id: out.Run.ID, session: session}, nil
 	}
 	return nil, fmt.Errorf("start run: no server answered")
+}
+
+// backoff waits a little before a retry after a 503 (the database is
+// restarting or paused); after a dead server's transport error the retry
+// goes at once to another server.
+func backoff(ctx context.Context, code int) {
+	if code != 503 {
+		return
+	}
+	select {
+	case <-time.After(100 * time.Millisecond): // a retry's backoff, not synchronisation
+	case <-ctx.Done():
+	}
 }
 
 // chaosFigures are the measured figures, printed at the end.
@@ -100,6 +119,8 @@ type chaosFigures struct {
 	reconnects, approvals           int
 	streams, streamsFinished        int
 	answersNotStreamed              int
+	dbRestarts, dbPauses            int
+	dbPaused                        time.Duration
 }
 
 func (f *chaosFigures) report() map[string]any {
@@ -112,6 +133,7 @@ func (f *chaosFigures) report() map[string]any {
 		"run_streams": f.streams, "run_streams_ended_with_run_finished": f.streamsFinished, "stream_reconnects": f.reconnects,
 		"approvals_answered_on_another_server":                  f.approvals,
 		"invariant_samples (sessions with two unfinished runs)": fmt.Sprintf("%d (%d)", f.samples, f.busy),
+		"database_restarts":                                     f.dbRestarts, "database_pauses": f.dbPauses, "database_paused": f.dbPaused.Round(time.Millisecond).String(),
 	}
 }
 

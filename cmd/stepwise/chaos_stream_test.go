@@ -147,6 +147,15 @@ func follow(ctx context.Context, p *picker, runID string, res *streamResult) {
 			res.Reconnects++
 			continue
 		}
+		if resp.StatusCode == 503 {
+			// The database is restarting or paused: reconnect.
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			res.note("stream on server %d: 503 %.200s", s.idx, b)
+			res.Reconnects++
+			backoff(ctx, 503)
+			continue
+		}
 		if resp.StatusCode != 200 {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -245,6 +254,7 @@ func answerApprovals(ctx context.Context, p *picker, runID string, executor int,
 		code, body, err := call(ctx, s, "GET", "/v1/runs/"+runID+"/inputs", nil)
 		res.note("inputs on server %d: %d %v %.200s", s.idx, code, err, body)
 		if err != nil || code != 200 {
+			backoff(ctx, code)
 			continue
 		}
 		var in struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stepwise-run/stepwise/internal/pgtest"
 	"github.com/stepwise-run/stepwise/store/postgres"
 )
 
@@ -46,6 +47,33 @@ func chaosTimeout(t *testing.T) time.Duration {
 // (default 60), STEPWISE_CHAOS_RUNS (default 200, half of them second runs
 // of a session), STEPWISE_CHAOS_KILL_MS (mean kill interval, default 300).
 func TestChaosMultiInstance(t *testing.T) {
+	cfg := chaosConfig{seed: chaosSeed(t), kills: chaosEnv(t, "STEPWISE_CHAOS_KILLS", 60), runs: chaosEnv(t, "STEPWISE_CHAOS_RUNS", 200),
+		meanKill: time.Duration(chaosEnv(t, "STEPWISE_CHAOS_KILL_MS", 300)) * time.Millisecond}
+	cfg.dsn = postgresSchemaDSN(t)
+	runChaos(t, cfg)
+}
+
+// TestChaosDatabaseMisbehaves is TestChaosMultiInstance on a PostgreSQL
+// cluster of the test's own, which the driver also restarts (an immediate
+// stop: every connection cut, the servers' LISTEN included, then a start
+// after a random while) and pauses (SIGSTOP of every server process for a
+// random 0.5–3 s, beyond the 2 s after which an instance stops executing
+// runs whose leases it cannot renew) while runs are in flight: nothing is
+// lost, duplicated or re-executed by a server that lived, and every run
+// and stream ends. A short setting for CI; longer locally with
+// STEPWISE_CHAOS_DB_RESTARTS, STEPWISE_CHAOS_DB_PAUSES (default 2 each),
+// STEPWISE_CHAOS_DB_KILLS (default 20) and STEPWISE_CHAOS_DB_RUNS (default
+// 60); STEPWISE_CHAOS_SEED replays a schedule.
+func TestChaosDatabaseMisbehaves(t *testing.T) {
+	cl := pgtest.NewCluster(t)
+	cfg := chaosConfig{seed: chaosSeed(t), kills: chaosEnv(t, "STEPWISE_CHAOS_DB_KILLS", 20), runs: chaosEnv(t, "STEPWISE_CHAOS_DB_RUNS", 60),
+		meanKill: time.Duration(chaosEnv(t, "STEPWISE_CHAOS_KILL_MS", 300)) * time.Millisecond, dsn: cl.DSN(), db: cl,
+		restarts: chaosEnv(t, "STEPWISE_CHAOS_DB_RESTARTS", 2), pauses: chaosEnv(t, "STEPWISE_CHAOS_DB_PAUSES", 2)}
+	runChaos(t, cfg)
+}
+
+// chaosSeed is the seed of a chaos schedule: STEPWISE_CHAOS_SEED replays one.
+func chaosSeed(t *testing.T) uint64 {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("STEPWISE_CHAOS_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
@@ -54,12 +82,31 @@ func TestChaosMultiInstance(t *testing.T) {
 		}
 		seed = s
 	}
-	kills := chaosEnv(t, "STEPWISE_CHAOS_KILLS", 60)
-	runs := max(2, chaosEnv(t, "STEPWISE_CHAOS_RUNS", 200)) / 2 * 2
-	meanKill := time.Duration(max(20, chaosEnv(t, "STEPWISE_CHAOS_KILL_MS", 300))) * time.Millisecond
-	t.Logf("chaos seed %d (replay with STEPWISE_CHAOS_SEED=%d): %d runs, %d kills, a kill every %v on average", seed, seed, runs, kills, meanKill)
+	return seed
+}
 
-	dsn := postgresSchemaDSN(t)
+// chaosConfig is one chaos run.
+type chaosConfig struct {
+	seed     uint64
+	kills    int
+	runs     int
+	meanKill time.Duration
+	dsn      string
+	// db, when set, is the cluster of dsn, which the driver restarts and
+	// pauses as many times as restarts and pauses say, spread over the
+	// kills.
+	db               *pgtest.Cluster
+	restarts, pauses int
+}
+
+// runChaos runs the chaos of cfg and checks every promise.
+func runChaos(t *testing.T, cfg chaosConfig) {
+	seed, kills := cfg.seed, cfg.kills
+	runs := max(2, cfg.runs) / 2 * 2
+	meanKill := max(20*time.Millisecond, cfg.meanKill)
+	t.Logf("chaos seed %d (replay with STEPWISE_CHAOS_SEED=%d): %d runs, %d kills, a kill every %v on average, %d database restarts, %d pauses",
+		seed, seed, runs, kills, meanKill, cfg.restarts, cfg.pauses)
+	dsn := cfg.dsn
 	// Create the schema before the servers race to (they would serialise on
 	// the migration lock anyway).
 	if st, err := postgres.Open(context.Background(), postgres.Config{DSN: dsn}); err != nil {
@@ -88,16 +135,30 @@ func TestChaosMultiInstance(t *testing.T) {
 	monCtx, monStop := context.WithCancel(ctx)
 	go func() {
 		defer close(monDone)
-		conn, err := pgx.Connect(monCtx, dsn)
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
+		var conn *pgx.Conn
+		defer func() {
+			if conn != nil {
+				conn.Close(context.Background())
+			}
+		}()
 		for monCtx.Err() == nil {
-			var n int64
-			if err := conn.QueryRow(monCtx, `SELECT count(*) FROM (SELECT session_id FROM runs WHERE parent_run_id = '' AND status IN ('queued','running','waiting') GROUP BY session_id HAVING count(*) > 1) d`).Scan(&n); err == nil {
-				samples.Add(1)
-				busy.Add(n)
+			if conn == nil || conn.IsClosed() {
+				// (Re)connect: the database may have been restarted.
+				cctx, cancel := context.WithTimeout(monCtx, time.Second)
+				conn, _ = pgx.Connect(cctx, dsn)
+				cancel()
+			}
+			if conn != nil {
+				var n int64
+				qctx, cancel := context.WithTimeout(monCtx, time.Second) // a paused database answers nothing
+				if err := conn.QueryRow(qctx, `SELECT count(*) FROM (SELECT session_id FROM runs WHERE parent_run_id = '' AND status IN ('queued','running','waiting') GROUP BY session_id HAVING count(*) > 1) d`).Scan(&n); err == nil {
+					samples.Add(1)
+					busy.Add(n)
+				} else {
+					conn.Close(context.Background())
+					conn = nil
+				}
+				cancel()
 			}
 			select {
 			case <-monCtx.Done():
@@ -161,10 +222,48 @@ func TestChaosMultiInstance(t *testing.T) {
 		wg.Wait()
 	}()
 
-	// The kill driver.
+	// The kill driver, which also restarts and pauses the database: its
+	// events come before evenly spread kills, in a seeded order.
+	dbEvents := make([]string, 0, cfg.restarts+cfg.pauses)
+	for range cfg.restarts {
+		dbEvents = append(dbEvents, "restart")
+	}
+	for range cfg.pauses {
+		dbEvents = append(dbEvents, "pause")
+	}
+	sched.Shuffle(len(dbEvents), func(i, j int) { dbEvents[i], dbEvents[j] = dbEvents[j], dbEvents[i] })
+	nEvents := len(dbEvents)
+	var dbRestarts, dbPauses int
+	var dbPaused time.Duration
 	done := 0
 	inFlight := 0
 	for done < kills {
+		if j := nEvents - len(dbEvents); cfg.db != nil && j < nEvents && done >= (j+1)*kills/(nEvents+1) {
+			ev := dbEvents[0]
+			dbEvents = dbEvents[1:]
+			d := time.Duration(500+sched.IntN(2500)) * time.Millisecond
+			switch ev {
+			case "restart":
+				if err := cfg.db.Stop(); err != nil {
+					t.Fatal(err)
+				}
+				d /= 3
+				time.Sleep(d) // the database is down this long
+				if err := cfg.db.Start(); err != nil {
+					t.Fatal(err)
+				}
+				dbRestarts++
+			case "pause":
+				if err := cfg.db.Pause(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(d) // the database stalls this long
+				cfg.db.Resume()
+				dbPauses++
+				dbPaused += d
+			}
+			t.Logf("database %s (%v) after %d kills", ev, d.Round(time.Millisecond), done)
+		}
 		d := time.Duration(sched.Int64N(int64(meanKill))) + meanKill/2
 		victim := f.servers[sched.IntN(len(f.servers))]
 		select {
@@ -172,13 +271,22 @@ func TestChaosMultiInstance(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("timeout after %d kills", done)
 		}
-		victim.mu.Lock()
-		ready := victim.ready
-		victim.mu.Unlock()
-		select { // kill a started incarnation, not one still opening the database
-		case <-ready:
-		case <-ctx.Done():
-			t.Fatalf("server %d not ready after %d kills: %v\n%s", victim.idx, done, ctx.Err(), f.stderrTail())
+		for up := false; !up; {
+			victim.mu.Lock()
+			ready, exited := victim.ready, victim.done
+			victim.mu.Unlock()
+			select { // kill a started incarnation, not one still opening the database
+			case <-ready:
+				up = true
+			case <-exited:
+				// It could not open the database (restarting, or paused
+				// past its timeout) and exited, as a supervisor would
+				// see: start it again.
+				t.Logf("server %d exited before it was ready; starting it again", victim.idx)
+				f.start(victim)
+			case <-ctx.Done():
+				t.Fatalf("server %d not ready after %d kills: %v\n%s", victim.idx, done, ctx.Err(), f.stderrTail())
+			}
 		}
 		select {
 		case <-workloadDone:
@@ -218,6 +326,10 @@ func TestChaosMultiInstance(t *testing.T) {
 	fig := checkChaos(t, ctx, dsn, f, rec, started)
 	fig.seed, fig.kills, fig.inFlight, fig.chaos, fig.total = seed, done, inFlight, chaosEnd, total
 	fig.samples, fig.busy = samples.Load(), busy.Load()
+	fig.dbRestarts, fig.dbPauses, fig.dbPaused = dbRestarts, dbPauses, dbPaused
+	if dbRestarts != cfg.restarts || dbPauses != cfg.pauses {
+		t.Errorf("%d database restarts and %d pauses of %d and %d", dbRestarts, dbPauses, cfg.restarts, cfg.pauses)
+	}
 	if fig.busy > 0 {
 		t.Errorf("%d samples saw a session with two unfinished runs", fig.busy)
 	}

@@ -1,8 +1,10 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -48,25 +50,46 @@ func fetchAgent(t *testing.T, dir string, h http.HandlerFunc) string {
 type serveProc struct {
 	cmd *exec.Cmd
 	url string
+	log syncBuffer // its stderr (also copied to the test's)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and readers at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // startServe starts `stepwise serve` on a SQLite file db (with the agent
-// file agent, when set) and waits until it answers.
-func startServe(t *testing.T, dir, db, agent string) *serveProc {
+// file agent, when set, and the extra flags of serve) and waits until it
+// answers.
+func startServe(t *testing.T, dir, db, agent string, extra ...string) *serveProc {
 	t.Helper()
 	addr := freeAddr(t)
 	args := []string{"--db", "sqlite:" + db, "serve", "--addr", addr}
 	if agent != "" {
 		args = append(args, "--agent", agent)
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=")
-	cmd.Stderr = os.Stderr
+	p := &serveProc{cmd: cmd, url: "http://" + addr}
+	cmd.Stderr = io.MultiWriter(os.Stderr, &p.log)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{cmd: cmd, url: "http://" + addr}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {

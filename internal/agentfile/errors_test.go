@@ -38,6 +38,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad reducer", base + "reducers:\n  n: max\n", "agent.yaml:4: reducers.n: must be one of replace, append, merge, sum"},
 		{"bad on_update", base + "on_update: later\n", "agent.yaml:3: on_update: must be continue, restart or fail"},
 		{"bad step_map", base + "step_map:\n  review: 'a b'\n", "agent.yaml:4: step_map.review: must be a step name"},
+		{"bad breakpoint", base + "breakpoints:\n  before: ['a b']\n", "agent.yaml:4: breakpoints.before[0]: must be a step name, a kind"},
+		{"breakpoint field", base + "breakpoints:\n  during: [llm]\n", "agent.yaml:4: breakpoints.during: unknown field"},
 		{"duplicate tool", base + "tools: [clock, clock]\n", `agent.yaml:3: tools[1]: duplicate tool "clock"`},
 		{"tool two keys", base + "tools:\n  - {files: {root: a}, clock: {}}\n", "agent.yaml:4: tools[0]: must be a tool name or a mapping of one tool name to its configuration"},
 		{"tool number", base + "tools: [5]\n", "agent.yaml:3: tools[0]: must be a tool name or a mapping"},

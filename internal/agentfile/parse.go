@@ -85,6 +85,8 @@ func Parse(filename string, data []byte) (*Spec, error) {
 			s.OnUpdate = d.onUpdate(v, f)
 		case "step_map":
 			s.StepMap = d.stepMap(v, f)
+		case "breakpoints":
+			s.Breakpoints = d.breakpoints(v, f)
 		case "observe":
 			s.Observe = d.observe(v, f, s.Dir)
 		case "metadata":
@@ -115,6 +117,9 @@ var (
 	stepName  = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	toolName  = regexp.MustCompile(`^([A-Za-z0-9_.:/-]{1,128}|\*)$`)
+	// A breakpoint selector: a step, kind or tool name, "*", or one of
+	// them with its prefix (step:, kind:, tool:).
+	breakSel = regexp.MustCompile(`^(\*|((step|kind|tool):)?[A-Za-z0-9_./-][A-Za-z0-9_.:/-]{0,127})$`)
 	// An HTTP header name is an RFC 9110 token.
 	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 	hostRule   = regexp.MustCompile(`^(\*|(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?|\[[0-9a-f:.]+\](:[0-9]{1,5})?)$`)

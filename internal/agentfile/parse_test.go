@@ -49,11 +49,12 @@ func TestLoadFull(t *testing.T) {
 		Context:   agentfile.ContextPolicy{TokenBudget: 64000, Strategy: "summarize"},
 		Embeddings: agentfile.Embeddings{Kinds: []steptype.Kind{steptype.KindUser, steptype.KindLLM},
 			Embedder: "openai:text-embedding-3-small"},
-		Prices:   map[string]agentfile.Price{"openai:gpt-4o-mini": {Input: 0.15, Output: 0.6, Cached: 0.075}},
-		Reducers: map[string]string{"findings": "append", "calls": "sum"},
-		OnUpdate: "restart",
-		StepMap:  map[string]string{"review": "check"},
-		Metadata: map[string]any{"team": "support", "tier": int64(2), "tags": []any{"beta", "eu"}},
+		Prices:      map[string]agentfile.Price{"openai:gpt-4o-mini": {Input: 0.15, Output: 0.6, Cached: 0.075}},
+		Reducers:    map[string]string{"findings": "append", "calls": "sum"},
+		OnUpdate:    "restart",
+		StepMap:     map[string]string{"review": "check"},
+		Breakpoints: agentfile.Breakpoints{Before: []string{"tools"}, After: []string{"tool:files"}},
+		Metadata:    map[string]any{"team": "support", "tier": int64(2), "tags": []any{"beta", "eu"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got\n%#v\nwant\n%#v", got, want)

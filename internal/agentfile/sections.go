@@ -313,3 +313,20 @@ func (d *decoder) prices(n *yaml.Node, field string) map[string]Price {
 	})
 	return out
 }
+
+func (d *decoder) breakpoints(n *yaml.Node, field string) Breakpoints {
+	var b Breakpoints
+	want := `a step name, a kind, a tool name, "*", or step:NAME, kind:KIND, tool:NAME`
+	d.Object(n, field, func(key string, v *yaml.Node, f string) bool {
+		switch key {
+		case "before":
+			b.Before = d.strList(v, f, want, breakSel.MatchString)
+		case "after":
+			b.After = d.strList(v, f, want, breakSel.MatchString)
+		default:
+			return false
+		}
+		return true
+	})
+	return b
+}

@@ -61,6 +61,9 @@ type Spec struct {
 	// StepMap maps a step name of an older version to its name in this
 	// one, for runs whose cursor names a step that no longer exists.
 	StepMap map[string]string
+	// Breakpoints pause every run of the agent before or after the steps
+	// they select (docs/breakpoints.md).
+	Breakpoints Breakpoints
 	// Metadata is free-form, JSON-compatible data.
 	Metadata map[string]any
 	// Observe configures events inside steps, summaries and judges.
@@ -231,4 +234,12 @@ type Price struct {
 	Input  float64 // uncached input tokens
 	Output float64 // output tokens
 	Cached float64 // cached input tokens
+}
+
+// Breakpoints are selectors of steps to pause a run before or after: a step
+// name, a kind (llm, tool, custom), a tool name, "*", or "step:NAME",
+// "kind:KIND", "tool:NAME".
+type Breakpoints struct {
+	Before []string
+	After  []string
 }

@@ -134,6 +134,9 @@ func (l *Loaded) build(ctx context.Context, spec *agentfile.Spec, o Options, see
 		}
 		a.Reducers[key] = stepwise.Reducers[name]
 	}
+	if b := spec.Breakpoints; len(b.Before)+len(b.After) > 0 {
+		a.Breakpoints = &stepwise.Breakpoints{Before: b.Before, After: b.After}
+	}
 	if len(spec.Approvals) > 0 {
 		a.Approvals = map[string]stepwise.ApprovalPolicy{}
 		for name, p := range spec.Approvals {

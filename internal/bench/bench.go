@@ -44,6 +44,10 @@ type Config struct {
 	// step's transaction on the benchmark's database file after the run
 	// (the CLI passes sqlite.Floor); n is the number of transactions.
 	Floor func(ctx context.Context, path, sync string, n int) (time.Duration, error)
+	// FloorMinimal, with Floor, measures the same transaction on the
+	// minimal schema (the rows alone, no trigger or extra index) in a file
+	// of its own (the CLI passes sqlite.FloorMinimal).
+	FloorMinimal func(ctx context.Context, path, sync string, n int) (time.Duration, error)
 }
 
 // Result is one measured configuration, in the JSON shape of `stepwise bench --json`.
@@ -70,6 +74,13 @@ type Result struct {
 	CPUPerStepUS float64 `json:"cpu_per_step_us"`
 	FloorCPUUS   float64 `json:"floor_cpu_us,omitempty"`
 	CPURatio     float64 `json:"cpu_ratio,omitempty"`
+	// MinimalFloorUS and MinimalFloorCPUUS are the floor on the minimal
+	// schema (--floor); MinimalRatio and MinimalCPURatio the engine's step
+	// against it.
+	MinimalFloorUS    float64 `json:"minimal_floor_us,omitempty"`
+	MinimalRatio      float64 `json:"minimal_ratio,omitempty"`
+	MinimalFloorCPUUS float64 `json:"minimal_floor_cpu_us,omitempty"`
+	MinimalCPURatio   float64 `json:"minimal_cpu_ratio,omitempty"`
 	// Commits and Appends, for a store that groups appends into shared
 	// transactions (PostgreSQL): the transactions that committed
 	// StepAppend calls during the run, and the calls they committed.
@@ -242,6 +253,19 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		}
 		res.FloorUS = float64(f.Nanoseconds()) / 1e3
 		res.Ratio = res.PerStepUS / res.FloorUS
+		if c.FloorMinimal != nil {
+			mcpu0 := cpuTime()
+			m, err := c.FloorMinimal(ctx, path, c.Synchronous, n)
+			if err != nil {
+				return nil, err
+			}
+			res.MinimalFloorCPUUS = float64((cpuTime() - mcpu0).Nanoseconds()) / 1e3 / float64(n)
+			if res.MinimalFloorCPUUS > 0 {
+				res.MinimalCPURatio = res.CPUPerStepUS / res.MinimalFloorCPUUS
+			}
+			res.MinimalFloorUS = float64(m.Nanoseconds()) / 1e3
+			res.MinimalRatio = res.PerStepUS / res.MinimalFloorUS
+		}
 	}
 	return res, nil
 }

@@ -178,6 +178,9 @@ func (r remote) StartRun(ctx context.Context, p stepwise.StartParams) (*stepwise
 	if len(p.Metadata) > 0 {
 		opts = append(opts, stepwise.WithMetadata(p.Metadata))
 	}
+	if p.Breakpoints != nil {
+		opts = append(opts, stepwise.WithBreakpoints(p.Breakpoints))
+	}
 	run, _, err := r.c.StartRun(ctx, p.Agent, p.Input, opts...)
 	return run, err
 }

@@ -39,6 +39,8 @@ func inputsCmd(e *env) *cobra.Command {
 				kind := "input"
 				if p.Request.Approval != nil {
 					kind = "approval"
+				} else if p.Request.Breakpoint != nil {
+					kind = "breakpoint"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.RunID, p.RequestID, kind, clip(p.Request.Prompt, 80))
 			}

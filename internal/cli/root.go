@@ -46,6 +46,7 @@ type env struct {
 	server, token  string
 	interactive    bool          // stdin and stdout are terminals
 	lease          time.Duration // serve --lease; 0 = the engine's default
+	noStepRes      bool          // serve --step-resources=false
 	workerLease    time.Duration // serve --worker-lease (worker.Config.Lease)
 	storeTimeout   time.Duration // serve --store-timeout (server.Config.StoreTimeout); 0 = none
 	viewCache      int64         // serve --view-cache in bytes (server.Config.ViewCacheBytes); 0 = the server's default, negative = off

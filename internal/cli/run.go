@@ -19,6 +19,7 @@ func init() { register(runCmd); register(resumeCmd) }
 func runCmd(e *env) *cobra.Command {
 	var agent, input, session string
 	var meta map[string]string
+	var breakBefore, breakAfter []string
 	var jsonOut, events bool
 	c := &cobra.Command{
 		Use:   "run --agent FILE|NAME --input TEXT [--session ID] [--meta KEY=VALUE…]",
@@ -40,7 +41,7 @@ command exits with status 3 and prints how to answer.`,
 			}
 			defer b.Close()
 			name := b.AgentName(agent)
-			sp := stepwise.StartParams{Agent: name, Input: input, SessionID: session}
+			sp := stepwise.StartParams{Agent: name, Input: input, SessionID: session, Breakpoints: breakpointsOf(breakBefore, breakAfter)}
 			if len(meta) > 0 {
 				if session != "" {
 					return usagef("--meta sets the metadata of a new session; it cannot be used with --session")
@@ -66,6 +67,8 @@ command exits with status 3 and prints how to answer.`,
 	c.Flags().BoolVar(&events, "events", false, "record the events inside steps (provider requests and responses, tool invocations; secrets redacted) of agents whose file does not set observe.events")
 	c.Flags().StringToStringVar(&meta, "meta", nil, "metadata of the new session, KEY=VALUE (repeatable); stepwise metrics --split KEY groups by it")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print committed steps as JSON lines")
+	c.Flags().StringSliceVar(&breakBefore, "break-before", nil, "pause before these steps: a step name, kind (llm, tool, custom), tool name or * (repeatable, comma-separated); go on with stepwise continue")
+	c.Flags().StringSliceVar(&breakAfter, "break-after", nil, "pause after these steps (as --break-before)")
 	return c
 }
 
@@ -114,6 +117,10 @@ func (e *env) drive(ctx context.Context, b backend, runID string, jsonOut bool) 
 					hint = e.stderr
 				}
 				for _, pi := range pend {
+					if bp := pi.Request.Breakpoint; bp != nil {
+						fmt.Fprintf(hint, "paused %s step %q (breakpoint %q), request %s\n  go on with: stepwise continue %s [--step] [--state JSON]%s\n", bp.When, bp.Step, bp.Matched, pi.RequestID, pi.SessionID, e.agentHint)
+						continue
+					}
 					fmt.Fprintf(hint, "pending request %s: %s\n  answer with: stepwise input %s %s 'ANSWER' --resume%s\n", pi.RequestID, pi.Request.Prompt, runID, pi.RequestID, e.agentHint)
 				}
 				return &exitError{code: ExitWaiting}
@@ -169,6 +176,20 @@ func (e *env) prompt(ctx context.Context, b backend, in *bufio.Reader, pi *stepw
 			default:
 				fmt.Fprintln(e.stdout, "  please answer y, n or a")
 				continue
+			}
+		} else if pi.Request.Breakpoint != nil {
+			fmt.Fprintf(e.stdout, "? %s\n  [c]ontinue / [s]tep / a JSON object to merge into the state: ", pi.Request.Prompt)
+			line, err := in.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("read answer: %w", err)
+			}
+			switch l := strings.TrimSpace(line); strings.ToLower(l) {
+			case "", "c", "continue":
+				answer = json.RawMessage(`"continue"`)
+			case "s", "step":
+				answer = json.RawMessage(`"step"`)
+			default:
+				answer, _ = json.Marshal(stepwise.BreakpointAnswer{Action: stepwise.BreakContinue, State: json.RawMessage(l)})
 			}
 		} else {
 			fmt.Fprintf(e.stdout, "? %s\n> ", pi.Request.Prompt)

@@ -76,7 +76,7 @@ func (e *env) open(ctx context.Context, agentArg string, moreFiles ...string) (*
 		st.Close()
 		return nil, err
 	}
-	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: agents, Prices: prices, Lease: e.lease})
+	eng, err := stepwise.New(stepwise.Config{Store: st, Agents: agents, Prices: prices, Lease: e.lease, NoStepResources: e.noStepRes})
 	if err != nil {
 		st.Close()
 		return nil, err

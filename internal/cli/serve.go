@@ -86,7 +86,13 @@ runs stop at a step boundary and are resumed at the next start.`,
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
+			defer func() {
+				// A store that does not answer is abandoned within its
+				// bound: say what was left.
+				if err := rt.Close(); err != nil {
+					fmt.Fprintf(e.stderr, "stepwise serve: shutdown: %v\n", err)
+				}
+			}()
 			if pruning {
 				pctx, stop := context.WithCancel(ctx)
 				done := make(chan struct{})
@@ -104,6 +110,7 @@ runs stop at a step boundary and are resumed at the next start.`,
 	c.Flags().StringVar(&tokensFile, "tokens-file", "", "file with one accepted bearer token per line")
 	sp.flags(c)
 	c.Flags().DurationVar(&e.lease, "lease", 30*time.Second, "how long a run claimed by this instance stays its own without a heartbeat (heartbeats every lease/3); a crashed instance's runs are taken over after it")
+	c.Flags().BoolVar(&e.noStepRes, "no-step-resources", false, "do not measure the CPU time and allocation of each step (their cost per step); STEPWISE_STEP_RESOURCES=off does the same")
 	c.Flags().DurationVar(&e.workerLease, "worker-lease", worker.DefaultLease, "how long a task claimed by a worker process stays its own without a heartbeat; a dead worker's tasks are offered again after it (docs/workers.md)")
 	c.Flags().DurationVar(&e.storeTimeout, "store-timeout", server.DefaultStoreTimeout, "answer an API request the database has not answered within this with 503 storage_unavailable (streams and long-polls excepted; 0: wait)")
 	c.Flags().IntVar(&viewCacheMiB, "view-cache", server.DefaultViewCacheBytes>>20, "MiB of steps the agent overview and graph keep between calls, so a call reads only what is new (an estimate; 0 turns it off)")
@@ -137,8 +144,12 @@ func (e *env) listen(ctx context.Context, rt *runtime, addr string, tokens []str
 		return err
 	}
 	defer closeWorkers()
+	def := "" // the A2A root card's agent: the first agent file's
+	if len(rt.loaded) > 0 {
+		def = rt.loaded[0].Agent.Name
+	}
 	return server.ListenAndServe(ctx, addr, server.Config{Engine: rt.eng, Tokens: tokens, Judges: rt.judges, SearchEmbedder: rt.embedder,
-		ViewCacheBytes: e.viewCache, StoreTimeout: storeTimeout(e.storeTimeout), Workers: workers})
+		ViewCacheBytes: e.viewCache, StoreTimeout: storeTimeout(e.storeTimeout), Workers: workers, A2ADefaultAgent: def})
 }
 
 // workers returns the worker service of serve: agents registered by

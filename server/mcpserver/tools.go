@@ -249,6 +249,9 @@ type runStartIn struct {
 	Input     string `json:"input" jsonschema:"the user's message"`
 	SessionID string `json:"session_id,omitempty" jsonschema:"continue this session; default a new one"`
 	Title     string `json:"title,omitempty" jsonschema:"the new session's title"`
+	// Breakpoints pause the run (docs/breakpoints.md); a pause is listed by
+	// inputs_list and answered by input_answer.
+	Breakpoints *stepwise.Breakpoints `json:"breakpoints,omitempty" jsonschema:"pause the run before or after steps: {before: [selector], after: [selector]}; a selector is a step name, kind, tool name or *"`
 }
 
 type runOut struct {
@@ -259,7 +262,7 @@ func (h *handlers) runStart(ctx context.Context, in runStartIn) (runOut, error) 
 	if in.Agent == "" {
 		return runOut{}, errors.New("agent is required")
 	}
-	run, err := h.eng.StartRun(ctx, stepwise.StartParams{Agent: in.Agent, Input: in.Input, SessionID: in.SessionID, Title: in.Title})
+	run, err := h.eng.StartRun(ctx, stepwise.StartParams{Agent: in.Agent, Input: in.Input, SessionID: in.SessionID, Title: in.Title, Breakpoints: in.Breakpoints})
 	if err != nil {
 		return runOut{}, err
 	}

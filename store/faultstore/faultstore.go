@@ -45,11 +45,15 @@ type Config struct {
 	NotifyDelay    float64
 	MaxNotifyDelay time.Duration
 	// ByTime decides each call's faults from the seed, the operation and
-	// its parameters (their JSON, ids left out), the clock's reading and
-	// how many such calls came at that reading, instead of from the call's
-	// number. Under a fake clock (testing/synctest) the schedule then does
-	// not depend on how goroutines running at one instant interleave, as
-	// long as their calls differ by more than ids.
+	// its parameters (their JSON, ids and a step's measured resource use
+	// left out), the clock's reading and how many such calls came at that
+	// reading, instead of from the call's number. Under a fake clock
+	// (testing/synctest) the schedule then does not depend on how
+	// goroutines running at one instant interleave, as long as their calls
+	// differ by more than ids. The resource use (CPU time, heap
+	// allocation, overlapping steps: steptype.Metrics) is the machine's
+	// reading, not the program's: keyed on it, a seed would not fix its
+	// schedule.
 	ByTime bool
 }
 
@@ -157,7 +161,7 @@ func (s *Store) decide(op string, params any) decision {
 	if s.cfg.ByTime {
 		now := time.Now()
 		b, _ := json.Marshal(params)
-		call := op + " " + uuidRE.ReplaceAllString(string(b), "")
+		call := op + " " + callKey(b)
 		s.mu.Lock()
 		if !now.Equal(s.instant) {
 			s.instant, s.atOp = now, map[string]int{}
@@ -177,8 +181,18 @@ func (s *Store) decide(op string, params any) decision {
 	return d
 }
 
-// uuidRE matches the ids ByTime leaves out.
-var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+// uuidRE matches the ids ByTime leaves out; usageRE the resource use of
+// a step (the wire fields of steptype.Metrics the engine measures).
+var (
+	uuidRE  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	usageRE = regexp.MustCompile(`"(?:cpu_time_ns|alloc_bytes|alloc_objects|overlapping_steps)":-?[0-9]+,?`)
+)
+
+// callKey is what ByTime keys a call on: the JSON of its parameters
+// without ids and resource use.
+func callKey(params []byte) string {
+	return usageRE.ReplaceAllString(uuidRE.ReplaceAllString(string(params), ""), "")
+}
 
 // splitmix is one step of SplitMix64.
 func splitmix(x uint64) uint64 {

@@ -34,6 +34,11 @@ func (s *Store) SessionDelete(ctx context.Context, p *store.SessionDeleteParams)
 	return err
 }
 
+// SessionUpdate implements store.Store under the schedule.
+func (s *Store) SessionUpdate(ctx context.Context, p *store.SessionUpdateParams) (*steptype.Session, error) {
+	return write(s, ctx, "SessionUpdate", p, func() (*steptype.Session, error) { return s.Store.SessionUpdate(ctx, p) })
+}
+
 // StepAppend implements store.Store under the schedule.
 func (s *Store) StepAppend(ctx context.Context, p *store.StepAppendParams) ([]*steptype.Step, error) {
 	return write(s, ctx, "StepAppend", p, func() ([]*steptype.Step, error) { return s.Store.StepAppend(ctx, p) })

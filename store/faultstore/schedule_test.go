@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
@@ -193,5 +194,48 @@ func TestSetDown(t *testing.T) {
 	st.SetDown(false)
 	if _, err := st.SessionCreate(t.Context(), &store.SessionCreateParams{ID: "up"}); err != nil {
 		t.Fatalf("create once up: %v", err)
+	}
+}
+
+// byTimeOutcomes makes n step appends under a ByTime schedule, one per
+// instant of a fake clock, each step measured with the resource use use(i)
+// gives, and returns whether each drew an injected fault.
+func byTimeOutcomes(t *testing.T, seed int64, n int, use func(i int) steptype.Metrics) []bool {
+	t.Helper()
+	var out []bool
+	synctest.Test(t, func(t *testing.T) {
+		st := faultstore.New(memory.New(), faultstore.Config{Seed: seed, Error: 0.3, ByTime: true})
+		for i := range n {
+			time.Sleep(time.Millisecond)
+			m := use(i)
+			m.Attempt = 1
+			s := &steptype.Step{ID: "0190f5c2-8a3b-7c1d-9e2f-0a1b2c3d4e5f", SessionID: "s", RunID: "r", Kind: steptype.KindCustom, Name: "work", Metrics: m}
+			_, err := st.StepAppend(t.Context(), &store.StepAppendParams{Steps: []*steptype.Step{s}})
+			out = append(out, errors.Is(err, faultstore.ErrInjected))
+		}
+	})
+	return out
+}
+
+// A ByTime schedule leaves a step's measured resource use out of its key:
+// it is the machine's reading (the process's CPU time and allocation),
+// which no seed fixes, so steps that differ in it alone draw the same
+// faults; another seed draws others.
+func TestByTimeIgnoresResourceUse(t *testing.T) {
+	a := byTimeOutcomes(t, 11, 100, func(i int) steptype.Metrics {
+		return steptype.Metrics{CPUTime: time.Duration(1000 + i), AllocBytes: int64(4096 * i), AllocObjects: int64(i), OverlappingSteps: i % 3}
+	})
+	b := byTimeOutcomes(t, 11, 100, func(i int) steptype.Metrics {
+		return steptype.Metrics{CPUTime: time.Duration(777_777 * i), AllocBytes: int64(13 + i*i), AllocObjects: 5}
+	})
+	if !slices.Equal(a, b) {
+		t.Fatalf("seed 11: steps differing only in resource use drew different faults:\n%v\n%v", a, b)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(a), func(f bool) bool { return !f })); n < 10 || n > 50 {
+		t.Fatalf("%d faults in 100 calls at rate 0.3", n)
+	}
+	c := byTimeOutcomes(t, 12, 100, func(int) steptype.Metrics { return steptype.Metrics{} })
+	if slices.Equal(a, c) {
+		t.Fatalf("seeds 11 and 12: the same faults")
 	}
 }

@@ -237,6 +237,10 @@ func (m *Store) SessionList(_ context.Context, p *store.SessionListParams) (*sto
 	if err != nil {
 		return nil, err
 	}
+	terms, err := rules.MetadataFilter(p)
+	if err != nil {
+		return nil, err
+	}
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
@@ -245,7 +249,7 @@ func (m *Store) SessionList(_ context.Context, p *store.SessionListParams) (*sto
 	for _, sr := range m.sessions {
 		s := sr.s
 		if (p.Agent != "" && s.Agent != p.Agent) || (p.ParentID != "" && s.ParentSessionID != p.ParentID) ||
-			!rules.MatchQuery(p.Query, s.ID, s.Title, s.Agent) || !cur.After(s.UpdatedAt, s.ID) {
+			!rules.MatchQuery(p.Query, s.ID, s.Title, s.Agent) || !cur.After(s.UpdatedAt, s.ID) || !rules.MatchMetadata(s.Metadata, terms) {
 			continue
 		}
 		all = append(all, s)
@@ -326,4 +330,27 @@ func (m *Store) SessionDelete(_ context.Context, p *store.SessionDeleteParams) e
 	delete(m.sessions, p.ID)
 	delete(m.cps, p.ID)
 	return nil
+}
+
+// SessionUpdate implements store.Store.
+func (m *Store) SessionUpdate(_ context.Context, p *store.SessionUpdateParams) (*steptype.Session, error) {
+	if err := rules.CheckSessionUpdate(p); err != nil {
+		return nil, err
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	sr, err := m.session(p.ID)
+	if err != nil {
+		return nil, err
+	}
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	u, err := rules.UpdateSession(sr.s, p)
+	if err != nil {
+		return nil, err
+	}
+	sr.s.Metadata, sr.s.Title, sr.s.UpdatedAt = u.Metadata, u.Title, u.UpdatedAt
+	return u, nil
 }

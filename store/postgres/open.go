@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -62,13 +64,28 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // closes the pool, waiting for the connections in use to be returned.
 // Later calls fail with ErrClosed. Close is idempotent.
 func (s *Store) Close() error {
+	var err error
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.lis.close()
-		s.pool.Close()
+		// The pool's Close waits for every connection in use; one stuck in
+		// a query to a database that does not answer (paused, a host gone
+		// without a reset) would hold it forever.
+		done := make(chan struct{})
+		go func() { s.pool.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(CloseTimeout):
+			err = fmt.Errorf("%w: postgres: close: %d connections still in use %v after close (the database does not answer): abandoned",
+				store.ErrUnavailable, s.pool.Stat().AcquiredConns(), CloseTimeout)
+		}
 	})
-	return nil
+	return err
 }
+
+// CloseTimeout bounds Store.Close: past it, connections still in use are
+// abandoned (their queries end with the process) and Close reports them.
+const CloseTimeout = 5 * time.Second
 
 // Schema returns the schema that holds the store's tables.
 func (s *Store) Schema() string { return s.schema }

@@ -133,11 +133,19 @@ func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*s
 	if err != nil {
 		return nil, err
 	}
+	terms, err := rules.MetadataFilter(p)
+	if err != nil {
+		return nil, err
+	}
 	var where []string
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
+	}
+	for _, t := range terms {
+		// jsonb equality: 1 equals 1.0, never "1" or true.
+		where = append(where, fmt.Sprintf("convert_from(metadata, 'UTF8')::jsonb -> %s = %s::jsonb", arg(t.Key), arg(string(t.JSON))))
 	}
 	if p.Agent != "" {
 		where = append(where, "agent = "+arg(p.Agent))
@@ -186,4 +194,27 @@ func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*s
 		page.Next = rules.EncodeCursor(rules.SessionCursor{UpdatedAt: last.UpdatedAt, ID: last.ID})
 	}
 	return page, nil
+}
+
+// SessionUpdate implements store.Store. The row is locked, so concurrent
+// updates merge one after the other.
+func (s *Store) SessionUpdate(ctx context.Context, p *store.SessionUpdateParams) (*steptype.Session, error) {
+	if err := rules.CheckSessionUpdate(p); err != nil {
+		return nil, err
+	}
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	return inTx(s, ctx, func(tx *wtx) (*steptype.Session, error) {
+		cur, err := lockSession(ctx, tx, p.ID, "FOR NO KEY UPDATE")
+		if err != nil {
+			return nil, err
+		}
+		u, err := rules.UpdateSession(cur, p)
+		if err != nil {
+			return nil, err
+		}
+		_, err = tx.Exec(ctx, `UPDATE sessions SET metadata = $1, title = $2, updated_at = $3 WHERE id = $4`, []byte(u.Metadata), u.Title, nanos(u.UpdatedAt), u.ID)
+		return u, err
+	})
 }

@@ -39,6 +39,9 @@ func (c *rowCache) session(id string) *steptype.Session {
 	return nil
 }
 
+// peekSession is the cached row itself, not to be changed (nil: none).
+func (c *rowCache) peekSession(id string) *steptype.Session { return c.sessions[id] }
+
 func (c *rowCache) putSession(s *steptype.Session) {
 	c.sessions[s.ID] = rules.CloneSession(s)
 	c.req = append(c.req, cacheKey{id: s.ID})

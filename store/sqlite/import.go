@@ -102,6 +102,7 @@ func (s *Store) StepImport(ctx context.Context, p *store.StepImportParams) error
 				if err != nil {
 					return struct{}{}, err
 				}
+				tx.noteInsert(res)
 				continue
 			}
 			var body []byte

@@ -14,13 +14,28 @@ import (
 // filter (AGENT): without either, they read their index alone. KEY is the
 // split value of a row (?6 itself, "", without a split).
 
-// metricsStepsSQL aggregates the steps of a range (the partial minutes at
-// the edges of a query; index steps_created, migration 00030), first per
+// metricsStepsSQL aggregates the folded steps of a range (the partial
+// minutes at the edges of a query; table step_times, migration 00200),
+// first per
 // run so that the lookups of the agent and the split key happen once per
 // run and bucket, not once per step. Placeholders: ?1 start of the first
 // bucket, ?2 bucket width, ?3 from, ?4 to (nanoseconds), ?5 agent or "",
-// ?6 the JSON path of the split key or "".
+// ?6 the JSON path of the split key or "". The tail is metricsTailSQL's.
 const metricsStepsSQL = `WITH s AS (
+	SELECT (s.created_at - ?1) / ?2 AS b, s.session_id, s.run_id, count(*) AS n,
+		sum(s.kind = 'error' OR s.status = 'failed') AS e, sum(s.input_tokens) AS it, sum(s.output_tokens) AS ot,
+		sum(s.cost) AS c
+	FROM step_times t CROSS JOIN steps s ON s.rowid = t.step
+	WHERE t.created_at >= ?3 AND t.created_at < ?4
+	GROUP BY b, s.session_id, s.run_id)
+SELECT s.b, KEY, sum(s.n), sum(s.e), sum(s.it), sum(s.ot), sum(s.c)
+FROM s SPLITJOIN
+WHERE AGENT
+GROUP BY 1, 2`
+
+// metricsStepsOldSQL is metricsStepsSQL on a schema before migration
+// 00200 (a read-only store does not migrate), through steps_created.
+const metricsStepsOldSQL = `WITH s AS (
 	SELECT (created_at - ?1) / ?2 AS b, session_id, run_id, count(*) AS n,
 		sum(kind = 'error' OR status = 'failed') AS e,
 		sum(coalesce(m ->> '$.input_tokens', 0)) AS it, sum(coalesce(m ->> '$.output_tokens', 0)) AS ot,
@@ -33,9 +48,24 @@ FROM s SPLITJOIN
 WHERE AGENT
 GROUP BY 1, 2`
 
+// metricsTailSQL aggregates the steps of the tail (rowid above the mark
+// ?7, migration 00200) in the whole range, as metricsStepsSQL does: the
+// rollups and hours hold the folded steps only. It reads the tail's rowid
+// range (NOT INDEXED: never steps_created over the range), at most a few
+// hundred rows.
+const metricsTailSQL = `WITH s AS (
+	SELECT (created_at - ?1) / ?2 AS b, session_id, run_id, count(*) AS n,
+		sum(kind = 'error' OR status = 'failed') AS e, sum(input_tokens) AS it, sum(output_tokens) AS ot, sum(cost) AS c
+	FROM steps NOT INDEXED WHERE rowid > ?7 AND created_at >= ?3 AND created_at < ?4
+	GROUP BY b, session_id, run_id)
+SELECT s.b, KEY, sum(s.n), sum(s.e), sum(s.it), sum(s.ot), sum(s.c)
+FROM s SPLITJOIN
+WHERE AGENT
+GROUP BY 1, 2`
+
 // metricsRollupsSQL aggregates the per-minute rollups of whole minutes
-// (table step_rollups, maintained by triggers); same placeholders, ?3 and ?4
-// on minute boundaries.
+// (table step_rollups, the folded steps); same placeholders but ?7, ?3 and
+// ?4 on minute boundaries.
 const metricsRollupsSQL = `SELECT (s.minute - ?1) / ?2, KEY, sum(s.steps), sum(s.errors),
 	sum(s.input_tokens), sum(s.output_tokens), sum(s.cost)
 FROM step_rollups s SPLITJOIN
@@ -76,15 +106,42 @@ func metricsSQL(text string, p *store.MetricsParams) string {
 
 // Metrics implements store.MetricsStore: the complete past hours of a
 // query without a split from the hour table (metricsHours, migration
-// 00080), the rest with four aggregate queries on the reader pool.
+// 00080), the rest with four aggregate queries, and the steps of the tail
+// (migration 00200), all in one read transaction.
 func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Metrics, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
+	var rtx *sql.Tx
+	defer func() {
+		if rtx != nil {
+			_ = rtx.Rollback()
+		}
+	}()
+	// begin starts the read transaction of the rest, after a fold of
+	// hours: the hour rows, the rollups and the tail are of one snapshot.
+	begin := func() (*sql.Tx, error) {
+		if rtx != nil {
+			_ = rtx.Rollback()
+		}
+		var err error
+		rtx, err = s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		return rtx, mapErr(err)
+	}
 	b := rollup.NewBuilder(p)
-	gaps, err := s.metricsHours(ctx, p, b)
+	gaps, err := s.metricsHours(ctx, p, b, begin)
 	if err != nil {
 		return nil, err
+	}
+	if rtx == nil {
+		if _, err := begin(); err != nil {
+			return nil, err
+		}
+	}
+	tx := rtx
+	upto, err := readUpto(ctx, tx)
+	if err != nil {
+		return nil, mapErr(err)
 	}
 	// ?5 and ?6 are always bound (the driver wants every argument used);
 	// without a split ?6 is "" and so is every key.
@@ -96,7 +153,7 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		return []any{nanos(p.Start()), int64(p.Bucket.Duration()), from, to, p.Agent, path}
 	}
 	q := func(sqlText string, args []any, row func(*sql.Rows) error) error {
-		rows, err := s.rdb.QueryContext(ctx, metricsSQL(sqlText, p), args...)
+		rows, err := tx.QueryContext(ctx, metricsSQL(sqlText, p), args...)
 		if err != nil {
 			return mapErr(err)
 		}
@@ -139,19 +196,27 @@ func (s *Store) Metrics(ctx context.Context, p *store.MetricsParams) (*store.Met
 		for _, part := range rollup.PartsOf(gap[0], gap[1]) {
 			text := metricsStepsSQL
 			if part.Rollup && p.Split == "" && p.Agent == "" && (part.To-part.From)/int64(p.Bucket.Duration()) < metricsLoopBuckets {
-				if err := s.metricsRollupBuckets(ctx, p, part, b); err != nil {
+				if err := metricsRollupBuckets(ctx, tx, p, part, b); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			if part.Rollup {
+			switch {
+			case part.Rollup:
 				text = metricsRollupsSQL
+			case upto == noFold:
+				text = metricsStepsOldSQL
 			}
 			if err := q(text, args(part.From, part.To), addSteps); err != nil {
 				return nil, err
 			}
 		}
 		if err := q(runsSQL, args(gap[0], gap[1]), addRun); err != nil {
+			return nil, err
+		}
+	}
+	if upto != noFold {
+		if err := q(metricsTailSQL, append(args(nanos(p.From), nanos(p.To)), upto), addSteps); err != nil {
 			return nil, err
 		}
 	}
@@ -187,8 +252,8 @@ WHERE s.minute >= ?3 AND s.minute < ?4 AND AGENT`
 // bucket at a time: a range sum in the rollups' key order per bucket costs
 // a third of one GROUP BY over the whole range, which sorts every rollup
 // row by bucket.
-func (s *Store) metricsRollupBuckets(ctx context.Context, p *store.MetricsParams, part rollup.Part, b *rollup.Builder) error {
-	stmt, err := s.rdb.PrepareContext(ctx, metricsSQL(metricsRollupSumSQL, p))
+func metricsRollupBuckets(ctx context.Context, tx *sql.Tx, p *store.MetricsParams, part rollup.Part, b *rollup.Builder) error {
+	stmt, err := tx.PrepareContext(ctx, metricsSQL(metricsRollupSumSQL, p))
 	if err != nil {
 		return mapErr(err)
 	}

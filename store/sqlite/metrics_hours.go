@@ -18,7 +18,11 @@ import (
 // metricsHours adds the folded complete hours of p to b and returns the
 // ranges left to read from the rollups and runs (all of [From, To) when
 // the table cannot serve p).
-func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *rollup.Builder) ([][2]int64, error) {
+//
+// Each read of the hour rows runs in a new read transaction from begin,
+// which the caller goes on reading in: the hours it reads and the rows it
+// reads after are of one snapshot.
+func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *rollup.Builder, begin func() (*sql.Tx, error)) ([][2]int64, error) {
 	whole := [][2]int64{{nanos(p.From), nanos(p.To)}}
 	h0, h1, ok := rollup.HourSpan(p, time.Now())
 	if !ok {
@@ -45,7 +49,13 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *rol
 		}
 	}
 	return rollup.FromHours(ctx, p, h0, h1,
-		func(h0, h1 int64) (*rollup.HourRows, error) { return s.metricsHourRows(ctx, p, b, h0, h1) },
+		func(h0, h1 int64) (*rollup.HourRows, error) {
+			tx, err := begin()
+			if err != nil {
+				return nil, err
+			}
+			return metricsHourRows(ctx, tx, p, b, h0, h1)
+		},
 		fold)
 }
 
@@ -53,8 +63,8 @@ func (s *Store) metricsHours(ctx context.Context, p *store.MetricsParams, b *rol
 // rows (each hour's total, which marks it folded; its durations only
 // without an agent filter) and the filter's agent's rows. The primary key
 // (agent, hour) makes each a contiguous range.
-func (s *Store) metricsHourRows(ctx context.Context, p *store.MetricsParams, b *rollup.Builder, h0, h1 int64) (*rollup.HourRows, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
+func metricsHourRows(ctx context.Context, tx *sql.Tx, p *store.MetricsParams, b *rollup.Builder, h0, h1 int64) (*rollup.HourRows, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT hour, agent, steps, errors, input_tokens, output_tokens, cost,
 	runs, runs_failed, CASE WHEN agent = ?3 THEN durations END, eval_sum, evals
 FROM metric_hours WHERE agent IN ('', ?3) AND hour >= ?1 AND hour < ?2
 ORDER BY agent, hour`, h0, h1, p.Agent)

@@ -99,6 +99,10 @@ func TestMigrateRunInvariants(t *testing.T) {
 // downAfter80 rolls back the migrations after 00080, newest first.
 func downAfter80(t *testing.T, db *sql.DB) {
 	t.Helper()
+	downTo(t, db, "00200_fold_rollups.sql")
+	if _, err := db.Exec(`DELETE FROM stepwise_schema WHERE version_id = 200`); err != nil {
+		t.Fatal(err)
+	}
 	downTo(t, db, "00115_tasks.sql")
 	if _, err := db.Exec(`DELETE FROM stepwise_schema WHERE version_id = 115`); err != nil {
 		t.Fatal(err)

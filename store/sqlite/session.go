@@ -87,8 +87,16 @@ func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*s
 	if err != nil {
 		return nil, err
 	}
+	terms, err := rules.MetadataFilter(p)
+	if err != nil {
+		return nil, err
+	}
 	var where []string
 	var args []any
+	for _, t := range terms {
+		w, a := metadataWhere(t)
+		where, args = append(where, w), append(args, a...)
+	}
 	if p.Agent != "" {
 		where, args = append(where, "agent = ?"), append(args, p.Agent)
 	}
@@ -101,15 +109,20 @@ func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*s
 		args = append(args, q, q, q)
 	}
 	if cur != nil {
+		// The activity bound starts the scan at the cursor's second in
+		// sessions_activity_second; the rest is exact.
 		n := nanos(cur.UpdatedAt)
-		where = append(where, "(updated_at < ? OR (updated_at = ? AND id < ?))")
-		args = append(args, n, n, cur.ID)
+		where = append(where, "activity <= ? / 1000000000 AND (updated_at < ? OR (updated_at = ? AND id < ?))")
+		args = append(args, n, n, n, cur.ID)
 	}
 	q := `SELECT ` + sessionCols + ` FROM sessions`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	// activity (updated_at's second, migration 00200) first: the same
+	// order, read from sessions_activity_second, the sessions of one
+	// second sorted as read.
+	q += ` ORDER BY activity DESC, updated_at DESC, id DESC LIMIT ?`
 	args = append(args, limit+1)
 	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -140,4 +153,40 @@ func (s *Store) SessionList(ctx context.Context, p *store.SessionListParams) (*s
 func execTx(tx *wtx, query string, args ...any) error {
 	_, err := tx.conn().ExecContext(bg, query, args...)
 	return err
+}
+
+// SessionUpdate implements store.Store.
+func (s *Store) SessionUpdate(ctx context.Context, p *store.SessionUpdateParams) (*steptype.Session, error) {
+	if err := rules.CheckSessionUpdate(p); err != nil {
+		return nil, err
+	}
+	return write(s, ctx, func(tx *wtx) (*steptype.Session, error) {
+		cur, err := tx.session(p.ID)
+		if err != nil {
+			return nil, err
+		}
+		u, err := rules.UpdateSession(cur, p)
+		if err != nil {
+			return nil, err
+		}
+		if err := execTx(tx, `UPDATE sessions SET metadata = ?, title = ?, updated_at = ? WHERE id = ?`, blob(u.Metadata), u.Title, nanos(u.UpdatedAt), u.ID); err != nil {
+			return nil, err
+		}
+		tx.cache.putSession(u)
+		return u, nil
+	})
+}
+
+// metadataWhere is the condition of one term of a metadata filter: the
+// session's metadata, a JSON object, has the key with that value.
+func metadataWhere(t rules.MetadataTerm) (string, []any) {
+	const each = `CASE WHEN json_valid(CAST(metadata AS TEXT)) THEN EXISTS (SELECT 1 FROM json_each(CAST(metadata AS TEXT)) m WHERE m.key = ? AND `
+	switch t.Type {
+	case "text":
+		return each + `m.type = 'text' AND m.atom = ?) ELSE 0 END`, []any{t.Key, t.Text}
+	case "number":
+		return each + `m.type IN ('integer', 'real') AND m.atom = ?) ELSE 0 END`, []any{t.Key, t.Number}
+	default: // true, false, null
+		return each + `m.type = ?) ELSE 0 END`, []any{t.Key, t.Type}
+	}
 }

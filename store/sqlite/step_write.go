@@ -114,6 +114,7 @@ func (tx *wtx) stepAppend(p *store.StepAppendParams, pre []*rules.PreEncoded, no
 			continue
 		}
 		inserted[i] = true
+		tx.noteInsert(res)
 		sess.LastSequence = seq
 		sess.UpdatedAt = now
 		rules.AddTotals(sess, in, 1)

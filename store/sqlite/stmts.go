@@ -13,6 +13,7 @@ type stmts struct {
 	begin, commit, rollback, savepoint, release, rollbackTo *sql.Stmt
 
 	sessionGet, sessionInsert, sessionAppend, sessionForks *sql.Stmt
+	sessionAppendActive                                    *sql.Stmt
 	stepBody, stepInsert, stepForResolve, stepResolve      *sql.Stmt
 	stepWaiting                                            *sql.Stmt
 	runGet, runInsert, runUpdate, runUpdateLight           *sql.Stmt
@@ -36,8 +37,14 @@ func prepare(ctx context.Context, conn *sql.Conn) (*stmts, error) {
 		{&st.release, `RELEASE req`},
 		{&st.rollbackTo, `ROLLBACK TO req`},
 		{&st.sessionGet, `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`},
-		{&st.sessionInsert, `INSERT INTO sessions (` + sessionCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.sessionInsert, `INSERT INTO sessions (` + sessionCols + `, activity)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 / 1000000000)`},
+		// The append of a second the session's activity is already in
+		// leaves activity (and so sessions_activity_second) alone:
+		// migration 00200.
 		{&st.sessionAppend, `UPDATE sessions SET last_seq = ?, input_tokens = ?, output_tokens = ?, cost = ?, updated_at = ? WHERE id = ?`},
+		{&st.sessionAppendActive, `UPDATE sessions SET last_seq = ?1, input_tokens = ?2, output_tokens = ?3, cost = ?4, updated_at = ?5,
+			activity = ?5 / 1000000000 WHERE id = ?6`},
 		{&st.sessionForks, `SELECT fork_sequence FROM sessions WHERE parent_session_id = ?`},
 		{&st.stepBody, `SELECT body FROM steps WHERE id = ?`},
 		{&st.stepInsert, `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body, expires_at,

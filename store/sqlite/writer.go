@@ -48,6 +48,8 @@ type writer struct {
 	// queued counts requests sent to reqs and not yet answered; a caller
 	// only runs inline when it is zero, so it never overtakes a queued one.
 	queued atomic.Int64
+	// fold is the steps' tail (fold.go), under tx.
+	fold foldState
 }
 
 func startWriter(ctx context.Context, db *sql.DB) (*writer, error) {
@@ -60,8 +62,14 @@ func startWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 		conn.Close()
 		return nil, err
 	}
-	w := &writer{conn: conn, st: st, cache: newRowCache(), reqs: make(chan *writeReq, maxBatch), done: make(chan struct{})}
-	w.one = wtx{st: st, c: conn, cache: w.cache}
+	fold, err := loadFold(ctx, conn)
+	if err != nil {
+		st.close()
+		conn.Close()
+		return nil, err
+	}
+	w := &writer{conn: conn, st: st, cache: newRowCache(), reqs: make(chan *writeReq, maxBatch), done: make(chan struct{}), fold: fold}
+	w.one = wtx{st: st, c: conn, cache: w.cache, fold: &w.fold}
 	go w.loop()
 	return w, nil
 }
@@ -103,6 +111,9 @@ func (w *writer) stop() error {
 	close(w.reqs)
 	w.mu.Unlock()
 	<-w.done
+	// Fold the steps' tail, so that the next open starts with none; a
+	// failure leaves it to the next write (the reads count it either way).
+	_ = w.foldAll()
 	// Fold the WAL into the database file and truncate it, when no reader
 	// holds it; a failure only leaves a longer WAL for the next open.
 	_, _ = w.conn.ExecContext(bg, `PRAGMA wal_checkpoint(TRUNCATE)`)
@@ -141,6 +152,7 @@ func (w *writer) run(batch []*writeReq) {
 	abort := func(err error) {
 		_, _ = w.st.rollback.ExecContext(bg)
 		w.cache.aborted()
+		w.fold.rolledBack()
 		for _, r := range batch {
 			r.done <- writeRes{err: err}
 		}
@@ -151,7 +163,7 @@ func (w *writer) run(batch []*writeReq) {
 	}
 	// A lone request needs no savepoint: on failure the whole tx rolls back.
 	single := len(batch) == 1
-	tx := &wtx{st: w.st, c: w.conn, cache: w.cache}
+	tx := &wtx{st: w.st, c: w.conn, cache: w.cache, fold: &w.fold}
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			res[i].err = err
@@ -192,11 +204,13 @@ func (w *writer) run(batch []*writeReq) {
 			}
 		}
 	}
+	w.maybeFold(false)
 	if _, err := w.st.commit.ExecContext(bg); err != nil {
 		abort(fmt.Errorf("commit: %w", err))
 		return
 	}
 	w.cache.committed()
+	w.fold.folded()
 	for i, r := range batch {
 		r.done <- res[i]
 	}
@@ -260,6 +274,7 @@ func inline[T any](w *writer, ctx context.Context, fn func(*wtx) (T, error)) (v 
 	fail := func(err error) (T, error, bool) {
 		_, _ = w.st.rollback.ExecContext(bg)
 		w.cache.aborted()
+		w.fold.rolledBack()
 		return zero, err, true
 	}
 	if _, err := w.st.begin.ExecContext(bg); err != nil {
@@ -269,10 +284,12 @@ func inline[T any](w *writer, ctx context.Context, fn func(*wtx) (T, error)) (v 
 		return fail(err)
 	}
 	w.cache.released()
+	w.maybeFold(false)
 	if _, err := w.st.commit.ExecContext(bg); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
 	w.cache.committed()
+	w.fold.folded()
 	return v, nil, true
 }
 

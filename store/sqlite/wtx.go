@@ -19,6 +19,7 @@ type wtx struct {
 	st    *stmts
 	c     *sql.Conn
 	cache *rowCache
+	fold  *foldState // the writer's, nil outside it
 }
 
 // conn is the writer connection, for statements that are not prepared.
@@ -57,7 +58,11 @@ func (tx *wtx) insertSession(s *steptype.Session) error {
 // saveTotals writes the columns StepAppend and StepTruncate change. It
 // keeps s as the cached row: the caller must not change it afterwards.
 func (tx *wtx) saveTotals(s *steptype.Session) error {
-	_, err := tx.st.sessionAppend.ExecContext(bg, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID)
+	stmt := tx.st.sessionAppendActive
+	if old := tx.cache.peekSession(s.ID); old != nil && nanos(old.UpdatedAt)/1e9 == nanos(s.UpdatedAt)/1e9 {
+		stmt = tx.st.sessionAppend // the same second: activity stands
+	}
+	_, err := stmt.ExecContext(bg, s.LastSequence, s.InputTokens, s.OutputTokens, s.Cost, nanos(s.UpdatedAt), s.ID)
 	if err != nil {
 		return err
 	}

@@ -103,6 +103,86 @@ func testSessions(t *testing.T, h *harness) {
 			}
 		}
 	})
+	h.sub(t, "ListMetadata", func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		for _, p := range []store.SessionCreateParams{
+			{ID: "m-str", Metadata: json.RawMessage(`{"user":"ada","n":1,"ok":true,"x":null,"obj":{"a":1}}`)},
+			{ID: "m-num", Metadata: json.RawMessage(`{"user":"1","n":1.0,"ok":false}`)},
+			{ID: "m-other", Metadata: json.RawMessage(`{"user":"bob","n":2}`)},
+			{ID: "m-array", Metadata: json.RawMessage(`["user"]`)},
+			{ID: "m-none"},
+		} {
+			if _, err := st.SessionCreate(ctx, &p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids := func(filter map[string]any) []string {
+			t.Helper()
+			page, err := st.SessionList(ctx, &store.SessionListParams{Metadata: filter})
+			if err != nil {
+				t.Fatalf("SessionList(metadata %v): %v", filter, err)
+			}
+			var out []string
+			for _, s := range page.Sessions {
+				out = append(out, s.ID)
+			}
+			slices.Sort(out)
+			return out
+		}
+		for _, c := range []struct {
+			filter map[string]any
+			want   []string
+		}{
+			{map[string]any{"user": "ada"}, []string{"m-str"}},
+			{map[string]any{"user": "1"}, []string{"m-num"}},
+			{map[string]any{"n": 1}, []string{"m-num", "m-str"}},
+			{map[string]any{"n": 1, "user": "ada"}, []string{"m-str"}},
+			{map[string]any{"ok": true}, []string{"m-str"}},
+			{map[string]any{"ok": false}, []string{"m-num"}},
+			{map[string]any{"x": nil}, []string{"m-str"}},
+			{map[string]any{"user": "nobody"}, nil},
+			{map[string]any{"missing": "ada"}, nil},
+			{map[string]any{"n": "1"}, nil},
+			{map[string]any{}, []string{"m-array", "m-none", "m-num", "m-other", "m-str"}},
+		} {
+			if got := ids(c.filter); !slices.Equal(got, c.want) {
+				t.Errorf("SessionList(metadata %v) = %v, want %v", c.filter, got, c.want)
+			}
+		}
+		_, err := st.SessionList(ctx, &store.SessionListParams{Metadata: map[string]any{"obj": map[string]any{"a": 1}}})
+		wantErr(t, "object in a metadata filter", err, store.ErrInvalid)
+	})
+	h.sub(t, "Update", func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "u1", Title: "T", Metadata: json.RawMessage(`{"a":1,"b":2}`), Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+		later := t0.Add(time.Second)
+		title := "renamed"
+		u, err := st.SessionUpdate(ctx, &store.SessionUpdateParams{ID: "u1", Metadata: json.RawMessage(`{"b":null,"c":"x"}`), Title: &title, Now: later})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := getSession(t, st, "u1")
+		sameJSON(t, "updated", u, got)
+		var meta map[string]any
+		if err := json.Unmarshal(got.Metadata, &meta); err != nil || len(meta) != 2 || meta["a"] != float64(1) || meta["c"] != "x" {
+			t.Errorf("metadata after the merge %s (%v), want {a:1, c:x}", got.Metadata, err)
+		}
+		if got.Title != "renamed" || !got.UpdatedAt.Equal(later) || !got.CreatedAt.Equal(t0) {
+			t.Errorf("title %q updated %v created %v", got.Title, got.UpdatedAt, got.CreatedAt)
+		}
+		if page, err := st.SessionList(ctx, &store.SessionListParams{Metadata: map[string]any{"c": "x"}}); err != nil || len(page.Sessions) != 1 {
+			t.Errorf("list by the merged key: %v, %v", page, err)
+		}
+		_, err = st.SessionUpdate(ctx, &store.SessionUpdateParams{ID: "u1", Metadata: json.RawMessage(`[1]`)})
+		wantErr(t, "non-object patch", err, store.ErrInvalid)
+		_, err = st.SessionUpdate(ctx, &store.SessionUpdateParams{ID: "nope", Metadata: json.RawMessage(`{}`)})
+		wantErr(t, "unknown session", err, store.ErrNotFound)
+		_, err = st.SessionUpdate(ctx, &store.SessionUpdateParams{})
+		wantErr(t, "no id", err, store.ErrInvalid)
+		sameJSON(t, "after refused updates", getSession(t, st, "u1"), got)
+	})
 	h.sub(t, "ListPagination", func(t *testing.T, st store.Store) {
 		ctx := t.Context()
 		const n = 23

@@ -33,7 +33,7 @@ export function inputCard(p, { onDone, showSession = false } = {}) {
     }
   };
   const head = h('div', { class: 'card-head' },
-    h('strong', { text: req.approval ? 'Approval needed' : 'Input requested' }),
+    h('strong', { text: req.approval ? 'Approval needed' : req.breakpoint ? 'Paused at a breakpoint' : 'Input requested' }),
     showSession ? h('span', { class: 'small' }, sessionLink(p.session_id)) : null,
     req.expires_at ? h('span', { class: 'muted small', text: 'expires ' + new Date(req.expires_at).toLocaleString() }) : null);
   const body = [];
@@ -54,6 +54,36 @@ export function inputCard(p, { onDone, showSession = false } = {}) {
       h('div', { class: 'field check' }, always, h('label', { for: aid }, 'Always allow ', h('code', { text: call.name }), ' in this session')),
       err, h('div', { class: 'actions' }, approve, reject));
     reject.addEventListener('click', () => send({ approved: false, message: msg.value || 'rejected by the user' }, [approve, reject]));
+  } else if (req.breakpoint) {
+    // A breakpoint's pause (docs/breakpoints.md): continue, step once, or
+    // edit the state (a JSON object merged into it) and continue.
+    const bp = req.breakpoint;
+    const sid = 's' + p.request_id;
+    body.push(h('p', { class: 'bp-where', dataset: { when: bp.when, step: bp.step } }, `Paused ${bp.when} step `, h('code', { text: bp.step }),
+      bp.kind ? h('span', { class: 'muted', text: ` (${bp.kind})` }) : null,
+      bp.tools?.length ? [' calling ', bp.tools.map((t, i) => [i ? ', ' : '', h('code', { class: 'tool', text: t })])] : null,
+      h('span', { class: 'muted small', text: bp.matched === 'step' ? ' · stepping' : ` · breakpoint ${bp.matched}` })));
+    const state = h('textarea', { id: sid, class: 'bp-state', rows: '4', spellcheck: 'false' });
+    state.value = bp.state ? JSON.stringify(bp.state, null, 2) : '{}';
+    const original = state.value;
+    const cont = h('button', { type: 'submit', class: 'primary', 'data-action': 'bp-continue', text: 'Continue' });
+    const step = h('button', { type: 'button', 'data-action': 'bp-step', text: 'Step' });
+    const edit = h('button', { type: 'button', 'data-action': 'bp-edit', text: 'Edit state and continue' });
+    const btns = [cont, step, edit];
+    const editField = h('div', { class: 'field', hidden: true }, h('label', { for: sid, text: 'Run state (JSON object, merged into the state)' }), state);
+    const answerWith = (action) => {
+      if (editField.hidden || state.value === original) return send(action, btns);
+      let v;
+      try { v = JSON.parse(state.value); } catch (e) { fail(new Error('The state is not JSON: ' + e.message)); return; }
+      if (!v || typeof v !== 'object' || Array.isArray(v)) { fail(new Error('The state must be a JSON object.')); return; }
+      send({ action, state: v }, btns);
+    };
+    edit.addEventListener('click', () => {
+      if (editField.hidden) { editField.hidden = false; edit.textContent = 'Apply and continue'; state.focus(); return; }
+      answerWith('continue');
+    });
+    step.addEventListener('click', () => answerWith('step'));
+    form = h('form', { class: 'answer', onsubmit: (ev) => { ev.preventDefault(); answerWith('continue'); } }, editField, err, h('div', { class: 'actions' }, cont, step, edit));
   } else {
     const f = schemaForm(req.schema, { label: 'Answer' });
     const submit = h('button', { type: 'submit', class: 'primary', text: 'Send answer' });
@@ -65,7 +95,7 @@ export function inputCard(p, { onDone, showSession = false } = {}) {
       send(v, [submit]);
     } }, f.el, err, h('div', { class: 'actions' }, submit));
   }
-  return h('section', { class: 'card input-card', 'aria-label': req.approval ? 'Approval request' : 'Input request', dataset: { request: p.request_id } }, head, body, form);
+  return h('section', { class: 'card input-card', 'aria-label': req.approval ? 'Approval request' : req.breakpoint ? 'Breakpoint' : 'Input request', dataset: { request: p.request_id } }, head, body, form);
 }
 
 // modal shows a dialog built from content; it resolves with the submit

@@ -3,7 +3,7 @@
 // ratio — with links to its merged workflow graph and its sessions.
 
 import { api } from './api.js';
-import { ago, badge, clear, downState, fmtCost, fmtInt, fmtMS, fmtPct, fmtTokens, h, inlineCode, route } from './dom.js';
+import { ago, badge, clear, downState, fmtBytes, fmtCost, fmtCPU, fmtInt, fmtMS, fmtPct, fmtTokens, h, inlineCode, route } from './dom.js';
 import { nameEl } from './names.js';
 import { chartsSection } from './charts.js';
 
@@ -49,7 +49,16 @@ export function agentView(main, { name }) {
         o.latency.length ? h('table', { class: 'grid compact' },
           h('thead', null, h('tr', null, ['Kind', 'Steps', 'Mean', 'p50', 'p90', 'p99', 'Max'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : '', text: t })))),
           h('tbody', null, o.latency.map((l) => h('tr', null, h('td', null, badge(l.kind, 'kind')), h('td', { class: 'num', text: fmtInt(l.count) }),
-            [l.mean_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map((v) => h('td', { class: 'num', text: fmtMS(v) })))))) : h('p', { class: 'muted', text: 'No steps yet.' })));
+            [l.mean_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map((v) => h('td', { class: 'num', text: fmtMS(v) })))))) : h('p', { class: 'muted', text: 'No steps yet.' })),
+      h('section', { class: 'card', 'data-card': 'resources' }, h('h2', { text: 'Resource use per step kind' }),
+        (o.resources || []).length ? h('table', { class: 'grid compact' },
+          h('thead', null, h('tr', null, ['Kind', 'Steps', 'CPU', 'CPU / step', 'Allocated', 'Objects', 'Overlapped'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : '', text: t })))),
+          h('tbody', null, o.resources.map((r) => h('tr', null, h('td', null, badge(r.kind, 'kind')), h('td', { class: 'num', text: fmtInt(r.steps) }),
+            h('td', { class: 'num', text: fmtCPU(r.cpu_ms) }), h('td', { class: 'num', text: fmtCPU(r.mean_cpu_ms) }),
+            h('td', { class: 'num', text: fmtBytes(r.alloc_bytes) }), h('td', { class: 'num', text: fmtInt(r.alloc_objects) }),
+            h('td', { class: 'num', text: fmtInt(r.overlapped), title: 'steps that ran beside others: their figures are shared upper bounds' }))))) :
+          h('p', { class: 'muted', text: 'No step recorded its resource use (stepwise serve --no-step-resources turns it off).' }),
+        h('p', { class: 'muted small', text: 'The process\'s CPU time and heap allocation while each step ran: exact for a step that ran alone, shared with the steps beside it otherwise.' })));
   }).catch((e) => clear(body, e.status === 404 ? h('p', { class: 'error', text: 'No such agent: ' + e.message }) : downState(e, () => agentView(main, { name }), 'the overview')));
   api(`/v1/dashboard/sessions?agent=${enc(name)}&limit=10`).then((r) => {
     if (!r.sessions.length) return;

@@ -18,14 +18,19 @@ export function composer(ctx) {
   const fromHere = h('button', { type: 'button', 'data-action': 'run-from-here', text: 'Run from here', hidden: true,
     title: 'Run the agent on this session as it stands (after the edited message)' });
   const note = h('p', { class: 'muted small composer-note', role: 'status' });
-  const form = h('form', { class: 'composer', 'aria-label': 'Continue the session', hidden: true }, text, h('div', { class: 'composer-actions' }, send, fromHere), note);
+  // Debug: the run pauses before every step (breakpoints, docs/breakpoints.md);
+  // each pause shows above with Continue / Step / Edit state.
+  const debug = h('input', { id: 'debug-run', type: 'checkbox', 'data-action': 'debug-run' });
+  const debugLabel = h('label', { class: 'check small', for: 'debug-run', title: 'Pause the run before each step, to step through it' }, debug, ' Debug: pause before each step');
+  const form = h('form', { class: 'composer', 'aria-label': 'Continue the session', hidden: true }, text, h('div', { class: 'composer-actions' }, send, fromHere, debugLabel), note);
   let lastChecked = -1, endsWithMessage = false, busy = false;
 
   const start = async (body) => {
     const s = ctx.session;
     busy = true; update();
     try {
-      await api('/v1/runs', { method: 'POST', body: { agent: s.agent, session_id: ctx.sessionID, ...body } });
+      const bp = debug.checked ? { breakpoints: { before: ['*'] } } : {};
+      await api('/v1/runs', { method: 'POST', body: { agent: s.agent, session_id: ctx.sessionID, ...body, ...bp } });
       text.value = '';
       endsWithMessage = false;
       toast('Run started.');

@@ -80,6 +80,21 @@ export function fmtCost(usd) {
 }
 
 // fmtMS formats a duration in milliseconds.
+// fmtBytes prints a byte count in B, KiB, MiB or GiB.
+export function fmtBytes(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let v = n || 0;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return (i ? v.toFixed(1) : String(v)) + ' ' + units[i];
+}
+
+// fmtCPU prints a CPU time in milliseconds, in µs below one.
+export function fmtCPU(ms) {
+  if (ms > 0 && ms < 1) return Math.round(ms * 1000) + 'µs';
+  return fmtMS(ms);
+}
+
 export function fmtMS(ms) {
   if (ms === undefined || ms === null) return '—';
   if (ms < 1) return ms > 0 ? '<1ms' : '0ms';
