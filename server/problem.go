@@ -109,8 +109,6 @@ func problemOf(err error) (p *Problem, internal bool) {
 		status, code = http.StatusUnprocessableEntity, wire.CodeInvalidResult
 	case errors.Is(err, worker.ErrInvalidDefinition):
 		status, code = http.StatusUnprocessableEntity, wire.CodeInvalidDefinition
-	case errors.Is(err, worker.ErrInputNotAllowed):
-		status, code = http.StatusUnprocessableEntity, wire.CodeInputNotAllowed
 	case errors.Is(err, stepwise.ErrInvalidAnswer):
 		status, code = http.StatusUnprocessableEntity, CodeInvalidAnswer
 	case errors.Is(err, stepwise.ErrAlreadyAnswered):

@@ -354,3 +354,58 @@ func TestWorkerPollIsWokenByANewTask(t *testing.T) {
 		t.Errorf("%d polls still counted as held", svc.Waiting())
 	}
 }
+
+// TestWorkerToolHumanInput: a tool task asks for human input like a step
+// task. The call parks the run on the request; the answer makes the call
+// again as a new task carrying the answers, whose result the model gets.
+func TestWorkerToolHumanInput(t *testing.T) {
+	t.Parallel()
+	e, w := newWorkerEnv(t, 10*time.Second)
+	ctx := t.Context()
+	runID := e.startRun("shop", "buy")
+	if _, err := w.Complete(ctx, poll(t, w), &wire.TaskComplete{Next: "llm"}); err != nil {
+		t.Fatal(err)
+	}
+	call := poll(t, w)
+	if call.Kind != wire.TaskKindTool || call.Input.Answer != nil {
+		t.Fatalf("tool task = %+v", call)
+	}
+	// What only a step's request can say is refused, and changes nothing.
+	if _, err := w.Input(ctx, call, &wire.TaskInputRequest{Request: &wire.InputRequest{Prompt: "Charge?", OnExpire: "default", Default: json.RawMessage(`true`)}}); workertest.Code(err) != CodeInvalidParam {
+		t.Fatalf("tool input with on_expire: %v, want invalid_parameter", err)
+	}
+	if _, err := w.Input(ctx, call, &wire.TaskInputRequest{Request: &wire.InputRequest{Prompt: "Charge?"}, State: json.RawMessage(`{"x":1}`)}); workertest.Code(err) != CodeInvalidParam {
+		t.Fatalf("tool input with state: %v, want invalid_parameter", err)
+	}
+	res, err := w.Input(ctx, call, &wire.TaskInputRequest{Request: &wire.InputRequest{Prompt: "Charge A-1 for 30 EUR?",
+		Schema: json.RawMessage(`{"type":"boolean"}`), Context: map[string]any{"amount": 30}}})
+	if err != nil || res.State != wire.TaskParked {
+		t.Fatalf("tool input: %+v, %v", res, err)
+	}
+	e.waitRun(runID, steptype.RunWaiting)
+	pending, err := e.eng.Pending(ctx, runID)
+	if err != nil || len(pending) != 1 || pending[0].Request.Prompt != "Charge A-1 for 30 EUR?" || pending[0].Request.Context["tool"] != "charge" {
+		t.Fatalf("pending = %+v, %v", pending, err)
+	}
+	if _, err := e.eng.Answer(ctx, stepwise.AnswerParams{RunID: runID, RequestID: pending[0].RequestID, Answer: json.RawMessage(`"maybe"`)}); err == nil {
+		t.Fatal("an answer against the request's schema was taken")
+	}
+	if _, err := e.eng.Answer(ctx, stepwise.AnswerParams{RunID: runID, RequestID: pending[0].RequestID, Answer: json.RawMessage(`true`)}); err != nil {
+		t.Fatal(err)
+	}
+	again := poll(t, w)
+	if again.ID == call.ID || again.Kind != wire.TaskKindTool || again.Name != "charge" || string(again.Input.Answer) != "true" ||
+		len(again.Input.Answers) != 1 || string(again.Input.Arguments) != `{"order":"A-1"}` || again.IdempotencyKey == call.IdempotencyKey {
+		t.Fatalf("re-offered tool task = %+v after %+v", again, call)
+	}
+	if _, err := w.Complete(ctx, again, &wire.TaskComplete{Content: "charged A-1", Output: json.RawMessage(`{"charged":true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.waitRun(runID, steptype.RunCompleted); r.Output != "done" {
+		t.Errorf("run = %+v", r)
+	}
+	steps, _ := e.store.StepList(ctx, &store.StepListParams{RunID: runID, Kinds: []steptype.Kind{steptype.KindTool}})
+	if len(steps) != 1 || steps[0].Content != "charged A-1" || steps[0].Metadata[worker.MetaWorker] != "w1" || steps[0].Metadata[worker.MetaTask] != again.ID {
+		t.Fatalf("tool steps = %+v", steps)
+	}
+}

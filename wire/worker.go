@@ -42,7 +42,6 @@ const (
 	CodeInvalidResult     = "invalid_result"      // 422: output violates the tool's output schema, unknown next step, bad state patch
 	CodeInvalidDefinition = "invalid_definition"  // 422: the agent definition does not parse or is refused
 	CodeNotServed         = "agent_not_served"    // 404: a poll names an agent this instance has no worker registration of
-	CodeInputNotAllowed   = "input_not_allowed"   // 422: a tool task asked for human input (only step tasks can)
 	CodeDefinitionChanged = "definition_conflict" // 409: two workers registered different definitions of one agent at once
 )
 
@@ -157,9 +156,12 @@ type TaskInput struct {
 	RunInput string `json:"run_input,omitempty"`
 	// Answer, for a step re-offered after its human-input request was
 	// answered, is the answer (JSON) and Request the request it answers.
-	Answer    json.RawMessage `json:"answer,omitempty"`
-	Request   *InputRequest   `json:"request,omitempty"`
-	RequestID string          `json:"request_id,omitempty"`
+	// For a tool call made again after its requests were answered, Answer
+	// is the latest answer and Answers all of them, oldest first.
+	Answer    json.RawMessage   `json:"answer,omitempty"`
+	Answers   []json.RawMessage `json:"answers,omitempty"`
+	Request   *InputRequest     `json:"request,omitempty"`
+	RequestID string            `json:"request_id,omitempty"`
 	// Messages is the model context, for steps registered with messages.
 	Messages []llm.Message `json:"messages,omitempty"`
 }

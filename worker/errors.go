@@ -26,9 +26,6 @@ var (
 	// ErrNotServed: a poll names an agent no worker registered on this
 	// server. 404 agent_not_served.
 	ErrNotServed = errors.New("stepwise: agent not served by workers here")
-	// ErrInputNotAllowed: a tool task asked for human input. 422
-	// input_not_allowed.
-	ErrInputNotAllowed = errors.New("stepwise: only step tasks can ask for input")
 )
 
 func invalid(format string, args ...any) error {

@@ -196,13 +196,28 @@ func ToolKey(idempotencyKey string, attempt int) string {
 	return "tool/" + idempotencyKey + "/" + strconv.Itoa(attempt)
 }
 
-// Call implements tool.Tool: the call is a task.
+// toolAnswerKey is the idempotency key of a worker tool call made again
+// after n of its human-input requests were answered: a task of its own.
+func toolAnswerKey(key string, n int) string {
+	if n == 0 {
+		return key
+	}
+	return key + "/answers/" + strconv.Itoa(n)
+}
+
+// Call implements tool.Tool: the call is a task. A task parked with a
+// human-input request parks the call (tool.InputNeeded); once answered,
+// the call is a new task whose input carries the answers so far.
 func (t *workerTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, error) {
-	input, err := json.Marshal(wire.TaskInput{Arguments: c.Arguments, ToolCallID: c.ID})
+	in := wire.TaskInput{Arguments: c.Arguments, ToolCallID: c.ID}
+	if n := len(c.Answers); n > 0 {
+		in.Answers, in.Answer = c.Answers, c.Answers[n-1]
+	}
+	input, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
 	}
-	task, err := t.svc.offer(ctx, &store.Task{ID: stepwise.NewID(), Key: ToolKey(c.IdempotencyKey, c.Attempt), Kind: wire.TaskKindTool,
+	task, err := t.svc.offer(ctx, &store.Task{ID: stepwise.NewID(), Key: toolAnswerKey(ToolKey(c.IdempotencyKey, c.Attempt), len(c.Answers)), Kind: wire.TaskKindTool,
 		Name: c.Name, Agent: t.agent, SessionID: c.SessionID, RunID: c.RunID, Attempt: c.Attempt, Input: input})
 	if err != nil {
 		return nil, err
@@ -216,6 +231,9 @@ func (t *workerTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, erro
 		return nil, err
 	}
 	meta := map[string]any{MetaWorker: o.Worker, MetaTask: task.ID}
+	if in := o.Input; in != nil && in.Request != nil {
+		return nil, &tool.InputNeeded{Prompt: in.Request.Prompt, Schema: in.Request.Schema, Context: in.Request.Context}
+	}
 	if o.Complete == nil {
 		f := failure(o.Fail)
 		var le *llm.Error

@@ -276,8 +276,16 @@ func (s *Service) Input(ctx context.Context, id string, in *wire.TaskInputReques
 	if err != nil {
 		return dupOr(t, err)
 	}
-	if t.Kind != wire.TaskKindStep {
-		return nil, fmt.Errorf("%w: task %s is a tool call", ErrInputNotAllowed, id)
+	if t.Kind == wire.TaskKindTool {
+		// A tool call parks as the engine's tool input request: a prompt,
+		// a schema and a context, answered (or not) by a person.
+		r := in.Request
+		switch {
+		case !r.ExpiresAt.IsZero() || r.OnExpire != "" || len(r.Default) > 0:
+			return nil, invalid("request of a tool task: expires_at, on_expire and default are for step tasks (a tool's request has prompt, schema, context)")
+		case len(in.State) > 0 || in.Content != "":
+			return nil, invalid("state and content are for step tasks: a tool's result carries its state once the call completes")
+		}
 	}
 	return s.finish(ctx, t, store.TaskParked, &outcome{Input: in})
 }

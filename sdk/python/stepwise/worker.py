@@ -49,6 +49,7 @@ class TaskContext:
         self.run_input: str = inp.get("run_input", "")
         self.messages: Optional[list] = inp.get("messages")
         self.answer: Any = inp.get("answer")
+        self.answers: list = inp.get("answers") or []
         self.request: Optional[dict] = inp.get("request")
         self.request_id: str = inp.get("request_id", "")
         self.tool_call_id: str = inp.get("tool_call_id", "")
@@ -439,7 +440,10 @@ class _TaskRun:
         ctx = TaskContext(self)
         r = self._drive(t.fn((self.task.get("input") or {}).get("arguments") or {}, ctx))
         if isinstance(r, AskHuman):
-            raise TypeError("a tool cannot ask for human input (only steps can): use an approval")
+            # The call parks the run; the answer makes the call again with
+            # ctx.answer (and ctx.answers: every answer so far) set.
+            req = {k: v for k, v in {"prompt": r.prompt, "schema": r.schema, "context": r.context}.items() if v is not None}
+            return {"input": {"request": req}}
         if isinstance(r, ToolResult):
             atts = [{"name": a.name or None, "content_type": a.content_type or None, "kind": a.kind,
                      "data": base64.b64encode(a.data).decode()} for a in r.attachments]

@@ -25,6 +25,8 @@ model: FakeModel
 def reply(req: dict, k: int) -> dict:
     msgs = req["messages"]
     last = next((m.get("content") or "" for m in reversed(msgs) if m["role"] == "user"), "")
+    if "refund" in last and k == 0:
+        return {"tool_calls": [{"name": "refund", "arguments": {"order": "A-9"}}]}
     if "lookup" in last and k == 0:
         return {"tool_calls": [{"name": "lookup", "arguments": {"order": "A-17"}}]}
     tool = next((m for m in reversed(msgs) if m["role"] == "tool"), None)
@@ -135,6 +137,33 @@ class WorkerTest(unittest.TestCase):
             tool = next(s for s in client.list_steps(inv.session_id) if s.kind == "tool")
             self.assertEqual((tool.tool_name, tool.metadata.get("worker")), ("lookup", w.worker_id))
             self.assertEqual(len(seen), 1)
+
+    def test_tool_asks_a_human(self) -> None:
+        agent = Agent("sdk-py-tool-ask", model=model.model, model_options=model.model_options)
+        seen = []
+
+        @agent.tool(parameters={"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]})
+        def refund(args, ctx):
+            """Refund an order, once a person agrees."""
+            seen.append(len(ctx.answers))
+            if ctx.answer is None:
+                return AskHuman(f"Refund {args['order']}?", schema={"type": "boolean"})
+            return {"order": args["order"], "refunded": ctx.answer}
+
+        with Serving(agent) as w:
+            inv = client.initiate("sdk-py-tool-ask", "refund please")
+            req = None
+            for step in client.steps(inv, timeout=5):
+                if isinstance(step, HumanInputRequest):
+                    req = step
+                    self.assertEqual(client.get_run(inv.run_id).status, "waiting")
+                    client.provide_human_input(inv, step.request_id, True)
+                last = step
+            self.assertEqual(req.prompt, "Refund A-9?")
+            self.assertEqual(last.value, 'model saw: {"order":"A-9","refunded":true}')
+            self.assertEqual(seen, [0, 1])
+            tool = next(s for s in client.list_steps(inv.session_id) if s.kind == "tool")
+            self.assertEqual(tool.metadata.get("worker"), w.worker_id)
 
     def test_human_input_and_transient_retry(self) -> None:
         agent = Agent("sdk-py-ask", model=model.model, model_options=model.model_options, start_step="confirm",

@@ -32,7 +32,7 @@ export interface AskHuman {
   content?: string;
 }
 
-/** Parks the run on a human-input request; the answer re-invokes the step with ctx.answer set. */
+/** Parks the run on a human-input request; the answer re-invokes the step (or tool) with ctx.answer set. A tool's request has prompt, schema and context only. */
 export declare function askHuman(request: HumanInputSpec, o?: { state?: Record<string, JSONValue>; content?: string }): AskHuman;
 
 export declare class TransientError extends Error {
@@ -62,8 +62,10 @@ export interface TaskContext<S = Record<string, JSONValue>> {
   state: S;
   runInput: string;
   messages?: { role: string; content?: string; [k: string]: unknown }[];
-  /** Set when the step is re-invoked with the answer of its human-input request. */
+  /** Set when the step (or tool call) is re-invoked with the answer of its human-input request. */
   answer?: JSONValue;
+  /** A tool call's answers so far, oldest first (a call may ask several times). */
+  answers: JSONValue[];
   request?: HumanInputSpec;
   requestId?: string;
   toolCallId?: string;

@@ -230,6 +230,7 @@ class TaskRun {
       runInput: input.run_input ?? '',
       messages: input.messages,
       answer: input.answer,
+      answers: input.answers ?? [],
       request: input.request,
       requestId: input.request_id,
       toolCallId: input.tool_call_id,
@@ -348,7 +349,9 @@ class TaskRun {
     if (!t) throw new Error(`this worker has no tool ${this.task.name} of agent ${this.task.agent}`);
     const ctx = this.context();
     const r = await this.drive(t.execute(this.task.input?.arguments ?? {}, ctx));
-    if (r?.[KIND] === 'input') throw new Error('a tool cannot ask for human input (only steps can): use an approval');
+    // The call parks the run; the answer makes the call again with
+    // ctx.answer (and ctx.answers: every answer so far) set.
+    if (r?.[KIND] === 'input') return { input: { request: { prompt: r.request?.prompt, schema: r.request?.schema, context: r.request?.context } } };
     if (r?.[KIND] === 'tool_result') {
       return {
         complete: {

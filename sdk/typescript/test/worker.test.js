@@ -17,6 +17,7 @@ before(async () => {
   model = await fakeModel((req, k) => {
     const last = [...req.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
     if (/lookup/.test(last) && k === 0) return { toolCalls: [{ name: 'lookup', arguments: { order: 'A-17' } }] };
+    if (/refund/.test(last) && k === 0) return { toolCalls: [{ name: 'refund', arguments: { order: 'A-9' } }] };
     if (/bad-output/.test(last) && k === 0) return { toolCalls: [{ name: 'lookup', arguments: { order: 'BAD' } }] };
     const tool = [...req.messages].reverse().find((m) => m.role === 'tool');
     return { text: tool ? `model saw: ${tool.content}` : `model answers: ${last}` };
@@ -143,6 +144,53 @@ test('a tool served by the worker is called by the model; a bad output is refuse
     const t2 = (await client.listSteps(inv2.session_id)).find((s) => s.kind === 'tool');
     assert.ok(t2.error, 'the refused output is a tool error');
     assert.match(r2.last.value, /model saw: .*invalid result/i);
+  } finally {
+    await w.stop();
+    await done;
+  }
+});
+
+test('a tool asks a human; the answer calls it again with ctx.answer', async () => {
+  const seen = [];
+  const agent = defineAgent({
+    name: 'sdk-ts-tool-ask',
+    model: model.model,
+    modelOptions: model.modelOptions,
+    tools: [
+      tool({
+        name: 'refund',
+        description: 'Refund an order, once a person agrees',
+        parameters: { type: 'object', properties: { order: { type: 'string' } }, required: ['order'] },
+        execute({ order }, ctx) {
+          seen.push(ctx.answers.length);
+          if (ctx.answer === undefined) return askHuman({ prompt: `Refund ${order}?`, schema: { type: 'boolean' }, context: { order } });
+          return { order, refunded: ctx.answer };
+        },
+      }),
+    ],
+  });
+  const { w, done } = serve(agent);
+  try {
+    await w.register();
+    const inv = await client.initiate('sdk-ts-tool-ask', 'refund please');
+    let req;
+    for (;;) {
+      const s = await client.nextStep(inv, { timeoutMs: 5000 });
+      if (s.type === 'human_input_request') {
+        req = s;
+        break;
+      }
+      assert.equal(s.type, 'continuation');
+    }
+    assert.equal(req.prompt, 'Refund A-9?');
+    assert.equal((await client.getRun(inv.run_id)).status, 'waiting');
+    await client.provideHumanInput(inv, req.request_id, true);
+    const r = await finish(inv);
+    assert.equal(r.last.type, 'result');
+    assert.equal(r.last.value, 'model saw: {"order":"A-9","refunded":true}');
+    assert.deepEqual(seen, [0, 1]);
+    const t = (await client.listSteps(inv.session_id)).find((s) => s.kind === 'tool');
+    assert.equal(t.metadata.worker, w.workerId);
   } finally {
     await w.stop();
     await done;
