@@ -103,7 +103,9 @@ func TestServeSIGTERMWhileDatabasePaused(t *testing.T) {
 	}
 	took := termWithin(t, cmd, done, &log)
 	t.Logf("serve exited %v after SIGTERM with its database paused; its log:\n%s", took.Round(time.Millisecond), log.String())
-	if !strings.Contains(log.String(), "abandoned") {
+	// It names what it gave up: the connections the pool's close left
+	// behind, or the step events an observer could not deliver.
+	if l := log.String(); !strings.Contains(l, "abandoned") && !strings.Contains(l, "dropped=") {
 		t.Fatalf("serve's log does not say what it abandoned:\n%s", log.String())
 	}
 }

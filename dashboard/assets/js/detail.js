@@ -71,7 +71,7 @@ export function renderDetail(el, sessionID, s, { onChanged, runActive = () => tr
     ['cached tokens', m.cached_tokens ? fmtInt(m.cached_tokens) : undefined], ['reasoning tokens', m.reasoning_tokens ? fmtInt(m.reasoning_tokens) : undefined],
     ['cost', m.cost ? fmtCost(m.cost) : undefined], ['model', m.model], ['provider', m.provider], ['attempt', m.attempt],
     ['CPU time', m.cpu_time_ns ? fmtCPU(m.cpu_time_ns / 1e6) : undefined],
-    ['allocated', m.alloc_bytes ? `${fmtBytes(m.alloc_bytes)} in ${fmtInt(m.alloc_objects || 0)} objects` : undefined],
+    ['allocated', m.alloc_bytes ? `${fmtBytes(m.alloc_bytes)} in ${fmtInt(m.alloc_objects || 0)} objects` : (m.cpu_time_ns ? 'none counted (the runtime counts heap allocation in batches)' : undefined)],
     ['overlapping steps', m.cpu_time_ns || m.alloc_bytes ? `${fmtInt(m.overlapping_steps || 0)}${m.overlapping_steps ? ' (CPU and allocation shared with them)' : ''}` : undefined],
     ['started', m.started_at ? fmtTime(m.started_at) : undefined], ['finished', m.finished_at ? fmtTime(m.finished_at) : undefined],
     ['committed', fmtTime(s.created_at)], ['replay', s.replay], ['fingerprint', s.fingerprint],
