@@ -20,14 +20,7 @@ import (
 // and no writer goroutine. It returns the mean time per transaction. The
 // database must not be open in a Store: the rows it adds stay in the file.
 func Floor(ctx context.Context, path, synchronous string, n int) (time.Duration, error) {
-	cfg := Config{Path: path, Synchronous: synchronous}.WithDefaults()
-	if err := cfg.validate(); err != nil {
-		return 0, err
-	}
-	if n <= 0 {
-		return 0, fmt.Errorf("%w: sqlite: floor needs n > 0", store.ErrInvalid)
-	}
-	abs, err := filepath.Abs(path)
+	cfg, abs, err := floorConfig(path, synchronous, n)
 	if err != nil {
 		return 0, err
 	}
@@ -92,4 +85,18 @@ func Floor(ctx context.Context, path, synchronous string, n int) (time.Duration,
 		}
 	}
 	return time.Since(start) / time.Duration(n), nil
+}
+
+// floorConfig is the store configuration and absolute path a floor
+// measurement of n transactions uses, checked as Open checks them.
+func floorConfig(path, synchronous string, n int) (Config, string, error) {
+	cfg := Config{Path: path, Synchronous: synchronous}.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return cfg, "", err
+	}
+	if n <= 0 {
+		return cfg, "", fmt.Errorf("%w: sqlite: floor needs n > 0", store.ErrInvalid)
+	}
+	abs, err := filepath.Abs(path)
+	return cfg, abs, err
 }

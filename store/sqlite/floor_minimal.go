@@ -5,10 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
-
-	"github.com/stepwise-run/stepwise/store"
 )
 
 // floorMinimalDDL is the minimal schema of the reference floor
@@ -41,14 +38,7 @@ var floorMinimalDDL = []string{
 // the product's schema; the two ratios say what the engine costs over the
 // database and what the schema costs over the rows themselves.
 func FloorMinimal(ctx context.Context, path, synchronous string, n int) (time.Duration, error) {
-	cfg := Config{Path: path, Synchronous: synchronous}.WithDefaults()
-	if err := cfg.validate(); err != nil {
-		return 0, err
-	}
-	if n <= 0 {
-		return 0, fmt.Errorf("%w: sqlite: floor needs n > 0", store.ErrInvalid)
-	}
-	abs, err := filepath.Abs(path)
+	cfg, abs, err := floorConfig(path, synchronous, n)
 	if err != nil {
 		return 0, err
 	}
