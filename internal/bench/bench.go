@@ -86,6 +86,11 @@ type Result struct {
 	// StepAppend calls during the run, and the calls they committed.
 	Commits int64 `json:"commits,omitempty"`
 	Appends int64 `json:"appends,omitempty"`
+	// ServerCPUPerStepUS, for a store whose server runs on this host and
+	// reports its CPU time (ServerCPUReporter): the server's CPU time
+	// (all its processes, user + system) per step during the run, set-up
+	// and tear-down left out.
+	ServerCPUPerStepUS float64 `json:"server_cpu_per_step_us,omitempty"`
 	// GCPercent is the garbage collector's target (GOGC) the run had:
 	// garbage collection is a large part of CPUPerStepUS.
 	GCPercent int `json:"gc_percent"`
@@ -96,6 +101,12 @@ type Result struct {
 type GroupCommitter interface {
 	store.Store
 	GroupCommitStats() (commits, appends int64)
+}
+
+// ServerCPUReporter is a store that can read the CPU time its server has
+// used so far (PostgreSQL on the same host); ok is false when it cannot.
+type ServerCPUReporter interface {
+	ServerCPU() (cpu time.Duration, ok bool)
 }
 
 // open opens the store, returning it as a GroupCommitter too when it was
@@ -178,6 +189,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if gc != nil {
 		commits0, appends0 = gc.GroupCommitStats()
 	}
+	srv, _ := st.(ServerCPUReporter)
+	var srv0 time.Duration
+	srvOK := srv != nil
+	if srvOK {
+		srv0, srvOK = srv.ServerCPU()
+	}
 	cpu0 := cpuTime()
 	start := time.Now()
 	for i, r := range runs {
@@ -204,6 +221,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu := cpuTime() - cpu0
+	var srvCPU time.Duration
+	if srvOK {
+		var srv1 time.Duration
+		srv1, srvOK = srv.ServerCPU()
+		srvCPU = srv1 - srv0
+	}
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
 	for _, err := range errs {
@@ -225,6 +248,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		res.LastDecileUS = float64(ts[n].Sub(ts[n-d]).Microseconds()) / float64(d)
 	}
 	res.CPUPerStepUS = float64(cpu.Nanoseconds()) / 1e3 / float64(total)
+	if srvOK {
+		res.ServerCPUPerStepUS = float64(srvCPU.Nanoseconds()) / 1e3 / float64(total)
+	}
 	res.AllocsPerStep = float64(m1.Mallocs-m0.Mallocs) / float64(total)
 	res.BytesPerStep = float64(m1.TotalAlloc-m0.TotalAlloc) / float64(total)
 	res.PeakRSSMB = peakRSSMB()

@@ -153,8 +153,12 @@ default 400; GOGC in the environment wins), and prints it.`,
 				fmt.Fprintf(e.stdout, "%-7s runs=%d steps=%d  per-step %.1f µs  first-decile %.1f µs  last-decile %.1f µs  %.0f steps/s  %.0f allocs/step  %.1f KB/step  peak RSS %.1f MB  GC percent %d\n",
 					r.Store, r.Runs, r.Steps, r.PerStepUS, r.FirstDecileUS, r.LastDecileUS, r.StepsPerS, r.AllocsPerStep, r.BytesPerStep/1024, r.PeakRSSMB, r.GCPercent)
 				if r.Commits > 0 {
-					fmt.Fprintf(e.stdout, "%-7s group commit: %d appends in %d transactions (%.1f per commit)  CPU per step %.1f µs (this process)\n",
+					fmt.Fprintf(e.stdout, "%-7s group commit: %d appends in %d transactions (%.1f per commit)  CPU per step %.1f µs (this process)",
 						r.Store, r.Appends, r.Commits, float64(r.Appends)/float64(r.Commits), r.CPUPerStepUS)
+					if r.ServerCPUPerStepUS > 0 {
+						fmt.Fprintf(e.stdout, ", %.1f µs (the server, all its processes)", r.ServerCPUPerStepUS)
+					}
+					fmt.Fprintln(e.stdout)
 				}
 				if r.FloorUS > 0 {
 					fmt.Fprintf(e.stdout, "%-7s floor (raw transaction: 1 INSERT + run and session UPDATEs, same file and synchronous=%s) %.1f µs  engine/floor %.2f×  CPU per step %.1f µs vs floor %.1f µs: %.2f×\n",

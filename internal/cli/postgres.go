@@ -38,13 +38,37 @@ func openBenchPostgres(ctx context.Context, dsn string) (bench.GroupCommitter, e
 	if err != nil {
 		return nil, err
 	}
-	return &tempSchema{Store: st, dsn: dsn, schema: schema}, nil
+	t := &tempSchema{Store: st, dsn: dsn, schema: schema}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	defer conn.Close(ctx)
+	var backend int
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	t.postmaster, t.local = postmasterOf(backend)
+	return t, nil
 }
 
 // tempSchema is a store whose schema is dropped when it closes.
 type tempSchema struct {
 	*postgres.Store
 	dsn, schema string
+	// postmaster is the server's process when it runs on this host
+	// (local): the bench then reports the server's CPU per step.
+	postmaster int
+	local      bool
+}
+
+// ServerCPU implements bench.ServerCPUReporter: the CPU time of the
+// server's processes so far, when the server runs on this host.
+func (t *tempSchema) ServerCPU() (time.Duration, bool) {
+	if !t.local {
+		return 0, false
+	}
+	return serverCPU(t.postmaster), true
 }
 
 func (t *tempSchema) Close() error {
