@@ -120,6 +120,12 @@ func (s *Store) StepImport(ctx context.Context, p *store.StepImportParams) error
 		if err != nil {
 			return struct{}{}, err
 		}
+		// The totals of the steps inserted (migration 00120).
+		if len(inserted) > 0 {
+			if _, err := tx.Exec(ctx, `SELECT steps_inserted($1)`, inserted); err != nil {
+				return struct{}{}, err
+			}
+		}
 		var c changes
 		last := map[string]int64{}
 		for _, is := range steps {

@@ -92,9 +92,12 @@ const (
 	// sequential scans off and generic plans, the plan_cache_mode it
 	// replaces kept in stepwise.plan_cache_mode for lockClockSQL (the
 	// nested call is the argument, so it runs first).
+	// It also takes the metric hours' shared lock (migration 00080)
+	// before the group's insert deletes the hours of its steps
+	// (stepGroupInsertSQL).
 	lockSettingsSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan',
 		set_config('stepwise.plan_cache_mode', current_setting('plan_cache_mode'), true) IS NOT NULL),
-		set_config('enable_seqscan', 'off', true)`
+		set_config('enable_seqscan', 'off', true), pg_advisory_xact_lock_shared(730510, hashtext(current_schema()))`
 	// lockClockSQL reads the database clock and gives plan_cache_mode back
 	// the value lockSettingsSQL replaced, so the writes plan as every other
 	// statement does (the clock and SET LOCAL … TO DEFAULT were two

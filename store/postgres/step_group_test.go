@@ -126,9 +126,10 @@ func TestGroupWritesOneStatement(t *testing.T) {
 		n                 int
 		one, sess, runs   string
 		runUpdatedAtIndex int
+		fold              string
 	}{
-		{30, groupWritesSQL, sessionTotalsManySQL, runUpdateManySQL, 10},
-		{1, loneWritesSQL, sessionTotalsSQL, runUpdateSQL, 9},
+		{30, groupWritesSQL, sessionTotalsManySQL, runUpdateManySQL, 10, statsFoldManySQL},
+		{1, loneWritesSQL, sessionTotalsSQL, runUpdateSQL, 9, statsFoldSQL},
 	} {
 		n := tc.n
 		now := time.Now()
@@ -136,7 +137,9 @@ func TestGroupWritesOneStatement(t *testing.T) {
 		writes := func(channel string) (*pgx.Batch, []string) {
 			g := appliedGroup(t, reqs, sessions, runs, now)
 			b := g.writes(channel)
-			// deep copies: the columns go back with the state
+			// deep copies: the columns go back with the state; the fold of
+			// the rollups every rollupFoldEvery groups left out
+			b.QueuedQueries = slices.DeleteFunc(b.QueuedQueries, func(q *pgx.QueuedQuery) bool { return q.SQL == rollupFoldSQL })
 			for _, q := range b.QueuedQueries {
 				q.Arguments = deepArgs(q.Arguments)
 			}
@@ -146,17 +149,18 @@ func TestGroupWritesOneStatement(t *testing.T) {
 		}
 		one, payloads := writes("events")
 		apart, _ := writes("")
-		if len(one.QueuedQueries) != 2 || one.QueuedQueries[0].SQL != stepInsertSQL || one.QueuedQueries[1].SQL != tc.one {
+		if len(one.QueuedQueries) != 3 || one.QueuedQueries[0].SQL != stepGroupInsertSQL || one.QueuedQueries[1].SQL != tc.fold ||
+			one.QueuedQueries[2].SQL != tc.one {
 			for _, q := range one.QueuedQueries {
 				t.Log(q.SQL)
 			}
-			t.Fatalf("a group of %d appends wrote with %d statements, want the insert and\n%s", n, len(one.QueuedQueries), tc.one)
+			t.Fatalf("a group of %d appends wrote with %d statements, want the insert, the totals' fold and\n%s", n, len(one.QueuedQueries), tc.one)
 		}
-		if len(apart.QueuedQueries) != 3 || apart.QueuedQueries[1].SQL != tc.sess || apart.QueuedQueries[2].SQL != tc.runs {
-			t.Fatalf("%d appends without a channel: %d statements, want the insert and the sessions' and runs' updates", n, len(apart.QueuedQueries))
+		if len(apart.QueuedQueries) != 4 || apart.QueuedQueries[2].SQL != tc.sess || apart.QueuedQueries[3].SQL != tc.runs {
+			t.Fatalf("%d appends without a channel: %d statements, want the insert, the fold and the sessions' and runs' updates", n, len(apart.QueuedQueries))
 		}
-		want := append(append(slices.Clone(apart.QueuedQueries[1].Arguments), apart.QueuedQueries[2].Arguments...), "events", payloads)
-		got := one.QueuedQueries[1].Arguments
+		want := append(append(slices.Clone(apart.QueuedQueries[2].Arguments), apart.QueuedQueries[3].Arguments...), "events", payloads)
+		got := one.QueuedQueries[2].Arguments
 		if len(got) != len(want) || len(want) != 20 || len(payloads) != n {
 			t.Fatalf("%d appends: %d parameters, want %d (20); %d payloads, want %d", n, len(got), len(want), len(payloads), n)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,6 +30,44 @@ const (
 	notifyManySQL   = `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`
 	closeWaitingSQL = `UPDATE steps SET status = $1, body = $2 WHERE id = $3 AND status = 'waiting'`
 )
+
+// stepGroupInsertSQL is stepInsertSQL with what an insert of steps keeps
+// besides its rows (migration 00120, which dropped the insert trigger):
+// the metric hours of the steps deleted (metric_hours_touch, migration
+// 00080; the shared lock is lockSettingsSQL's) and the steps' minute
+// rollup deltas appended (one row per minute, session and run, migration
+// 00101), read from the insert's own parameters. The three tables are
+// distinct, so the sub-statements' order does not matter.
+const stepGroupInsertSQL = `WITH i AS (` + stepInsertSQL + `),
+	h AS (DELETE FROM metric_hours WHERE hour = ANY (ARRAY(SELECT DISTINCT c - c % 3600000000000 FROM unnest($8::bigint[]) AS c)))
+	INSERT INTO step_rollups_pending
+	SELECT created - created % 60000000000, sid, run, count(*), count(*) FILTER (WHERE kind = 'error' OR status = 'failed'),
+		sum(it), sum(ot), sum(cost)
+	FROM unnest($8::bigint[], $2::text[], $4::text[], $5::text[], $6::text[], $12::bigint[], $13::bigint[], $15::float8[])
+		AS p(created, sid, run, kind, status, it, ot, cost)
+	GROUP BY 1, 2, 3`
+
+// The session totals' fold (migration 00100) of the group's sessions whose
+// steps above the watermark reach 256 with the group's: one session
+// ($1 id, $2 its new last sequence) or many (arrays). It runs after the
+// insert, whose steps it reads. A group's steps are above every
+// watermark (a session's watermark is at most its last sequence), so the
+// trigger's other case, steps inserted at or below it, is the import's
+// alone (steps_inserted).
+const (
+	statsFoldSQL     = `SELECT steps_stats_fold(id, stats_through) FROM sessions WHERE id = $1 AND $2::bigint - stats_through >= 256`
+	statsFoldManySQL = `SELECT steps_stats_fold(se.id, se.stats_through)
+	FROM unnest($1::text[], $2::bigint[]) AS n(id, hi) JOIN sessions se ON se.id = n.id WHERE n.hi - se.stats_through >= 256`
+)
+
+// rollupFoldEvery is how many groups that insert steps append rollup
+// deltas between two folds (step_rollups_fold, migration 00101), counted
+// per process by rollupGroups.
+const rollupFoldEvery = 64
+
+const rollupFoldSQL = `SELECT step_rollups_fold()`
+
+var rollupGroups atomic.Uint64
 
 // groupWritesSQL is sessionTotalsManySQL, runUpdateManySQL and
 // notifyManySQL in one statement (writesSQL): a group's writes of many
@@ -122,7 +161,17 @@ func (g *groupState) writes(channel string) *pgx.Batch {
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, 4+len(g.closes))} // grown once
 	c := &g.cols
 	if len(c.ids) > 0 {
-		b.Queue(stepInsertSQL, c.args()...)
+		b.Queue(stepGroupInsertSQL, c.args()...)
+		if len(g.sessOrder) == 1 {
+			s := g.sessions[g.sessOrder[0]]
+			b.Queue(statsFoldSQL, s.ID, s.LastSequence)
+		} else if len(g.sessOrder) > 1 {
+			sc := g.sessionArgs()
+			b.Queue(statsFoldManySQL, sc[0], sc[1])
+		}
+		if rollupGroups.Add(1)%rollupFoldEvery == 0 {
+			b.Queue(rollupFoldSQL)
+		}
 	}
 	if len(g.closes) == 0 && channel != "" && len(g.payloads) > 0 {
 		// The usual group, of many runs or of one: its sessions, runs and
@@ -186,6 +235,10 @@ func (g *groupState) appendRunArgs(argv []any) []any {
 // group's sessions.
 func (g *groupState) sessionArgs() []any {
 	c := &g.sessCols
+	if len(c.ids) > 0 {
+		// Made already, for the fold of the totals (writes).
+		return c.argv[:]
+	}
 	for _, id := range g.sessOrder {
 		s := g.sessions[id]
 		c.ids, c.seqs, c.in, c.out = append(c.ids, s.ID), append(c.seqs, s.LastSequence), append(c.in, s.InputTokens), append(c.out, s.OutputTokens)

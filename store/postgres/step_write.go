@@ -16,7 +16,8 @@ import (
 // violates the primary key, which aborts the transaction before its
 // pipelined COMMIT; the append then runs again and returns the stored row.
 // The role and usage columns (migration 00075) are what the body says,
-// filled from the step here so the rollup and totals triggers read them
+// filled from the step here so the statements that keep the rollups and
+// totals (stepGroupInsertSQL, steps_inserted) read them
 // without parsing the body; an empty role and zeros are stored as NULL.
 const stepInsertSQL = `INSERT INTO steps (id, session_id, sequence, run_id, kind, status, hop, created_at, body, expires_at,
 		role, input_tokens, output_tokens, cached_tokens, cost)

@@ -14,76 +14,108 @@ import (
 	"github.com/stepwise-run/stepwise/store/postgres"
 )
 
-// An INSERT into steps keeps the session totals, the minute rollups and
-// the metric hours with one PL/pgSQL call per statement (migration 00090),
-// whatever the number of rows: three trigger functions and the hour
-// invalidation's own function before, four calls.
-func TestStepInsertOneTriggerCall(t *testing.T) {
+// An INSERT of steps keeps the metric hours, the minute rollups and the
+// session totals with no trigger (migration 00120): the group commit's
+// statements (stepGroupInsertSQL) and the import's steps_inserted do the
+// work, and both invalidate exactly the hours of their steps, append the
+// rollup deltas of their steps and leave the totals to the fold.
+func TestStepInsertKeepsTotalsWithoutTrigger(t *testing.T) {
 	schema := freshSchema(t)
 	st := open(t, postgres.Config{Schema: schema})
 	ctx := t.Context()
-	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s1"}); err != nil {
-		t.Fatal(err)
-	}
 	conn := schemaConn(t, schema)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
+	var triggers int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'steps'::regclass AND NOT tgisinternal
+		AND tgtype & 4 <> 0`).Scan(&triggers); err != nil || triggers != 0 {
+		t.Fatalf("%d INSERT triggers on steps (%v), want none", triggers, err)
 	}
-	defer tx.Rollback(ctx)
-	const hour = int64(3600e9) * 500000
-	for _, q := range []string{
-		`SET LOCAL track_functions = 'pl'`,
-		// A folded hour the insert must invalidate, and one it must keep.
-		`INSERT INTO metric_hours VALUES ($1::bigint, '', 1, 0, 0, 0, 0, 0, 0, '', 0, 0), ($1::bigint + 3600000000000, '', 1, 0, 0, 0, 0, 0, 0, '', 0, 0)`,
-		`INSERT INTO steps (id, session_id, sequence, run_id, kind, status, created_at, body, role, input_tokens, cost)
-		 VALUES ('a', 's1', 1, 'r', 'llm', 'completed', $1::bigint + 1, '{}', 'assistant', 10, 0.5),
-			('b', 's1', 2, 'r', 'tool', 'completed', $1 + 2, '{}', 'tool', NULL, NULL),
-			('c', 's1', 3, 'r', 'llm', 'failed', $1 + 60000000000, '{}', 'assistant', 5, 0.25)`,
-	} {
-		args := []any{hour}
-		if q[0] == 'S' {
-			args = nil
-		}
-		if _, err := tx.Exec(ctx, q, args...); err != nil {
+	for _, id := range []string{"s1", "s2"} {
+		if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var calls int64
-	if err := tx.QueryRow(ctx, `SELECT COALESCE(sum(pg_stat_get_xact_function_calls(p.oid)), 0) FROM pg_proc p
-		JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1`, schema).Scan(&calls); err != nil {
+	// Folded hours: those of the steps must go, the others stay.
+	folded := func(hours ...int64) {
+		t.Helper()
+		for _, h := range hours {
+			if _, err := conn.Exec(ctx, `INSERT INTO metric_hours VALUES ($1::bigint, '', 1, 0, 0, 0, 0, 0, 0, '', 0, 0)
+				ON CONFLICT DO NOTHING`, h); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	left := func(what string, want ...int64) {
+		t.Helper()
+		rows, _ := conn.Query(ctx, `SELECT hour FROM metric_hours ORDER BY hour`)
+		hours, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(hours) != fmt.Sprint(want) {
+			t.Errorf("%s: metric hours left %v, want %v", what, hours, want)
+		}
+	}
+	pending := func(what, sid string, base int64, want string) {
+		t.Helper()
+		var got string
+		if err := conn.QueryRow(ctx, `SELECT COALESCE(string_agg(concat_ws(' ', minute - $1, run_id, steps, errors, input_tokens, output_tokens, cost),
+			', ' ORDER BY minute, run_id), '') FROM step_rollups_pending WHERE session_id = $2`, base, sid).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: rollup deltas %q, want %q", what, got, want)
+		}
+	}
+	steps := func(sid string, at time.Time) []*steptype.Step {
+		return []*steptype.Step{
+			{ID: sid + "-a", SessionID: sid, Sequence: 1, Kind: steptype.KindLLM, Status: steptype.StepCompleted, Role: "assistant",
+				Content: "x", CreatedAt: at.Add(time.Nanosecond), Metrics: steptype.Metrics{InputTokens: 10, OutputTokens: 2, Cost: 0.5}},
+			{ID: sid + "-b", SessionID: sid, Sequence: 2, Kind: steptype.KindTool, Status: steptype.StepCompleted, Role: "tool",
+				Content: "x", CreatedAt: at.Add(2 * time.Nanosecond)},
+			{ID: sid + "-c", SessionID: sid, Sequence: 3, Kind: steptype.KindLLM, Status: steptype.StepFailed, Role: "assistant",
+				Content: "x", CreatedAt: at.Add(time.Minute), Metrics: steptype.Metrics{InputTokens: 5, Cost: 0.25}},
+		}
+	}
+
+	// The import: steps of a past hour.
+	const hour = int64(3600e9) * 480000
+	folded(hour, hour+3600e9)
+	if err := st.StepImport(ctx, &store.StepImportParams{Steps: steps("s1", time.Unix(0, hour))}); err != nil {
 		t.Fatal(err)
 	}
-	if calls != 1 {
-		t.Errorf("one INSERT of 3 steps made %d PL/pgSQL calls, want 1", calls)
-	}
-	var hours []int64
-	rows, _ := tx.Query(ctx, `SELECT hour FROM metric_hours ORDER BY hour`)
-	if hours, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+	left("after an import", hour+3600e9)
+	pending("the import", "s1", hour, "0  2 0 10 2 0.5, 60000000000  1 1 5 0 0.25")
+
+	// A group commit: its steps take the clock's time.
+	now := time.Now().UnixNano()
+	cur := now - now%3600e9
+	folded(cur, cur+3600e9, cur+2*3600e9)
+	out, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: steps("s2", time.Time{})})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hours) != 1 || hours[0] != hour+3600e9 {
-		t.Errorf("metric hours left %v, want only the next hour %d", hours, hour+3600e9)
+	first, last := nanosOf(out[0].CreatedAt), nanosOf(out[2].CreatedAt)
+	var want []int64
+	for _, h := range []int64{hour + 3600e9, cur, cur + 3600e9, cur + 2*3600e9} {
+		if h != first-first%3600e9 && h != last-last%3600e9 {
+			want = append(want, h)
+		}
 	}
-	var stats, rollups string
-	if err := tx.QueryRow(ctx, `SELECT COALESCE(string_agg(concat_ws(' ', kind, role, steps, input_tokens, cost), ', ' ORDER BY kind), '')
-		FROM session_step_stats WHERE session_id = 's1'`).Scan(&stats); err != nil {
+	left("after an append", want...)
+	var rows, stepsIn int64
+	if err := conn.QueryRow(ctx, `SELECT count(*), COALESCE(sum(steps), 0)::bigint FROM step_rollups_pending WHERE session_id = 's2'`).Scan(&rows, &stepsIn); err != nil {
 		t.Fatal(err)
 	}
-	// Three steps above the watermark: not folded (migration 00100); the
-	// reader adds them.
-	if stats != "" {
-		t.Errorf("session_step_stats %q, want no row before a fold", stats)
+	if stepsIn != 3 || rows < 1 || rows > 3 {
+		t.Errorf("the append: %d rollup delta rows of %d steps, want 3 steps", rows, stepsIn)
 	}
-	// The rollups' deltas appended, not yet folded (migration 00101).
-	if err := tx.QueryRow(ctx, `SELECT string_agg(concat_ws(' ', minute - $1, steps, errors, input_tokens, cost), ', ' ORDER BY minute)
-		FROM step_rollups_pending WHERE session_id = 's1'`, hour).Scan(&rollups); err != nil {
-		t.Fatal(err)
-	}
-	if want := "0 2 0 10 0.5, 60000000000 1 1 5 0.25"; rollups != want {
-		t.Errorf("step_rollups %q, want %q", rollups, want)
+	var stats int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM session_step_stats`).Scan(&stats); err != nil || stats != 0 {
+		t.Errorf("%d session_step_stats rows before a fold (%v), want none: the reader adds the tail", stats, err)
 	}
 }
+
+func nanosOf(t time.Time) int64 { return t.UnixNano() }
 
 // A session's totals are folded 256 steps at a time (migration 00100):
 // session_step_stats holds exactly its steps up to stats_through, and a
