@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -103,8 +104,20 @@ func (s *Store) StepImport(ctx context.Context, p *store.StepImportParams) error
 		// The sessions' row locks, as every writer of a session's steps
 		// holds them (in id order): the fold of its totals (migration
 		// 00100) reads the steps above its watermark under that lock.
-		if _, err := tx.Exec(ctx, `SELECT FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, c.sessions); err != nil {
+		// They are also the check that the sessions exist (migration
+		// 00125 dropped the steps' foreign key).
+		locked, err := tx.Query(ctx, `SELECT id FROM sessions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, c.sessions)
+		if err != nil {
 			return struct{}{}, err
+		}
+		found, err := pgx.CollectRows(locked, pgx.RowTo[string])
+		if err != nil {
+			return struct{}{}, err
+		}
+		for _, sid := range c.sessions {
+			if _, ok := slices.BinarySearch(found, sid); !ok {
+				return struct{}{}, rules.NotFound("session", sid)
+			}
 		}
 		rows, err := tx.Query(ctx, stepInsertSQL+` ON CONFLICT (id) DO NOTHING RETURNING id`, c.args()...)
 		if err != nil {
@@ -112,8 +125,6 @@ func (s *Store) StepImport(ctx context.Context, p *store.StepImportParams) error
 		}
 		inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		switch pgCode(err) {
-		case codeForeignKeyViolation:
-			return struct{}{}, rules.NotFound("session", c.sessions[0])
 		case codeUniqueViolation:
 			return struct{}{}, rules.Conflict("a session holds another step at a sequence being imported")
 		}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -279,5 +280,59 @@ func TestStepRollupsEqualRecount(t *testing.T) {
 	recount("after a fold")
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM step_rollups_pending`).Scan(&pending); err != nil || pending != 0 {
 		t.Errorf("%d deltas left after a fold (%v)", pending, err)
+	}
+}
+
+// With no foreign key from steps to sessions (migration 00125), the
+// writers refuse a missing session themselves and a session's delete
+// still deletes its steps, their rollups and their deltas.
+func TestStepsWithoutSessionForeignKey(t *testing.T) {
+	schema := freshSchema(t)
+	st := open(t, postgres.Config{Schema: schema})
+	ctx := t.Context()
+	conn := schemaConn(t, schema)
+	orphan := &steptype.Step{ID: "o-1", SessionID: "nope", Sequence: 1, Kind: steptype.KindUser, Status: steptype.StepCompleted,
+		Content: "x", CreatedAt: time.Unix(1700000000, 0)}
+	if err := st.StepImport(ctx, &store.StepImportParams{Steps: []*steptype.Step{orphan}}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("StepImport into a missing session: %v, want not found", err)
+	}
+	if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{{ID: "o-2", SessionID: "nope",
+		Kind: steptype.KindUser, Status: steptype.StepCompleted, Content: "x"}}}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("StepAppend to a missing session: %v, want not found", err)
+	}
+	count := func(q string) int64 {
+		t.Helper()
+		var n int64
+		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM steps`); n != 0 {
+		t.Fatalf("%d steps written for a missing session", n)
+	}
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 { // past a fold of the totals
+		if _, err := st.StepAppend(ctx, &store.StepAppendParams{Steps: []*steptype.Step{{ID: fmt.Sprintf("s-%d", i), SessionID: "s",
+			Kind: steptype.KindLLM, Status: steptype.StepCompleted, Content: "x"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `SELECT step_rollups_fold()`); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := count(`SELECT count(*) FROM step_rollups`), count(`SELECT count(*) FROM session_step_stats`); n == 0 || m == 0 {
+		t.Fatalf("before the delete: %d rollup rows, %d totals rows; want both folded", n, m)
+	}
+	if err := st.SessionDelete(ctx, &store.SessionDeleteParams{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`SELECT count(*) FROM steps`, `SELECT count(*) FROM step_rollups`, `SELECT count(*) FROM step_rollups_pending`,
+		`SELECT count(*) FROM session_step_stats`} {
+		if n := count(q); n != 0 {
+			t.Errorf("%s after the session's delete: %d", q, n)
+		}
 	}
 }
