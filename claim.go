@@ -3,6 +3,7 @@ package stepwise
 import (
 	"context"
 	"fmt"
+	"github.com/stepwise-run/stepwise/internal/runexec"
 	"time"
 
 	"github.com/stepwise-run/stepwise/internal/executor"
@@ -28,8 +29,8 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 	}
 	x := e.newExecution(ctx, a, run, parent)
 	if err := x.load(ctx); err != nil {
-		x.abandon()
-		x.handBack() // claimed but never started
+		x.Abandon()
+		x.HandBack() // claimed but never started
 		e.exec.Leases.Drop(runID)
 		return nil, err
 	}
@@ -39,12 +40,12 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 		// The background executor registered it meanwhile (it claimed the
 		// run first and owns the execution).
 		e.mu.Unlock()
-		x.abandon() // not ours to hand back: the other execution owns it
+		x.Abandon() // not ours to hand back: the other execution owns it
 		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
 	}
 	e.active[runID] = x
 	e.mu.Unlock()
-	x.topic = e.broker.Acquire(run.SessionID, x.lastSeq)
+	x.Topic = e.broker.Acquire(run.SessionID, x.LastSeq)
 	e.exec.StartHeartbeat()
 	return x, nil
 }
@@ -132,45 +133,38 @@ func (e *Engine) takeoverTime(r *Run) time.Time {
 // a child's derives from its parent's; a top-level one's is cancelled
 // with a cause of its own when ctx is, and bounded by the run timeout.
 func (e *Engine) newExecution(ctx context.Context, a *Agent, run *Run, parent *execution) *execution {
-	x := &execution{e: e, agent: a, run: run, parent: parent}
+	x := e.newExec(a, run)
+	x.parent = parent
 	if parent != nil {
-		x.ctx, x.cancel = context.WithCancelCause(parent.ctx)
-		x.sink = parent.sink
+		x.Ctx, x.Cancel = context.WithCancelCause(parent.Ctx)
+		x.Sink = parent.Sink
 	} else {
 		// The consumer's cancellation reaches the execution with a cause of
 		// its own, so that it hands the run back instead of failing a step.
-		x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-		x.unwatch = context.AfterFunc(ctx, func() { x.cancel(&goneError{cause: context.Cause(ctx)}) })
+		x.Ctx, x.Cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		x.Unwatch = context.AfterFunc(ctx, func() { x.Cancel(&runexec.GoneError{Cause: context.Cause(ctx)}) })
 	}
 	if t := a.Limits.RunTimeout; t > 0 && parent == nil {
 		var cancel context.CancelFunc
-		x.ctx, cancel = context.WithTimeoutCause(x.ctx, t, ErrRunTimeout)
-		_ = cancel // released with x.cancel
+		x.Ctx, cancel = context.WithTimeoutCause(x.Ctx, t, ErrRunTimeout)
+		_ = cancel // released with x.Cancel
 	}
 	return x
 }
 
-// abandon releases the contexts of an execution that never started.
-func (x *execution) abandon() {
-	x.cancel(nil)
-	if x.unwatch != nil {
-		x.unwatch()
-	}
-}
-
 // release ends an execution's hold on its run.
 func (x *execution) release() {
-	x.abandon()
+	x.Abandon()
 	x.e.mu.Lock()
-	if x.e.active[x.run.ID] == x {
-		delete(x.e.active, x.run.ID)
-		x.e.exec.Leases.Drop(x.run.ID)
+	if x.e.active[x.Run.ID] == x {
+		delete(x.e.active, x.Run.ID)
+		x.e.exec.Leases.Drop(x.Run.ID)
 	}
 	x.e.mu.Unlock()
 	if x.done != nil {
 		close(x.done)
 	}
-	x.e.broker.Release(x.run.SessionID)
+	x.e.broker.Release(x.Run.SessionID)
 }
 
 // executeClaimed executes a run the background executor has claimed.
@@ -184,10 +178,10 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 		e.exec.Leases.Drop(r.ID)
 		return
 	}
-	x := &execution{e: e, agent: a, run: r}
-	x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	x := e.newExec(a, r)
+	x.Ctx, x.Cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	if err := x.load(ctx); err != nil {
-		x.cancel(nil)
+		x.Cancel(nil)
 		e.exec.LoadFailed(ctx, r, err)
 		e.exec.Leases.Drop(r.ID)
 		return
@@ -216,12 +210,12 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 	x.done = make(chan struct{})
 	e.active[r.ID] = x
 	e.mu.Unlock()
-	x.topic = e.broker.Acquire(r.SessionID, x.lastSeq)
+	x.Topic = e.broker.Acquire(r.SessionID, x.LastSeq)
 	go func() {
 		select {
 		case <-e.exec.Stopped():
-			x.cancel(errShutdown)
-		case <-x.ctx.Done():
+			x.Cancel(runexec.ErrShutdown)
+		case <-x.Ctx.Done():
 		}
 	}()
 	if err := x.loop(); err != nil {
@@ -233,7 +227,7 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 
 // afterRun wakes a parent run whose child finished in the background.
 func (e *Engine) afterRun(ctx context.Context, x *execution) {
-	r := x.runSnapshot()
+	r := x.RunSnapshot()
 	if r.ParentRunID == "" || !r.Status.Terminal() {
 		return
 	}
@@ -259,19 +253,7 @@ func (e *Engine) stopExecutions() {
 	defer e.mu.Unlock()
 	for _, x := range e.active {
 		if x.parent == nil {
-			x.cancel(errShutdown)
+			x.Cancel(runexec.ErrShutdown)
 		}
 	}
 }
-
-// LeasedRun is the ID of the run the execution holds the lease of.
-func (x *execution) LeasedRun() string { return x.run.ID }
-
-// Running reports whether the execution has not been stopped.
-func (x *execution) Running() bool { return x.ctx.Err() == nil }
-
-// Stop stops the execution with cause.
-func (x *execution) Stop(cause error) { x.cancel(cause) }
-
-// LeaseRefused stops the execution whose lease renewal the store refused.
-func (x *execution) LeaseRefused() { x.cancel(x.conflict(store.ErrConflict)) }
