@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/stepwise-run/stepwise/internal/runexec"
-	"time"
 
 	"github.com/stepwise-run/stepwise/internal/executor"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -13,17 +12,14 @@ import (
 
 // claim leases a run to this engine and prepares its execution.
 func (e *Engine) claim(ctx context.Context, runID string, parent *execution, owned bool) (*execution, error) {
-	e.mu.Lock()
-	closed := e.closed || e.exec.Stopping()
-	_, busy := e.active[runID]
-	e.mu.Unlock()
-	if closed {
-		return nil, ErrEngineClosed
+	if err := e.claimable(runID); err != nil {
+		return nil, err
 	}
-	if busy {
-		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
-	}
-	run, a, err := e.leaseRun(ctx, runID, owned)
+	var a *Agent
+	run, err := e.exec.Lease(ctx, runID, owned, func(r *Run) (err error) {
+		a, err = e.Agent(r.Agent)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -34,99 +30,45 @@ func (e *Engine) claim(ctx context.Context, runID string, parent *execution, own
 		e.exec.Leases.Drop(runID)
 		return nil, err
 	}
-	x.done = make(chan struct{})
-	e.mu.Lock()
-	if _, busy := e.active[runID]; busy {
-		// The background executor registered it meanwhile (it claimed the
-		// run first and owns the execution).
-		e.mu.Unlock()
+	if err := e.activate(x); err != nil {
 		x.Abandon() // not ours to hand back: the other execution owns it
-		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
+		return nil, err
 	}
-	e.active[runID] = x
-	e.mu.Unlock()
-	x.Topic = e.broker.Acquire(run.SessionID, x.LastSeq)
 	e.exec.StartHeartbeat()
 	return x, nil
 }
 
-// leaseRun leases a run to this engine (owned: the caller holds its lease
-// already) and returns it with its agent.
-func (e *Engine) leaseRun(ctx context.Context, runID string, owned bool) (*Run, *Agent, error) {
-	// On a store shared with other processes the claim comes first (it
-	// reads the run); the run is read on its own only to explain a refusal:
-	// an execution costs one read fewer. An exclusive store's run is read
-	// first, for the takeover of a dead process's lease.
-	shared := !owned && !e.store.Exclusive()
-	var run *Run
-	if shared {
-		var err error
-		if run, err = e.exec.ClaimOne(ctx, runID, time.Time{}, e.agentNames()); err != nil {
-			return nil, nil, err
-		}
+// claimable refuses a claim by a closed engine, or of a run that executes
+// in this process already.
+func (e *Engine) claimable(runID string) error {
+	e.mu.Lock()
+	closed := e.closed || e.exec.Stopping()
+	_, busy := e.active[runID]
+	e.mu.Unlock()
+	if closed {
+		return ErrEngineClosed
 	}
-	r := run
-	if r == nil {
-		var err error
-		if r, err = e.claimableRun(ctx, runID); err != nil {
-			return nil, nil, err
-		}
+	if busy {
+		return fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
 	}
-	a, err := e.Agent(r.Agent)
-	if err != nil {
-		if run != nil { // claimed, and the agent went away meanwhile
-			e.exec.Leases.Drop(runID)
-			e.exec.Requeue([]*Run{run})
-		}
-		return nil, nil, err
-	}
-	switch {
-	case owned:
-		run = r
-	case shared && run == nil:
-		return nil, nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
-	case !shared:
-		if run, err = e.exec.ClaimOne(ctx, runID, e.takeoverTime(r), nil); err != nil {
-			return nil, nil, err
-		}
-		if run == nil {
-			return nil, nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
-		}
-	}
-	return run, a, nil
+	return nil
 }
 
-// claimableRun reads a run to claim, refusing one that finished or waits
-// for input.
-func (e *Engine) claimableRun(ctx context.Context, runID string) (*Run, error) {
-	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID})
-	if err != nil {
-		return nil, fmt.Errorf("run %q: %w", runID, err)
+// activate registers a loaded execution as the one of its run in this
+// process and acquires its session's topic, unless the background
+// executor registered it meanwhile (it claimed the run first and owns the
+// execution).
+func (e *Engine) activate(x *execution) error {
+	x.done = make(chan struct{})
+	e.mu.Lock()
+	if _, busy := e.active[x.Run.ID]; busy {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, x.Run.ID)
 	}
-	switch {
-	case r.Status.Terminal():
-		return nil, fmt.Errorf("%w: run %s is %s", ErrRunFinished, runID, r.Status)
-	case r.Status == steptype.RunWaiting:
-		return nil, fmt.Errorf("%w: run %s is waiting for input; answer its pending requests first", ErrConflict, runID)
-	}
-	return r, nil
-}
-
-// takeoverTime is the time a claim of r on an exclusive store is made at:
-// zero (the database's clock), or just after the lease of a process that
-// died.
-func (e *Engine) takeoverTime(r *Run) time.Time {
-	var now time.Time // zero: the database's clock
-	if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && !executor.OwnerAlive(r.LeaseOwner) {
-		// The store is exclusive to this process and no engine of this
-		// process holds the lease, so its owner is a process that died:
-		// take the lease over at once. A lease held by another engine of
-		// this process is never taken.
-		if now = r.LeaseExpires.Add(time.Millisecond); now.Before(time.Now()) {
-			now = time.Now()
-		}
-	}
-	return now
+	e.active[x.Run.ID] = x
+	e.mu.Unlock()
+	x.Topic = e.broker.Acquire(x.Run.SessionID, x.LastSeq)
+	return nil
 }
 
 // newExecution returns the execution of a claimed run, with its contexts:
