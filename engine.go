@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/stepwise-run/stepwise/internal/runexec"
+	"github.com/stepwise-run/stepwise/llm"
 	"log/slog"
 	"os"
 	"slices"
@@ -40,12 +41,12 @@ type Config struct {
 	// runs queued by other processes. Default 1s.
 	PollInterval time.Duration
 	// Prices is the price table used to compute step cost. Default
-	// DefaultPrices().
-	Prices PriceTable
+	// llm.DefaultPrices().
+	Prices llm.PriceTable
 	// ContextWindows gives the context window of models, from which an
 	// agent without a token budget takes its default one (see
-	// ContextPolicy.TokenBudget). Default DefaultContextWindows().
-	ContextWindows ContextWindows
+	// ContextPolicy.TokenBudget). Default llm.DefaultContextWindows().
+	ContextWindows llm.ContextWindows
 	// Logger receives background errors. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -77,10 +78,10 @@ func (c Config) withDefaults() Config {
 		c.PollInterval = time.Second
 	}
 	if c.Prices == nil {
-		c.Prices = DefaultPrices()
+		c.Prices = llm.DefaultPrices()
 	}
 	if c.ContextWindows == nil {
-		c.ContextWindows = DefaultContextWindows()
+		c.ContextWindows = llm.DefaultContextWindows()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -122,7 +122,7 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 // price is the engine's Prices.Lookup(model), the last answer kept: a
 // model name that matches no entry costs a walk of the whole table (the
 // longest prefix), and the table does not change while runs execute.
-func (x *execution) price(model string) (Price, bool) {
+func (x *execution) price(model string) (llm.Price, bool) {
 	if pc := &x.buf.priced; !pc.set || pc.model != model {
 		pc.price, pc.ok = x.e.cfg.Prices.Lookup(model)
 		pc.model, pc.set = model, true

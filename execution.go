@@ -65,7 +65,7 @@ type stepBuffers struct {
 	builtNext Next // see builtinNext
 	priced    struct {
 		model string
-		price Price
+		price llm.Price
 		ok    bool
 		set   bool
 	} // see price
