@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/internal/runexec"
-	"github.com/stepwise-run/stepwise/llm"
 	"log/slog"
 	"os"
 	"slices"
@@ -15,6 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
+	"github.com/stepwise-run/stepwise/llm"
 
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/internal/executor"

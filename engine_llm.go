@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/stepwise-run/stepwise/internal/runexec"
 	"strconv"
 	"time"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"

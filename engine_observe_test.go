@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store/memory"
@@ -192,7 +194,7 @@ func TestObserveModelAndTool(t *testing.T) {
 			_ = err
 		}
 	}
-	res, err := callTool(t.Context(), x.observeTool(stubTool{}), &tool.Call{ID: "call-1", Name: "t", SessionID: "s", RunID: "r", Attempt: 1})
+	res, err := runexec.CallTool(t.Context(), x.observeTool(stubTool{}), &tool.Call{ID: "call-1", Name: "t", SessionID: "s", RunID: "r", Attempt: 1})
 	if err != nil || res.Content != "ok" {
 		t.Fatalf("tool call = %v, %v", res, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
@@ -61,7 +63,7 @@ func (x *execution) inputStep(name string, req *InputRequest, call *ToolCall) (*
 // waiting input step of the call: not its result (its role is none, so
 // the model never sees it), but what the call waits for; answered, the
 // call is made again with the answers (toolAnswers).
-func (x *execution) toolInput(call ToolCall, need *tool.InputNeeded) *outcome {
+func (x *execution) toolInput(call ToolCall, need *tool.InputNeeded) *runexec.Outcome {
 	ctx := map[string]any{}
 	for k, v := range need.Context {
 		ctx[k] = v
@@ -73,26 +75,26 @@ func (x *execution) toolInput(call ToolCall, need *tool.InputNeeded) *outcome {
 	}
 	s, err := x.inputStep(StepTools, &InputRequest{Prompt: prompt, Schema: need.Schema, Context: ctx}, nil)
 	if err != nil {
-		return &outcome{step: x.toolResultStep(call, toolError(fmt.Sprintf("the tool asked for input with a bad request: %v", err))), final: true}
+		return &runexec.Outcome{Step: x.ToolResultStep(call, toolError(fmt.Sprintf("the tool asked for input with a bad request: %v", err))), Final: true}
 	}
 	s.ToolCallID, s.ToolName = call.ID, call.Name
-	return &outcome{step: s, park: true}
+	return &runexec.Outcome{Step: s, Park: true}
 }
 
 // askHuman turns an ask_human call into a waiting input step.
-func (x *execution) askHuman(call ToolCall) *outcome {
+func (x *execution) askHuman(call ToolCall) *runexec.Outcome {
 	var args struct {
 		Question string          `json:"question"`
 		Schema   json.RawMessage `json:"schema,omitempty"`
 	}
 	if err := json.Unmarshal(call.Arguments, &args); err != nil || args.Question == "" {
-		return &outcome{step: x.toolResultStep(call, toolError(`ask_human needs {"question": "..."}`)), final: true}
+		return &runexec.Outcome{Step: x.ToolResultStep(call, toolError(`ask_human needs {"question": "..."}`)), Final: true}
 	}
 	s, err := x.inputStep(StepTools, &InputRequest{Prompt: args.Question, Schema: args.Schema}, &call)
 	if err != nil {
-		return &outcome{step: x.toolResultStep(call, toolError(err.Error())), final: true}
+		return &runexec.Outcome{Step: x.ToolResultStep(call, toolError(err.Error())), Final: true}
 	}
-	return &outcome{step: s, park: true}
+	return &runexec.Outcome{Step: s, Park: true}
 }
 
 func (x *execution) needsApproval(call ToolCall) bool {

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/internal/runexec"
 	"iter"
 	"time"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/llm"

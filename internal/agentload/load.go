@@ -7,11 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/render"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/stepwise-run/stepwise/render"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/internal/agentfile"

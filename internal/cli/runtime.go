@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/llm"
 	"os"
 	"time"
+
+	"github.com/stepwise-run/stepwise/llm"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/eval"
