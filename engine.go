@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/observation"
+
 	"github.com/stepwise-run/stepwise/internal/runexec"
 	"github.com/stepwise-run/stepwise/llm"
 
@@ -116,7 +118,7 @@ type Engine struct {
 	hooks   []func(*Step) // OnCommit callbacks (hooks.go)
 
 	obsOnce sync.Once
-	obs     atomic.Pointer[observeState] // observers and masks (engine_observe.go); read on every step without e.mu
+	obs     atomic.Pointer[observation.State] // observers and masks (engine_observe.go); read on every step without e.mu
 
 }
 
