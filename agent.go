@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/answer"
+
 	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -227,7 +229,7 @@ func (a *Agent) validate() error {
 			}
 		}
 	}
-	if err := checkBreakpoints(a.Breakpoints); err != nil {
+	if err := answer.CheckSelectors(a.Breakpoints); err != nil {
 		errs = append(errs, err)
 	}
 	if a.Context.TokenBudget < NoTokenBudget {

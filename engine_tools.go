@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stepwise-run/stepwise/internal/answer"
+
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/internal/runexec"
 	"github.com/stepwise-run/stepwise/llm"
@@ -116,7 +118,7 @@ func (x *execution) triageCalls(r *toolsRound, pending []ToolCall) ([]ToolCall, 
 			in, err := x.inputStep(StepTools, &InputRequest{
 				Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
 				Approval: &approval,
-				Schema:   approvalSchema,
+				Schema:   answer.ApprovalSchema,
 			}, nil)
 			if err != nil {
 				return nil, err
