@@ -198,7 +198,7 @@ func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
 		rc := reusedCall{call: call}
 		if x.replay != nil && call.Name != AskHumanTool && x.subAgent(call.Name) == nil {
 			fp := convo.ToolFingerprint(call.Name, call.Arguments)
-			if rec := x.replay.takeTool(call.Name, fp); rec != nil {
+			if rec := x.replay.TakeTool(call.Name, fp); rec != nil {
 				s := x.ToolResultStep(call, &tool.Result{Content: rec.Content, Output: rec.Outputs, IsError: rec.Error != nil})
 				s.Replay, s.Fingerprint = "reused", fp
 				s.Metadata = map[string]any{"replayed_from": rec.ID}

@@ -131,7 +131,7 @@ func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, inp
 	}
 	o := runOptions{ToolCallID: call.ID, AgentVersion: sub.Version}
 	if x.replay != nil {
-		o.Replay = &x.replay.opts
+		o.Replay = &x.replay.Opts
 	}
 	opts, _ := json.Marshal(o)
 	// Created leased to this engine, so that no executor takes it before
