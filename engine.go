@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/protocol"
+
 	"github.com/stepwise-run/stepwise/internal/observation"
 
 	"github.com/stepwise-run/stepwise/internal/runexec"
@@ -107,6 +109,7 @@ type Engine struct {
 	agents   map[string]*Agent
 	active   map[string]*execution // run id → execution in this process
 	runEnv   *runexec.Env          // what the executions share
+	proto    *protocol.Projector   // the client protocol's events
 	sessLock broker.SessionLocks   // per-session commit locks
 	closed   bool
 
@@ -134,6 +137,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg: cfg, store: cfg.Store, broker: broker.New(), procClock: procClock,
 		agents: map[string]*Agent{}, active: map[string]*execution{},
 	}
+	e.proto = &protocol.Projector{Store: e.store, Broker: e.broker}
 	e.runEnv = &runexec.Env{Store: e.store, Broker: e.broker, Owner: cfg.Owner, Now: e.now, NowRead: e.nowRead,
 		LockSession: e.lockSession, Mask: e.maskSteps, AfterCommit: e.afterCommit}
 	for _, a := range cfg.Agents {

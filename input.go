@@ -213,7 +213,7 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 		return nil, fmt.Errorf("run %q: %w", p.RunID, err)
 	}
 	s, err := e.store.StepGet(ctx, &store.StepGetParams{ID: p.RequestID})
-	if err != nil || s.Kind != steptype.KindInput || (s.RunID != run.ID && !e.descends(ctx, s.RunID, run.ID)) {
+	if err != nil || s.Kind != steptype.KindInput || (s.RunID != run.ID && !e.proto.Descends(ctx, s.RunID, run.ID)) {
 		return nil, fmt.Errorf("%w: input request %q in run %s", ErrNotFound, p.RequestID, p.RunID)
 	}
 	if s.RunID != run.ID {
