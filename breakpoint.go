@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/internal/runexec"
 	"slices"
 	"strings"
 
@@ -53,7 +54,7 @@ type breakState struct {
 
 // applyPatch returns the state after u's patch, and the effective patch: a
 // breakpoint's edit is merged as is, other updates through the reducers.
-func (x *execution) applyPatch(state, patch json.RawMessage, edit bool) (json.RawMessage, json.RawMessage, error) {
+func (x *execution) ApplyPatch(state, patch json.RawMessage, edit bool) (json.RawMessage, json.RawMessage, error) {
 	if edit {
 		next, err := MergePatch(state, patch)
 		return next, patch, err
@@ -122,9 +123,9 @@ func matchBreak(sels []string, name string, kind steptype.Kind, tools []string) 
 // whether to step once and whether a state edit is still to commit.
 func (x *execution) loadBreaks(own []*Step) {
 	var runBreaks *Breakpoints
-	if bytes.Contains(x.run.Options, []byte(`"breakpoints"`)) {
+	if bytes.Contains(x.Run.Options, []byte(`"breakpoints"`)) {
 		var o runOptions
-		_ = json.Unmarshal(x.run.Options, &o)
+		_ = json.Unmarshal(x.Run.Options, &o)
 		runBreaks = o.Breakpoints
 	}
 	ab := x.agent.Breakpoints
@@ -141,7 +142,7 @@ func (x *execution) loadBreaks(own []*Step) {
 	x.bp = b
 	for i := len(own) - 1; i >= 0; i-- {
 		s := own[i]
-		if s.RunID != x.run.ID || s.Name != StepBreakpoint || s.Kind != steptype.KindInput || s.Status != steptype.StepCompleted {
+		if s.RunID != x.Run.ID || s.Name != StepBreakpoint || s.Kind != steptype.KindInput || s.Status != steptype.StepCompleted {
 			continue
 		}
 		var req InputRequest
@@ -152,14 +153,14 @@ func (x *execution) loadBreaks(own []*Step) {
 		b.passedAt, b.stepping = req.Breakpoint.At, a.Action == BreakStep
 		edited := false
 		for _, later := range own[i+1:] {
-			if later.RunID == x.run.ID && later.Kind == steptype.KindSystem && later.Name == StepBreakpoint {
+			if later.RunID == x.Run.ID && later.Kind == steptype.KindSystem && later.Name == StepBreakpoint {
 				edited = true
 			}
 		}
 		switch {
 		case edited:
 			b.passedAt++
-		case len(a.State) > 0 && x.run.StepCount == b.passedAt:
+		case len(a.State) > 0 && x.Run.StepCount == b.passedAt:
 			b.edit = a.State
 		}
 		return
@@ -231,7 +232,7 @@ func (x *execution) stepKind(name string) steptype.Kind {
 
 // toolNames are the names of the tool calls of the last assistant message.
 func (x *execution) toolNames() []string {
-	la := x.conv.LastAssistant()
+	la := x.Conv.LastAssistant()
 	if la == nil {
 		return nil
 	}
@@ -248,8 +249,8 @@ func (x *execution) toolNames() []string {
 // already began its calls (a resume after an approval, an answer or a
 // crash): it is not paused before again.
 func (x *execution) toolsStarted() bool {
-	la := x.conv.LastAssistant()
-	pending := x.conv.PendingToolCalls(nil)
+	la := x.Conv.LastAssistant()
+	pending := x.Conv.PendingToolCalls(nil)
 	if la == nil || len(pending) == 0 || len(pending) < len(la.ToolCalls) {
 		return true
 	}
@@ -269,10 +270,10 @@ func (x *execution) applyBreakEdit() error {
 		return nil
 	}
 	s := &Step{Kind: steptype.KindSystem, Name: StepBreakpoint, Content: "state edited at a breakpoint"}
-	if err := x.commit([]*Step{s}, runUpdate{patch: b.edit, patchStep: s, edit: true}); err != nil {
+	if err := x.Commit([]*Step{s}, runexec.Update{Patch: b.edit, PatchStep: s, Edit: true}); err != nil {
 		return err
 	}
-	b.edit, b.passedAt = nil, x.run.StepCount
+	b.edit, b.passedAt = nil, x.Run.StepCount
 	return nil
 }
 
@@ -280,7 +281,7 @@ func (x *execution) applyBreakEdit() error {
 // selects it, or when the last answer asked to step once.
 func (x *execution) pauseBefore(cursor string) (bool, error) {
 	b := x.bp
-	if b == nil || x.run.StepCount == b.passedAt {
+	if b == nil || x.Run.StepCount == b.passedAt {
 		return false, nil
 	}
 	kind := x.stepKind(cursor)
@@ -320,7 +321,7 @@ func (x *execution) breakAfter(name string, kind steptype.Kind) string {
 // breakpoint selects it.
 func (x *execution) pauseAfter(name string, kind steptype.Kind) (bool, error) {
 	matched := x.breakAfter(name, kind)
-	if matched == "" || x.run.Status == steptype.RunWaiting {
+	if matched == "" || x.Run.Status == steptype.RunWaiting {
 		return false, nil
 	}
 	var tools []string
@@ -333,11 +334,11 @@ func (x *execution) pauseAfter(name string, kind steptype.Kind) (bool, error) {
 // pause commits a breakpoint's pause: a waiting input step, the run
 // waiting with it.
 func (x *execution) pause(when, name string, kind steptype.Kind, tools []string, matched string) error {
-	x.flush()
-	x.mu.Lock()
-	state := x.run.State
-	x.mu.Unlock()
-	bp := &BreakpointPause{When: when, Step: name, Kind: kind, Tools: tools, Matched: matched, State: state, At: x.run.StepCount + 1}
+	x.Flush()
+	x.Mu.Lock()
+	state := x.Run.State
+	x.Mu.Unlock()
+	bp := &BreakpointPause{When: when, Step: name, Kind: kind, Tools: tools, Matched: matched, State: state, At: x.Run.StepCount + 1}
 	prompt := fmt.Sprintf("Paused %s step %s (breakpoint %s): continue, step, or edit the state.", when, name, matched)
 	if matched == BreakStep {
 		prompt = fmt.Sprintf("Paused %s step %s (stepping): continue, step, or edit the state.", when, name)
@@ -347,10 +348,10 @@ func (x *execution) pause(when, name string, kind steptype.Kind, tools []string,
 		return err
 	}
 	waiting := steptype.RunWaiting
-	if err := x.commit([]*Step{s}, runUpdate{status: &waiting}); err != nil {
+	if err := x.Commit([]*Step{s}, runexec.Update{Status: &waiting}); err != nil {
 		return err
 	}
-	x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
+	x.Publish(&Event{Type: EventRunWaiting, Run: x.RunSnapshot()})
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/internal/runexec"
 	"log/slog"
 	"os"
 	"slices"
@@ -101,6 +102,7 @@ type Engine struct {
 	mu       sync.Mutex
 	agents   map[string]*Agent
 	active   map[string]*execution // run id → execution in this process
+	runEnv   *runexec.Env          // what the executions share
 	sessLock broker.SessionLocks   // per-session commit locks
 	closed   bool
 
@@ -128,6 +130,8 @@ func New(cfg Config) (*Engine, error) {
 		cfg: cfg, store: cfg.Store, broker: broker.New(), procClock: procClock,
 		agents: map[string]*Agent{}, active: map[string]*execution{},
 	}
+	e.runEnv = &runexec.Env{Store: e.store, Broker: e.broker, Owner: cfg.Owner, Now: e.now, NowRead: e.nowRead,
+		LockSession: e.lockSession, Mask: e.maskSteps, AfterCommit: e.afterCommit}
 	for _, a := range cfg.Agents {
 		if err := e.Register(a); err != nil {
 			return nil, err

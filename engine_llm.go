@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/stepwise-run/stepwise/internal/runexec"
 	"strconv"
 	"time"
 
@@ -25,7 +26,7 @@ func (x *execution) request() *llm.Request {
 // fillRequest makes the zero req the model request of the next llm step.
 func (x *execution) fillRequest(req *llm.Request) {
 	a := x.agent
-	req.System, req.Messages, req.Temperature, req.MaxTokens = a.Instructions, x.conv.Messages(), a.Temperature, a.MaxTokens
+	req.System, req.Messages, req.Temperature, req.MaxTokens = a.Instructions, x.Conv.Messages(), a.Temperature, a.MaxTokens
 	if x.defs == nil {
 		x.defs = x.toolDefs()
 	}
@@ -48,7 +49,7 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	}
 	// Calls still without a result will not get one from this run: the
 	// model is called instead of the tools step.
-	x.conv.CloseCalls()
+	x.Conv.CloseCalls()
 	call := new(llmCall)
 	req := &call.req
 	x.fillRequest(req)
@@ -57,12 +58,12 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 		return nil, err
 	}
 	if trim != nil {
-		if err := x.commit([]*Step{trim}, runUpdate{}); err != nil {
+		if err := x.Commit([]*Step{trim}, runexec.Update{}); err != nil {
 			return nil, err
 		}
 	}
 	req.Messages = msgs
-	fp := x.fp.Request(x.conv, model.Name(), req)
+	fp := x.fp.Request(x.Conv, model.Name(), req)
 	step := s.step
 	step.Kind, step.Role, step.Fingerprint = steptype.KindLLM, steptype.RoleAssistant, fp
 	step.Metrics.Model = model.Name()
@@ -159,11 +160,11 @@ func (m *modelStream) yield(resp *llm.Response, err error) bool {
 		m.step.Metrics.FirstTokenLatency = at.Sub(m.start)
 	}
 	if resp.Content != "" || resp.Reasoning != "" {
-		m.x.emitDeltaAt(m.name, Delta{Content: resp.Content, Reasoning: resp.Reasoning}, at)
+		m.x.EmitDeltaAt(m.name, Delta{Content: resp.Content, Reasoning: resp.Reasoning}, at)
 		at = time.Time{}
 	}
 	for i := range resp.ToolCallDeltas {
-		m.x.emitDeltaAt(m.name, Delta{ToolCall: &resp.ToolCallDeltas[i]}, at)
+		m.x.EmitDeltaAt(m.name, Delta{ToolCall: &resp.ToolCallDeltas[i]}, at)
 		at = time.Time{}
 	}
 	return true

@@ -255,7 +255,7 @@ func (e *Engine) observeStep(st *observeState, s *Step) {
 	e.mu.Unlock()
 	r := &Run{ID: s.RunID, SessionID: s.SessionID}
 	if x != nil {
-		r = x.runSnapshot()
+		r = x.RunSnapshot()
 	}
 	st.each(func(q *observerQueue) { q.Send(obsItem{run: r, step: s}) })
 }
@@ -351,7 +351,7 @@ func (x *execution) observeStepContext(ctx context.Context, s *Scope) context.Co
 		return ctx
 	}
 	return context.WithValue(ctx, stepCtxKey{}, &stepCtx{st: st, ref: StepRef{
-		SessionID: x.run.SessionID, RunID: x.run.ID, StepID: s.step.ID, StepName: s.name, Attempt: s.step.Metrics.Attempt,
+		SessionID: x.Run.SessionID, RunID: x.Run.ID, StepID: s.step.ID, StepName: s.name, Attempt: s.step.Metrics.Attempt,
 	}})
 }
 
@@ -363,7 +363,7 @@ func (x *execution) observeModel(m llm.Model, step *Step) llm.Model {
 	if st == nil {
 		return m
 	}
-	ref := StepRef{SessionID: x.run.SessionID, RunID: x.run.ID, StepID: step.ID, StepName: step.Name, Attempt: step.Metrics.Attempt}
+	ref := StepRef{SessionID: x.Run.SessionID, RunID: x.Run.ID, StepID: step.ID, StepName: step.Name, Attempt: step.Metrics.Attempt}
 	return &observedModel{Model: m, st: st, ref: ref}
 }
 

@@ -71,12 +71,12 @@ func TestObserverOrderAndFlush(t *testing.T) {
 	e := testEngine(t)
 	rec := &recorder{}
 	stop := e.Observe(rec)
-	x := &execution{e: e, run: &Run{ID: "r1", SessionID: "s1", Status: steptype.RunCompleted}}
+	x := e.newExec(nil, &Run{ID: "r1", SessionID: "s1", Status: steptype.RunCompleted})
 	e.mu.Lock()
-	e.active[x.run.ID] = x
+	e.active[x.Run.ID] = x
 	e.mu.Unlock()
 	e.runCommitHooks([]*Step{{ID: "a", RunID: "r1"}, {ID: "b", RunID: "r1"}}) // as commit does
-	e.observeRunFinished(x.runSnapshot(), &StepError{Message: "boom"})
+	e.observeRunFinished(x.RunSnapshot(), &StepError{Message: "boom"})
 	if err := e.FlushObservers(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func (stubTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, error) {
 func TestObserveModelAndTool(t *testing.T) {
 	t.Parallel()
 	e := testEngine(t)
-	x := &execution{e: e, run: &Run{ID: "r", SessionID: "s"}}
+	x := e.newExec(nil, &Run{ID: "r", SessionID: "s"})
 	step := &Step{ID: "llm-1", Name: StepLLM}
 	step.Metrics.Attempt = 2
 	if m := x.observeModel(stubModel{}, step); m != (stubModel{}) {
@@ -227,7 +227,7 @@ func BenchmarkObserveCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Observe(nopObserver{})()
-	x := &execution{e: e, run: &Run{ID: "r", SessionID: "s"}}
+	x := e.newExec(nil, &Run{ID: "r", SessionID: "s"})
 	e.active["r"] = x
 	steps := []*Step{{ID: "a", RunID: "r"}}
 	b.ReportAllocs()

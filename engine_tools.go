@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/internal/runexec"
 	"slices"
 	"strconv"
 	"sync"
@@ -63,11 +64,11 @@ type outcome struct {
 func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 	// The calls live in a buffer of the execution, reused by every tools
 	// step (nothing keeps them once the step returns).
-	pending := x.conv.PendingToolCalls(x.buf.calls[:0])
+	pending := x.Conv.PendingToolCalls(x.buf.calls[:0])
 	defer func() { x.buf.calls = pending[:0] }()
 	if len(pending) == 0 {
 		llmStep := StepLLM
-		return &Next{committed: true}, x.commit(nil, runUpdate{cursor: &llmStep})
+		return &Next{committed: true}, x.Commit(nil, runexec.Update{Cursor: &llmStep})
 	}
 	r := toolsRound{x: x}
 	run, err := x.triageCalls(&r, pending)
@@ -83,8 +84,8 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 	}
 	r.remaining = len(run)
 	idemBase := idemSeed{}
-	if x.conv.LastAssistant() != nil {
-		idemBase = idemSeed{runID: x.run.ID, seq: x.conv.LastAssistant().Sequence, set: true}
+	if x.Conv.LastAssistant() != nil {
+		idemBase = idemSeed{runID: x.Run.ID, seq: x.Conv.LastAssistant().Sequence, set: true}
 	}
 	// Recorded results a replay reuses commit first, in their recorded
 	// order, so that a replay is the same story every time.
@@ -126,7 +127,7 @@ func (x *execution) triageCalls(r *toolsRound, pending []ToolCall) ([]ToolCall, 
 				if ans.Message != "" {
 					msg += " Message: " + ans.Message
 				}
-				if err := x.commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runUpdate{}); err != nil {
+				if err := x.Commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runexec.Update{}); err != nil {
 					return nil, err
 				}
 				continue
@@ -203,16 +204,16 @@ func (x *execution) endTools(ctx context.Context, r *toolsRound) (*Next, error) 
 	}
 	if len(r.approvals) > 0 || r.parked || x.anyWaiting() {
 		waiting := steptype.RunWaiting
-		if err := x.commit(r.approvals, runUpdate{status: &waiting}); err != nil {
+		if err := x.Commit(r.approvals, runexec.Update{Status: &waiting}); err != nil {
 			return nil, err
 		}
-		x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
+		x.Publish(&Event{Type: EventRunWaiting, Run: x.RunSnapshot()})
 		x.recheckChildren(r.children)
 		return &Next{committed: true}, nil
 	}
 	if !r.moved {
 		llmStep := StepLLM
-		if err := x.commit(nil, runUpdate{cursor: &llmStep}); err != nil {
+		if err := x.Commit(nil, runexec.Update{Cursor: &llmStep}); err != nil {
 			return nil, err
 		}
 	}
@@ -222,10 +223,10 @@ func (x *execution) endTools(ctx context.Context, r *toolsRound) (*Next, error) 
 // recheckChildren wakes this run if a child it parked on finished before
 // the park was committed (the child's own wake-up found it still running).
 func (x *execution) recheckChildren(ids []string) {
-	ctx := context.WithoutCancel(x.ctx)
+	ctx := context.WithoutCancel(x.Ctx)
 	for _, id := range ids {
 		if r, err := x.e.store.RunGet(ctx, &store.RunGetParams{ID: id}); err == nil && r.Status.Terminal() {
-			x.e.exec.WakeParent(ctx, x.run.ID)
+			x.e.exec.WakeParent(ctx, x.Run.ID)
 			return
 		}
 	}
@@ -270,22 +271,22 @@ func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
 
 // commitToolStep commits a tool result; the last one moves the cursor on.
 func (x *execution) commitToolStep(s *Step, completed *Event, last bool) error {
-	u := runUpdate{patch: s.StatePatch, patchStep: s, inPlace: true, completed: completed} // tool results are built by the engine
+	u := runexec.Update{Patch: s.StatePatch, PatchStep: s, InPlace: true, Completed: completed} // tool results are built by the engine
 	if len(s.StatePatch) > 0 {
 		if err := x.checkState(s.StatePatch); err != nil {
 			// The call happened; its state update cannot apply: the model
 			// reads why, the state is unchanged.
 			s.Content = "error: " + err.Error()
-			s.StatePatch, u.patch = nil, nil
+			s.StatePatch, u.Patch = nil, nil
 			s.Error = &StepError{Message: err.Error(), Class: steptype.ErrorPermanent, Code: "invalid_state"}
 		}
 	}
 	if last {
 		// The tools step ends with this commit: the loop goes on to the
 		// llm step.
-		u.cursor, u.hold = &cursorLLM, true
+		u.Cursor, u.Hold = &cursorLLM, true
 	}
-	return x.commit(x.one(s), u)
+	return x.Commit(x.One(s), u)
 }
 
 func (x *execution) anyWaiting() bool {
@@ -330,10 +331,10 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 		}
 		res, err := callTool(ctx, x.observeTool(t), &tool.Call{
 			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: idemKey,
-			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt, Answers: x.toolAnswers[call.ID],
+			SessionID: x.Run.SessionID, RunID: x.Run.ID, Attempt: attempt, Answers: x.toolAnswers[call.ID],
 		})
 		use := mark.End()
-		if x.interrupted() {
+		if x.Interrupted() {
 			// Stopped by a shutdown, a detach or a cancel while the call was
 			// in flight: commit nothing, the call re-runs on resume.
 			return
@@ -482,7 +483,7 @@ func (r *toolsRound) handle(o *outcome) bool {
 		err = x.commitToolStep(o.step, o.completed, last)
 		r.moved = r.moved || last
 	default:
-		err = x.commit([]*Step{o.step}, runUpdate{})
+		err = x.Commit([]*Step{o.step}, runexec.Update{})
 	}
 	if err != nil {
 		r.firstErr = err

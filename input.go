@@ -125,7 +125,7 @@ func allowedBy(s *Step) (string, bool) {
 // noteRunInput records an input step of the run: an approval decision, or
 // a request still waiting.
 func (x *execution) noteRunInput(s *Step) {
-	if s.Kind != steptype.KindInput || s.RunID != x.run.ID {
+	if s.Kind != steptype.KindInput || s.RunID != x.Run.ID {
 		return
 	}
 	var req InputRequest

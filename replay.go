@@ -102,15 +102,15 @@ func (e *Engine) ReplayAll(ctx context.Context, p ReplayParams) (*Run, error) {
 
 // queueNextTurn starts the next replayed user turn after a replay run.
 func (x *execution) queueNextTurn() error {
-	if x.replay == nil || len(x.replay.opts.NextTurns) == 0 || x.run.Hop != 0 {
+	if x.replay == nil || len(x.replay.opts.NextTurns) == 0 || x.Run.Hop != 0 {
 		return nil
 	}
 	o := x.replay.opts
 	input := o.NextTurns[0]
 	o.NextTurns = o.NextTurns[1:]
 	opts, _ := json.Marshal(runOptions{Replay: &o, AgentVersion: x.agent.Version})
-	r := &Run{ID: NewID(), SessionID: x.run.SessionID, Agent: x.agent.Name, Status: steptype.RunQueued, Input: input, Options: opts, CreatedAt: x.e.now()}
-	if _, err := x.e.store.RunCreate(context.WithoutCancel(x.ctx), &store.RunCreateParams{Run: r}); err != nil {
+	r := &Run{ID: NewID(), SessionID: x.Run.SessionID, Agent: x.agent.Name, Status: steptype.RunQueued, Input: input, Options: opts, CreatedAt: x.e.now()}
+	if _, err := x.e.store.RunCreate(context.WithoutCancel(x.Ctx), &store.RunCreateParams{Run: r}); err != nil {
 		return fmt.Errorf("queue next replay turn: %w", err)
 	}
 	x.e.wake()
@@ -180,11 +180,11 @@ type replaySource struct {
 }
 
 func (x *execution) loadReplay(ctx context.Context) error {
-	if len(x.run.Options) == 0 {
+	if len(x.Run.Options) == 0 {
 		return nil
 	}
 	var o runOptions
-	if err := json.Unmarshal(x.run.Options, &o); err != nil {
+	if err := json.Unmarshal(x.Run.Options, &o); err != nil {
 		return fmt.Errorf("run options: %w", err)
 	}
 	x.clientTools = o.ClientTools

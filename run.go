@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/internal/runexec"
 	"iter"
 	"time"
 
@@ -180,7 +181,7 @@ func (e *Engine) execute(ctx context.Context, runID string, owned bool) iter.Seq
 			return
 		}
 		events := broker.NewSink()
-		x.sink = events
+		x.Sink = events
 		done := make(chan error, 1)
 		go func() {
 			err := x.loop()
@@ -192,7 +193,7 @@ func (e *Engine) execute(ctx context.Context, runID string, owned bool) iter.Seq
 			for _, ev := range batch {
 				events.Took()
 				if !yield(ev, nil) {
-					x.cancel(errDetached)
+					x.Cancel(runexec.ErrDetached)
 					for batch = events.Next(batch); batch != nil; batch = events.Next(batch) {
 					}
 					<-done
@@ -249,7 +250,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*Run, error)
 	x := e.active[runID]
 	e.mu.Unlock()
 	if x != nil {
-		x.cancel(ErrRunCancelled)
+		x.Cancel(ErrRunCancelled)
 	}
 	e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: e.now()})
 	e.observeRunFinished(r, nil)

@@ -218,3 +218,32 @@ func diffPatch(old, new any, had bool) any {
 	}
 	return p
 }
+
+// checkState refuses a state update that does not apply to the run state
+// (an invalid patch, a reducer error): the step fails, nothing commits.
+func (x *execution) checkState(v any) error {
+	patch, err := toRaw(v)
+	if err == nil {
+		_, _, err = x.agent.applyState(x.Run.State, patch)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidState, err)
+	}
+	return nil
+}
+
+func toRaw(v any) (json.RawMessage, error) {
+	switch t := v.(type) {
+	case json.RawMessage:
+		if !json.Valid(t) {
+			return nil, errors.New("invalid JSON")
+		}
+		return t, nil
+	case []byte:
+		if !json.Valid(t) {
+			return nil, errors.New("invalid JSON")
+		}
+		return t, nil
+	}
+	return json.Marshal(v)
+}

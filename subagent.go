@@ -42,7 +42,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 			limit, setBy = p.agent.Limits.MaxDepth, p.agent.Name
 		}
 	}
-	if x.run.Hop+1 > limit {
+	if x.Run.Hop+1 > limit {
 		return x.agentResult(call, "", toolError(fmt.Sprintf("sub-agent depth limit %d (of agent %s) reached", limit, setBy)))
 	}
 	for p := x; p != nil; p = p.parent {
@@ -51,7 +51,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		}
 	}
 	child, created, err := x.childRun(ctx, sub, call, args.Input)
-	if err != nil && x.interrupted() {
+	if err != nil && x.Interrupted() {
 		return nil
 	}
 	if err != nil {
@@ -59,7 +59,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 	}
 	if !child.Status.Terminal() {
 		cx, err := x.e.claim(ctx, child.ID, x, created)
-		if err != nil && x.interrupted() {
+		if err != nil && x.Interrupted() {
 			return nil
 		}
 		if errors.Is(err, ErrConflict) {
@@ -72,7 +72,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 			// Another execution finished the child between the read and
 			// the claim: its end is the call's result, not a failure.
 			if child, err = x.e.store.RunGet(ctx, &store.RunGetParams{ID: child.ID}); err != nil {
-				if x.interrupted() {
+				if x.Interrupted() {
 					return nil
 				}
 				return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
@@ -84,7 +84,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		}
 		err = cx.loop()
 		cx.release()
-		if x.interrupted() {
+		if x.Interrupted() {
 			// The parent was stopped: the child handed itself back to the
 			// queue and the parent commits nothing for this call.
 			return nil
@@ -92,7 +92,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		if err != nil {
 			return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
 		}
-		child = cx.runSnapshot()
+		child = cx.RunSnapshot()
 	}
 	return x.childOutcome(sub, call, child)
 }
@@ -116,7 +116,7 @@ func (x *execution) childOutcome(sub *Agent, call ToolCall, child *Run) *outcome
 // childRun finds the child run of a call (after a crash or a stop) or
 // creates it; created says it did.
 func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, input string) (*Run, bool, error) {
-	kids, err := x.e.store.RunList(ctx, &store.RunListParams{ParentRunID: x.run.ID})
+	kids, err := x.e.store.RunList(ctx, &store.RunListParams{ParentRunID: x.Run.ID})
 	if err != nil {
 		return nil, false, err
 	}
@@ -136,8 +136,8 @@ func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, inp
 	// this execution runs it.
 	now := x.e.now()
 	r := &Run{
-		ID: NewID(), SessionID: x.run.SessionID, Agent: sub.Name, ParentRunID: x.run.ID, ParentStepID: NewID(),
-		Hop: x.run.Hop + 1, Status: steptype.RunRunning, Input: input, Options: opts, CreatedAt: now, UpdatedAt: now,
+		ID: NewID(), SessionID: x.Run.SessionID, Agent: sub.Name, ParentRunID: x.Run.ID, ParentStepID: NewID(),
+		Hop: x.Run.Hop + 1, Status: steptype.RunRunning, Input: input, Options: opts, CreatedAt: now, UpdatedAt: now,
 		LeaseOwner: x.e.cfg.Owner, LeaseExpires: now.Add(x.e.cfg.Lease),
 	}
 	created, err := x.e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})

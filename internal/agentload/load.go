@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/render"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -243,7 +244,7 @@ func buildTool(t agentfile.Tool, o Options) ([]tool.Tool, error) {
 		if o.Store == nil {
 			return nil, errors.New("needs a store")
 		}
-		return []tool.Tool{stepwise.TraceTool(o.Store)}, nil
+		return []tool.Tool{render.TraceTool(o.Store)}, nil
 	}
 	if f, ok := o.Extra[t.Name]; ok && f != nil {
 		return one(f(t))

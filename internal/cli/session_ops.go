@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/render"
 	"strings"
 	"time"
 
@@ -158,7 +159,7 @@ func traceCmd(e *env) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("session %q: %w", args[0], err)
 			}
-			fmt.Fprintln(e.stdout, stepwise.RenderSteps(steps))
+			fmt.Fprintln(e.stdout, render.Steps(steps))
 			return nil
 		},
 	}

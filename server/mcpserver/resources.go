@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/render"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,7 +63,7 @@ func (h *handlers) readSession(ctx context.Context, req *sdk.ReadResourceRequest
 		}
 	}
 	if trace {
-		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: stepwise.RenderSteps(steps)}}}, nil
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: render.Steps(steps)}}}, nil
 	}
 	if steps == nil {
 		steps = []*stepwise.Step{}

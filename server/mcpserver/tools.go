@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stepwise-run/stepwise/render"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -142,7 +143,7 @@ func (h *handlers) traceRender(ctx context.Context, in rangeIn) (traceOut, error
 	if err != nil {
 		return traceOut{}, err
 	}
-	return traceOut{SessionID: sess.ID, Trace: stepwise.RenderSteps(steps)}, nil
+	return traceOut{SessionID: sess.ID, Trace: render.Steps(steps)}, nil
 }
 
 type searchIn struct {
