@@ -323,6 +323,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		if !s.authorized(h) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="stepwise"`)
+			if strings.HasPrefix(r.URL.Path, langGraphPrefix+"/") {
+				writeJSON(w, http.StatusUnauthorized, obj{"detail": "a valid token is required (x-api-key or Authorization: Bearer)"})
+				return
+			}
 			writeProblem(w, newProblem(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
 			return
 		}

@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// lgDetail sends a LangGraph request that must fail and checks its status
+// and {"detail": ...} body.
+func (e *testEnv) lgDetail(wantStatus int, wantDetail, method, path, body string, hdr ...string) {
+	e.t.Helper()
+	status, data := e.call(method, langGraphPrefix+path, body, hdr...)
+	var d map[string]any
+	if err := json.Unmarshal(data, &d); err != nil || len(d) != 1 {
+		e.t.Errorf("%s %s: status %d, body %q is not {\"detail\": ...}", method, path, status, data)
+		return
+	}
+	detail, _ := d["detail"].(string)
+	if status != wantStatus || !strings.Contains(detail, wantDetail) {
+		e.t.Errorf("%s %s %s: got %d %q, want %d and %q", method, path, body, status, detail, wantStatus, wantDetail)
+	}
+}
+
+func (e *testEnv) lgCall(method, path, body string) map[string]any {
+	e.t.Helper()
+	status, data := e.call(method, langGraphPrefix+path, body)
+	if status != 200 {
+		e.t.Fatalf("%s %s: %d %s", method, path, status, data)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		e.t.Fatalf("%s %s: %q: %v", method, path, data, err)
+	}
+	return out
+}
+
+// TestLangGraphBadInput sends the LangGraph endpoints malformed and
+// invalid requests and wrong ids: each gets its status and a detail saying
+// what is wrong, and none changes anything.
+func TestLangGraphBadInput(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, []*stepwise.Agent{chatAgent("chat", "hello"), askAgent("asker")})
+	thread := env.lgCall("POST", "/threads", `{"metadata":{"graph_id":"chat","user":"ada"}}`)["thread_id"].(string)
+	tp := "/threads/" + thread
+	hi := `"input":{"messages":[{"role":"user","content":"hi"}]}`
+	cases := []struct {
+		status       int
+		detail       string
+		method, path string
+		body         string
+	}{
+		{400, "truncated JSON", "POST", "/threads", `{`},
+		{400, "malformed JSON", "POST", "/threads", `{]`},
+		{400, "unknown field", "POST", "/threads", `{"thread":"x"}`},
+		{404, `assistant "ghost" not found`, "POST", "/threads", `{"metadata":{"graph_id":"ghost"}}`},
+		{400, "thread_id", "POST", "/threads", `{"thread_id":"a b"}`},
+		{409, "already exists", "POST", "/threads", `{"thread_id":"` + thread + `"}`},
+		{422, "if_exists", "POST", "/threads", `{"if_exists":"maybe"}`},
+		{422, "ttl", "POST", "/threads", `{"ttl":{"ttl":5}}`},
+		{422, "supersteps", "POST", "/threads", `{"supersteps":[]}`},
+		{422, "limit", "POST", "/threads/search", `{"limit":0}`},
+		{422, "status", "POST", "/threads/search", `{"status":"sleepy"}`},
+		{422, "values", "POST", "/threads/search", `{"values":{"a":1}}`},
+		{422, "", "POST", "/threads/search", `{"metadata":{"a":{"b":1}}}`},
+		{400, "metadata", "PATCH", tp, `{"metadata":5}`},
+		{404, "thread nope not found", "GET", "/threads/nope", ""},
+		{404, "thread nope not found", "PATCH", "/threads/nope", `{"metadata":{"a":1}}`},
+		{404, "thread nope not found", "DELETE", "/threads/nope", ""},
+		{404, "thread nope not found", "POST", "/threads/nope/copy", ""},
+		{404, "checkpoint nope not found", "GET", tp + "/state/nope", ""},
+		{422, "checkpoint_id is required", "POST", tp + "/state/checkpoint", `{"checkpoint":{}}`},
+		{404, "checkpoint nope not found", "POST", tp + "/history", `{"before":{"checkpoint_id":"nope"}}`},
+		{422, "values must be a JSON object", "POST", tp + "/state", `{"values":3}`},
+		{422, "values.messages", "POST", tp + "/state", `{"values":{"messages":[]}}`},
+		{404, "run nope not found", "GET", tp + "/runs/nope", ""},
+		{404, "run nope not found", "GET", tp + "/runs/nope/join", ""},
+		{404, "run nope not found", "POST", tp + "/runs/nope/cancel", ""},
+		{404, "assistant \"ghost\" not found", "GET", "/assistants/ghost", ""},
+		{422, "limit", "POST", "/assistants/search", `{"limit":5000}`},
+		{422, "assistant_id is required", "POST", tp + "/runs/wait", `{` + hi + `}`},
+		{404, `assistant "ghost" not found`, "POST", tp + "/runs/wait", `{"assistant_id":"ghost",` + hi + `}`},
+		{409, "belongs to assistant", "POST", tp + "/runs/wait", `{"assistant_id":"asker",` + hi + `}`},
+		{422, "input is required", "POST", tp + "/runs", `{"assistant_id":"chat"}`},
+		{422, "only human", "POST", tp + "/runs", `{"assistant_id":"chat","input":{"messages":[{"role":"ai","content":"x"}]}}`},
+		{422, "input must be an object", "POST", tp + "/runs", `{"assistant_id":"chat","input":"hi"}`},
+		{422, "no human message", "POST", tp + "/runs", `{"assistant_id":"chat","input":{}}`},
+		{422, "content", "POST", tp + "/runs", `{"assistant_id":"chat","input":{"messages":[{"role":"user","content":7}]}}`},
+		{422, `stream_mode "debug" is not supported`, "POST", tp + "/runs/stream", `{"assistant_id":"chat",` + hi + `,"stream_mode":"debug"}`},
+		{422, "unknown stream_mode", "POST", tp + "/runs/stream", `{"assistant_id":"chat",` + hi + `,"stream_mode":["values","nope"]}`},
+		{422, "multitask_strategy", "POST", tp + "/runs", `{"assistant_id":"chat",` + hi + `,"multitask_strategy":"yolo"}`},
+		{422, "webhook", "POST", tp + "/runs", `{"assistant_id":"chat",` + hi + `,"webhook":"http://example.com/"}`},
+		{422, "interrupt_before", "POST", tp + "/runs", `{"assistant_id":"chat",` + hi + `,"interrupt_before":["llm"]}`},
+		{422, "if_not_exists", "POST", tp + "/runs", `{"assistant_id":"chat",` + hi + `,"if_not_exists":"maybe"}`},
+		{422, "on_disconnect", "POST", tp + "/runs", `{"assistant_id":"chat",` + hi + `,"on_disconnect":"explode"}`},
+		{422, "input or command, not both", "POST", tp + "/runs", `{"assistant_id":"chat",` + hi + `,"command":{"resume":"x"}}`},
+		{422, "command.update", "POST", tp + "/runs", `{"assistant_id":"chat","command":{"resume":"x","goto":"llm"}}`},
+		{422, "command.resume is required", "POST", tp + "/runs", `{"assistant_id":"chat","command":{}}`},
+		{409, "no interrupt to resume", "POST", tp + "/runs", `{"assistant_id":"chat","command":{"resume":"x"}}`},
+		{404, "checkpoint nope not found", "POST", tp + "/runs", `{"assistant_id":"chat",` + hi + `,"checkpoint_id":"nope"}`},
+		{400, "unknown field", "POST", tp + "/runs", `{"assistant_id":"chat",` + hi + `,"surprise":1}`},
+		{400, "malformed JSON", "POST", tp + "/runs/stream", `{"assistant_id":]`},
+		{404, "thread nope not found", "POST", "/threads/nope/runs/wait", `{"assistant_id":"chat",` + hi + `}`},
+	}
+	for _, c := range cases {
+		env.lgDetail(c.status, c.detail, c.method, c.path, c.body)
+	}
+	env.lgDetail(415, "Content-Type", "POST", "/threads", `{}`, "Content-Type", "text/plain")
+
+	// Nothing changed: one session (the thread), no run, no step, its
+	// metadata as created.
+	ctx := context.Background()
+	page, err := env.store.SessionList(ctx, &store.SessionListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Sessions) != 1 || page.Sessions[0].ID != thread || page.Sessions[0].LastSequence != 0 {
+		t.Errorf("sessions after refused requests: %+v", page.Sessions)
+	}
+	if runs, err := env.store.RunList(ctx, &store.RunListParams{}); err != nil || len(runs) != 0 {
+		t.Errorf("runs after refused requests: %v %v", runs, err)
+	}
+	got := env.lgCall("GET", tp, "")
+	if md := got["metadata"].(map[string]any); md["user"] != "ada" || len(md) != 2 {
+		t.Errorf("metadata after refused requests: %v", md)
+	}
+}
+
+// TestLangGraphResumeRefused resumes an interrupt with an answer the
+// request refuses (an approval answered "maybe"): 422, and the run still
+// waits; a good answer then finishes it.
+func TestLangGraphResumeRefused(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, []*stepwise.Agent{approvalAgent("ops")})
+	thread := env.lgCall("POST", "/threads", `{}`)["thread_id"].(string)
+	tp := "/threads/" + thread
+	out := env.lgCall("POST", tp+"/runs/wait", `{"assistant_id":"ops","input":{"messages":[{"role":"user","content":"clean up"}]}}`)
+	ins, _ := out["__interrupt__"].([]any)
+	if len(ins) != 1 {
+		t.Fatalf("wait: %v", out)
+	}
+	value := ins[0].(map[string]any)["value"].(map[string]any)
+	if value["kind"] != "approval" || value["tool"].(map[string]any)["name"] != "delete" {
+		t.Errorf("interrupt value %v", value)
+	}
+	env.lgDetail(422, "is an approval of delete", "POST", tp+"/runs/wait", `{"assistant_id":"ops","command":{"resume":"maybe"}}`)
+	env.lgDetail(422, "is an approval of delete", "POST", tp+"/runs/wait", `{"assistant_id":"ops","command":{"resume":{"ok":1}}}`)
+	if st := env.lgCall("GET", tp, "")["status"]; st != "interrupted" {
+		t.Errorf("after refused resumes the thread is %v", st)
+	}
+	out = env.lgCall("POST", tp+"/runs/wait", `{"assistant_id":"ops","command":{"resume":true}}`)
+	msgs := out["messages"].([]any)
+	if last := msgs[len(msgs)-1].(map[string]any); last["content"] != "All done." || out["__interrupt__"] != nil {
+		t.Errorf("after resume: %v", out)
+	}
+	runs, err := env.store.RunList(context.Background(), &store.RunListParams{SessionID: thread})
+	if err != nil || len(runs) != 1 || runs[0].Status != steptype.RunCompleted {
+		t.Errorf("runs %v %v: want the one run, completed", runs, err)
+	}
+}
+
+// TestLangGraphAPIKey checks the x-api-key header: the server token on
+// the LangGraph routes, nothing elsewhere.
+func TestLangGraphAPIKey(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, []*stepwise.Agent{chatAgent("chat", "hello")}, withTokens("s3cret"))
+	if status, body := env.call("POST", langGraphPrefix+"/assistants/search", `{}`, "X-Api-Key", "s3cret"); status != 200 || !strings.Contains(string(body), `"graph_id":"chat"`) {
+		t.Errorf("with x-api-key: %d %s", status, body)
+	}
+	env.lgDetail(401, "token", "POST", "/assistants/search", `{}`, "X-Api-Key", "wrong")
+	env.problem(401, CodeUnauthorized, "GET", "/v1/sessions", "", "X-Api-Key", "s3cret")
+}
