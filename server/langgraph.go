@@ -272,7 +272,7 @@ func (s *Server) lgThread(ctx context.Context, sess *stepwise.Session) (obj, err
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.lgLoad(ctx, sess, 0)
+	v, err := s.lgLoad(ctx, sess, lgAll)
 	if err != nil {
 		return nil, err
 	}

@@ -302,7 +302,7 @@ func (s *Server) lgStart(ctx context.Context, r *http.Request, req *lgRunRequest
 	if sess, err = st.SessionGet(ctx, &store.SessionGetParams{ID: sess.ID}); err != nil {
 		return nil, err
 	}
-	v, err := s.lgLoad(ctx, sess, 0)
+	v, err := s.lgLoad(ctx, sess, lgAll)
 	if err != nil {
 		return nil, err
 	}
@@ -487,7 +487,7 @@ func (s *Server) lgTimeTravel(ctx context.Context, agent *stepwise.Agent, sess *
 		var fork *stepwise.Session
 		if fork, err = s.eng.Fork(ctx, stepwise.ForkParams{SessionID: sess.ID, At: seq}); err == nil {
 			var v *lgView
-			if v, err = s.lgLoad(ctx, fork, 0); err == nil {
+			if v, err = s.lgLoad(ctx, fork, lgAll); err == nil {
 				p := stepwise.StartParams{Agent: agent.Name, SessionID: fork.ID, Input: text}
 				if len(v.state) > 0 {
 					p.State = v.state
@@ -592,7 +592,7 @@ func (s *Server) lgWriteFinal(ctx context.Context, w http.ResponseWriter, runID 
 	if err != nil {
 		return err
 	}
-	v, err := s.lgLoad(ctx, sess, 0)
+	v, err := s.lgLoad(ctx, sess, lgAll)
 	if err != nil {
 		return err
 	}
@@ -756,7 +756,7 @@ func (s *Server) lgRunStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	lgLocate(w, started.run, true)
-	v, err := s.lgLoad(ctx, started.sess, 0)
+	v, err := s.lgLoad(ctx, started.sess, lgAll)
 	if err != nil {
 		return err
 	}

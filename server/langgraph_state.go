@@ -64,11 +64,18 @@ func (v *lgView) values() obj {
 	return out
 }
 
-// lgLoad builds the view of a session up to sequence upTo (0: all).
+// lgAll asks lgLoad for every step.
+const lgAll = -1
+
+// lgLoad builds the view of a session up to sequence upTo (lgAll: every
+// step).
 func (s *Server) lgLoad(ctx context.Context, sess *stepwise.Session, upTo int64) (*lgView, error) {
 	v := &lgView{thread: sess.ID}
-	if sess.LastSequence == 0 {
+	if upTo == 0 {
 		return v, nil
+	}
+	if upTo == lgAll {
+		upTo = 0 // StepList: to the end
 	}
 	steps, err := s.eng.Store().StepList(ctx, &store.StepListParams{SessionID: sess.ID, EndSeq: upTo})
 	if err != nil {
@@ -202,7 +209,7 @@ func lgStateOf(v *lgView, next []string, tasks []obj, interrupts []obj) obj {
 // lgCurrentState is the latest state of a thread, with the pending
 // interrupts as tasks.
 func (s *Server) lgCurrentState(ctx context.Context, sess *stepwise.Session) (obj, error) {
-	v, err := s.lgLoad(ctx, sess, 0)
+	v, err := s.lgLoad(ctx, sess, lgAll)
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func (o *lgStream) event(ev *stepwise.Event) {
 		}
 		node := cmpOr(st.Name, string(st.Kind))
 		msg := lgMessage(st)
-		if o.modes["updates"] {
+		if o.modes["updates"] && st.Kind != steptype.KindUser {
 			update := obj{}
 			if msg != nil {
 				update["messages"] = []obj{msg}
@@ -289,6 +289,9 @@ func (o *lgStream) catchUp(ctx context.Context, run *stepwise.Run) {
 		return
 	}
 	for _, st := range steps {
+		if st.RunID != run.ID && st.Hop == 0 {
+			continue // another run's, or a state update
+		}
 		o.event(&stepwise.Event{Type: stepwise.EventStepCompleted, SessionID: st.SessionID, RunID: st.RunID, StepName: st.Name, Step: st, Position: stepwise.Position{Seq: st.Sequence}})
 	}
 }

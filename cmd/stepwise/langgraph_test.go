@@ -83,7 +83,7 @@ func testLangGraphSDK(t *testing.T, db string) {
 		t.Skip(msg)
 	}
 	var files []string
-	for _, a := range []string{"adder", "asker", "slow"} {
+	for _, a := range []string{"adder", "asker", "slow", "broken"} {
 		files = append(files, filepath.Join("testdata", "langgraph", a+".yaml"))
 	}
 	base, srvErr := serveAgents(t, db, langGraphToken, files...)
@@ -221,6 +221,30 @@ func testLangGraphSDK(t *testing.T, db string) {
 	want("enqueue.statuses", []any{"success", "success"})
 	want("interruptStrategy.text", "Another answer.")
 	want("interruptStrategy.before", "interrupted")
+
+	want("rollback.humans", []any{"first", "third", "fourth", "fifth", "seventh"}) // sixth rolled back
+	want("rollback.text", "Another answer.")
+
+	// Joining a finished run's stream replays it; after an event id, only
+	// what followed it.
+	want("join.first", "metadata")
+	want("join.updates", 4)
+	want("join.complete", []any{"ai", "tool", "tool", "ai"})
+	for _, e := range []string{"on_chain_start", "on_chain_end", "on_tool_end"} {
+		if evs, _ := get("join.events").([]any); !slices.Contains(evs, any(e)) {
+			t.Errorf("join.events %v: no %s", evs, e)
+		}
+	}
+	want("rejoin", []any{"tools", "tools", "llm"})
+
+	// A failed run.
+	if m, _ := get("errors.failedWait.message").(string); !strings.Contains(m, "RunError") || !strings.Contains(m, "context too long") {
+		t.Errorf("failed wait: %v", get("errors.failedWait"))
+	}
+	want("failedStream.last", "error")
+	if m, _ := get("failedStream.message").(string); !strings.Contains(m, "context too long") {
+		t.Errorf("failed stream: %v", get("failedStream"))
+	}
 
 	// Copy (a fork) and delete.
 	want("copy.types", 5)

@@ -16,6 +16,8 @@ if (!apiUrl || !token) {
 }
 
 const client = new Client({ apiUrl, apiKey: token });
+// Progress goes to stderr, so that a test that times out shows where.
+const step = (name) => console.error(`[drive] ${new Date().toISOString()} ${name}`);
 const seen = { errors: {} };
 
 async function errorOf(fn) {
@@ -45,9 +47,11 @@ const until = async (what, fn) => {
 };
 
 // 0. Auth: the SDK sends the token as x-api-key; without it, 401.
+step("0. auth");
 seen.errors.noKey = await errorOf(() => new Client({ apiUrl, apiKey: null }).assistants.search());
 
 // 1. Assistants are the agents.
+step("1. Assistants are the agents.");
 const assistants = await client.assistants.search({ limit: 10 });
 seen.assistants = assistants.map((a) => a.graph_id).sort();
 const adder = assistants.find((a) => a.graph_id === "adder");
@@ -55,6 +59,7 @@ seen.assistantGet = (await client.assistants.get(adder.assistant_id)).graph_id;
 seen.assistantByName = (await client.assistants.get("adder")).assistant_id === adder.assistant_id;
 
 // 2. Threads: create with metadata, search, update, get.
+step("2. Threads: create with metadata, search, update, get.");
 const thread = await client.threads.create({ metadata: { user: "ada", topic: "sums" } });
 seen.threadCreated = { status: thread.status, user: thread.metadata.user };
 await client.threads.create({ metadata: { user: "bob" } });
@@ -64,6 +69,7 @@ const updated = await client.threads.get(thread.thread_id);
 seen.threadUpdated = { user: updated.metadata.user, topic: updated.metadata.topic };
 
 // 3. A streamed run with parallel tool calls.
+step("3. A streamed run with parallel tool calls.");
 const events = [];
 let created;
 for await (const ev of client.runs.stream(thread.thread_id, adder.assistant_id, {
@@ -99,6 +105,7 @@ seen.runs = (await client.runs.list(thread.thread_id)).map((r) => r.status);
 
 // 4. State and history: one checkpoint per step; time travel from the
 // third checkpoint runs on a fork there.
+step("4. state, history, time travel");
 const state = await client.threads.getState(thread.thread_id);
 seen.state = { types: types(state.values), next: state.next, checkpoint: !!state.checkpoint.checkpoint_id };
 const history = await client.threads.getHistory(thread.thread_id, { limit: 20 });
@@ -126,10 +133,12 @@ if (travelRun) {
 seen.afterTravel = types((await client.threads.getState(thread.thread_id)).values).length;
 
 // 5. updateState: a state patch the thread's values carry.
+step("5. updateState: a state patch the thread's values carry.");
 const upd = await client.threads.updateState(thread.thread_id, { values: { mood: "happy" } });
 seen.updateState = { checkpoint: !!upd.checkpoint?.checkpoint_id, mood: (await client.threads.getState(thread.thread_id)).values.mood };
 
 // 6. An interrupt, resumed with command.resume.
+step("6. An interrupt, resumed with command.resume.");
 const asker = (await client.assistants.search({ graphId: "asker" }))[0];
 const askThread = await client.threads.create();
 const asked = [];
@@ -155,6 +164,7 @@ seen.resumed = { text: lastText(resumedValues), types: types(resumedValues), sta
 seen.errors.resumeIdle = await errorOf(() => client.runs.wait(askThread.thread_id, asker.assistant_id, { command: { resume: "again" } }));
 
 // 7. A cancelled run.
+step("7. A cancelled run.");
 const slow = (await client.assistants.search({ graphId: "slow" }))[0];
 const cancelThread = await client.threads.create();
 const toCancel = await client.runs.create(cancelThread.thread_id, slow.assistant_id, { input: human("take your time") });
@@ -166,6 +176,7 @@ seen.errors.cancelAgain = await errorOf(() => client.runs.cancel(cancelThread.th
 
 // 8. A concurrent run on a busy thread: reject (the default) is refused,
 // enqueue runs after the first.
+step("8. a busy thread");
 const busyThread = await client.threads.create();
 const first = await client.runs.create(busyThread.thread_id, slow.assistant_id, { input: human("first") });
 seen.errors.reject = await errorOf(() => client.runs.create(busyThread.thread_id, slow.assistant_id, { input: human("second"), multitaskStrategy: "reject" }));
@@ -181,17 +192,65 @@ seen.enqueue = {
   statuses: (await client.runs.list(busyThread.thread_id)).map((r) => r.status),
 };
 // interrupt: cancels the running one, then starts.
+const humansOf = async (id) => (await client.threads.getState(id)).values.messages.filter((m) => m.type === "human").map((m) => m.content);
 const running = await client.runs.create(busyThread.thread_id, slow.assistant_id, { input: human("fourth") });
+await until("the fourth message in the thread", async () => (await humansOf(busyThread.thread_id)).includes("fourth"));
 const interrupting = await client.runs.wait(busyThread.thread_id, slow.assistant_id, { input: human("fifth"), multitaskStrategy: "interrupt" });
 seen.interruptStrategy = { text: lastText(interrupting), before: (await client.runs.get(busyThread.thread_id, running.run_id)).status };
 
+step("rollback");
+// rollback: cancels the running one and deletes what it wrote.
+const rolled = await client.runs.create(busyThread.thread_id, slow.assistant_id, { input: human("sixth") });
+await until("the sixth message in the thread", async () => (await humansOf(busyThread.thread_id)).includes("sixth"));
+const rolling = await client.runs.wait(busyThread.thread_id, slow.assistant_id, { input: human("seventh"), multitaskStrategy: "rollback" });
+seen.rollback = { humans: rolling.messages.filter((m) => m.type === "human").map((m) => m.content), text: lastText(rolling) };
+
+step("join");
+// Joining a run's stream: from its start, or after an event id (a
+// reconnection), in other stream modes.
+const allUpdates = [];
+for await (const ev of client.runs.joinStream(thread.thread_id, created.run_id, { streamMode: ["updates", "messages", "events"] })) {
+  allUpdates.push(ev);
+}
+seen.join = {
+  first: allUpdates[0]?.event,
+  updates: allUpdates.filter((e) => e.event === "updates").length,
+  complete: allUpdates.filter((e) => e.event === "messages/complete").map((e) => e.data[0].type),
+  events: [...new Set(allUpdates.filter((e) => e.event === "events").map((e) => e.data.event))].sort(),
+};
+const middle = allUpdates.filter((e) => e.event === "updates")[0];
+const rest = [];
+for await (const ev of client.runs.joinStream(thread.thread_id, created.run_id, { lastEventId: middle.id, streamMode: "updates" })) {
+  rest.push(ev);
+}
+seen.rejoin = rest.filter((e) => e.event === "updates").map((e) => Object.keys(e.data)[0]);
+
+step("failed run");
+// A failed run: wait raises its error; a stream ends with an error event.
+const broken = (await client.assistants.search({ graphId: "broken" }))[0];
+seen.errors.failedWait = await (async () => {
+  try {
+    await client.runs.wait(null, broken.assistant_id, { input: human("hi") });
+    return { none: true };
+  } catch (e) {
+    return { message: e.message };
+  }
+})();
+const failedEvents = [];
+for await (const ev of client.runs.stream(null, broken.assistant_id, { input: human("hi"), streamMode: "updates" })) {
+  failedEvents.push(ev);
+}
+seen.failedStream = { last: failedEvents.at(-1)?.event, message: failedEvents.at(-1)?.data?.message };
+
 // 9. Copy and delete.
+step("9. Copy and delete.");
 const copy = await client.threads.copy(thread.thread_id);
 seen.copy = { types: types(copy.values).length, other: copy.thread_id !== thread.thread_id };
 await client.threads.delete(copy.thread_id);
 seen.errors.deleted = await errorOf(() => client.threads.get(copy.thread_id));
 
 // 10. Wrong ids.
+step("10. Wrong ids.");
 seen.errors.thread = await errorOf(() => client.threads.get("no-such-thread"));
 seen.errors.run = await errorOf(() => client.runs.get(thread.thread_id, "no-such-run"));
 seen.errors.assistant = await errorOf(() => client.assistants.get("no-such-assistant"));
