@@ -1,12 +1,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -240,11 +242,9 @@ func (s *Server) lgRuns(ctx context.Context, sessionID string) ([]*stepwise.Run,
 }
 
 func sortRunsNewest(runs []*stepwise.Run) {
-	for i := 1; i < len(runs); i++ {
-		for j := i; j > 0 && (runs[j].CreatedAt.After(runs[j-1].CreatedAt) || (runs[j].CreatedAt.Equal(runs[j-1].CreatedAt) && runs[j].ID > runs[j-1].ID)); j-- {
-			runs[j], runs[j-1] = runs[j-1], runs[j]
-		}
-	}
+	slices.SortFunc(runs, func(a, b *stepwise.Run) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+	})
 }
 
 // lgThreadStatus is a thread's status: busy while a run is queued or

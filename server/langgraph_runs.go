@@ -250,6 +250,7 @@ func (s *Server) lgStart(ctx context.Context, r *http.Request, req *lgRunRequest
 	}
 	st := s.eng.Store()
 	var sess *stepwise.Session
+	created := false // a session made for this request: dropped if it is refused
 	if id := r.PathValue("thread"); id == "" {
 		var meta json.RawMessage
 		if len(req.Metadata) > 0 {
@@ -258,14 +259,28 @@ func (s *Server) lgStart(ctx context.Context, r *http.Request, req *lgRunRequest
 		if sess, err = st.SessionCreate(ctx, &store.SessionCreateParams{ID: stepwise.NewID(), Agent: agent.Name, Title: "LangGraph thread", Metadata: meta}); err != nil {
 			return nil, err
 		}
-	} else if sess, err = s.lgSession(ctx, r); err != nil {
-		if req.IfNotExists != "create" || !errors.Is(err, store.ErrNotFound) && !strings.Contains(err.Error(), "not found") {
-			return nil, err
+		created = true
+	} else {
+		sess, err = s.lgSession(ctx, r)
+		var ae *apiError
+		if err != nil && req.IfNotExists == "create" && errors.As(err, &ae) && ae.status == http.StatusNotFound {
+			sess, created, err = s.threadSession(ctx, id, agent.Name, "LangGraph thread")
 		}
-		if sess, _, err = s.threadSession(ctx, id, agent.Name, "LangGraph thread"); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
+	started, err := s.lgStartOn(ctx, agent, sess, req, modes)
+	if err != nil && created {
+		s.dropThreadSession(sess.ID)
+	}
+	return started, err
+}
+
+// lgStartOn is lgStart on the thread's session.
+func (s *Server) lgStartOn(ctx context.Context, agent *stepwise.Agent, sess *stepwise.Session, req *lgRunRequest, modes map[string]bool) (*lgStarted, error) {
+	st := s.eng.Store()
+	var err error
 	if sess.Agent != "" && sess.Agent != agent.Name {
 		return nil, errorf(http.StatusConflict, CodeConflict, "thread %s belongs to assistant %s (graph %s)", sess.ID, lgAssistantID(sess.Agent), sess.Agent)
 	}
@@ -294,8 +309,9 @@ func (s *Server) lgStart(ctx context.Context, r *http.Request, req *lgRunRequest
 	if err := s.lgMakeRoom(ctx, sess, req.MultitaskStrategy); err != nil {
 		return nil, err
 	}
+	var patched *stepwise.Step
 	if patch != nil {
-		if _, err := s.lgPatchState(ctx, sess, patch, "__input__"); err != nil {
+		if patched, err = s.lgPatchState(ctx, sess, patch, "__input__"); err != nil {
 			return nil, err
 		}
 	}
@@ -311,6 +327,12 @@ func (s *Server) lgStart(ctx context.Context, r *http.Request, req *lgRunRequest
 		p.State = v.state
 	}
 	run, err := s.eng.StartRun(ctx, p)
+	if err != nil && patched != nil {
+		// Refused: the input's state patch goes too.
+		if _, terr := s.eng.Truncate(context.WithoutCancel(ctx), sess.ID, patched.Sequence); terr != nil {
+			s.log.Warn("langgraph: drop the state patch of a refused run", "thread", sess.ID, "err", terr)
+		}
+	}
 	if errors.Is(err, store.ErrSessionBusy) || errors.Is(err, store.ErrConflict) {
 		return nil, errorf(http.StatusConflict, CodeSessionBusy, "thread %s is busy: it has an unfinished run (multitask_strategy reject)", sess.ID)
 	}
@@ -772,7 +794,7 @@ func (s *Server) lgRunStream(w http.ResponseWriter, r *http.Request) error {
 		out.emit("", "values", v.values())
 	}
 	settled := out.follow(ctx, started.after, followFrom(started.after))
-	if settled == nil && ctx.Err() != nil && req.OnDisconnect == "cancel" {
+	if settled == nil && r.Context().Err() != nil && s.base.Err() == nil && req.OnDisconnect == "cancel" {
 		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer ccancel()
 		_, _ = s.eng.Cancel(cctx, started.run.ID, "the LangGraph client disconnected (on_disconnect cancel)")

@@ -243,16 +243,15 @@ func (s *Server) lgStateAtStep(ctx context.Context, sess *stepwise.Session, id s
 	if seq == sess.LastSequence {
 		return s.lgCurrentState(ctx, sess)
 	}
-	v, err := s.lgLoad(ctx, sess, seq+1)
+	v, err := s.lgLoad(ctx, sess, seq)
 	if err != nil {
 		return nil, err
 	}
-	after := v.last
-	v2, err := s.lgLoad(ctx, sess, seq)
+	next, err := s.eng.Store().StepGet(ctx, &store.StepGetParams{SessionID: sess.ID, Sequence: seq + 1})
 	if err != nil {
 		return nil, err
 	}
-	return lgStateOf(v2, []string{cmpOr(after.Name, string(after.Kind))}, []obj{}, []obj{}), nil
+	return lgStateOf(v, []string{cmpOr(next.Name, string(next.Kind))}, []obj{}, []obj{}), nil
 }
 
 // lgCheckpointSeq is the sequence of the step a checkpoint id names in a

@@ -106,6 +106,10 @@ func TestLangGraphBadInput(t *testing.T) {
 		{400, "unknown field", "POST", tp + "/runs", `{"assistant_id":"chat",` + hi + `,"surprise":1}`},
 		{400, "malformed JSON", "POST", tp + "/runs/stream", `{"assistant_id":]`},
 		{404, "thread nope not found", "POST", "/threads/nope/runs/wait", `{"assistant_id":"chat",` + hi + `}`},
+		// Refused after a thread was made for them: it goes again.
+		{422, "input must be an object", "POST", "/runs/wait", `{"assistant_id":"chat","input":"hi"}`},
+		{422, "input must be an object", "POST", "/threads/fresh/runs/stream", `{"assistant_id":"chat","input":"hi","if_not_exists":"create"}`},
+		{422, "input is required", "POST", "/runs/stream", `{"assistant_id":"chat"}`},
 	}
 	for _, c := range cases {
 		env.lgDetail(c.status, c.detail, c.method, c.path, c.body)
