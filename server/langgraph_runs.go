@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -525,7 +528,9 @@ func (s *Server) lgTimeTravel(ctx context.Context, agent *stepwise.Agent, sess *
 	if err != nil {
 		return nil, err
 	}
-	return &lgStarted{run: run, sess: fork, after: stepwise.Position{Seq: fork.LastSequence}, modes: modes}, nil
+	// The fork shares the steps up to seq; the run goes on from there (it
+	// may have committed more already).
+	return &lgStarted{run: run, sess: fork, after: stepwise.Position{Seq: seq}, modes: modes}, nil
 }
 
 // lgRunStatus is LangGraph's status of a run.
@@ -555,13 +560,18 @@ func lgRun(run *stepwise.Run) obj {
 }
 
 // lgLocate sets the headers the SDK reads a run's id from
-// (Content-Location) and reconnects a stream to (Location), relative to the
+// (Content-Location) and, for a stream, reconnects to (Location, with the
+// stream's modes: the SDK sends none when it reconnects), relative to the
 // API root.
-func lgLocate(w http.ResponseWriter, run *stepwise.Run, stream bool) {
+func lgLocate(w http.ResponseWriter, run *stepwise.Run, modes map[string]bool) {
 	loc := "/threads/" + run.SessionID + "/runs/" + run.ID
 	w.Header().Set("Content-Location", loc)
-	if stream {
-		w.Header().Set("Location", loc+"/stream")
+	if modes != nil {
+		q := url.Values{}
+		for _, m := range slices.Sorted(maps.Keys(modes)) {
+			q.Add("stream_mode", m)
+		}
+		w.Header().Set("Location", loc+"/stream?"+q.Encode())
 	}
 }
 
@@ -581,7 +591,7 @@ func (s *Server) lgRunCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	lgLocate(w, run, false)
+	lgLocate(w, run, nil)
 	writeJSON(w, http.StatusOK, lgRun(run))
 	return nil
 }
@@ -599,7 +609,7 @@ func (s *Server) lgRunWait(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	lgLocate(w, started.run, false)
+	lgLocate(w, started.run, nil)
 	return s.lgWriteFinal(ctx, w, started.run.ID, started.after)
 }
 
@@ -777,14 +787,13 @@ func (s *Server) lgRunStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	lgLocate(w, started.run, true)
-	v, err := s.lgLoad(ctx, started.sess, lgAll)
+	lgLocate(w, started.run, modes)
+	// The thread as it was when the run went on (an answered request
+	// included); what the run commits after that is streamed, also when it
+	// is committed already.
+	v, err := s.lgLoad(ctx, started.sess, started.after.Seq)
 	if err != nil {
 		return err
-	}
-	if v.last != nil && v.last.Sequence > started.after.Seq {
-		// The steps answering an interrupt are in the thread already.
-		started.after.Seq = v.last.Sequence
 	}
 	out := &lgStream{s: s, w: w, run: started.run, modes: modes, view: v}
 	if err := out.start(); err != nil {
@@ -846,7 +855,7 @@ func (s *Server) lgRunJoinStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	lgLocate(w, run, true)
+	lgLocate(w, run, modes)
 	out := &lgStream{s: s, w: w, run: run, modes: modes, view: v}
 	if err := out.start(); err != nil {
 		return nil

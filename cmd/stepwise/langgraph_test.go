@@ -164,6 +164,12 @@ func testLangGraphSDK(t *testing.T, db string) {
 	want("stream.toolChunks", 2)
 	want("stream.finalTypes", []any{"human", "ai", "tool", "tool", "ai"})
 	want("stream.finalText", "2+3 is 5 and 6*7 is 42.")
+	// A broken connection: the SDK reconnects after the last event id and
+	// gets every update once.
+	want("reconnect.cuts", 1)
+	want("reconnect.reconnects", 1)
+	want("reconnect.resumedAfter", true)
+	want("reconnect.nodes", []any{"llm", "tools", "tools", "llm"})
 	want("run.status", "success")
 	want("runs", []any{"success"})
 

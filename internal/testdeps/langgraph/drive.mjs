@@ -100,6 +100,48 @@ seen.stream.toolChunks = chunks.filter(([m]) => m.type === "tool").length;
 const values = events.filter((e) => e.event === "values").at(-1)?.data;
 seen.stream.finalTypes = types(values);
 seen.stream.finalText = lastText(values);
+
+// A stream whose connection breaks: the SDK reconnects to the run's
+// stream (the Location header) with Last-Event-ID and gets the rest once.
+step("3b. a broken stream, resumed");
+let cuts = 0;
+const reconnects = []; // the Last-Event-ID of each reconnection
+const cuttingFetch = async (url, init) => {
+  const res = await fetch(url, init);
+  if (cuts > 0 && (init?.method ?? "GET") === "GET" && String(url).includes("/stream")) reconnects.push(init?.headers?.["last-event-id"] ?? init?.headers?.["Last-Event-ID"]);
+  if (cuts > 0 || init?.method !== "POST" || !String(url).includes("/runs/stream")) return res;
+  cuts++;
+  const reader = res.body.getReader();
+  let chunks = 0;
+  const body = new ReadableStream({
+    async pull(ctrl) {
+      const { done, value } = await reader.read();
+      if (done) return ctrl.close();
+      ctrl.enqueue(value);
+      if (++chunks === 4) {
+        await reader.cancel();
+        ctrl.error(new TypeError("terminated: the test cut the connection"));
+      }
+    },
+  });
+  return new Response(body, { status: res.status, headers: res.headers });
+};
+const cutting = new Client({ apiUrl, apiKey: token, callerOptions: { fetch: cuttingFetch } });
+const cutThread = await client.threads.create();
+const cutEvents = [];
+for await (const ev of cutting.runs.stream(cutThread.thread_id, adder.assistant_id, {
+  input: human("add 2+3 and 6*7"),
+  streamMode: ["updates"],
+})) {
+  cutEvents.push(ev);
+}
+seen.reconnect = {
+  cuts,
+  reconnects: reconnects.length,
+  resumedAfter: !!reconnects[0],
+  nodes: cutEvents.filter((e) => e.event === "updates").map((e) => Object.keys(e.data)[0]),
+};
+
 seen.run = await client.runs.get(thread.thread_id, created.run_id);
 seen.runs = (await client.runs.list(thread.thread_id)).map((r) => r.status);
 
