@@ -624,7 +624,17 @@ func (s *Server) lgWriteFinal(ctx context.Context, w http.ResponseWriter, runID 
 	if err != nil {
 		return err
 	}
-	v, err := s.lgLoad(ctx, sess, lgAll)
+	// The values as the run left them: up to its last step (a run started
+	// after it, an enqueued one, may have added more).
+	end := sess.LastSequence
+	last, err := s.eng.Store().StepList(ctx, &store.StepListParams{SessionID: sess.ID, RunID: run.ID, Desc: true, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(last) > 0 {
+		end = last[0].Sequence
+	}
+	v, err := s.lgLoad(ctx, sess, end)
 	if err != nil {
 		return err
 	}

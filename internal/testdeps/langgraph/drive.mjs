@@ -94,7 +94,9 @@ seen.stream.toolMessages = updates
   .map((u) => u.tools.messages[0])
   .map((m) => ({ type: m.type, content: m.content, matches: llmUpdate?.llm.messages[0].tool_calls.some((c) => c.id === m.tool_call_id) }));
 const chunks = events.filter((e) => e.event === "messages").map((e) => e.data);
-seen.stream.chunkText = chunks.filter(([m]) => m.type === "AIMessageChunk").map(([m]) => m.content).join("");
+// The model's text: its chunks, or the whole message when its chunks were
+// not streamed to this subscriber.
+seen.stream.chunkText = chunks.filter(([m]) => m.type === "AIMessageChunk" || m.type === "ai").map(([m]) => m.content).join("");
 seen.stream.chunkNode = chunks[0]?.[1]?.langgraph_node;
 seen.stream.toolChunks = chunks.filter(([m]) => m.type === "tool").length;
 const values = events.filter((e) => e.event === "values").at(-1)?.data;
@@ -106,21 +108,41 @@ seen.stream.finalText = lastText(values);
 step("3b. a broken stream, resumed");
 let cuts = 0;
 const reconnects = []; // the Last-Event-ID of each reconnection
+let sawId; // resolved once the loop below got an event with an id
+const idSeen = new Promise((resolve) => (sawId = resolve));
 const cuttingFetch = async (url, init) => {
   const res = await fetch(url, init);
-  if (cuts > 0 && (init?.method ?? "GET") === "GET" && String(url).includes("/stream")) reconnects.push(init?.headers?.["last-event-id"] ?? init?.headers?.["Last-Event-ID"]);
+  if (cuts > 0 && (init?.method ?? "GET") === "GET" && String(url).includes("/stream")) reconnects.push(new Headers(init?.headers).get("last-event-id"));
   if (cuts > 0 || init?.method !== "POST" || !String(url).includes("/runs/stream")) return res;
   cuts++;
+  // Pass the stream on up to the end of its first event with an id, then
+  // fail it, wherever the server's chunks end.
   const reader = res.body.getReader();
-  let chunks = 0;
+  const enc = new TextEncoder();
+  const dec = new TextDecoder();
+  let text = "";
+  let cutNow = false;
   const body = new ReadableStream({
     async pull(ctrl) {
-      const { done, value } = await reader.read();
-      if (done) return ctrl.close();
-      ctrl.enqueue(value);
-      if (++chunks === 4) {
-        await reader.cancel();
-        ctrl.error(new TypeError("terminated: the test cut the connection"));
+      if (cutNow) {
+        await idSeen; // an error drops what the pipes hold: fail once it is read
+        return ctrl.error(new TypeError("terminated: the test cut the connection"));
+      }
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) {
+          if (text) ctrl.enqueue(enc.encode(text));
+          return ctrl.close();
+        }
+        text += dec.decode(value, { stream: true });
+        const id = text.indexOf("\nid: ");
+        const end = id < 0 ? -1 : text.indexOf("\n\n", id);
+        if (end >= 0) {
+          ctrl.enqueue(enc.encode(text.slice(0, end + 2)));
+          await reader.cancel();
+          cutNow = true;
+          return;
+        }
       }
     },
   });
@@ -134,6 +156,7 @@ for await (const ev of cutting.runs.stream(cutThread.thread_id, adder.assistant_
   streamMode: ["updates"],
 })) {
   cutEvents.push(ev);
+  if (ev.id) sawId();
 }
 seen.reconnect = {
   cuts,
