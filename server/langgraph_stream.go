@@ -156,7 +156,7 @@ func (o *lgStream) event(ev *stepwise.Event) {
 			}
 			o.emit(id, "events", obj{"event": name, "name": node, "run_id": o.run.ID, "tags": []string{}, "metadata": o.meta(node, st.Sequence), "parent_ids": []string{}, "data": obj{"output": msg}})
 		}
-		if o.modes["values"] && msg != nil {
+		if o.modes["values"] && (msg != nil || !isNull(st.StatePatch)) {
 			o.emit(id, "values", o.view.values())
 		}
 	}

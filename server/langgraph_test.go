@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -178,4 +182,101 @@ func TestLangGraphAPIKey(t *testing.T) {
 	}
 	env.lgDetail(401, "token", "POST", "/assistants/search", `{}`, "X-Api-Key", "wrong")
 	env.problem(401, CodeUnauthorized, "GET", "/v1/sessions", "", "X-Api-Key", "s3cret")
+}
+
+// counter is an agent of one custom step: it yields a tick and counts its
+// runs in the custom state.
+func counter() *stepwise.Agent {
+	return &stepwise.Agent{Name: "counter", StartStep: "count", Steps: map[string]stepwise.Handler{
+		"count": stepwise.StepFunc(func(_ context.Context, s *stepwise.Scope) (*stepwise.Next, error) {
+			var st struct {
+				Count int    `json:"count"`
+				Topic string `json:"topic"`
+			}
+			if err := s.DecodeState(&st); err != nil {
+				return nil, err
+			}
+			if err := s.Yield("count.tick", map[string]any{"n": st.Count + 1, "topic": st.Topic}); err != nil {
+				return nil, err
+			}
+			return &stepwise.Next{Step: stepwise.StepEnd, State: map[string]any{"count": st.Count + 1}, Output: "counted"}, nil
+		}),
+	}}
+}
+
+// lgEvents posts a streamed run and returns its SSE events (event, data).
+func (e *testEnv) lgEvents(path, body string) [][2]string {
+	e.t.Helper()
+	resp, err := http.Post(e.ts.URL+langGraphPrefix+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		data, _ := io.ReadAll(resp.Body)
+		e.t.Fatalf("%s: %d %s %s", path, resp.StatusCode, ct, data)
+	}
+	var out [][2]string
+	var event string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			event = v
+		}
+		if v, ok := strings.CutPrefix(line, "data: "); ok {
+			out = append(out, [2]string{event, v})
+		}
+		if line == "" && event == "" {
+			e.t.Errorf("%s: a blank line outside an event (the SDK reads an empty event)", path)
+		}
+		if line == "" {
+			event = ""
+		}
+	}
+	return out
+}
+
+// TestLangGraphCustomAndState streams a custom step: its yields are custom
+// events, its state patch an update and part of the values; the input's
+// other keys and updateState patch the state the next run starts from.
+func TestLangGraphCustomAndState(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, []*stepwise.Agent{counter()})
+	thread := env.lgCall("POST", "/threads", `{}`)["thread_id"].(string)
+	tp := "/threads/" + thread
+	evs := env.lgEvents(tp+"/runs/stream", `{"assistant_id":"counter","input":{"messages":[{"role":"user","content":"count"}],"topic":"sheep"},"stream_mode":["custom","updates","values"]}`)
+	var kinds []string
+	for _, ev := range evs {
+		kinds = append(kinds, ev[0])
+	}
+	// metadata, the thread before, after the input, the step's yield, its
+	// update, after it.
+	want := []string{"metadata", "values", "values", "custom", "updates", "values"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("events %v, want %v: %v", kinds, want, evs)
+	}
+	if evs[3][1] != `{"data":{"n":1,"topic":"sheep"},"name":"count.tick"}` {
+		t.Errorf("custom %s", evs[3][1])
+	}
+	if evs[4][1] != `{"count":{"count":1}}` {
+		t.Errorf("updates %s", evs[4][1])
+	}
+	last := decode[map[string]any](t, []byte(evs[5][1]))
+	if last["count"] != float64(1) || last["topic"] != "sheep" || len(last["messages"].([]any)) != 1 {
+		t.Errorf("values %v", last)
+	}
+	upd := env.lgCall("POST", tp+"/state", `{"values":{"count":10}}`)
+	if upd["checkpoint"].(map[string]any)["checkpoint_id"] == "" {
+		t.Errorf("updateState %v", upd)
+	}
+	out := env.lgCall("POST", tp+"/runs/wait", `{"assistant_id":"counter","input":{"messages":[{"role":"user","content":"again"}]}}`)
+	if out["count"] != float64(11) || out["topic"] != "sheep" {
+		t.Errorf("second run's values %v, want count 11 (from the update), topic sheep", out)
+	}
+	hist := env.lgCall("GET", tp+"/state", "")
+	if md := hist["metadata"].(map[string]any); md["step"] == nil {
+		t.Errorf("state metadata %v", md)
+	}
 }
