@@ -3,11 +3,12 @@ package stepwise
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/internal/runexec"
 	"slices"
-	"strings"
+
+	"github.com/stepwise-run/stepwise/internal/answer"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/wire"
@@ -33,12 +34,9 @@ const StepBreakpoint = "breakpoint"
 
 // The actions of a BreakpointAnswer.
 const (
-	BreakContinue = "continue"
-	BreakStep     = "step"
+	BreakContinue = answer.Continue
+	BreakStep     = answer.Step
 )
-
-// breakAnswerSchema is the answer schema of a breakpoint's pause.
-var breakAnswerSchema = json.RawMessage(`{"type":"object","properties":{"action":{"type":"string","enum":["continue","step"]},"state":{"type":"object"}},"additionalProperties":false}`)
 
 // breakState is what an execution knows of its run's breakpoints: the
 // selectors in force (the agent's and the run's), and what the last
@@ -60,62 +58,6 @@ func (x *execution) ApplyPatch(state, patch json.RawMessage, edit bool) (json.Ra
 		return next, patch, err
 	}
 	return x.agent.applyState(state, patch)
-}
-
-// checkBreakpoints refuses selectors that select nothing.
-func checkBreakpoints(b *Breakpoints) error {
-	if b == nil {
-		return nil
-	}
-	var errs []error
-	for _, list := range [][]string{b.Before, b.After} {
-		for _, sel := range list {
-			typ, v, ok := strings.Cut(sel, ":")
-			switch {
-			case strings.TrimSpace(sel) == "":
-				errs = append(errs, errors.New("breakpoint: an empty selector"))
-			case ok && v == "":
-				errs = append(errs, fmt.Errorf("breakpoint %q: nothing after %q", sel, typ+":"))
-			case ok && typ != "step" && typ != "kind" && typ != "tool":
-				errs = append(errs, fmt.Errorf("breakpoint %q: want step:NAME, kind:KIND, tool:NAME, a bare name or *", sel))
-			case ok && typ == "kind" && !knownKind(v):
-				errs = append(errs, fmt.Errorf("breakpoint %q: unknown kind %q (llm, tool, custom, decision, agent)", sel, v))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func knownKind(k string) bool {
-	switch steptype.Kind(k) {
-	case steptype.KindLLM, steptype.KindTool, steptype.KindCustom, steptype.KindDecision, steptype.KindAgent:
-		return true
-	}
-	return k == "tools"
-}
-
-// matchBreak returns the first selector of sels that selects the step
-// name of kind (with the tool calls of a tools step), or "".
-func matchBreak(sels []string, name string, kind steptype.Kind, tools []string) string {
-	kindIs := func(v string) bool { return string(kind) == v || (kind == steptype.KindTool && v == "tools") }
-	for _, sel := range sels {
-		typ, v, ok := strings.Cut(sel, ":")
-		var hit bool
-		switch {
-		case !ok:
-			hit = sel == "*" || sel == name || kindIs(sel) || slices.Contains(tools, sel)
-		case typ == "step":
-			hit = v == name
-		case typ == "kind":
-			hit = kindIs(v)
-		case typ == "tool":
-			hit = slices.Contains(tools, v)
-		}
-		if hit {
-			return sel
-		}
-	}
-	return ""
 }
 
 // loadBreaks sets up the run's breakpoints (the agent's and the run's
@@ -149,7 +91,7 @@ func (x *execution) loadBreaks(own []*Step) {
 		if json.Unmarshal(s.Inputs, &req) != nil || req.Breakpoint == nil {
 			continue
 		}
-		a := parseBreakAnswer(s.Outputs)
+		a := answer.ParseBreak(s.Outputs)
 		b.passedAt, b.stepping = req.Breakpoint.At, a.Action == BreakStep
 		edited := false
 		for _, later := range own[i+1:] {
@@ -165,55 +107,6 @@ func (x *execution) loadBreaks(own []*Step) {
 		}
 		return
 	}
-}
-
-// parseBreakAnswer reads a recorded (valid) answer.
-func parseBreakAnswer(raw json.RawMessage) BreakpointAnswer {
-	var a BreakpointAnswer
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		a.Action = s
-	} else {
-		_ = json.Unmarshal(raw, &a)
-	}
-	if a.Action == "" {
-		a.Action = BreakContinue
-	}
-	return a
-}
-
-// checkBreakAnswer validates the answer to a pause and returns the text
-// the step records.
-func checkBreakAnswer(answer json.RawMessage) (string, error) {
-	var a BreakpointAnswer
-	var s string
-	if json.Unmarshal(answer, &s) == nil {
-		a.Action = s
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(answer))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&a); err != nil {
-			return "", fmt.Errorf(`%w: a breakpoint is answered "continue", "step" or {"action": "continue"|"step", "state": {...}}: %v`, ErrInvalidAnswer, err)
-		}
-	}
-	switch a.Action {
-	case "", BreakContinue, BreakStep:
-	default:
-		return "", fmt.Errorf(`%w: breakpoint action %q: want "continue" or "step"`, ErrInvalidAnswer, a.Action)
-	}
-	if len(a.State) > 0 {
-		if t := bytes.TrimSpace(a.State); len(t) == 0 || t[0] != '{' {
-			return "", fmt.Errorf("%w: breakpoint state must be a JSON object (merged into the run's state)", ErrInvalidAnswer)
-		}
-	}
-	text := a.Action
-	if text == "" {
-		text = BreakContinue
-	}
-	if len(a.State) > 0 {
-		text += " with state " + string(a.State)
-	}
-	return text, nil
 }
 
 // stepKind is the kind of the step name before it runs.
@@ -293,7 +186,7 @@ func (x *execution) pauseBefore(cursor string) (bool, error) {
 		}
 		tools = x.toolNames()
 	}
-	matched := matchBreak(b.before, cursor, kind, tools)
+	matched := answer.Match(b.before, cursor, kind, tools)
 	if matched == "" && b.stepping {
 		matched = BreakStep
 	}
@@ -314,7 +207,7 @@ func (x *execution) breakAfter(name string, kind steptype.Kind) string {
 	if name == StepTools && x.agent.Steps[StepTools] == nil {
 		tools = x.toolNames()
 	}
-	return matchBreak(b.after, name, kind, tools)
+	return answer.Match(b.after, name, kind, tools)
 }
 
 // pauseAfter pauses the run after the step name of kind committed, when a
@@ -343,7 +236,7 @@ func (x *execution) pause(when, name string, kind steptype.Kind, tools []string,
 	if matched == BreakStep {
 		prompt = fmt.Sprintf("Paused %s step %s (stepping): continue, step, or edit the state.", when, name)
 	}
-	s, err := x.inputStep(StepBreakpoint, &InputRequest{Prompt: prompt, Schema: breakAnswerSchema, Breakpoint: bp}, nil)
+	s, err := x.inputStep(StepBreakpoint, &InputRequest{Prompt: prompt, Schema: answer.BreakSchema, Breakpoint: bp}, nil)
 	if err != nil {
 		return err
 	}

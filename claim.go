@@ -3,6 +3,7 @@ package stepwise
 import (
 	"context"
 	"fmt"
+
 	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/internal/executor"

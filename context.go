@@ -251,3 +251,22 @@ func (x *execution) LastAssistantText() string {
 // turn after one, a cancelled request): providers refuse an assistant tool
 // call without its result.
 const NotExecutedResult = convo.NotExecutedResult
+
+// NoTokenBudget, as ContextPolicy.TokenBudget, sends the model every
+// message of the session, whatever its context window.
+const NoTokenBudget = -1
+
+// budgetOf is the token budget of agent a's context: its
+// Context.TokenBudget when set, none for NoTokenBudget or an agent without
+// a model, and otherwise three quarters of its model's context window (the
+// rest leaves room for the instructions, the tool definitions, the answer
+// and the error of the four-characters-per-token estimate).
+func budgetOf(a *Agent, windows llm.ContextWindows) int {
+	switch b := a.Context.TokenBudget; {
+	case b > 0:
+		return b
+	case b < 0 || a.Model == nil:
+		return 0
+	}
+	return windows.Of(a.Model) / 4 * 3
+}

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/internal/runexec"
 	"runtime/debug"
 	"time"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/internal/ids"
 	"github.com/stepwise-run/stepwise/internal/stepctx"
@@ -170,7 +171,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 			mark = stepres.Start()
 		}
 		next, err := x.call(x.hooked(name, h), scope, proc, dc)
-		setUsage(&scope.step.Metrics, mark.End())
+		runexec.SetUsage(&scope.step.Metrics, mark.End())
 		if err == nil {
 			if next, err = x.accept(name, scope, next); err == nil {
 				return next, nil, nil
@@ -192,7 +193,7 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 		if !serr.Recoverable {
 			return nil, serr, nil
 		}
-		if err := sleepCtx(x.Ctx, backoffDelay(pol, attempt, llm.RetryAfter(err))); err != nil {
+		if err := runexec.Sleep(x.Ctx, pol.exec().Backoff(attempt, llm.RetryAfter(err))); err != nil {
 			return nil, nil, context.Cause(x.Ctx)
 		}
 	}
@@ -229,12 +230,6 @@ func (x *execution) startAttempt(name string, attempt int, lean bool) (*Scope, t
 		proc = time.Time{}
 	}
 	return scope, proc, dc
-}
-
-// setUsage records on m what its step used while it ran (see
-// steptype.Metrics.CPUTime).
-func setUsage(m *steptype.Metrics, u stepres.Usage) {
-	m.CPUTime, m.AllocBytes, m.AllocObjects, m.OverlappingSteps = u.CPU, u.AllocBytes, u.AllocObjects, u.Overlapping
 }
 
 // copyUsage copies the resource use of from to m.
@@ -437,18 +432,4 @@ func (x *execution) finished(status steptype.RunStatus, serr *StepError) error {
 		return x.queueNextTurn()
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -10,6 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stepwise-run/stepwise/internal/observation"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store/memory"
@@ -97,17 +101,17 @@ func TestObserverOrderAndFlush(t *testing.T) {
 func TestObserverFullQueueNeverBlocks(t *testing.T) {
 	t.Parallel()
 	e := testEngine(t)
-	rec := &recorder{block: make(chan struct{}), entered: make(chan struct{}, observerQueueSize+11)}
+	rec := &recorder{block: make(chan struct{}), entered: make(chan struct{}, observation.QueueSize+11)}
 	stop := e.Observe(rec)
 	// The first observation is taken by the observer, which then blocks.
 	e.runCommitHooks([]*Step{{ID: "s", RunID: "r"}})
 	<-rec.entered
-	for i := 1; i < observerQueueSize+10; i++ {
+	for i := 1; i < observation.QueueSize+10; i++ {
 		e.runCommitHooks([]*Step{{ID: "s", RunID: "r"}}) // must return although nothing is consumed
 	}
 	st := e.observation(false)
 	// One call is in flight, the queue is full, the rest is dropped.
-	if d := st.queues[0].Dropped(); d != 9 {
+	if d := st.Dropped(); d != 9 {
 		t.Errorf("dropped %d observations, want 9", d)
 	}
 	close(rec.block)
@@ -192,7 +196,7 @@ func TestObserveModelAndTool(t *testing.T) {
 			_ = err
 		}
 	}
-	res, err := callTool(t.Context(), x.observeTool(stubTool{}), &tool.Call{ID: "call-1", Name: "t", SessionID: "s", RunID: "r", Attempt: 1})
+	res, err := runexec.CallTool(t.Context(), x.observeTool(stubTool{}), &tool.Call{ID: "call-1", Name: "t", SessionID: "s", RunID: "r", Attempt: 1})
 	if err != nil || res.Content != "ok" {
 		t.Fatalf("tool call = %v, %v", res, err)
 	}

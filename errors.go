@@ -2,6 +2,7 @@ package stepwise
 
 import (
 	"errors"
+
 	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/store"
@@ -23,7 +24,7 @@ var (
 	ErrMaxSteps        = errors.New("stepwise: step budget exhausted")
 	ErrStepTimeout     = errors.New("stepwise: step timed out")
 	ErrRunTimeout      = errors.New("stepwise: run timed out")
-	ErrStepPanic       = errors.New("stepwise: step panicked")
+	ErrStepPanic       = runexec.ErrStepPanic
 	ErrLeaseLost       = runexec.ErrLeaseLost
 	ErrAlreadyAnswered = wire.ErrAlreadyAnswered
 	ErrNotWaiting      = wire.ErrNotWaiting

@@ -22,7 +22,7 @@ type execution struct {
 	parent *execution
 
 	lastAnswer  *Step
-	replay      *replaySource
+	replay      *runexec.Replay
 	approvals   map[string]ApprovalAnswer    // tool-call id → decision
 	waiting     map[string]bool              // tool-call id → a request is pending
 	toolAnswers map[string][]json.RawMessage // tool-call id → answers to the input the call asked for (tool.InputNeeded)
@@ -56,35 +56,13 @@ func (e *Engine) newExec(a *Agent, run *Run) *execution {
 type stepBuffers struct {
 	llmH, toolsH Handler    // the built-in handlers
 	calls        []ToolCall // toolsStep's calls
-	boxes        [2]struct {
-		v   string
-		box any
-	} // see boxed
-	leanStep  Step // see runStep
-	leanScope Scope
-	builtNext Next // see builtinNext
-	priced    struct {
-		model string
-		price Price
-		ok    bool
-		set   bool
-	} // see price
+	leanStep     Step       // see runStep
+	leanScope    Scope
+	builtNext    Next // see builtinNext
 }
 
 // cursorLLM is the cursor of the built-in llm step (read only).
 var cursorLLM = StepLLM
-
-// boxed returns v as an interface value, the one of the previous call
-// with the same slot when v is unchanged: a string in an interface is
-// immutable, so steps can share it, and a model that answers with the same
-// model name and finish reason every time costs no allocation for them.
-func (x *execution) boxed(slot int, v string) any {
-	b := &x.buf.boxes[slot]
-	if b.v != v || b.box == nil {
-		b.v, b.box = v, v
-	}
-	return b.box
-}
 
 // builtinNext returns n from a built-in step handler: in a buffer of the
 // execution, which the next step reuses, when no hook can see (and keep)

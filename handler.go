@@ -252,5 +252,5 @@ func (x *execution) recordScopeEvent(s *Scope, ev *StepEvent) {
 	if st == nil {
 		return
 	}
-	st.record(StepRef{SessionID: x.Run.SessionID, RunID: x.Run.ID, StepID: s.step.ID, StepName: s.name, Attempt: s.step.Metrics.Attempt}, ev)
+	st.Record(StepRef{SessionID: x.Run.SessionID, RunID: x.Run.ID, StepID: s.step.ID, StepName: s.name, Attempt: s.step.Metrics.Attempt}, ev)
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/internal/runexec"
 	"iter"
 	"time"
+
+	"github.com/stepwise-run/stepwise/internal/answer"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/llm"
@@ -75,7 +78,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 	if err := checkClientTools(a, p.ClientTools); err != nil {
 		return nil, err
 	}
-	if err := checkBreakpoints(p.Breakpoints); err != nil {
+	if err := answer.CheckSelectors(p.Breakpoints); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrInvalid, err)
 	}
 	now := e.now()

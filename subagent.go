@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -27,7 +29,7 @@ func subAgentDef(a *Agent) llm.ToolDef {
 // callSubAgent runs (or resumes) the child run of one sub-agent call in this
 // process and returns the parent's agent step. A failed child becomes a tool
 // error for the parent; a child waiting for input parks the parent.
-func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall) *outcome {
+func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall) *runexec.Outcome {
 	var args struct {
 		Input string `json:"input"`
 	}
@@ -66,7 +68,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 			// Another execution holds the child (it was handed back to the
 			// queue and taken by an executor): wait for it, as for a child
 			// waiting for input; its end wakes this run.
-			return &outcome{child: child.ID}
+			return &runexec.Outcome{Child: child.ID}
 		}
 		if errors.Is(err, ErrRunFinished) {
 			// Another execution finished the child between the read and
@@ -98,12 +100,12 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 }
 
 // childOutcome is the parent's outcome of a child run that stopped.
-func (x *execution) childOutcome(sub *Agent, call ToolCall, child *Run) *outcome {
+func (x *execution) childOutcome(sub *Agent, call ToolCall, child *Run) *runexec.Outcome {
 	switch child.Status {
 	case steptype.RunCompleted:
 		return x.childResult(call, child, &tool.Result{Content: child.Output})
 	case steptype.RunWaiting:
-		return &outcome{child: child.ID}
+		return &runexec.Outcome{Child: child.ID}
 	default:
 		msg := "sub-agent " + sub.Name + " " + string(child.Status)
 		if child.Error != nil {
@@ -129,7 +131,7 @@ func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, inp
 	}
 	o := runOptions{ToolCallID: call.ID, AgentVersion: sub.Version}
 	if x.replay != nil {
-		o.Replay = &x.replay.opts
+		o.Replay = &x.replay.Opts
 	}
 	opts, _ := json.Marshal(o)
 	// Created leased to this engine, so that no executor takes it before
@@ -146,19 +148,19 @@ func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, inp
 
 // agentResult builds the parent's agent step for a sub-agent call; stepID
 // is the id its child run links to. The step started when the call did.
-func (x *execution) agentResult(call ToolCall, stepID string, r *tool.Result) *outcome {
-	s := x.toolResultStep(call, r)
+func (x *execution) agentResult(call ToolCall, stepID string, r *tool.Result) *runexec.Outcome {
+	s := x.ToolResultStep(call, r)
 	s.Kind = steptype.KindAgent
 	s.ID = stepID
-	return &outcome{step: s, final: true}
+	return &runexec.Outcome{Step: s, Final: true}
 }
 
 // childResult is agentResult for a call that has a child run: the step
 // started when the child run did.
-func (x *execution) childResult(call ToolCall, child *Run, r *tool.Result) *outcome {
+func (x *execution) childResult(call ToolCall, child *Run, r *tool.Result) *runexec.Outcome {
 	o := x.agentResult(call, child.ParentStepID, r)
-	if !child.CreatedAt.IsZero() && child.CreatedAt.Before(o.step.Metrics.FinishedAt) {
-		o.step.Metrics.StartedAt = child.CreatedAt
+	if !child.CreatedAt.IsZero() && child.CreatedAt.Before(o.Step.Metrics.FinishedAt) {
+		o.Step.Metrics.StartedAt = child.CreatedAt
 	}
 	return o
 }

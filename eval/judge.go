@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/render"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/stepwise-run/stepwise/render"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"

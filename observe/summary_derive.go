@@ -2,8 +2,9 @@ package observe
 
 import (
 	"context"
-	"github.com/stepwise-run/stepwise/render"
 	"slices"
+
+	"github.com/stepwise-run/stepwise/render"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"

@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/render"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/stepwise-run/stepwise/render"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm"

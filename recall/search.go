@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/render"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stepwise-run/stepwise/render"
 
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/steptype"

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/render"
 	"strings"
 	"time"
+
+	"github.com/stepwise-run/stepwise/render"
 
 	"github.com/spf13/cobra"
 

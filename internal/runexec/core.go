@@ -92,6 +92,8 @@ type Core struct {
 	runParams    store.RunUpdateParams
 	appendParams store.StepAppendParams
 	one          [1]*steptype.Step
+	// model is what its model calls reuse.
+	model modelBuffers
 }
 
 // expectRunning fences the writes of an execution (read only).

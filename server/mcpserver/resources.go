@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stepwise-run/stepwise/render"
 	"strings"
+
+	"github.com/stepwise-run/stepwise/render"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 

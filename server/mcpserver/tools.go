@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
 	"github.com/stepwise-run/stepwise/render"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
