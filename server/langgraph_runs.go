@@ -375,7 +375,11 @@ func (s *Server) lgMakeRoom(ctx context.Context, sess *stepwise.Session, strateg
 		case "", "reject":
 			return errorf(http.StatusConflict, CodeSessionBusy, "thread %s is busy: run %s is %s; wait for it, or choose multitask_strategy enqueue, interrupt or rollback", sess.ID, busy.ID, lgRunStatus(busy.Status))
 		case "interrupt", "rollback":
-			if _, err := s.eng.Cancel(ctx, busy.ID, "interrupted by a new LangGraph run (multitask_strategy "+strategy+")"); err != nil && !errors.Is(err, stepwise.ErrRunFinished) {
+			_, err := s.eng.Cancel(ctx, busy.ID, "interrupted by a new LangGraph run (multitask_strategy "+strategy+")")
+			if errors.Is(err, stepwise.ErrRunFinished) {
+				continue // it finished first: nothing to interrupt or roll back
+			}
+			if err != nil {
 				return err
 			}
 			if strategy == "rollback" {
