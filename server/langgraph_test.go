@@ -11,8 +11,11 @@ import (
 	"testing"
 
 	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/llm/scripted"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
+	"github.com/stepwise-run/stepwise/tool"
 )
 
 // lgDetail sends a LangGraph request that must fail and checks its status
@@ -278,5 +281,60 @@ func TestLangGraphCustomAndState(t *testing.T) {
 	hist := env.lgCall("GET", tp+"/state", "")
 	if md := hist["metadata"].(map[string]any); md["step"] == nil {
 		t.Errorf("state metadata %v", md)
+	}
+}
+
+// TestLangGraphStreamParallelTools streams a run whose model asks for two
+// tool calls at once (run under -race: the stream's writer, its
+// subscription and the parallel tools are concurrent): the updates carry
+// the calls and both results, messages-tuple the chunks, values the end.
+func TestLangGraphStreamParallelTools(t *testing.T) {
+	t.Parallel()
+	echo := tool.Func(llm.ToolDef{Name: "echo", Parameters: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, c *tool.Call) (*tool.Result, error) {
+		return &tool.Result{Content: "echo " + string(c.Arguments)}, nil
+	})
+	m := scripted.New("twice", scripted.Script{Strict: true, Turns: []scripted.Turn{
+		{Text: "both", Chunk: 1, ToolCalls: []steptype.ToolCall{{ID: "a", Name: "echo", Arguments: json.RawMessage(`{"n":1}`)}, {ID: "b", Name: "echo", Arguments: json.RawMessage(`{"n":2}`)}}},
+		{Text: "done", Chunk: 1},
+	}})
+	env := newEnv(t, []*stepwise.Agent{{Name: "twice", Model: m, Tools: []tool.Tool{echo}}})
+	evs := env.lgEvents("/runs/stream", `{"assistant_id":"twice","input":{"messages":[{"role":"user","content":"go"}]},"stream_mode":["updates","messages-tuple","values"]}`)
+	var calls, results []string
+	var text strings.Builder
+	var last map[string]any
+	for _, ev := range evs {
+		switch ev[0] {
+		case "updates":
+			u := decode[map[string]map[string][]map[string]any](t, []byte(ev[1]))
+			for _, msg := range u["llm"]["messages"] {
+				for _, c := range msg["tool_calls"].([]any) {
+					calls = append(calls, c.(map[string]any)["id"].(string))
+				}
+			}
+			for _, msg := range u["tools"]["messages"] {
+				results = append(results, msg["tool_call_id"].(string)+"="+msg["content"].(string))
+			}
+		case "messages":
+			tuple := decode[[]map[string]any](t, []byte(ev[1]))
+			if tuple[0]["type"] == "AIMessageChunk" || tuple[0]["type"] == "ai" {
+				text.WriteString(tuple[0]["content"].(string))
+			}
+		case "values":
+			last = decode[map[string]any](t, []byte(ev[1]))
+		}
+	}
+	slices.Sort(results)
+	if !slices.Equal(calls, []string{"a", "b"}) || !slices.Equal(results, []string{`a=echo {"n":1}`, `b=echo {"n":2}`}) {
+		t.Errorf("calls %v, results %v: %v", calls, results, evs)
+	}
+	if text.String() != "bothdone" {
+		t.Errorf("streamed text %q", text.String())
+	}
+	var types []string
+	for _, msg := range last["messages"].([]any) {
+		types = append(types, msg.(map[string]any)["type"].(string))
+	}
+	if !slices.Equal(types, []string{"human", "ai", "tool", "tool", "ai"}) {
+		t.Errorf("final values %v", types)
 	}
 }
