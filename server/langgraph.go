@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -66,6 +67,8 @@ func (s *Server) registerLangGraph() {
 	get, post, del, patch := http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPatch
 	s.lg(post, "/assistants/search", s.lgAssistantSearch)
 	s.lg(get, "/assistants/{assistant}", s.lgAssistantGet)
+	s.lg(get, "/assistants/{assistant}/graph", s.lgAssistantGraph)
+	s.lg(get, "/assistants/{assistant}/schemas", s.lgAssistantSchemas)
 
 	s.lg(post, "/threads", s.lgThreadCreate)
 	s.lg(post, "/threads/search", s.lgThreadSearch)
@@ -207,6 +210,53 @@ func (s *Server) lgAssistantGet(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, s.lgAssistant(a))
+	return nil
+}
+
+// lgAssistantGraph: GET /assistants/{assistant}/graph, the agent's step
+// graph as LangGraph draws it: __start__, the built-in llm and tools steps
+// and the custom steps, __end__; the built-in routes as edges (a custom
+// step chooses its next step at run time: GET /v1/agents/{name}/graph is
+// the graph its runs took).
+func (s *Server) lgAssistantGraph(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.lgAgent(r.PathValue("assistant"))
+	if err != nil {
+		return err
+	}
+	node := func(id, kind string) obj {
+		return obj{"id": id, "type": "runnable", "data": obj{"id": []string{"stepwise", kind}, "name": id}}
+	}
+	nodes := []obj{{"id": "__start__", "type": "schema", "data": "__start__"}, node(stepwise.StepLLM, "llm"), node(stepwise.StepTools, "tools")}
+	for _, name := range slices.Sorted(maps.Keys(a.Steps)) {
+		if name != stepwise.StepLLM && name != stepwise.StepTools {
+			nodes = append(nodes, node(name, "custom"))
+		}
+	}
+	nodes = append(nodes, obj{"id": "__end__", "type": "schema", "data": "__end__"})
+	start := cmpOr(a.StartStep, stepwise.StepLLM)
+	after := cmpOr(a.AfterLLM, stepwise.StepEnd)
+	if after == stepwise.StepEnd {
+		after = "__end__"
+	}
+	edges := []obj{{"source": "__start__", "target": start},
+		{"source": stepwise.StepLLM, "target": stepwise.StepTools, "conditional": true},
+		{"source": stepwise.StepLLM, "target": after, "conditional": true},
+		{"source": stepwise.StepTools, "target": stepwise.StepLLM}}
+	writeJSON(w, http.StatusOK, obj{"nodes": nodes, "edges": edges})
+	return nil
+}
+
+// lgAssistantSchemas: GET /assistants/{assistant}/schemas.
+func (s *Server) lgAssistantSchemas(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.lgAgent(r.PathValue("assistant"))
+	if err != nil {
+		return err
+	}
+	messages := obj{"type": "array", "items": obj{"type": "object"}, "description": "LangChain messages; the last human one is the turn's input"}
+	state := obj{"type": "object", "title": a.Name, "properties": obj{"messages": messages}, "additionalProperties": true,
+		"description": "the thread's messages and the agent's custom state (a JSON object)"}
+	writeJSON(w, http.StatusOK, obj{"graph_id": a.Name, "input_schema": state, "output_schema": state, "state_schema": state,
+		"config_schema": obj{"type": "object"}, "context_schema": obj{"type": "object"}})
 	return nil
 }
 
@@ -568,6 +618,8 @@ func langGraphOps() []apiOp {
 	return []apiOp{
 		op("POST", "/assistants/search", "langGraphAssistantSearch", "search assistants (one per agent; graph_id = agent name)", nil, "LangGraphAssistantSearch", "LangGraphAssistants", 200),
 		op("GET", "/assistants/{assistant}", "langGraphAssistantGet", "get an assistant", []apiParam{pAssistant}, "", "LangGraphAssistant", 200),
+		op("GET", "/assistants/{assistant}/graph", "langGraphAssistantGraph", "the agent's step graph (built-in routes; custom steps route at run time)", []apiParam{pAssistant}, "", "LangGraphGraph", 200),
+		op("GET", "/assistants/{assistant}/schemas", "langGraphAssistantSchemas", "the input, output and state schemas (messages and the custom state)", []apiParam{pAssistant}, "", "LangGraphSchemas", 200),
 		op("POST", "/threads", "langGraphThreadCreate", "create a thread (a session; metadata.graph_id names its agent)", nil, "LangGraphThreadCreate", "LangGraphThread", 200),
 		op("POST", "/threads/search", "langGraphThreadSearch", "search threads by metadata, ids and status", nil, "LangGraphThreadSearch", "LangGraphThreads", 200),
 		op("GET", "/threads/{thread}", "langGraphThreadGet", "get a thread: status, values, interrupts", []apiParam{pThread}, "", "LangGraphThread", 200),
@@ -605,6 +657,8 @@ func langGraphSchemas() obj {
 	return obj{
 		"LangGraphAssistant":  free("assistant_id, graph_id (the agent name), name, description, config, context, metadata, version, created_at, updated_at"),
 		"LangGraphAssistants": list("LangGraphAssistant"),
+		"LangGraphGraph":      free("nodes ({id, type, data}) and edges ({source, target, conditional?})"),
+		"LangGraphSchemas":    free("graph_id, input_schema, output_schema, state_schema, config_schema, context_schema"),
 		"LangGraphAssistantSearch": object(true, nil, obj{"graph_id": str("an agent name"), "name": str("a substring of the agent name"), "metadata": meta,
 			"limit": limit, "offset": integer(), "sort_by": str("ignored"), "sort_order": str("ignored"), "select": strs}),
 		"LangGraphThreadSearch": object(true, nil, obj{"metadata": meta, "ids": strs, "limit": limit, "offset": integer(),

@@ -156,7 +156,7 @@ var notGoTyped = []string{"ExportLogsServiceRequest", "ExportLogsServiceResponse
 	"JSONRPCMessage", // MCP's messages, described by its specification
 	"A2AAgentCard",   // A2A's agent card, described by its specification
 	// LangGraph's responses: the Agent Protocol's open objects, built as maps.
-	"LangGraphAssistant", "LangGraphAssistants", "LangGraphThread", "LangGraphThreads", "LangGraphThreadState",
+	"LangGraphAssistant", "LangGraphAssistants", "LangGraphGraph", "LangGraphSchemas", "LangGraphThread", "LangGraphThreads", "LangGraphThreadState",
 	"LangGraphThreadStates", "LangGraphUpdated", "LangGraphRun", "LangGraphRuns", "LangGraphValues",
 }
 

@@ -134,6 +134,9 @@ func testLangGraphSDK(t *testing.T, db string) {
 	}
 	want("assistantGet", "adder")
 	want("assistantByName", true)
+	want("graph.nodes", []any{"__start__", "llm", "tools", "__end__"})
+	want("graph.edges", []any{"__start__>llm", "llm>tools", "llm>__end__", "tools>llm"})
+	want("schemas", []any{"messages"})
 
 	// Threads: metadata, search, update.
 	want("threadCreated.status", "idle")

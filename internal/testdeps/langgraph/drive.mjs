@@ -57,6 +57,9 @@ seen.assistants = assistants.map((a) => a.graph_id).sort();
 const adder = assistants.find((a) => a.graph_id === "adder");
 seen.assistantGet = (await client.assistants.get(adder.assistant_id)).graph_id;
 seen.assistantByName = (await client.assistants.get("adder")).assistant_id === adder.assistant_id;
+const graph = await client.assistants.getGraph(adder.assistant_id);
+seen.graph = { nodes: graph.nodes.map((n) => n.id), edges: graph.edges.map((e) => `${e.source}>${e.target}`) };
+seen.schemas = Object.keys((await client.assistants.getSchemas(adder.assistant_id)).state_schema.properties);
 
 // 2. Threads: create with metadata, search, update, get.
 step("2. Threads: create with metadata, search, update, get.");
