@@ -35,7 +35,8 @@ func (v *lgView) add(st *stepwise.Step) {
 		v.prev = v.last.ID
 	}
 	v.last = st
-	if len(st.StatePatch) > 0 && string(st.StatePatch) != "null" {
+	// A sub-agent's steps patch its own run's state, not the thread's.
+	if st.Hop == 0 && len(st.StatePatch) > 0 && string(st.StatePatch) != "null" {
 		if next, err := stepwise.MergePatch(v.state, st.StatePatch); err == nil {
 			v.state = next
 		}
