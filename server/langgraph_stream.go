@@ -105,6 +105,11 @@ func (o *lgStream) event(ev *stepwise.Event) {
 		if o.modes["events"] {
 			o.emit(id, "events", obj{"event": "on_chat_model_stream", "name": ev.StepName, "run_id": o.run.ID, "tags": []string{}, "metadata": o.meta(ev.StepName, ev.Position.Seq), "parent_ids": []string{}, "data": obj{"chunk": chunk}})
 		}
+	case stepwise.EventStepReset:
+		// The attempt's streamed output is void (it is retried): the step's
+		// message is sent whole when it completes.
+		o.chunked = false
+		o.partial = nil
 	case stepwise.EventStepYield:
 		if o.modes["custom"] && ev.Yield != nil {
 			var data any
