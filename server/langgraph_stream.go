@@ -25,8 +25,10 @@ type lgStream struct {
 	// partial is the streamed text of the model call in flight (messages
 	// mode), keyed by the id its chunks carry.
 	partial map[string]string
-	// chunked is set when the model call in flight streamed text.
+	// chunked is set when the model call in flight streamed text; resets
+	// counts the voided attempts of the stream's model calls.
 	chunked   bool
+	resets    int
 	lastWrite time.Time
 }
 
@@ -82,6 +84,9 @@ func (o *lgStream) event(ev *stepwise.Event) {
 			return
 		}
 		msgID := "run-" + o.run.ID + "-" + itoa(int(ev.Position.Seq))
+		if o.resets > 0 {
+			msgID += "-" + itoa(o.resets+1)
+		}
 		chunk := obj{"type": "AIMessageChunk", "id": msgID, "content": d.Content, "additional_kwargs": obj{}, "response_metadata": obj{}, "tool_call_chunks": []obj{}, "tool_calls": []obj{}}
 		if tc := d.ToolCall; tc != nil {
 			chunk["tool_call_chunks"] = []obj{{"id": nilIfEmpty(tc.ID), "name": nilIfEmpty(tc.Name), "args": tc.Arguments, "index": tc.Index, "type": "tool_call_chunk"}}
@@ -106,10 +111,12 @@ func (o *lgStream) event(ev *stepwise.Event) {
 			o.emit(id, "events", obj{"event": "on_chat_model_stream", "name": ev.StepName, "run_id": o.run.ID, "tags": []string{}, "metadata": o.meta(ev.StepName, ev.Position.Seq), "parent_ids": []string{}, "data": obj{"chunk": chunk}})
 		}
 	case stepwise.EventStepReset:
-		// The attempt's streamed output is void (it is retried): the step's
-		// message is sent whole when it completes.
+		// The attempt's streamed output is void: the next attempt's chunks
+		// are another message (the values have the one that counts), and
+		// with none the step's message is sent whole when it completes.
 		o.chunked = false
 		o.partial = nil
+		o.resets++
 	case stepwise.EventStepYield:
 		if o.modes["custom"] && ev.Yield != nil {
 			var data any

@@ -338,3 +338,38 @@ func TestLangGraphStreamParallelTools(t *testing.T) {
 		t.Errorf("final values %v", types)
 	}
 }
+
+// TestLangGraphStreamReset streams a model call whose first attempt breaks
+// off mid-message (a transient error, retried): the voided chunks and the
+// retried attempt's are two chunk messages, the values hold the one reply.
+func TestLangGraphStreamReset(t *testing.T) {
+	t.Parallel()
+	m := scripted.New("flaky", scripted.Script{Strict: true, Turns: []scripted.Turn{
+		{Text: "hello world", Chunk: 2, Fail: &scripted.Failure{Status: 503, Times: 1, After: 4}},
+	}})
+	env := newEnv(t, []*stepwise.Agent{{Name: "flaky", Model: m}})
+	evs := env.lgEvents("/runs/stream", `{"assistant_id":"flaky","input":{"messages":[{"role":"user","content":"hi"}]},"stream_mode":["messages-tuple","values"]}`)
+	byID := map[string]string{}
+	var ids []string
+	var last map[string]any
+	for _, ev := range evs {
+		switch ev[0] {
+		case "messages":
+			tuple := decode[[]map[string]any](t, []byte(ev[1]))
+			id := tuple[0]["id"].(string)
+			if _, ok := byID[id]; !ok {
+				ids = append(ids, id)
+			}
+			byID[id] += tuple[0]["content"].(string)
+		case "values":
+			last = decode[map[string]any](t, []byte(ev[1]))
+		}
+	}
+	if len(ids) != 2 || byID[ids[0]] != "hell" || byID[ids[1]] != "hello world" {
+		t.Errorf("chunk messages %v %v", ids, byID)
+	}
+	msgs := last["messages"].([]any)
+	if len(msgs) != 2 || msgs[1].(map[string]any)["content"] != "hello world" {
+		t.Errorf("values %v", last)
+	}
+}
