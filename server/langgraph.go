@@ -322,6 +322,11 @@ func (s *Server) lgThread(ctx context.Context, sess *stepwise.Session) (obj, err
 	if err != nil {
 		return nil, err
 	}
+	return s.lgThreadOf(ctx, sess, runs)
+}
+
+// lgThreadOf is lgThread given the session's top-level runs, newest first.
+func (s *Server) lgThreadOf(ctx context.Context, sess *stepwise.Session, runs []*stepwise.Run) (obj, error) {
 	v, err := s.lgLoad(ctx, sess, lgAll)
 	if err != nil {
 		return nil, err
@@ -581,16 +586,21 @@ func (s *Server) lgThreadSearch(w http.ResponseWriter, r *http.Request) error {
 		if len(out) == limit {
 			break
 		}
-		t, err := s.lgThread(ctx, sess)
+		runs, err := s.lgRuns(ctx, sess.ID)
 		if err != nil {
 			return err
 		}
-		if q.Status != "" && t["status"] != q.Status {
+		// The status first: the values are read only for the threads kept.
+		if q.Status != "" && lgThreadStatus(runs) != q.Status {
 			continue
 		}
 		if skipped < q.Offset {
 			skipped++
 			continue
+		}
+		t, err := s.lgThreadOf(ctx, sess, runs)
+		if err != nil {
+			return err
 		}
 		out = append(out, t)
 	}
