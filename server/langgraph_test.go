@@ -164,6 +164,14 @@ func TestLangGraphResumeRefused(t *testing.T) {
 	if st := env.lgCall("GET", tp, "")["status"]; st != "interrupted" {
 		t.Errorf("after refused resumes the thread is %v", st)
 	}
+	env.lgCall("POST", "/threads", `{}`) // an idle one
+	for status, want := range map[string]int{"interrupted": 1, "idle": 1, "busy": 0} {
+		_, data := env.call("POST", langGraphPrefix+"/threads/search", `{"status":"`+status+`"}`)
+		found := decode[[]map[string]any](t, data)
+		if len(found) != want || (status == "interrupted" && found[0]["thread_id"] != thread) {
+			t.Errorf("search status %s: %d threads, want %d", status, len(found), want)
+		}
+	}
 	out = env.lgCall("POST", tp+"/runs/wait", `{"assistant_id":"ops","command":{"resume":true}}`)
 	msgs := out["messages"].([]any)
 	if last := msgs[len(msgs)-1].(map[string]any); last["content"] != "All done." || out["__interrupt__"] != nil {
