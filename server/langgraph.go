@@ -547,6 +547,16 @@ func (s *Server) lgThreadSearch(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "status must be idle, busy, interrupted or error")
 	}
+	sortBy, desc := q.SortBy, q.SortOrder != "asc"
+	switch {
+	case sortBy != "" && sortBy != "thread_id" && sortBy != "created_at" && sortBy != "updated_at" && sortBy != "state_updated_at":
+		return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "sort_by must be thread_id, created_at, updated_at or state_updated_at")
+	case q.SortOrder != "" && q.SortOrder != "asc" && q.SortOrder != "desc":
+		return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, `sort_order must be "asc" or "desc"`)
+	}
+	// The store lists newest activity first: another order reads every
+	// matching session before sorting.
+	sorted := sortBy == "" || ((sortBy == "updated_at" || sortBy == "state_updated_at") && desc)
 	ctx := r.Context()
 	st := s.eng.Store()
 	var sessions []*stepwise.Session
@@ -574,11 +584,28 @@ func (s *Server) lgThreadSearch(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			sessions = append(sessions, page.Sessions...)
-			if page.Next == "" || (q.Status == "" && len(sessions) >= q.Offset+limit) {
+			if page.Next == "" || (sorted && q.Status == "" && len(sessions) >= q.Offset+limit) {
 				break
 			}
 			cursor = page.Next
 		}
+	}
+	if !sorted {
+		slices.SortStableFunc(sessions, func(a, b *stepwise.Session) int {
+			c := 0
+			switch sortBy {
+			case "thread_id":
+				c = strings.Compare(a.ID, b.ID)
+			case "created_at":
+				c = a.CreatedAt.Compare(b.CreatedAt)
+			default:
+				c = a.UpdatedAt.Compare(b.UpdatedAt)
+			}
+			if desc {
+				c = -c
+			}
+			return c
+		})
 	}
 	out := []obj{}
 	skipped := 0
@@ -672,7 +699,7 @@ func langGraphSchemas() obj {
 		"LangGraphAssistantSearch": object(true, nil, obj{"graph_id": str("an agent name"), "name": str("a substring of the agent name"), "metadata": meta,
 			"limit": limit, "offset": integer(), "sort_by": str("ignored"), "sort_order": str("ignored"), "select": strs}),
 		"LangGraphThreadSearch": object(true, nil, obj{"metadata": meta, "ids": strs, "limit": limit, "offset": integer(),
-			"status": str("idle, busy, interrupted or error"), "sort_by": str("ignored: newest first"), "sort_order": str("ignored"), "select": strs, "values": unsupported}),
+			"status": str("idle, busy, interrupted or error"), "sort_by": str("thread_id, created_at, updated_at (default), state_updated_at"), "sort_order": str("desc (default) or asc"), "select": strs, "values": unsupported}),
 		"LangGraphThreadCreate": object(true, nil, obj{"thread_id": str("default a new id"), "metadata": meta, "if_exists": str("raise (default, 409) or do_nothing"),
 			"supersteps": unsupported, "ttl": unsupported}),
 		"LangGraphThreadUpdate": object(true, nil, obj{"metadata": meta, "ttl": unsupported}),

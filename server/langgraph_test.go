@@ -74,6 +74,8 @@ func TestLangGraphBadInput(t *testing.T) {
 		{422, "limit", "POST", "/threads/search", `{"limit":0}`},
 		{422, "status", "POST", "/threads/search", `{"status":"sleepy"}`},
 		{422, "values", "POST", "/threads/search", `{"values":{"a":1}}`},
+		{422, "sort_by", "POST", "/threads/search", `{"sort_by":"mood"}`},
+		{422, "sort_order", "POST", "/threads/search", `{"sort_order":"up"}`},
 		{422, "", "POST", "/threads/search", `{"metadata":{"a":{"b":1}}}`},
 		{400, "metadata", "PATCH", tp, `{"metadata":5}`},
 		{404, "thread nope not found", "GET", "/threads/nope", ""},
@@ -164,7 +166,13 @@ func TestLangGraphResumeRefused(t *testing.T) {
 	if st := env.lgCall("GET", tp, "")["status"]; st != "interrupted" {
 		t.Errorf("after refused resumes the thread is %v", st)
 	}
-	env.lgCall("POST", "/threads", `{}`) // an idle one
+	idle := env.lgCall("POST", "/threads", `{}`)["thread_id"].(string) // an idle one
+	for order, first := range map[string]string{"asc": thread, "desc": idle} {
+		_, data := env.call("POST", langGraphPrefix+"/threads/search", `{"sort_by":"created_at","sort_order":"`+order+`"}`)
+		if found := decode[[]map[string]any](t, data); len(found) != 2 || found[0]["thread_id"] != first {
+			t.Errorf("search by created_at %s: %v", order, found)
+		}
+	}
 	for status, want := range map[string]int{"interrupted": 1, "idle": 1, "busy": 0} {
 		_, data := env.call("POST", langGraphPrefix+"/threads/search", `{"status":"`+status+`"}`)
 		found := decode[[]map[string]any](t, data)
