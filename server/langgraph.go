@@ -66,12 +66,14 @@ func (s *Server) lgFail(w http.ResponseWriter, r *http.Request, err error) {
 func (s *Server) registerLangGraph() {
 	get, post, del, patch := http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPatch
 	s.lg(post, "/assistants/search", s.lgAssistantSearch)
+	s.lg(post, "/assistants/count", s.lgAssistantCount)
 	s.lg(get, "/assistants/{assistant}", s.lgAssistantGet)
 	s.lg(get, "/assistants/{assistant}/graph", s.lgAssistantGraph)
 	s.lg(get, "/assistants/{assistant}/schemas", s.lgAssistantSchemas)
 
 	s.lg(post, "/threads", s.lgThreadCreate)
 	s.lg(post, "/threads/search", s.lgThreadSearch)
+	s.lg(post, "/threads/count", s.lgThreadCount)
 	s.lg(get, "/threads/{thread}", s.lgThreadGet)
 	s.lg(patch, "/threads/{thread}", s.lgThreadUpdate)
 	s.lg(del, "/threads/{thread}", s.lgThreadDelete)
@@ -180,6 +182,28 @@ func (s *Server) lgAssistantSearch(w http.ResponseWriter, r *http.Request) error
 	out = out[min(q.Offset, len(out)):]
 	out = out[:min(limit, len(out))]
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type lgAssistantCountQuery struct {
+	GraphID  string         `json:"graph_id"`
+	Name     string         `json:"name"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+// lgAssistantCount: POST /assistants/count.
+func (s *Server) lgAssistantCount(w http.ResponseWriter, r *http.Request) error {
+	var q lgAssistantCountQuery
+	if err := s.decodeBody(w, r, &q, true); err != nil {
+		return err
+	}
+	n := 0
+	for _, a := range s.eng.Agents() {
+		if (q.GraphID == "" || a.Name == q.GraphID) && (q.Name == "" || strings.Contains(a.Name, q.Name)) && metaMatches(s.lgAssistant(a)["metadata"].(obj), q.Metadata) {
+			n++
+		}
+	}
+	writeJSON(w, http.StatusOK, n)
 	return nil
 }
 
@@ -516,6 +540,62 @@ func (s *Server) lgThreadCopy(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+type lgThreadCountQuery struct {
+	Metadata map[string]any  `json:"metadata"`
+	Values   json.RawMessage `json:"values"`
+	Status   string          `json:"status"`
+}
+
+// lgThreadCount: POST /threads/count {metadata?, status?}.
+func (s *Server) lgThreadCount(w http.ResponseWriter, r *http.Request) error {
+	var q lgThreadCountQuery
+	if err := s.decodeBody(w, r, &q, true); err != nil {
+		return err
+	}
+	if err := lgThreadFilter(q.Values, q.Status); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	n, cursor := 0, ""
+	for {
+		page, err := s.eng.Store().SessionList(ctx, &store.SessionListParams{Metadata: q.Metadata, Cursor: cursor, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for _, sess := range page.Sessions {
+			if q.Status == "" {
+				n++
+				continue
+			}
+			runs, err := s.lgRuns(ctx, sess.ID)
+			if err != nil {
+				return err
+			}
+			if lgThreadStatus(runs) == q.Status {
+				n++
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		cursor = page.Next
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+// lgThreadFilter checks the values and status filters of a thread search.
+func lgThreadFilter(values json.RawMessage, status string) error {
+	if len(values) > 0 && string(values) != "null" {
+		return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "searching threads by values is not supported; search by metadata")
+	}
+	switch status {
+	case "", "idle", "busy", "interrupted", "error":
+		return nil
+	}
+	return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "status must be idle, busy, interrupted or error")
+}
+
 type lgThreadQuery struct {
 	Metadata  map[string]any  `json:"metadata"`
 	IDs       []string        `json:"ids"`
@@ -539,13 +619,8 @@ func (s *Server) lgThreadSearch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if len(q.Values) > 0 && string(q.Values) != "null" {
-		return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "searching threads by values is not supported; search by metadata")
-	}
-	switch q.Status {
-	case "", "idle", "busy", "interrupted", "error":
-	default:
-		return errorf(http.StatusUnprocessableEntity, CodeInvalidArgument, "status must be idle, busy, interrupted or error")
+	if err := lgThreadFilter(q.Values, q.Status); err != nil {
+		return err
 	}
 	sortBy, desc := q.SortBy, q.SortOrder != "asc"
 	switch {
@@ -653,11 +728,13 @@ func langGraphOps() []apiOp {
 		return apiOp{method: method, path: p + path, id: id, summary: "LangGraph: " + summary, params: params, body: body, bodyOptional: body != "", status: status, resp: resp, errors: []int{401}, detailErrors: errs}
 	}
 	return []apiOp{
+		op("POST", "/assistants/count", "langGraphAssistantCount", "count assistants", nil, "LangGraphAssistantCount", "LangGraphCount", 200),
 		op("POST", "/assistants/search", "langGraphAssistantSearch", "search assistants (one per agent; graph_id = agent name)", nil, "LangGraphAssistantSearch", "LangGraphAssistants", 200),
 		op("GET", "/assistants/{assistant}", "langGraphAssistantGet", "get an assistant", []apiParam{pAssistant}, "", "LangGraphAssistant", 200),
 		op("GET", "/assistants/{assistant}/graph", "langGraphAssistantGraph", "the agent's step graph (built-in routes; custom steps route at run time)", []apiParam{pAssistant}, "", "LangGraphGraph", 200),
 		op("GET", "/assistants/{assistant}/schemas", "langGraphAssistantSchemas", "the input, output and state schemas (messages and the custom state)", []apiParam{pAssistant}, "", "LangGraphSchemas", 200),
 		op("POST", "/threads", "langGraphThreadCreate", "create a thread (a session; metadata.graph_id names its agent)", nil, "LangGraphThreadCreate", "LangGraphThread", 200),
+		op("POST", "/threads/count", "langGraphThreadCount", "count threads by metadata and status", nil, "LangGraphThreadCount", "LangGraphCount", 200),
 		op("POST", "/threads/search", "langGraphThreadSearch", "search threads by metadata, ids and status", nil, "LangGraphThreadSearch", "LangGraphThreads", 200),
 		op("GET", "/threads/{thread}", "langGraphThreadGet", "get a thread: status, values, interrupts", []apiParam{pThread}, "", "LangGraphThread", 200),
 		op("PATCH", "/threads/{thread}", "langGraphThreadUpdate", "merge metadata into a thread's", []apiParam{pThread}, "LangGraphThreadUpdate", "LangGraphThread", 200),
@@ -700,6 +777,9 @@ func langGraphSchemas() obj {
 			"limit": limit, "offset": integer(), "sort_by": str("ignored"), "sort_order": str("ignored"), "select": strs}),
 		"LangGraphThreadSearch": object(true, nil, obj{"metadata": meta, "ids": strs, "limit": limit, "offset": integer(),
 			"status": str("idle, busy, interrupted or error"), "sort_by": str("thread_id, created_at, updated_at (default), state_updated_at"), "sort_order": str("desc (default) or asc"), "select": strs, "values": unsupported}),
+		"LangGraphThreadCount":    object(true, nil, obj{"metadata": meta, "values": unsupported, "status": str("idle, busy, interrupted or error")}),
+		"LangGraphAssistantCount": object(true, nil, obj{"graph_id": str(""), "name": str(""), "metadata": meta}),
+		"LangGraphCount":          integer(),
 		"LangGraphThreadCreate": object(true, nil, obj{"thread_id": str("default a new id"), "metadata": meta, "if_exists": str("raise (default, 409) or do_nothing"),
 			"supersteps": unsupported, "ttl": unsupported}),
 		"LangGraphThreadUpdate": object(true, nil, obj{"metadata": meta, "ttl": unsupported}),

@@ -110,6 +110,8 @@ var wireSchemas = []struct {
 	{"LangSmithBatch", otlpingest.RunOps{}},
 	{"LangGraphAssistantSearch", lgAssistantQuery{}},
 	{"LangGraphThreadSearch", lgThreadQuery{}},
+	{"LangGraphThreadCount", lgThreadCountQuery{}},
+	{"LangGraphAssistantCount", lgAssistantCountQuery{}},
 	{"LangGraphThreadCreate", lgThreadCreateRequest{}},
 	{"LangGraphThreadUpdate", lgThreadUpdateRequest{}},
 	{"LangGraphCheckpoint", lgCheckpointRef{}},
@@ -156,7 +158,7 @@ var notGoTyped = []string{"ExportLogsServiceRequest", "ExportLogsServiceResponse
 	"JSONRPCMessage", // MCP's messages, described by its specification
 	"A2AAgentCard",   // A2A's agent card, described by its specification
 	// LangGraph's responses: the Agent Protocol's open objects, built as maps.
-	"LangGraphAssistant", "LangGraphAssistants", "LangGraphGraph", "LangGraphSchemas", "LangGraphThread", "LangGraphThreads", "LangGraphThreadState",
+	"LangGraphAssistant", "LangGraphAssistants", "LangGraphGraph", "LangGraphSchemas", "LangGraphCount", "LangGraphThread", "LangGraphThreads", "LangGraphThreadState",
 	"LangGraphThreadStates", "LangGraphUpdated", "LangGraphRun", "LangGraphRuns", "LangGraphValues",
 }
 

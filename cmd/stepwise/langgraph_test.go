@@ -142,6 +142,9 @@ func testLangGraphSDK(t *testing.T, db string) {
 	want("threadCreated.status", "idle")
 	want("threadCreated.user", "ada")
 	want("searchAda", []any{true})
+	want("counts.ada", 1)
+	want("counts.idle", 2)
+	want("counts.adder", 1)
 	want("threadUpdated.user", "ada")
 	want("threadUpdated.topic", "arithmetic")
 

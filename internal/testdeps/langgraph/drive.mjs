@@ -67,6 +67,7 @@ const thread = await client.threads.create({ metadata: { user: "ada", topic: "su
 seen.threadCreated = { status: thread.status, user: thread.metadata.user };
 await client.threads.create({ metadata: { user: "bob" } });
 seen.searchAda = (await client.threads.search({ metadata: { user: "ada" } })).map((t) => t.thread_id === thread.thread_id);
+seen.counts = { ada: await client.threads.count({ metadata: { user: "ada" } }), idle: await client.threads.count({ status: "idle" }), adder: await client.assistants.count({ graphId: "adder" }) };
 await client.threads.update(thread.thread_id, { metadata: { topic: "arithmetic" } });
 const updated = await client.threads.get(thread.thread_id);
 seen.threadUpdated = { user: updated.metadata.user, topic: updated.metadata.topic };
