@@ -1,0 +1,367 @@
+package a2a
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/stepwise-run/stepwise/llm"
+	"github.com/stepwise-run/stepwise/steptype"
+)
+
+// Error is a failed exchange with a remote agent. Refused connections,
+// timeouts, HTTP 408, 429 and 5xx and JSON-RPC internal errors (-32603)
+// are transient (the engine retries the call, honouring Retry-After);
+// any other HTTP status and every other JSON-RPC error is permanent.
+type Error struct {
+	Agent  string // the tool name
+	Method string // the JSON-RPC method, or "card"
+	// Status is the HTTP status of a response that was not 200, 0 otherwise.
+	Status int
+	// Code is the JSON-RPC error code, 0 when the server sent none.
+	Code       int
+	Message    string
+	RetryAfter time.Duration
+	Transient  bool
+	Err        error // the transport error, if any
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "a2a agent %s: %s: ", e.Agent, e.Method)
+	switch {
+	case e.Code != 0:
+		fmt.Fprintf(&b, "JSON-RPC error %d: ", e.Code)
+	case e.Status != 0:
+		fmt.Fprintf(&b, "HTTP %d: ", e.Status)
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+// Unwrap returns the transport error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorClass is transient or permanent (llm.Classify reads it).
+func (e *Error) ErrorClass() steptype.ErrorClass {
+	if e.Transient {
+		return steptype.ErrorTransient
+	}
+	return steptype.ErrorPermanent
+}
+
+// RetryAfterHint is the server's Retry-After, 0 if none.
+func (e *Error) RetryAfterHint() time.Duration { return e.RetryAfter }
+
+// JSON-RPC error codes the client acts on.
+const (
+	codeInternal = -32603
+)
+
+// client speaks JSON-RPC 2.0 to one endpoint.
+type client struct {
+	name     string // the tool name, for errors
+	endpoint string
+	legacy   bool // v0.3 method names and shapes
+	headers  map[string]string
+	hc       *http.Client
+	timeout  time.Duration // of a request that is not streamed nor blocking
+	ids      atomic.Int64
+}
+
+// method is the name of a v1.0 method in the protocol version spoken.
+func (c *client) method(v1 string) string {
+	if !c.legacy {
+		return v1
+	}
+	return map[string]string{"SendMessage": "message/send", "SendStreamingMessage": "message/stream",
+		"GetTask": "tasks/get", "CancelTask": "tasks/cancel"}[v1]
+}
+
+type rpcError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+type rpcResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *rpcError       `json:"error"`
+}
+
+// post sends one request; a non-200 answer or a transport failure is an
+// *Error.
+func (c *client) post(ctx context.Context, method string, params any, accept string) (*http.Response, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.ids.Add(1), "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, &Error{Agent: c.name, Method: method, Message: err.Error(), Err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	if !c.legacy {
+		req.Header.Set("A2A-Version", "1.0")
+	}
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, method, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, c.statusError(method, resp)
+	}
+	return resp, nil
+}
+
+func (c *client) transportError(ctx context.Context, method string, err error) error {
+	if ctx.Err() != nil {
+		return err // the caller's cancellation or deadline, as it is
+	}
+	le := llm.TransportError(err)
+	return &Error{Agent: c.name, Method: method, Message: err.Error(), Transient: le.Class == steptype.ErrorTransient, Err: err}
+}
+
+func (c *client) statusError(method string, resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	msg := strings.TrimSpace(string(b))
+	var problem struct {
+		Detail  string `json:"detail"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(b, &problem) == nil && (problem.Detail != "" || problem.Message != "") {
+		msg = problem.Detail + problem.Message
+	}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	class, _ := llm.ClassifyHTTP(resp.StatusCode)
+	return &Error{Agent: c.name, Method: method, Status: resp.StatusCode, Message: msg,
+		RetryAfter: llm.ParseRetryAfter(resp.Header, time.Now()), Transient: class == steptype.ErrorTransient}
+}
+
+// rpcFailure is the *Error of a JSON-RPC error response.
+func (c *client) rpcFailure(method string, e *rpcError) error {
+	return &Error{Agent: c.name, Method: method, Code: e.Code, Message: e.Message, Transient: e.Code == codeInternal}
+}
+
+// call makes a request answered with one JSON-RPC response and returns its
+// result. bounded applies the client's request timeout.
+func (c *client) call(ctx context.Context, v1 string, params any, bounded bool) (*event, error) {
+	method := c.method(v1)
+	if bounded && c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	resp, err := c.post(ctx, method, params, "application/json")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return c.decodeResponse(ctx, method, resp.Body)
+}
+
+func (c *client) decodeResponse(ctx context.Context, method string, body io.Reader) (*event, error) {
+	var r rpcResponse
+	if err := json.NewDecoder(io.LimitReader(body, 64<<20)).Decode(&r); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, &Error{Agent: c.name, Method: method, Message: "the response ended early: " + err.Error(), Transient: true, Err: err}
+		}
+		return nil, &Error{Agent: c.name, Method: method, Message: "not a JSON-RPC response: " + err.Error()}
+	}
+	if r.Error != nil {
+		return nil, c.rpcFailure(method, r.Error)
+	}
+	ev, err := parseEvent(r.Result)
+	if err != nil {
+		return nil, &Error{Agent: c.name, Method: method, Message: "unreadable result: " + err.Error()}
+	}
+	return ev, nil
+}
+
+// stream makes a streaming request and calls each with every event, until
+// each returns false or the stream ends. A server may answer a streaming
+// method with a single JSON response (an error, typically).
+func (c *client) stream(ctx context.Context, v1 string, params any, each func(*event) bool) error {
+	method := c.method(v1)
+	resp, err := c.post(ctx, method, params, "text/event-stream")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		ev, err := c.decodeResponse(ctx, method, resp.Body)
+		if err != nil {
+			return err
+		}
+		each(ev)
+		return nil
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	var data []byte
+	dispatch := func() (bool, error) {
+		if len(data) == 0 {
+			return true, nil
+		}
+		var r rpcResponse
+		err := json.Unmarshal(data, &r)
+		data = data[:0]
+		if err != nil {
+			return false, &Error{Agent: c.name, Method: method, Message: "unreadable stream event: " + err.Error()}
+		}
+		if r.Error != nil {
+			return false, c.rpcFailure(method, r.Error)
+		}
+		ev, err := parseEvent(r.Result)
+		if err != nil {
+			return false, &Error{Agent: c.name, Method: method, Message: "unreadable stream event: " + err.Error()}
+		}
+		return each(ev), nil
+	}
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if more, err := dispatch(); err != nil || !more {
+				return err
+			}
+		case line[0] == ':':
+		default:
+			field, value, _ := bytes.Cut(line, []byte(":"))
+			if string(field) == "data" {
+				value = bytes.TrimPrefix(value, []byte(" "))
+				if len(data) > 0 {
+					data = append(data, '\n')
+				}
+				data = append(data, value...)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return c.transportError(ctx, method, err)
+	}
+	_, err = dispatch()
+	return err
+}
+
+// Card is the part of an agent card the client uses.
+type Card struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Version     string `json:"version"`
+	// v1.0
+	SupportedInterfaces []cardInterface `json:"supportedInterfaces"`
+	// v0.3
+	URL                  string          `json:"url"`
+	ProtocolVersion      string          `json:"protocolVersion"`
+	PreferredTransport   string          `json:"preferredTransport"`
+	AdditionalInterfaces []cardInterface `json:"additionalInterfaces"`
+	Capabilities         struct {
+		Streaming bool `json:"streaming"`
+	} `json:"capabilities"`
+}
+
+type cardInterface struct {
+	URL             string `json:"url"`
+	ProtocolBinding string `json:"protocolBinding"` // v1.0
+	ProtocolVersion string `json:"protocolVersion"` // v1.0
+	Transport       string `json:"transport"`       // v0.3
+}
+
+// cardURL is where the card of the agent at u is: u itself when its path
+// ends in .json, else u/.well-known/agent-card.json.
+func cardURL(u string) string {
+	if p, err := url.Parse(u); err == nil && strings.HasSuffix(p.Path, ".json") {
+		return u
+	}
+	return strings.TrimSuffix(u, "/") + "/.well-known/agent-card.json"
+}
+
+// fetchCard reads the card at u.
+func fetchCard(ctx context.Context, hc *http.Client, name, u string, headers map[string]string) (*Card, error) {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("agent card %s: %s", u, fmt.Sprintf(format, args...))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e := (&client{name: name}).statusError("card", resp).(*Error)
+		return nil, fail("HTTP %d: %s", resp.StatusCode, e.Message)
+	}
+	var card Card
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&card); err != nil {
+		return nil, fail("not an agent card (JSON): %v", err)
+	}
+	if card.Name == "" {
+		return nil, fail("not an agent card: it has no name")
+	}
+	return &card, nil
+}
+
+// endpoint picks the card's JSON-RPC interface: its URL (resolved against
+// the card's) and whether it speaks v0.3.
+func (card *Card) endpoint(base string) (string, bool, error) {
+	resolve := func(s string) (string, error) {
+		b, err := url.Parse(base)
+		if err != nil {
+			return "", err
+		}
+		r, err := b.Parse(s)
+		if err != nil {
+			return "", err
+		}
+		if r.Scheme != "http" && r.Scheme != "https" {
+			return "", fmt.Errorf("interface URL %q is not http or https", s)
+		}
+		return r.String(), nil
+	}
+	for _, i := range card.SupportedInterfaces {
+		if strings.EqualFold(i.ProtocolBinding, "JSONRPC") && i.URL != "" {
+			u, err := resolve(i.URL)
+			return u, strings.HasPrefix(i.ProtocolVersion, "0."), err
+		}
+	}
+	if card.URL != "" && (card.PreferredTransport == "" || strings.EqualFold(card.PreferredTransport, "JSONRPC")) {
+		u, err := resolve(card.URL)
+		return u, true, err
+	}
+	for _, i := range card.AdditionalInterfaces {
+		if strings.EqualFold(i.Transport, "JSONRPC") && i.URL != "" {
+			u, err := resolve(i.URL)
+			return u, true, err
+		}
+	}
+	return "", false, errors.New("the card offers no JSON-RPC interface (supportedInterfaces with protocolBinding JSONRPC)")
+}
