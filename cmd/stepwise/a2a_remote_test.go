@@ -384,3 +384,88 @@ func TestA2ARemoteSubAgent(t *testing.T) {
 		t.Errorf("the remote holds %d sessions, %d tasks; want 1, 1", s, n)
 	}
 }
+
+const askingScript = `strict: true
+turns:
+  - tool_calls:
+      - {name: ask_human, arguments: {question: "Which city should I research?"}}
+  - tool_calls:
+      - {name: ask_human, arguments: {question: "Which century?"}}
+  - text: "Lyon grew along the Rhône in the 19th century."
+`
+
+// TestA2ARemoteInputSQLite: the remote task asks twice for input; each
+// time the parent run parks with a human-input request carrying the
+// remote prompt; the answers, posted to the parent's API, go to the same
+// remote task, which completes, and so does the parent.
+func TestA2ARemoteInputSQLite(t *testing.T) {
+	t.Parallel()
+	testA2ARemoteInput(t, "sqlite:"+filepath.Join(t.TempDir(), "parent.db"))
+}
+
+// TestA2ARemoteInputPostgres is TestA2ARemoteInputSQLite with the parent
+// on PostgreSQL.
+func TestA2ARemoteInputPostgres(t *testing.T) {
+	t.Parallel()
+	testA2ARemoteInput(t, postgresSchemaDSN(t))
+}
+
+func testA2ARemoteInput(t *testing.T, parentDB string) {
+	researcher := "name: researcher\nmodel: scripted:researcher-script.yaml\ntools: [ask_human]\n"
+	p := startPair(t, researcher, map[string]string{"researcher-script.yaml": askingScript}, parentDB, nil)
+	run := startLead(t, p.parent.url, "Tell me about a city.")
+	answer := func(prompt, text string) {
+		t.Helper()
+		waitRun(t, p.parent.url, run.ID, "waiting")
+		var pending struct {
+			Inputs []struct {
+				RequestID string `json:"request_id"`
+				Request   struct {
+					Prompt  string         `json:"prompt"`
+					Context map[string]any `json:"context"`
+				} `json:"request"`
+			} `json:"inputs"`
+		}
+		a2aAPI(t, "GET", p.parent.url+"/v1/runs/"+run.ID+"/inputs", "", "", http.StatusOK, &pending)
+		if len(pending.Inputs) != 1 || pending.Inputs[0].Request.Prompt != prompt {
+			t.Fatalf("pending %+v, want one asking %q", pending, prompt)
+		}
+		if pending.Inputs[0].Request.Context["a2a_task_id"] == nil {
+			t.Errorf("the request does not name the remote task: %+v", pending.Inputs[0].Request)
+		}
+		body, _ := json.Marshal(map[string]string{"answer": text})
+		a2aAPI(t, "POST", p.parent.url+"/v1/runs/"+run.ID+"/inputs/"+pending.Inputs[0].RequestID, "", string(body), http.StatusOK, nil)
+	}
+	answer("Which city should I research?", "Lyon")
+	answer("Which century?", "the 19th")
+	done := waitRun(t, p.parent.url, run.ID, "completed")
+	if done.Output != "Researcher: Lyon grew along the Rhône in the 19th century." {
+		t.Errorf("output %q", done.Output)
+	}
+	ts := toolStep(t, sessionSteps(t, p.parent.url, "", run.SessionID))
+	if !strings.Contains(string(ts.Outputs), `"state":"completed"`) {
+		t.Errorf("tool step outputs %s", ts.Outputs)
+	}
+	// One remote task got both answers, in order.
+	var list struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	a2aAPI(t, "GET", p.remote.url+"/v1/sessions?agent=researcher", remoteToken, "", http.StatusOK, &list)
+	if len(list.Sessions) != 1 {
+		t.Fatalf("remote sessions %+v", list.Sessions)
+	}
+	var answers []string
+	for _, s := range sessionSteps(t, p.remote.url, remoteToken, list.Sessions[0].ID) {
+		if s.Kind == "input" {
+			answers = append(answers, s.Status+":"+string(s.Outputs))
+		}
+	}
+	if strings.Join(answers, ",") != `completed:"Lyon",completed:"the 19th"` {
+		t.Errorf("remote input steps %v", answers)
+	}
+	if s, n := remoteTasks(t, p.remote.url); s != 1 || n != 1 {
+		t.Errorf("the remote holds %d sessions, %d tasks; want 1, 1", s, n)
+	}
+}
