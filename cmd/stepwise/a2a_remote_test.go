@@ -1,11 +1,14 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -467,5 +470,152 @@ func testA2ARemoteInput(t *testing.T, parentDB string) {
 	}
 	if s, n := remoteTasks(t, p.remote.url); s != 1 || n != 1 {
 		t.Errorf("the remote holds %d sessions, %d tasks; want 1, 1", s, n)
+	}
+}
+
+// a2aProxy is a reverse proxy on loopback in front of a remote serve that
+// reports the messageId of every SendStreamingMessage on sends. The
+// remote sees the proxy's host, so its card names the proxy.
+func a2aProxy(t *testing.T, target string, sends chan<- string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
+		pr.Out.Host = pr.In.Host
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			var req struct {
+				Method string `json:"method"`
+				Params struct {
+					Message struct {
+						MessageID string `json:"messageId"`
+					} `json:"message"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(b, &req) == nil && req.Method == "SendStreamingMessage" {
+				sends <- req.Params.Message.MessageID
+			}
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// TestA2ARemoteParentCrash: the parent serve is killed (SIGKILL) while the
+// remote task works (its model call held); a new parent serve takes the
+// run over and calls again with the same messageId, the remote answers
+// with the task it already has, the run completes with its output, and
+// the remote holds exactly one task for the call (its model called once).
+func TestA2ARemoteParentCrash(t *testing.T) {
+	t.Parallel()
+	model := newRelayModel(t, "", "Found: ", true)
+	researcher := fmt.Sprintf("name: researcher\nmodel: openai:relay\nmodel_options: {base_url: %q, api_key_env: A2A_RELAY_KEY}\n", model.url+"/v1")
+	sends := make(chan string, 16)
+	p := startPair(t, researcher, nil, "sqlite:"+filepath.Join(t.TempDir(), "parent.db"),
+		func(remote string) string { return a2aProxy(t, remote, sends) }, "--lease", "1s")
+	run := startLead(t, p.parent.url, "What is new in Lyon?")
+	first := recv(t, sends)
+	recv(t, model.arrived) // the remote task is working: the call is in flight
+	p.parent.kill(t)
+	p.parent = serveWith(t, p.dir, p.parentDB, p.parentEnv, p.parentArgs...)
+	if again := recv(t, sends); again != first {
+		t.Errorf("the call was sent again with messageId %s, first %s", again, first)
+	}
+	close(model.hold)
+	done := waitRun(t, p.parent.url, run.ID, "completed")
+	if done.Output != "Researcher: Found: What is new in Lyon?" {
+		t.Errorf("output %q", done.Output)
+	}
+	toolStep(t, sessionSteps(t, p.parent.url, "", run.SessionID))
+	if s, n := remoteTasks(t, p.remote.url); s != 1 || n != 1 {
+		t.Errorf("the remote holds %d sessions, %d tasks; want 1, 1", s, n)
+	}
+	if n := model.Calls(); n != 1 {
+		t.Errorf("the remote's model was called %d times, want 1", n)
+	}
+}
+
+// recv receives from ch, failing the test after a minute without a value.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatal("nothing arrived within a minute")
+	}
+	var zero T
+	return zero
+}
+
+// TestA2ARemoteDown: with the remote serve gone, the call is retried by
+// the agent's retry policy (two recoverable error steps), then fails with
+// a clear message the model reads; the parent run goes on.
+func TestA2ARemoteDown(t *testing.T) {
+	t.Parallel()
+	p := startPair(t, plainResearcher, map[string]string{"researcher-script.yaml": plainScript}, "sqlite:"+filepath.Join(t.TempDir(), "parent.db"), nil)
+	p.remote.kill(t)
+	run := startLead(t, p.parent.url, "What is the capital of France?")
+	done := waitRun(t, p.parent.url, run.ID, "completed")
+	steps := sessionSteps(t, p.parent.url, "", run.SessionID)
+	var retried int
+	for _, s := range steps {
+		if s.Kind == "error" && s.ToolName == "researcher" {
+			retried++
+		}
+	}
+	ts := toolStep(t, steps)
+	const want = "error: a2a agent researcher: SendStreamingMessage: "
+	if retried != 2 || !strings.HasPrefix(ts.Content, want) || !strings.Contains(ts.Content, "connection refused") || ts.Error == nil {
+		t.Errorf("%d error steps; tool step %q (error %+v), want 2 and %q… connection refused", retried, ts.Content, ts.Error, want)
+	}
+	if !strings.HasPrefix(done.Output, "Researcher: "+want) {
+		t.Errorf("output %q", done.Output)
+	}
+}
+
+// TestA2ARemoteBadCard: an agent file whose remote agent has no card
+// there, or whose token variable is unset, fails to load with a clear
+// error naming the file, the sub-agent and the cause; nothing runs.
+func TestA2ARemoteBadCard(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"researcher.yaml": plainResearcher, "researcher-script.yaml": plainScript})
+	remote := serveWith(t, dir, "sqlite:"+filepath.Join(dir, "remote.db"), nil, "--agent", filepath.Join(dir, "researcher.yaml"))
+	gone := "http://" + freeAddr(t)
+	for _, c := range []struct{ name, entry, env, want string }{
+		{"unknown agent", "a2a: " + remote.url + "/a2a/nobody\n    name: researcher", "",
+			"lead.yaml: sub-agent researcher: agent card " + remote.url + "/a2a/nobody/.well-known/agent-card.json: HTTP 404"},
+		{"not a card", "a2a: " + remote.url + "/v1/health.json", "",
+			"lead.yaml: sub-agent " + remote.url + "/v1/health.json: agent card " + remote.url + "/v1/health.json: HTTP 404"},
+		{"nobody listening", "a2a: " + gone + "/a2a/researcher", "",
+			"agent card " + gone + "/a2a/researcher/.well-known/agent-card.json: Get"},
+		{"token unset", "a2a: " + remote.url + "/a2a/researcher\n    token_env: A2A_UNSET_TOKEN", "",
+			"sub-agent " + remote.url + "/a2a/researcher: token_env: A2A_UNSET_TOKEN is not set"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sub := t.TempDir()
+			writeFiles(t, sub, map[string]string{"lead.yaml": "name: lead\nmodel: scripted:s.yaml\nsub_agents:\n  - " + c.entry + "\n", "s.yaml": "turns: [{text: hi}]\n"})
+			db := filepath.Join(sub, "p.db")
+			out, errOut, code := stepwise(t, sub, "--db", "sqlite:"+db, "run", "--agent", filepath.Join(sub, "lead.yaml"), "--input", "hi")
+			if code == 0 || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d, stderr %q, want it to contain %q\n%s", code, errOut, c.want, out)
+			}
+			if strings.Contains(out, "hi") {
+				t.Errorf("the agent ran: %s", out)
+			}
+		})
 	}
 }
