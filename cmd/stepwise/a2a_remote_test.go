@@ -619,3 +619,39 @@ func TestA2ARemoteBadCard(t *testing.T) {
 		})
 	}
 }
+
+// TestA2ARemoteCancel: cancelling the parent run while the remote task
+// works cancels the remote task (CancelTask).
+func TestA2ARemoteCancel(t *testing.T) {
+	t.Parallel()
+	model := newRelayModel(t, "", "Found: ", true)
+	defer close(model.hold)
+	researcher := fmt.Sprintf("name: researcher\nmodel: openai:relay\nmodel_options: {base_url: %q, api_key_env: A2A_RELAY_KEY}\n", model.url+"/v1")
+	p := startPair(t, researcher, nil, "sqlite:"+filepath.Join(t.TempDir(), "parent.db"), nil)
+	run := startLead(t, p.parent.url, "What is new in Lyon?")
+	recv(t, model.arrived)
+	a2aAPI(t, "POST", p.parent.url+"/v1/runs/"+run.ID+"/cancel", "", `{"reason":"not needed"}`, http.StatusOK, nil)
+	var list struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	a2aAPI(t, "GET", p.remote.url+"/v1/sessions?agent=researcher", remoteToken, "", http.StatusOK, &list)
+	if len(list.Sessions) != 1 {
+		t.Fatalf("remote sessions %+v", list.Sessions)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var runs struct {
+			Runs []remoteRun `json:"runs"`
+		}
+		a2aAPI(t, "GET", p.remote.url+"/v1/sessions/"+list.Sessions[0].ID+"/runs", remoteToken, "", http.StatusOK, &runs)
+		if len(runs.Runs) == 1 && runs.Runs[0].Status == "cancelled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("remote runs %+v, want one cancelled", runs.Runs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the API for a state change
+	}
+}
