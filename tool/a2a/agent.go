@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -66,6 +67,11 @@ type Agent struct {
 	def    llm.ToolDef
 	c      *client
 	stream bool
+	// asking holds the task id of each call (by idempotency key) whose
+	// task asked for input in this process, so that the call made with
+	// the answer reads that task instead of sending its first message
+	// again (which finds the task only on a server that deduplicates).
+	asking sync.Map
 }
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -149,7 +155,17 @@ func (a *Agent) Call(ctx context.Context, c *tool.Call) (*tool.Result, error) {
 		key = c.RunID + "/" + c.ID
 	}
 	r := &callRun{a: a, key: key}
+	if id, ok := a.asking.Load(key); ok && len(c.Answers) > 0 {
+		r.taskID = id.(string)
+	}
 	t, err := r.run(ctx, args.Input, c.Answers)
+	if err == nil {
+		if normState(t.Status.State) == stateInputRequired && t.ID != "" {
+			a.asking.Store(key, t.ID)
+		} else {
+			a.asking.Delete(key)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil && a.cfg.CancelCause != nil && errors.Is(context.Cause(ctx), a.cfg.CancelCause) && r.taskID != "" {
 			a.cancelTask(ctx, r.taskID)
@@ -257,9 +273,16 @@ func (r *callRun) run(ctx context.Context, input string, answers []json.RawMessa
 	if len(answers) == 0 {
 		return r.sendFollow(ctx, first)
 	}
-	// The task asked for input before: find it as it is now (the input
-	// message again, not waiting), then send what it lacks.
-	ev, err := r.a.c.call(ctx, "SendMessage", r.sendParams(first, false), true)
+	// The task asked for input before: read it as it is now (by its id
+	// when this process saw it ask, else by sending the input message
+	// again without waiting), then send what it lacks.
+	var ev *event
+	var err error
+	if r.taskID != "" {
+		ev, err = r.a.c.call(ctx, "GetTask", map[string]any{"id": r.taskID}, true)
+	} else {
+		ev, err = r.a.c.call(ctx, "SendMessage", r.sendParams(first, false), true)
+	}
 	if err != nil {
 		return nil, err
 	}

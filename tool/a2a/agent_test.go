@@ -95,47 +95,61 @@ func (s *legacyServer) task() map[string]any {
 
 // TestLegacyPolling: a v0.3 agent that does not stream is sent a blocking
 // message/send and polled with tasks/get; its input-required is an
-// InputNeeded; the call made again finds the task with the same messageId
-// and sends the answer on it.
+// InputNeeded; the call made again with the answer reads the task (by id
+// in the same process; after a restart, by sending the first message
+// again with the same messageId) and sends the answer on it.
 func TestLegacyPolling(t *testing.T) {
 	t.Parallel()
-	s := &legacyServer{}
-	srv := httptest.NewServer(http.HandlerFunc(s.handle))
-	defer srv.Close()
-	ctx := context.Background()
-	if _, err := a2a.New(ctx, a2a.Config{URL: srv.URL + "/card.json"}); err == nil || !strings.Contains(err.Error(), `its name "Legacy Agent" is not a tool name`) {
-		t.Fatalf("a card name that is no tool name: %v", err)
-	}
-	ag, err := a2a.New(ctx, a2a.Config{URL: srv.URL + "/card.json", Name: "colours", PollInterval: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := ag.Definition(); d.Name != "colours" || d.Description != "Picks colours." || ag.Endpoint() != srv.URL+"/rpc" {
-		t.Fatalf("definition %+v, endpoint %s", d, ag.Endpoint())
-	}
-	call := &tool.Call{ID: "c", Name: "colours", Arguments: json.RawMessage(`{"input":"go"}`), IdempotencyKey: "run-1/c"}
-	_, err = ag.Call(ctx, call)
-	need, ok := errors.AsType[*tool.InputNeeded](err)
-	if !ok || need.Prompt != "Which colour?" || need.Context["a2a_task_id"] != "t1" {
-		t.Fatalf("first call: %v", err)
-	}
-	call.Answers = []json.RawMessage{json.RawMessage(`"blue"`)}
-	res, err := ag.Call(ctx, call)
-	if err != nil || res.IsError || res.Content != "You chose blue." || !strings.Contains(string(res.Output), `"task_id":"t1"`) {
-		t.Fatalf("answered call: %+v %v", res, err)
-	}
-	if len(s.received) != 3 || s.received[0] != s.received[1] || s.received[2] == s.received[0] {
-		t.Errorf("message ids %v: want the first sent twice, then the answer's", s.received)
-	}
-	if got := strings.Join(s.methods, ","); got != "message/send,tasks/get,tasks/get,message/send,message/send" {
-		t.Errorf("methods %s", got)
-	}
-	// Bad arguments are an error result; nothing is sent.
-	if res, err := ag.Call(ctx, &tool.Call{Arguments: json.RawMessage(`{"input":""}`)}); err != nil || !res.IsError {
-		t.Errorf("empty input: %+v %v", res, err)
-	}
-	if len(s.methods) != 5 {
-		t.Errorf("a bad call sent something: %v", s.methods)
+	for _, restart := range []bool{false, true} {
+		s := &legacyServer{}
+		srv := httptest.NewServer(http.HandlerFunc(s.handle))
+		defer srv.Close()
+		ctx := context.Background()
+		if _, err := a2a.New(ctx, a2a.Config{URL: srv.URL + "/card.json"}); err == nil || !strings.Contains(err.Error(), `its name "Legacy Agent" is not a tool name`) {
+			t.Fatalf("a card name that is no tool name: %v", err)
+		}
+		cfg := a2a.Config{URL: srv.URL + "/card.json", Name: "colours", PollInterval: time.Millisecond}
+		ag, err := a2a.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := ag.Definition(); d.Name != "colours" || d.Description != "Picks colours." || ag.Endpoint() != srv.URL+"/rpc" {
+			t.Fatalf("definition %+v, endpoint %s", d, ag.Endpoint())
+		}
+		call := &tool.Call{ID: "c", Name: "colours", Arguments: json.RawMessage(`{"input":"go"}`), IdempotencyKey: "run-1/c"}
+		_, err = ag.Call(ctx, call)
+		need, ok := errors.AsType[*tool.InputNeeded](err)
+		if !ok || need.Prompt != "Which colour?" || need.Context["a2a_task_id"] != "t1" {
+			t.Fatalf("first call: %v", err)
+		}
+		if restart {
+			if ag, err = a2a.New(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		call.Answers = []json.RawMessage{json.RawMessage(`"blue"`)}
+		res, err := ag.Call(ctx, call)
+		if err != nil || res.IsError || res.Content != "You chose blue." || !strings.Contains(string(res.Output), `"task_id":"t1"`) {
+			t.Fatalf("answered call: %+v %v", res, err)
+		}
+		ids, methods := s.received, strings.Join(s.methods, ",")
+		wantIDs, wantMethods := 2, "message/send,tasks/get,tasks/get,tasks/get,message/send"
+		if restart {
+			wantIDs, wantMethods = 3, "message/send,tasks/get,tasks/get,message/send,message/send"
+		}
+		if len(ids) != wantIDs || ids[0] == ids[len(ids)-1] || (restart && ids[0] != ids[1]) {
+			t.Errorf("restart %v: message ids %v", restart, ids)
+		}
+		if methods != wantMethods {
+			t.Errorf("restart %v: methods %s, want %s", restart, methods, wantMethods)
+		}
+		// Bad arguments are an error result; nothing is sent.
+		if res, err := ag.Call(ctx, &tool.Call{Arguments: json.RawMessage(`{"input":""}`)}); err != nil || !res.IsError {
+			t.Errorf("empty input: %+v %v", res, err)
+		}
+		if len(s.methods) != 5 {
+			t.Errorf("a bad call sent something: %v", s.methods)
+		}
 	}
 }
 
