@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -335,17 +336,17 @@ const plainScript = `turns:
   - text: "Paris is the capital of France."
 `
 
-// toolStep is the parent session's one tool step for researcher.
-func toolStep(t *testing.T, steps []apiStep) apiStep {
+// toolStep is the parent session's one tool step for the tool name.
+func toolStep(t *testing.T, steps []apiStep, name string) apiStep {
 	t.Helper()
 	var found []apiStep
 	for _, s := range steps {
-		if s.Kind == "tool" && s.ToolName == "researcher" {
+		if s.Kind == "tool" && s.ToolName == name {
 			found = append(found, s)
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("%d tool steps of researcher, want 1: %+v", len(found), steps)
+		t.Fatalf("%d tool steps of %s, want 1: %+v", len(found), name, steps)
 	}
 	return found[0]
 }
@@ -361,7 +362,7 @@ func TestA2ARemoteSubAgent(t *testing.T) {
 	if done.Output != "Researcher: Paris is the capital of France." {
 		t.Errorf("output %q", done.Output)
 	}
-	ts := toolStep(t, sessionSteps(t, p.parent.url, "", run.SessionID))
+	ts := toolStep(t, sessionSteps(t, p.parent.url, "", run.SessionID), "researcher")
 	var out struct {
 		Agent, TaskID, ContextID, State, Text string
 	}
@@ -445,7 +446,7 @@ func testA2ARemoteInput(t *testing.T, parentDB string) {
 	if done.Output != "Researcher: Lyon grew along the Rhône in the 19th century." {
 		t.Errorf("output %q", done.Output)
 	}
-	ts := toolStep(t, sessionSteps(t, p.parent.url, "", run.SessionID))
+	ts := toolStep(t, sessionSteps(t, p.parent.url, "", run.SessionID), "researcher")
 	if !strings.Contains(string(ts.Outputs), `"state":"completed"`) {
 		t.Errorf("tool step outputs %s", ts.Outputs)
 	}
@@ -538,7 +539,7 @@ func TestA2ARemoteParentCrash(t *testing.T) {
 	if done.Output != "Researcher: Found: What is new in Lyon?" {
 		t.Errorf("output %q", done.Output)
 	}
-	toolStep(t, sessionSteps(t, p.parent.url, "", run.SessionID))
+	toolStep(t, sessionSteps(t, p.parent.url, "", run.SessionID), "researcher")
 	if s, n := remoteTasks(t, p.remote.url); s != 1 || n != 1 {
 		t.Errorf("the remote holds %d sessions, %d tasks; want 1, 1", s, n)
 	}
@@ -576,7 +577,7 @@ func TestA2ARemoteDown(t *testing.T) {
 			retried++
 		}
 	}
-	ts := toolStep(t, steps)
+	ts := toolStep(t, steps, "researcher")
 	const want = "error: a2a agent researcher: SendStreamingMessage: "
 	if retried != 2 || !strings.HasPrefix(ts.Content, want) || !strings.Contains(ts.Content, "connection refused") || ts.Error == nil {
 		t.Errorf("%d error steps; tool step %q (error %+v), want 2 and %q… connection refused", retried, ts.Content, ts.Error, want)
@@ -653,5 +654,91 @@ func TestA2ARemoteCancel(t *testing.T) {
 			t.Fatalf("remote runs %+v, want one cancelled", runs.Runs)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the API for a state change
+	}
+}
+
+// TestA2ARemoteJSSDKAgent: the remote is an agent on the official A2A
+// JavaScript SDK's server (internal/testdeps/a2a/remote-agent.mjs), named
+// by its card's URL. Its input-required surfaces as the parent's request;
+// the answer goes to the same task; the parent completes with the artifact.
+func TestA2ARemoteJSSDKAgent(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(a2aDeps, "node_modules", "@a2a-js", "sdk", "package.json"))
+	}
+	if err != nil {
+		msg := "A2A npm test dependencies missing (" + err.Error() + "); install them with: npm ci --prefix internal/testdeps/a2a"
+		if os.Getenv("STEPWISE_REQUIRE_NPM") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	agent := exec.Command(node, "remote-agent.mjs", "0")
+	agent.Dir = a2aDeps
+	agent.Stderr = os.Stderr
+	stdout, err := agent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		b := bufio.NewScanner(stdout)
+		for b.Scan() {
+			lines <- b.Text()
+		}
+	}()
+	port, ok := strings.CutPrefix(recv(t, lines), "listening ")
+	if !ok {
+		t.Fatalf("remote-agent.mjs did not start")
+	}
+	relay := newRelayModel(t, "colours", "Lead: ", false)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"lead.yaml": fmt.Sprintf(`name: lead
+model: openai:relay
+model_options: {base_url: %q, api_key_env: A2A_RELAY_KEY}
+sub_agents:
+  - a2a: http://127.0.0.1:%s/.well-known/agent-card.json
+`, relay.url+"/v1", port)})
+	parent := serveWith(t, dir, "sqlite:"+filepath.Join(dir, "parent.db"), []string{"A2A_RELAY_KEY=k"}, "--agent", filepath.Join(dir, "lead.yaml"))
+	run := startLead(t, parent.url, "Pick a colour.")
+	waitRun(t, parent.url, run.ID, "waiting")
+	var pending struct {
+		Inputs []struct {
+			RequestID string `json:"request_id"`
+			Request   struct {
+				Prompt string `json:"prompt"`
+			} `json:"request"`
+		} `json:"inputs"`
+	}
+	a2aAPI(t, "GET", parent.url+"/v1/runs/"+run.ID+"/inputs", "", "", http.StatusOK, &pending)
+	if len(pending.Inputs) != 1 || pending.Inputs[0].Request.Prompt != "Which colour?" {
+		t.Fatalf("pending %+v", pending)
+	}
+	a2aAPI(t, "POST", parent.url+"/v1/runs/"+run.ID+"/inputs/"+pending.Inputs[0].RequestID, "", `{"answer":"blue"}`, http.StatusOK, nil)
+	done := waitRun(t, parent.url, run.ID, "completed")
+	if done.Output != "Lead: You chose blue." {
+		t.Errorf("output %q", done.Output)
+	}
+	ts := toolStep(t, sessionSteps(t, parent.url, "", run.SessionID), "colours")
+	if !strings.Contains(string(ts.Outputs), `"agent":"colours"`) || !strings.Contains(string(ts.Outputs), `"state":"completed"`) {
+		t.Errorf("tool step outputs %s", ts.Outputs)
+	}
+	// The SDK's server saw one task: the first message, a read of the
+	// task, the answer.
+	var calls []string
+	for len(calls) < 3 {
+		f := strings.Fields(recv(t, lines))
+		if len(f) > 1 && f[0] == "call" {
+			calls = append(calls, f[1])
+		}
+	}
+	if strings.Join(calls, ",") != "SendStreamingMessage,GetTask,SendStreamingMessage" {
+		t.Errorf("the SDK server's calls %v", calls)
 	}
 }

@@ -365,11 +365,18 @@ func (r *callRun) sendFollow(ctx context.Context, m *message) (*task, error) {
 	}
 	var t *task
 	var failed error
+	// The task a stream starts with, answering a task that asked, may
+	// still show the question: it is working on the answer, and only an
+	// update (or, if the stream ends first, GetTask) settles it.
+	answering := m.TaskID != ""
 	err := r.a.c.stream(ctx, "SendStreamingMessage", r.sendParams(m, true), func(ev *event) bool {
 		switch {
 		case ev.Task != nil:
 			t = ev.Task
 			r.taskID = t.ID
+			if answering && normState(t.Status.State) == stateInputRequired {
+				t.Status = status{State: "working"}
+			}
 		case ev.Message != nil:
 			if t == nil {
 				t, failed = r.taskOf(ev)
