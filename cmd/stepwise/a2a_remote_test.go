@@ -478,6 +478,12 @@ func testA2ARemoteInput(t *testing.T, parentDB string) {
 // reports the messageId of every SendStreamingMessage on sends. The
 // remote sees the proxy's host, so its card names the proxy.
 func a2aProxy(t *testing.T, target string, sends chan<- string) string {
+	return a2aLimitedProxy(t, target, sends, 0)
+}
+
+// a2aLimitedProxy is a2aProxy answering its first limited JSON-RPC calls
+// with 429 Too Many Requests (Retry-After: 1).
+func a2aLimitedProxy(t *testing.T, target string, sends chan<- string, limited int) string {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -491,8 +497,18 @@ func a2aProxy(t *testing.T, target string, sends chan<- string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
+			mu.Lock()
+			limit := limited > 0
+			limited--
+			mu.Unlock()
+			if limit {
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "slow down", http.StatusTooManyRequests)
+				return
+			}
 			b, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(b))
 			var req struct {
@@ -740,5 +756,32 @@ sub_agents:
 	}
 	if strings.Join(calls, ",") != "SendStreamingMessage,GetTask,SendStreamingMessage" {
 		t.Errorf("the SDK server's calls %v", calls)
+	}
+}
+
+// TestA2ARemoteRateLimited: the remote's first call is answered 429 with
+// Retry-After; the call is retried (one recoverable error step naming the
+// 429) and completes; the remote holds one task.
+func TestA2ARemoteRateLimited(t *testing.T) {
+	t.Parallel()
+	sends := make(chan string, 16)
+	p := startPair(t, plainResearcher, map[string]string{"researcher-script.yaml": plainScript}, "sqlite:"+filepath.Join(t.TempDir(), "parent.db"),
+		func(remote string) string { return a2aLimitedProxy(t, remote, sends, 1) })
+	run := startLead(t, p.parent.url, "What is the capital of France?")
+	done := waitRun(t, p.parent.url, run.ID, "completed")
+	if done.Output != "Researcher: Paris is the capital of France." {
+		t.Errorf("output %q", done.Output)
+	}
+	var errs []string
+	for _, s := range sessionSteps(t, p.parent.url, "", run.SessionID) {
+		if s.Kind == "error" && s.Error != nil {
+			errs = append(errs, s.Error.Message)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], "HTTP 429: slow down") {
+		t.Errorf("error steps %q, want one with the 429", errs)
+	}
+	if s, n := remoteTasks(t, p.remote.url); s != 1 || n != 1 {
+		t.Errorf("the remote holds %d sessions, %d tasks; want 1, 1", s, n)
 	}
 }
