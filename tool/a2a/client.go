@@ -36,6 +36,8 @@ type Error struct {
 	Err        error // the transport error, if any
 }
 
+// Error says which agent and method failed, with the HTTP status or
+// JSON-RPC code and the message.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "a2a agent %s: %s: ", e.Agent, e.Method)
