@@ -273,18 +273,20 @@ type Card struct {
 	Description string `json:"description"`
 	Version     string `json:"version"`
 	// v1.0
-	SupportedInterfaces []cardInterface `json:"supportedInterfaces"`
+	SupportedInterfaces []Interface `json:"supportedInterfaces"`
 	// v0.3
-	URL                  string          `json:"url"`
-	ProtocolVersion      string          `json:"protocolVersion"`
-	PreferredTransport   string          `json:"preferredTransport"`
-	AdditionalInterfaces []cardInterface `json:"additionalInterfaces"`
+	URL                  string      `json:"url"`
+	ProtocolVersion      string      `json:"protocolVersion"`
+	PreferredTransport   string      `json:"preferredTransport"`
+	AdditionalInterfaces []Interface `json:"additionalInterfaces"`
 	Capabilities         struct {
 		Streaming bool `json:"streaming"`
 	} `json:"capabilities"`
 }
 
-type cardInterface struct {
+// Interface is a transport of an agent card: v1.0's supportedInterfaces
+// entry or v0.3's additionalInterfaces entry.
+type Interface struct {
 	URL             string `json:"url"`
 	ProtocolBinding string `json:"protocolBinding"` // v1.0
 	ProtocolVersion string `json:"protocolVersion"` // v1.0
