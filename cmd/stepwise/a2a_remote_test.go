@@ -400,8 +400,9 @@ turns:
 
 // TestA2ARemoteInputSQLite: the remote task asks twice for input; each
 // time the parent run parks with a human-input request carrying the
-// remote prompt; the answers, posted to the parent's API, go to the same
-// remote task, which completes, and so does the parent.
+// remote prompt; the answers, posted to the parent's API (the second to a
+// parent serve started after the first was killed), go to the same remote
+// task, which completes, and so does the parent.
 func TestA2ARemoteInputSQLite(t *testing.T) {
 	t.Parallel()
 	testA2ARemoteInput(t, "sqlite:"+filepath.Join(t.TempDir(), "parent.db"))
@@ -441,6 +442,11 @@ func testA2ARemoteInput(t *testing.T, parentDB string) {
 		a2aAPI(t, "POST", p.parent.url+"/v1/runs/"+run.ID+"/inputs/"+pending.Inputs[0].RequestID, "", string(body), http.StatusOK, nil)
 	}
 	answer("Which city should I research?", "Lyon")
+	// A new parent process answers the second question: the call finds
+	// its task by sending its first message again.
+	waitRun(t, p.parent.url, run.ID, "waiting")
+	p.parent.kill(t)
+	p.parent = serveWith(t, p.dir, p.parentDB, p.parentEnv, p.parentArgs...)
 	answer("Which century?", "the 19th")
 	done := waitRun(t, p.parent.url, run.ID, "completed")
 	if done.Output != "Researcher: Lyon grew along the Rhône in the 19th century." {
