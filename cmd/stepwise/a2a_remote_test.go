@@ -155,11 +155,14 @@ func serveWith(t *testing.T, dir, db string, env []string, args ...string) *serv
 func (p *serveProc) kill(t *testing.T) {
 	t.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	for p.cmd.ProcessState == nil {
-		if err := p.cmd.Process.Signal(syscall.Signal(0)); err != nil {
-			return
+	// serveWith's goroutine waits for the process; once reaped, signals
+	// fail.
+	deadline := time.Now().Add(30 * time.Second)
+	for p.cmd.Process.Signal(syscall.Signal(0)) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed serve did not exit")
 		}
-		time.Sleep(10 * time.Millisecond) // polling for the exit; Wait is the cleanup's
+		time.Sleep(10 * time.Millisecond) // polling for the exit
 	}
 }
 
