@@ -52,6 +52,10 @@ type Config struct {
 	// PollInterval is how often GetTask is called while a task that is not
 	// streamed has not settled. Default 500ms.
 	PollInterval time.Duration
+	// StreamIdle is how long a stream may send nothing (no event, no
+	// heartbeat) before the client stops reading it and polls the task
+	// with GetTask instead. Default 2m.
+	StreamIdle time.Duration
 	// CancelCause, when set, is the context cause (errors.Is) meaning that
 	// the caller's run was cancelled: a call stopped with it cancels the
 	// remote task (CancelTask, best effort). Any other cancellation (a
@@ -91,6 +95,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 500 * time.Millisecond
 	}
+	if cfg.StreamIdle <= 0 {
+		cfg.StreamIdle = 2 * time.Minute
+	}
 	cu := cardURL(cfg.URL)
 	cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -116,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		desc = "Delegate a task to the remote agent " + card.Name + "."
 	}
 	a := &Agent{cfg: cfg, card: card, stream: card.Capabilities.Streaming,
-		c: &client{name: name, endpoint: endpoint, legacy: legacy, headers: cfg.Headers, hc: cfg.HTTPClient, timeout: cfg.Timeout}}
+		c: &client{name: name, endpoint: endpoint, legacy: legacy, headers: cfg.Headers, hc: cfg.HTTPClient, timeout: cfg.Timeout, idle: cfg.StreamIdle}}
 	a.def = llm.ToolDef{Name: name, Description: desc,
 		Parameters: json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"The task or question for the agent"}},"required":["input"],"additionalProperties":false}`)}
 	return a, nil
@@ -394,6 +401,12 @@ func (r *callRun) sendFollow(ctx context.Context, m *message) (*task, error) {
 	})
 	if err == nil {
 		err = failed
+	}
+	if errors.Is(err, errStreamIdle) {
+		if t != nil && t.ID != "" {
+			return r.poll(ctx, t)
+		}
+		err = &Error{Agent: r.a.def.Name, Method: r.a.c.method("SendStreamingMessage"), Message: fmt.Sprintf("no event within %v", r.a.cfg.StreamIdle), Transient: true, Err: err}
 	}
 	if err != nil {
 		return nil, err

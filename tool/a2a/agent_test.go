@@ -215,3 +215,52 @@ func TestErrorClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentStream: a stream that sends the task, then nothing (no
+// heartbeat) for the idle limit, is left, and the task is polled.
+func TestSilentStream(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	defer close(release)
+	var mu sync.Mutex
+	var methods []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			_ = json.NewEncoder(w).Encode(map[string]any{"name": "slow", "capabilities": map[string]any{"streaming": true},
+				"supportedInterfaces": []any{map[string]any{"url": "http://" + r.Host + "/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}}})
+			return
+		}
+		var req struct {
+			Method string `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		methods = append(methods, req.Method)
+		mu.Unlock()
+		if req.Method == "GetTask" {
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":2,"result":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"artifactId":"a","parts":[{"text":"late"}]}]}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":{\"id\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	ag, err := a2a.New(context.Background(), a2a.Config{URL: srv.URL, StreamIdle: 50 * time.Millisecond, PollInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ag.Call(context.Background(), &tool.Call{Arguments: json.RawMessage(`{"input":"hi"}`), IdempotencyKey: "k"})
+	if err != nil || res.Content != "late" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(methods, ",") != "SendStreamingMessage,GetTask" {
+		t.Errorf("methods %v", methods)
+	}
+}

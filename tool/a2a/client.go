@@ -78,8 +78,13 @@ type client struct {
 	headers  map[string]string
 	hc       *http.Client
 	timeout  time.Duration // of a request that is not streamed nor blocking
+	idle     time.Duration // the longest silence of a stream
 	ids      atomic.Int64
 }
+
+// errStreamIdle ends a stream that sent nothing, not even a heartbeat,
+// for the client's idle limit.
+var errStreamIdle = errors.New("the stream was silent too long")
 
 // method is the name of a v1.0 method in the protocol version spoken.
 func (c *client) method(v1 string) string {
@@ -204,11 +209,26 @@ func (c *client) decodeResponse(ctx context.Context, method string, body io.Read
 // stream makes a streaming request and calls each with every event, until
 // each returns false or the stream ends. A server may answer a streaming
 // method with a single JSON response (an error, typically).
+//
+// A stream silent for longer than the idle limit ends with errStreamIdle.
 func (c *client) stream(ctx context.Context, v1 string, params any, each func(*event) bool) error {
 	method := c.method(v1)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var idle *time.Timer
+	if c.idle > 0 {
+		idle = time.AfterFunc(c.idle, func() { cancel(errStreamIdle) })
+		defer idle.Stop()
+	}
+	silent := func(err error) error {
+		if errors.Is(context.Cause(ctx), errStreamIdle) {
+			return errStreamIdle
+		}
+		return err
+	}
 	resp, err := c.post(ctx, method, params, "text/event-stream")
 	if err != nil {
-		return err
+		return silent(err)
 	}
 	defer resp.Body.Close()
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
@@ -242,6 +262,9 @@ func (c *client) stream(ctx context.Context, v1 string, params any, each func(*e
 		return each(ev), nil
 	}
 	for sc.Scan() {
+		if idle != nil {
+			idle.Reset(c.idle)
+		}
 		line := sc.Bytes()
 		switch {
 		case len(line) == 0:
@@ -261,7 +284,7 @@ func (c *client) stream(ctx context.Context, v1 string, params any, each func(*e
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return c.transportError(ctx, method, err)
+		return silent(c.transportError(ctx, method, err))
 	}
 	_, err = dispatch()
 	return err
