@@ -359,8 +359,12 @@ func (r *callRun) taskOf(ev *event) (*task, error) {
 // stream when the card says the agent streams, else by a blocking send
 // and GetTask.
 func (r *callRun) sendFollow(ctx context.Context, m *message) (*task, error) {
+	answering := m.TaskID != ""
 	if !r.a.stream {
-		ev, err := r.a.c.call(ctx, "SendMessage", r.sendParams(m, true), false)
+		// A new task is sent without waiting, so that its id is known at
+		// once (to cancel it); an answer waits, since a task answered
+		// without waiting may still show the question.
+		ev, err := r.a.c.call(ctx, "SendMessage", r.sendParams(m, answering), false)
 		if err != nil {
 			return nil, err
 		}
@@ -370,17 +374,38 @@ func (r *callRun) sendFollow(ctx context.Context, m *message) (*task, error) {
 		}
 		return r.poll(ctx, t)
 	}
+	// The stream outlives a cancellation of ctx until it has named the
+	// task (at most the request timeout), so that the task can be
+	// cancelled too.
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	named := make(chan struct{})
+	var once sync.Once
+	go func() {
+		select {
+		case <-ctx.Done():
+			t := time.NewTimer(r.a.cfg.Timeout)
+			defer t.Stop()
+			select {
+			case <-named:
+			case <-t.C:
+			case <-sctx.Done():
+			}
+			stop()
+		case <-sctx.Done():
+		}
+	}()
 	var t *task
 	var failed error
 	// The task a stream starts with, answering a task that asked, may
 	// still show the question: it is working on the answer, and only an
 	// update (or, if the stream ends first, GetTask) settles it.
-	answering := m.TaskID != ""
-	err := r.a.c.stream(ctx, "SendStreamingMessage", r.sendParams(m, true), func(ev *event) bool {
+	err := r.a.c.stream(sctx, "SendStreamingMessage", r.sendParams(m, true), func(ev *event) bool {
 		switch {
 		case ev.Task != nil:
 			t = ev.Task
 			r.taskID = t.ID
+			once.Do(func() { close(named) })
 			if answering && normState(t.Status.State) == stateInputRequired {
 				t.Status = status{State: "working"}
 			}
@@ -399,6 +424,9 @@ func (r *callRun) sendFollow(ctx context.Context, m *message) (*task, error) {
 		}
 		return t == nil || !settled(t.Status.State)
 	})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if err == nil {
 		err = failed
 	}

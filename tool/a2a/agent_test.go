@@ -264,3 +264,69 @@ func TestSilentStream(t *testing.T) {
 		t.Errorf("methods %v", methods)
 	}
 }
+
+var errCancelled = errors.New("run cancelled")
+
+// TestCancelBeforeTaskNamed: a call cancelled (with the CancelCause)
+// before the stream named its task keeps reading until it does, then
+// cancels that task; another cancellation cancels nothing.
+func TestCancelBeforeTaskNamed(t *testing.T) {
+	t.Parallel()
+	for _, cause := range []error{errCancelled, errors.New("shutting down")} {
+		arrived, release := make(chan struct{}), make(chan struct{})
+		cancels := make(chan string, 1)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				_ = json.NewEncoder(w).Encode(map[string]any{"name": "slow", "capabilities": map[string]any{"streaming": true},
+					"supportedInterfaces": []any{map[string]any{"url": "http://" + r.Host + "/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}}})
+				return
+			}
+			var req struct {
+				Method string `json:"method"`
+				Params struct {
+					ID string `json:"id"`
+				} `json:"params"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			if req.Method == "CancelTask" {
+				cancels <- req.Params.ID
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":2,"result":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_CANCELED"}}}`))
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.(http.Flusher).Flush()
+			close(arrived)
+			<-release
+			_, _ = w.Write([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":{\"id\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n"))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}))
+		ag, err := a2a.New(context.Background(), a2a.Config{URL: srv.URL, CancelCause: errCancelled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := ag.Call(ctx, &tool.Call{Arguments: json.RawMessage(`{"input":"hi"}`), IdempotencyKey: "k"})
+			done <- err
+		}()
+		<-arrived
+		cancel(cause)
+		close(release)
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("cause %v: the call returned %v", cause, err)
+		}
+		select {
+		case id := <-cancels:
+			if cause != errCancelled || id != "t" {
+				t.Errorf("cause %v: CancelTask %q", cause, id)
+			}
+		default:
+			if cause == errCancelled {
+				t.Errorf("cause %v: no CancelTask", cause)
+			}
+		}
+		srv.Close()
+	}
+}
