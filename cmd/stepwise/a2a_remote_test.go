@@ -222,7 +222,7 @@ func TestA2ARemoteBadCard(t *testing.T) {
 		{"not a card", "a2a: " + remote.url + "/v1/health.json", "",
 			"lead.yaml: sub-agent " + remote.url + "/v1/health.json: agent card " + remote.url + "/v1/health.json: HTTP 404"},
 		{"nobody listening", "a2a: " + gone + "/a2a/researcher", "",
-			"agent card " + gone + "/a2a/researcher/.well-known/agent-card.json: Get"},
+			"agent card " + gone + "/a2a/researcher/.well-known/agent-card.json: dial tcp"},
 		{"token unset", "a2a: " + remote.url + "/a2a/researcher\n    token_env: A2A_UNSET_TOKEN", "",
 			"sub-agent " + remote.url + "/a2a/researcher: token_env: A2A_UNSET_TOKEN is not set"},
 	} {

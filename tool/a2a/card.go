@@ -61,6 +61,10 @@ func fetchCard(ctx context.Context, hc *http.Client, name, u string, headers map
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is named already
+		}
 		return nil, fail("%v", err)
 	}
 	defer resp.Body.Close()
