@@ -3,32 +3,35 @@ package worker
 import (
 	"sync"
 
+	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/wire"
 )
 
 // hub carries the wake-ups of one process: a task queued for an agent
 // (pollers), a task finished (the handler waiting for it), and the events a
 // worker reports for a task (relayed to the handler executing its step).
-// The store stays the source of truth: a woken waiter re-reads it.
+// The store stays the source of truth: a woken poller re-reads it, and so
+// does a waiting handler, unless the request that finished its task in this
+// process handed it the finished task (as the store returned it).
 type hub struct {
 	mu       sync.Mutex
-	queued   map[string]map[chan struct{}]struct{} // agent → pollers
-	finished map[string]map[chan struct{}]struct{} // task id → waiters
-	relays   map[string]chan []*wire.TaskEvent     // task id → its handler
+	queued   map[string]map[chan struct{}]struct{}    // agent → pollers
+	finished map[string]map[chan *store.Task]struct{} // task id → waiters
+	relays   map[string]chan []*wire.TaskEvent        // task id → its handler
 }
 
 func newHub() *hub {
-	return &hub{queued: map[string]map[chan struct{}]struct{}{}, finished: map[string]map[chan struct{}]struct{}{},
+	return &hub{queued: map[string]map[chan struct{}]struct{}{}, finished: map[string]map[chan *store.Task]struct{}{},
 		relays: map[string]chan []*wire.TaskEvent{}}
 }
 
 // watch registers ch under each key of m; the returned func removes it.
-func (h *hub) watch(m map[string]map[chan struct{}]struct{}, keys []string) (chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+func watch[T any](h *hub, m map[string]map[chan T]struct{}, keys []string) (chan T, func()) {
+	ch := make(chan T, 1)
 	h.mu.Lock()
 	for _, k := range keys {
 		if m[k] == nil {
-			m[k] = map[chan struct{}]struct{}{}
+			m[k] = map[chan T]struct{}{}
 		}
 		m[k][ch] = struct{}{}
 	}
@@ -45,11 +48,13 @@ func (h *hub) watch(m map[string]map[chan struct{}]struct{}, keys []string) (cha
 	}
 }
 
-func (h *hub) wake(m map[string]map[chan struct{}]struct{}, key string) {
+// wake sends v to the waiters of key; a waiter already woken keeps what
+// it was sent first.
+func wake[T any](h *hub, m map[string]map[chan T]struct{}, key string, v T) {
 	h.mu.Lock()
 	for ch := range m[key] {
 		select {
-		case ch <- struct{}{}:
+		case ch <- v:
 		default:
 		}
 	}
@@ -60,25 +65,39 @@ func (h *hub) wake(m map[string]map[chan struct{}]struct{}, key string) {
 // interrupted: anything may have changed).
 func (h *hub) wakeAll() {
 	h.mu.Lock()
-	for _, m := range []map[string]map[chan struct{}]struct{}{h.queued, h.finished} {
-		for _, set := range m {
-			for ch := range set {
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
+	for _, set := range h.queued {
+		for ch := range set {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	for _, set := range h.finished {
+		for ch := range set {
+			select {
+			case ch <- nil: // re-read
+			default:
 			}
 		}
 	}
 	h.mu.Unlock()
 }
 
-func (h *hub) watchQueued(agents []string) (chan struct{}, func()) { return h.watch(h.queued, agents) }
-func (h *hub) watchFinished(id string) (chan struct{}, func()) {
-	return h.watch(h.finished, []string{id})
+func (h *hub) watchQueued(agents []string) (chan struct{}, func()) {
+	return watch(h, h.queued, agents)
 }
-func (h *hub) taskQueued(agent string) { h.wake(h.queued, agent) }
-func (h *hub) taskFinished(id string)  { h.wake(h.finished, id) }
+
+// watchFinished returns a channel that receives the finished task id (nil
+// when the waker only knows that it changed: read it again).
+func (h *hub) watchFinished(id string) (chan *store.Task, func()) {
+	return watch(h, h.finished, []string{id})
+}
+func (h *hub) taskQueued(agent string) { wake(h, h.queued, agent, struct{}{}) }
+
+// taskFinished wakes the waiters of task id with t, the finished task, or
+// nil (read it).
+func (h *hub) taskFinished(id string, t *store.Task) { wake(h, h.finished, id, t) }
 
 // relay registers the handler's channel of task id's events.
 func (h *hub) relay(id string) (chan []*wire.TaskEvent, func()) {

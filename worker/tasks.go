@@ -53,6 +53,7 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 			for i, t := range ts {
 				out[i] = wireTask(t)
 			}
+			s.remember(ts)
 			return out, nil
 		}
 		s.waiting.Add(1)
@@ -95,8 +96,58 @@ func (s *Service) fencedErr(ctx context.Context, id string, token int64) (dup bo
 	}
 }
 
-// held returns task id if token holds it.
+// maxClaimed bounds the claims a Service remembers.
+const maxClaimed = 4096
+
+// remember keeps the tasks a poll claimed, so that their completion needs
+// no read: what it checks (the kind, name and agent) and records (the
+// owner of the token) does not change while the token holds, and the
+// store's finish checks the token itself.
+func (s *Service) remember(ts []*store.Task) {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	if len(s.claimed)+len(ts) > maxClaimed {
+		// Claims whose worker went away and whose lease passed: a late
+		// call reads the task instead.
+		now := time.Now()
+		for id, t := range s.claimed {
+			if t.LeaseExpires.Before(now) {
+				delete(s.claimed, id)
+			}
+		}
+		if len(s.claimed)+len(ts) > maxClaimed {
+			clear(s.claimed)
+		}
+	}
+	for _, t := range ts {
+		s.claimed[t.ID] = t
+	}
+}
+
+// forget drops the remembered claim of task id.
+func (s *Service) forget(id string) {
+	s.claimMu.Lock()
+	delete(s.claimed, id)
+	s.claimMu.Unlock()
+}
+
+// claim returns the remembered claim of task id under token, or nil.
+func (s *Service) claim(id string, token int64) *store.Task {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	if t := s.claimed[id]; t != nil && t.Token == token {
+		return t
+	}
+	return nil
+}
+
+// held returns task id if token holds it: the claim this process made
+// under token (the store's finish checks that it still holds), or the
+// task as stored.
 func (s *Service) held(ctx context.Context, id string, token int64) (*store.Task, error) {
+	if t := s.claim(id, token); t != nil {
+		return t, nil
+	}
 	t, err := s.store.TaskGet(ctx, &store.TaskGetParams{ID: id})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrTaskNotFound, id)
@@ -317,7 +368,8 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *ou
 		return nil, err
 	}
 	done, err := s.store.TaskFinish(ctx, &store.TaskFinishParams{ID: t.ID, Token: t.Token, State: state, Result: res})
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+		s.forget(t.ID)
 		dup, ferr := s.fencedErr(ctx, t.ID, t.Token)
 		if dup {
 			return &wire.TaskResult{ID: t.ID, State: state, Duplicate: true}, nil
@@ -327,7 +379,8 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *ou
 	if err != nil {
 		return nil, err
 	}
-	s.hub.taskFinished(t.ID)
+	s.forget(t.ID)
+	s.hub.taskFinished(t.ID, done)
 	return &wire.TaskResult{ID: done.ID, State: done.State}, nil
 }
 
@@ -344,6 +397,7 @@ func (s *Service) Release(ctx context.Context, id string, token int64) (*wire.Ta
 		}
 		return nil, err
 	}
+	s.forget(id)
 	s.hub.taskQueued(ts[0].Agent)
 	return &wire.TaskResult{ID: id, State: store.TaskQueued}, nil
 }
@@ -358,6 +412,7 @@ func (s *Service) ReleaseWorker(ctx context.Context, worker string) (int, error)
 		return 0, err
 	}
 	for _, t := range ts {
+		s.forget(t.ID)
 		s.hub.taskQueued(t.Agent)
 	}
 	return len(ts), nil
