@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -248,6 +251,64 @@ func testTasks(t *testing.T, h *harness) {
 			if c != 1 {
 				t.Errorf("task %s claimed %d times", id, c)
 			}
+		}
+	})
+	h.sub(t, "Notifications", func(t *testing.T, st store.Store) {
+		n := st.Notifier()
+		if n == nil {
+			t.Skip("the driver has no Notifier (Options.Notifier is false): tasks are announced in-process only")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		ch, err := n.Listen(ctx, store.ChannelTasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taskRun(t, st)
+		marks := 0
+		// upTo returns the payloads up to a marker sent now: what the
+		// writes before it announced.
+		upTo := func() []string {
+			t.Helper()
+			marks++
+			mark := fmt.Sprintf("mark %d", marks)
+			if err := n.Notify(ctx, store.ChannelTasks, mark); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			timeout := time.After(10 * time.Second)
+			for {
+				select {
+				case p := <-ch:
+					if p == mark {
+						return got
+					}
+					got = append(got, p)
+				case <-timeout:
+					t.Fatalf("no %q after %q", mark, got)
+				}
+			}
+		}
+		mustTask(t, st, newTask("t1", "k1"))
+		if got := upTo(); !slices.Equal(got, []string{store.TaskQueuedChange("a")}) {
+			t.Errorf("create: announced %q, want %q", got, store.TaskQueuedChange("a"))
+		}
+		mustTask(t, st, newTask("t2", "k1"))
+		if got := upTo(); len(got) != 0 {
+			t.Errorf("a create of a taken key announced %q, want nothing", got)
+		}
+		claimTasks(t, st, "w1", 1, time.Time{})
+		if _, err := st.TaskFinish(ctx, &store.TaskFinishParams{ID: "t1", Token: 2, State: store.TaskCompleted}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("finish under a wrong token = %v, want ErrConflict", err)
+		}
+		if got := upTo(); len(got) != 0 {
+			t.Errorf("a refused finish announced %q, want nothing", got)
+		}
+		if _, err := st.TaskFinish(ctx, &store.TaskFinishParams{ID: "t1", Token: 1, State: store.TaskCompleted}); err != nil {
+			t.Fatal(err)
+		}
+		if got := upTo(); !slices.Equal(got, []string{store.TaskFinishedChange("t1")}) {
+			t.Errorf("finish: announced %q, want %q", got, store.TaskFinishedChange("t1"))
 		}
 	})
 	h.sub(t, "ConcurrentFinishOneWins", func(t *testing.T, st store.Store) {
