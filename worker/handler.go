@@ -244,6 +244,29 @@ func (t *workerTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, erro
 	return r, nil
 }
 
+// create creates task t: claimed by a poll waiting for it in this process
+// (handed over: a claim the fewer), else queued.
+func (s *Service) create(ctx context.Context, t *store.Task) (*store.Task, error) {
+	p := &store.TaskCreateParams{Task: t}
+	w := s.hub.take(t.Agent, t.Name)
+	if w != nil {
+		p.Owner, p.Lease = w.worker, s.cfg.Lease
+	}
+	got, err := s.store.TaskCreate(context.WithoutCancel(ctx), p)
+	if w != nil {
+		if err == nil && got.ID == t.ID && got.State == store.TaskClaimed && got.Token == 1 {
+			s.remember([]*store.Task{got})
+			w.ch <- got
+		} else {
+			w.ch <- nil // the key's task existed, or none was made
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create task: %w", err)
+	}
+	return got, nil
+}
+
 // serve creates task t (or finds the one of its key), wakes pollers, and
 // waits for it to finish: woken by the hub (the finishing request in this
 // process hands over the finished task; the store's notification of
@@ -257,9 +280,9 @@ func (s *Service) serve(ctx context.Context, t *store.Task, relay func([]*wire.T
 	done, unwatch := s.hub.watchFinished(t.ID)
 	evs, unrelay := s.hub.relay(t.ID)
 	defer func() { unwatch(); unrelay() }()
-	got, err := s.store.TaskCreate(context.WithoutCancel(ctx), &store.TaskCreateParams{Task: t})
+	got, err := s.create(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("create task: %w", err)
+		return nil, err
 	}
 	if got.Finished() {
 		return got, nil

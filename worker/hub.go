@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/stepwise-run/stepwise/store"
@@ -18,11 +19,73 @@ type hub struct {
 	queued   map[string]map[chan struct{}]struct{}    // agent → pollers
 	finished map[string]map[chan *store.Task]struct{} // task id → waiters
 	relays   map[string]chan []*wire.TaskEvent        // task id → its handler
+	waiters  map[string][]*waiter                     // agent → polls waiting, oldest first
+}
+
+// waiter is a poll waiting for a task of its agents. A handler about to
+// create a task may take it and create the task claimed by its worker,
+// handing it over without the poll's own claim.
+type waiter struct {
+	worker string
+	agents []string
+	names  []string
+	ch     chan *store.Task // the task handed over, or nil: claim as usual
+	taken  bool
 }
 
 func newHub() *hub {
 	return &hub{queued: map[string]map[chan struct{}]struct{}{}, finished: map[string]map[chan *store.Task]struct{}{},
-		relays: map[string]chan []*wire.TaskEvent{}}
+		relays: map[string]chan []*wire.TaskEvent{}, waiters: map[string][]*waiter{}}
+}
+
+// wait registers a waiting poll of worker for tasks of agents (and names,
+// when set).
+func (h *hub) wait(worker string, agents, names []string) *waiter {
+	w := &waiter{worker: worker, agents: agents, names: names, ch: make(chan *store.Task, 1)}
+	h.mu.Lock()
+	for _, a := range agents {
+		h.waiters[a] = append(h.waiters[a], w)
+	}
+	h.mu.Unlock()
+	return w
+}
+
+func (h *hub) dropWaiter(w *waiter) {
+	for _, a := range w.agents {
+		ws := slices.DeleteFunc(h.waiters[a], func(x *waiter) bool { return x == w })
+		if len(ws) == 0 {
+			delete(h.waiters, a)
+		} else {
+			h.waiters[a] = ws
+		}
+	}
+}
+
+// unwait removes w; false means a handler took it, and will send on
+// w.ch.
+func (h *hub) unwait(w *waiter) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w.taken {
+		return false
+	}
+	h.dropWaiter(w)
+	return true
+}
+
+// take removes and returns the oldest poll waiting for a task of agent
+// and name, or nil. Its taker must send on its ch exactly once.
+func (h *hub) take(agent, name string) *waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, w := range h.waiters[agent] {
+		if len(w.names) == 0 || slices.Contains(w.names, name) {
+			w.taken = true
+			h.dropWaiter(w)
+			return w
+		}
+	}
+	return nil
 }
 
 // watch registers ch under each key of m; the returned func removes it.

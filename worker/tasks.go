@@ -36,35 +36,69 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 	if p.WaitMS > 0 {
 		wait = time.Duration(p.WaitMS) * time.Millisecond
 	}
+	request := ctx
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	woken, unwatch := s.hub.watchQueued(p.Agents)
 	defer unwatch()
 	tick := time.NewTicker(s.cfg.Recheck)
 	defer tick.Stop()
+	limit := max(1, p.Max)
 	for {
+		// Waiting already while claiming: a task created meanwhile is
+		// handed over rather than left for the next claim.
+		w := s.hub.wait(p.WorkerID, p.Agents, p.Handlers)
 		ts, err := s.store.TaskClaim(context.WithoutCancel(ctx), &store.TaskClaimParams{Owner: p.WorkerID, Agents: p.Agents, Names: p.Handlers,
-			Lease: s.cfg.Lease, Limit: max(1, p.Max)})
-		if err != nil {
-			return nil, err
-		}
-		if len(ts) > 0 {
+			Lease: s.cfg.Lease, Limit: limit})
+		if err != nil || len(ts) > 0 {
+			if !s.hub.unwait(w) {
+				if h := <-w.ch; h != nil && err == nil && len(ts) < limit {
+					ts = append(ts, h)
+				} else if h != nil {
+					s.handBack(request, h)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+			s.remember(ts)
 			out := make([]*wire.Task, len(ts))
 			for i, t := range ts {
 				out[i] = wireTask(t)
 			}
-			s.remember(ts)
 			return out, nil
 		}
 		s.waiting.Add(1)
+		var handed *store.Task
+		received := false
 		select {
+		case handed = <-w.ch:
+			received = true
 		case <-ctx.Done():
-			s.waiting.Add(-1)
-			return nil, nil
 		case <-woken:
 		case <-tick.C:
 		}
+		if !received && !s.hub.unwait(w) {
+			handed = <-w.ch // taken meanwhile: its create answers at once
+		}
 		s.waiting.Add(-1)
+		if handed != nil {
+			if request.Err() != nil {
+				s.handBack(request, handed) // nobody to answer
+				return nil, nil
+			}
+			return []*wire.Task{wireTask(handed)}, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+	}
+}
+
+// handBack releases a task handed over to a poll that cannot take it.
+func (s *Service) handBack(ctx context.Context, t *store.Task) {
+	if _, err := s.Release(context.WithoutCancel(ctx), t.ID, t.Token); err != nil {
+		s.cfg.Logger.Warn("stepwise: hand a task back", "task", t.ID, "err", err)
 	}
 }
 

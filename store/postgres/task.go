@@ -74,15 +74,16 @@ func (s *Store) TaskCreate(ctx context.Context, p *store.TaskCreateParams) (*sto
 	if err != nil {
 		return nil, err
 	}
-	t := p.Task
+	t, c := p.Task, p.Created(time.Time{})
 	got, err := inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
 		var got *store.Task
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO tasks (`+taskCols+`)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', '', 0, 0, 0, NULL, n, n, 0
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, $14, $15::bigint, $15::integer, CASE WHEN $15::bigint = 0 THEN 0 ELSE n + $16::bigint END, NULL, n, n, 0
 			FROM (SELECT `+fmt.Sprintf(taskNowSQL, 12)+` AS n) clock WHERE EXISTS (SELECT 1 FROM runs WHERE id = $8)
 			ON CONFLICT (key) DO NOTHING RETURNING `+taskCols,
-			t.ID, t.Key, t.Kind, t.Name, t.Agent, t.AgentVersion, t.SessionID, t.RunID, t.StepID, t.Attempt, blob(t.Input), taskClock(p.Now)).
+			t.ID, t.Key, t.Kind, t.Name, t.Agent, t.AgentVersion, t.SessionID, t.RunID, t.StepID, t.Attempt, blob(t.Input), taskClock(p.Now),
+			c.State, c.Owner, c.Token, p.Lease.Nanoseconds()).
 			QueryRow(func(row pgx.Row) error {
 				var err error
 				if got, err = scanTask(row); errors.Is(err, pgx.ErrNoRows) {
@@ -90,7 +91,7 @@ func (s *Store) TaskCreate(ctx context.Context, p *store.TaskCreateParams) (*sto
 				}
 				return err
 			})
-		// Announced only when this insert made the task.
+		// Announced only when this insert made the task, queued.
 		b.Queue(`SELECT pg_notify($1, $2) FROM tasks WHERE id = $3 AND key = $4 AND claims = 0`,
 			channel, store.TaskQueuedChange(t.Agent), t.ID, t.Key)
 		return got, tx.send(ctx, b, true)

@@ -22,10 +22,11 @@ const taskNowSQL = `COALESCE(?%d, ` + dbNowSQL + `)`
 // step's create, claim and finish cost a statement, not a parse and a
 // read before the write.
 var (
-	// taskInsertSQL inserts a queued task of a run that exists, unless its
-	// key is taken: no row returned means one or the other.
+	// taskInsertSQL inserts a task of a run that exists, unless its key
+	// is taken (no row returned means one or the other): queued, or
+	// claimed by ?14 under token 1 (?15) with a lease of ?16.
 	taskInsertSQL = `INSERT INTO tasks (` + taskCols + `)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'queued', '', 0, 0, 0, NULL, n, n, 0
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?14, ?15, ?15, CASE WHEN ?15 = 0 THEN 0 ELSE n + ?16 END, NULL, n, n, 0
 		FROM (SELECT ` + fmt.Sprintf(taskNowSQL, 12) + ` AS n) WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?8)
 		ON CONFLICT (key) DO NOTHING RETURNING ` + taskCols
 	// taskClaimSQL leases up to ?5 claimable tasks of the agents ?4, a
@@ -114,10 +115,11 @@ func (s *Store) TaskCreate(ctx context.Context, p *store.TaskCreateParams) (*sto
 	if err := store.CheckTaskCreate(p); err != nil {
 		return nil, err
 	}
+	c := p.Created(time.Time{})
 	return write(s, ctx, func(tx *wtx) (*store.Task, error) {
 		t := p.Task
 		got, err := scanTask(tx.st.taskInsert.QueryRowContext(bg, t.ID, t.Key, t.Kind, t.Name, t.Agent, t.AgentVersion, t.SessionID,
-			t.RunID, t.StepID, t.Attempt, blob(t.Input), taskClock(p.Now)))
+			t.RunID, t.StepID, t.Attempt, blob(t.Input), taskClock(p.Now), c.State, c.Owner, c.Token, p.Lease.Nanoseconds()))
 		if isUnique(err) {
 			return nil, rules.Conflict("task %s exists under another key", t.ID)
 		}
