@@ -96,6 +96,7 @@ type Service struct {
 
 	claimMu sync.Mutex
 	claimed map[string]*store.Task // by id: the tasks this process's polls claimed, as claimed
+	stops   map[string]uint64      // by worker id: its graceful stops (ReleaseWorker) so far
 
 	waiting atomic.Int64 // polls held with nothing to claim
 }
@@ -119,7 +120,7 @@ func New(cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{cfg: cfg, store: cfg.Engine.Store(), hub: newHub(), cancel: cancel, done: make(chan struct{}), regs: map[string]*registration{},
-		claimed: map[string]*store.Task{}}
+		claimed: map[string]*store.Task{}, stops: map[string]uint64{}}
 	go s.listen(ctx)
 	return s, nil
 }

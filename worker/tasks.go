@@ -36,7 +36,11 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 	if p.WaitMS > 0 {
 		wait = time.Duration(p.WaitMS) * time.Millisecond
 	}
-	request := ctx
+	request, stops := ctx, s.stopsOf(p.WorkerID)
+	// gone: nobody will read this poll's answer (the worker left, or it
+	// stopped gracefully while the poll was held): a task it claimed is
+	// handed back at once rather than left to its lease.
+	gone := func() bool { return request.Err() != nil || s.stopsOf(p.WorkerID) != stops }
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	woken, unwatch := s.hub.watchQueued(p.Agents)
@@ -47,6 +51,9 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 	for {
 		// Waiting already while claiming: a task created meanwhile is
 		// handed over rather than left for the next claim.
+		if gone() {
+			return nil, nil
+		}
 		w := s.hub.wait(p.WorkerID, p.Agents, p.Handlers)
 		ts, err := s.store.TaskClaim(context.WithoutCancel(ctx), &store.TaskClaimParams{Owner: p.WorkerID, Agents: p.Agents, Names: p.Handlers,
 			Lease: s.cfg.Lease, Limit: limit})
@@ -60,6 +67,12 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 			}
 			if err != nil {
 				return nil, err
+			}
+			if gone() {
+				for _, t := range ts {
+					s.handBack(request, t)
+				}
+				return nil, nil
 			}
 			s.remember(ts)
 			out := make([]*wire.Task, len(ts))
@@ -83,8 +96,8 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 		}
 		s.waiting.Add(-1)
 		if handed != nil {
-			if request.Err() != nil {
-				s.handBack(request, handed) // nobody to answer
+			if gone() {
+				s.handBack(request, handed)
 				return nil, nil
 			}
 			return []*wire.Task{wireTask(handed)}, nil
@@ -93,6 +106,13 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 			return nil, nil
 		}
 	}
+}
+
+// stopsOf returns the number of graceful stops of worker so far.
+func (s *Service) stopsOf(worker string) uint64 {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	return s.stops[worker]
 }
 
 // handBack releases a task handed over to a poll that cannot take it.
@@ -441,6 +461,13 @@ func (s *Service) ReleaseWorker(ctx context.Context, worker string) (int, error)
 	if !workerID.MatchString(worker) {
 		return 0, invalid("worker_id %q: want 1-128 of letters, digits, _ . : -", worker)
 	}
+	// The worker's polls held now are of before its stop: they end, and
+	// hand back what they claim meanwhile (counted before the release, so
+	// a claim that commits after it is seen).
+	s.claimMu.Lock()
+	s.stops[worker]++
+	s.claimMu.Unlock()
+	s.hub.wakeAll()
 	ts, err := s.store.TaskRelease(ctx, &store.TaskReleaseParams{Owner: worker})
 	if err != nil {
 		return 0, err
