@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stepwise-run/stepwise/render"
+
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/internal/agentfile"
 	"github.com/stepwise-run/stepwise/llm"
@@ -46,7 +48,7 @@ type Options struct {
 type Loaded struct {
 	Agent  *stepwise.Agent
 	Spec   *agentfile.Spec
-	Prices stepwise.PriceTable // prices declared in the file (and its sub-agents)
+	Prices llm.PriceTable // prices declared in the file (and its sub-agents)
 	// Observed is the observe section of the file and of its sub-agents'
 	// files, by agent name.
 	Observed map[string]*Observed
@@ -64,7 +66,7 @@ func (l *Loaded) Close() error {
 
 // Load reads an agent file and builds its agent.
 func Load(ctx context.Context, path string, o Options) (*Loaded, error) {
-	l := &Loaded{Prices: stepwise.PriceTable{}, Observed: map[string]*Observed{}}
+	l := &Loaded{Prices: llm.PriceTable{}, Observed: map[string]*Observed{}}
 	a, err := l.load(ctx, path, o, map[string]bool{})
 	if err != nil {
 		_ = l.Close()
@@ -94,7 +96,7 @@ func FromSpec(ctx context.Context, spec *agentfile.Spec, o Options) (*Loaded, er
 	if len(spec.SubAgents) > 0 {
 		return nil, fmt.Errorf("%s: sub_agents name files; this definition cannot have them", spec.File)
 	}
-	l := &Loaded{Prices: stepwise.PriceTable{}, Observed: map[string]*Observed{}}
+	l := &Loaded{Prices: llm.PriceTable{}, Observed: map[string]*Observed{}}
 	a, err := l.build(ctx, spec, o, map[string]bool{})
 	if err != nil {
 		_ = l.Close()
@@ -144,7 +146,7 @@ func (l *Loaded) build(ctx context.Context, spec *agentfile.Spec, o Options, see
 		}
 	}
 	for m, p := range spec.Prices {
-		l.Prices[m] = stepwise.Price{Input: p.Input, Output: p.Output, CachedInput: p.Cached}
+		l.Prices[m] = llm.Price{Input: p.Input, Output: p.Output, CachedInput: p.Cached}
 	}
 	for _, t := range spec.Tools {
 		if t.Name == agentfile.ToolPastStepsSearch {
@@ -243,7 +245,7 @@ func buildTool(t agentfile.Tool, o Options) ([]tool.Tool, error) {
 		if o.Store == nil {
 			return nil, errors.New("needs a store")
 		}
-		return []tool.Tool{stepwise.TraceTool(o.Store)}, nil
+		return []tool.Tool{render.TraceTool(o.Store)}, nil
 	}
 	if f, ok := o.Extra[t.Name]; ok && f != nil {
 		return one(f(t))
