@@ -94,6 +94,10 @@ type Service struct {
 	mu   sync.Mutex
 	regs map[string]*registration // by agent name
 
+	claimMu sync.Mutex
+	claimed map[string]*store.Task // by id: the tasks this process's polls claimed, as claimed
+	stops   map[string]uint64      // by worker id: its graceful stops (ReleaseWorker) so far
+
 	waiting atomic.Int64 // polls held with nothing to claim
 }
 
@@ -115,7 +119,8 @@ func New(cfg Config) (*Service, error) {
 	}
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{cfg: cfg, store: cfg.Engine.Store(), hub: newHub(), cancel: cancel, done: make(chan struct{}), regs: map[string]*registration{}}
+	s := &Service{cfg: cfg, store: cfg.Engine.Store(), hub: newHub(), cancel: cancel, done: make(chan struct{}), regs: map[string]*registration{},
+		claimed: map[string]*store.Task{}, stops: map[string]uint64{}}
 	go s.listen(ctx)
 	return s, nil
 }
@@ -161,7 +166,7 @@ func (s *Service) listen(ctx context.Context) {
 			case len(p) > 2 && p[:2] == "Q ":
 				s.hub.taskQueued(p[2:])
 			case len(p) > 2 && p[:2] == "F ":
-				s.hub.taskFinished(p[2:])
+				s.hub.taskFinished(p[2:], nil)
 			default:
 				s.hub.wakeAll()
 			}
