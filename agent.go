@@ -6,7 +6,10 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
+	"github.com/stepwise-run/stepwise/internal/answer"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/tool"
 )
@@ -226,7 +229,7 @@ func (a *Agent) validate() error {
 			}
 		}
 	}
-	if err := checkBreakpoints(a.Breakpoints); err != nil {
+	if err := answer.CheckSelectors(a.Breakpoints); err != nil {
 		errs = append(errs, err)
 	}
 	if a.Context.TokenBudget < NoTokenBudget {
@@ -250,23 +253,7 @@ func (a *Agent) hasStep(name string) bool {
 	return ok
 }
 
-// backoffDelay is the wait before attempt+1: exponential with jitter
-// (randomization factor 0.5) under the policy, and never shorter than the
-// server's Retry-After hint.
-func backoffDelay(p RetryPolicy, attempt int, retryAfter time.Duration) time.Duration {
-	b := &backoff.ExponentialBackOff{
-		InitialInterval:     p.InitialInterval,
-		RandomizationFactor: 0.5,
-		Multiplier:          p.Multiplier,
-		MaxInterval:         p.MaxInterval,
-	}
-	b.Reset()
-	var d time.Duration
-	for i := 0; i < attempt; i++ {
-		d = b.NextBackOff()
-	}
-	if retryAfter > d {
-		d = retryAfter
-	}
-	return d
+// exec is the policy as the execution's machinery takes it.
+func (p RetryPolicy) exec() runexec.Retry {
+	return runexec.Retry{MaxAttempts: p.MaxAttempts, Initial: p.InitialInterval, Max: p.MaxInterval, Multiplier: p.Multiplier}
 }

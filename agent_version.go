@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -110,12 +112,12 @@ func withVersion(opts json.RawMessage, v string) json.RawMessage {
 // version, before the execution runs a step. It reports whether the run
 // ended (failed or restarted elsewhere); err is an engine error.
 func (x *execution) upgrade() (ended bool, err error) {
-	old, cur := runVersion(x.run), x.agent.Version
+	old, cur := runVersion(x.Run), x.agent.Version
 	if old == cur {
 		return false, x.checkCursor()
 	}
 	mode := x.agent.OnUpdate
-	if x.run.ParentRunID != "" || old == "" {
+	if x.Run.ParentRunID != "" || old == "" {
 		mode = UpdateContinue // child runs follow their parent; unversioned runs adopt the definition
 	}
 	reason := fmt.Sprintf("agent %q changed from version %s to %s", x.agent.Name, orNone(old), cur)
@@ -124,8 +126,8 @@ func (x *execution) upgrade() (ended bool, err error) {
 		serr := &StepError{Message: reason + " (on_update: fail)", Class: steptype.ErrorPermanent, Code: "agent_updated"}
 		return true, x.finish(steptype.RunFailed, serr)
 	case UpdateRestart:
-		ctx := context.WithoutCancel(x.ctx)
-		plan, err := x.e.planRestart(ctx, x.run)
+		ctx := context.WithoutCancel(x.Ctx)
+		plan, err := x.e.planRestart(ctx, x.Run)
 		if err != nil {
 			return false, err
 		}
@@ -133,31 +135,31 @@ func (x *execution) upgrade() (ended bool, err error) {
 			break // nothing ran yet: continue on the new definition
 		}
 		// The lease fences the run: the restart is created once.
-		if err := x.e.restart(ctx, x.run, plan); err != nil {
+		if err := x.e.restart(ctx, x.Run, plan); err != nil {
 			return false, err
 		}
 		serr := &StepError{Message: fmt.Sprintf("%s (on_update: restart): %s", reason, plan), Class: steptype.ErrorPermanent, Code: "agent_updated"}
 		return true, x.finish(steptype.RunCancelled, serr)
 	}
-	opts := withVersion(x.run.Options, cur)
-	if _, err := x.e.store.RunUpdate(context.WithoutCancel(x.ctx), &store.RunUpdateParams{
-		ID: x.run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, Options: opts, Now: x.e.now(),
+	opts := withVersion(x.Run.Options, cur)
+	if _, err := x.e.store.RunUpdate(context.WithoutCancel(x.Ctx), &store.RunUpdateParams{
+		ID: x.Run.ID, Owner: x.e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, Options: opts, Now: x.e.now(),
 	}); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return false, x.conflict(err)
+			return false, x.Conflict(err)
 		}
 		return false, fmt.Errorf("record agent version: %w", err)
 	}
-	x.mu.Lock()
-	x.run.Options = opts
-	x.mu.Unlock()
+	x.Mu.Lock()
+	x.Run.Options = opts
+	x.Mu.Unlock()
 	return false, x.checkCursor()
 }
 
 // checkCursor maps a cursor naming a step the definition no longer has
 // through StepMap; an unmapped one fails the run clearly.
 func (x *execution) checkCursor() error {
-	c := x.run.Cursor
+	c := x.Run.Cursor
 	if c == "" || x.agent.hasStep(c) {
 		return nil
 	}
@@ -165,7 +167,7 @@ func (x *execution) checkCursor() error {
 	if !ok || !x.agent.hasStep(to) {
 		return nil // the loop fails the run with unknown_step, naming the step
 	}
-	if err := x.commit(nil, runUpdate{cursor: &to}); err != nil {
+	if err := x.Commit(nil, runexec.Update{Cursor: &to}); err != nil {
 		return err
 	}
 	return nil

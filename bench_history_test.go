@@ -107,7 +107,7 @@ func BenchmarkHistoryFirstStep(b *testing.B) {
 		// and on the fork
 		want, most, forkWant, forkMost int64
 	}{
-		{"bench", "", 2, stepwise.DefaultContextWindow / 4 * 3, 2, stepwise.DefaultContextWindow / 4 * 3},
+		{"bench", "", 2, llm.DefaultContextWindow / 4 * 3, 2, llm.DefaultContextWindow / 4 * 3},
 		{"bench-none", "-none", n + 1, 2 * n, n/2 + 1, n/2 + 1},
 		{"bench-budget", "-budget", 2, budget / 4, 2, budget / 4},
 	} {

@@ -3,10 +3,12 @@ package stepwise
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/stepwise-run/stepwise/internal/answer"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/wire"
@@ -32,12 +34,9 @@ const StepBreakpoint = "breakpoint"
 
 // The actions of a BreakpointAnswer.
 const (
-	BreakContinue = "continue"
-	BreakStep     = "step"
+	BreakContinue = answer.Continue
+	BreakStep     = answer.Step
 )
-
-// breakAnswerSchema is the answer schema of a breakpoint's pause.
-var breakAnswerSchema = json.RawMessage(`{"type":"object","properties":{"action":{"type":"string","enum":["continue","step"]},"state":{"type":"object"}},"additionalProperties":false}`)
 
 // breakState is what an execution knows of its run's breakpoints: the
 // selectors in force (the agent's and the run's), and what the last
@@ -53,7 +52,7 @@ type breakState struct {
 
 // applyPatch returns the state after u's patch, and the effective patch: a
 // breakpoint's edit is merged as is, other updates through the reducers.
-func (x *execution) applyPatch(state, patch json.RawMessage, edit bool) (json.RawMessage, json.RawMessage, error) {
+func (x *execution) ApplyPatch(state, patch json.RawMessage, edit bool) (json.RawMessage, json.RawMessage, error) {
 	if edit {
 		next, err := MergePatch(state, patch)
 		return next, patch, err
@@ -61,70 +60,14 @@ func (x *execution) applyPatch(state, patch json.RawMessage, edit bool) (json.Ra
 	return x.agent.applyState(state, patch)
 }
 
-// checkBreakpoints refuses selectors that select nothing.
-func checkBreakpoints(b *Breakpoints) error {
-	if b == nil {
-		return nil
-	}
-	var errs []error
-	for _, list := range [][]string{b.Before, b.After} {
-		for _, sel := range list {
-			typ, v, ok := strings.Cut(sel, ":")
-			switch {
-			case strings.TrimSpace(sel) == "":
-				errs = append(errs, errors.New("breakpoint: an empty selector"))
-			case ok && v == "":
-				errs = append(errs, fmt.Errorf("breakpoint %q: nothing after %q", sel, typ+":"))
-			case ok && typ != "step" && typ != "kind" && typ != "tool":
-				errs = append(errs, fmt.Errorf("breakpoint %q: want step:NAME, kind:KIND, tool:NAME, a bare name or *", sel))
-			case ok && typ == "kind" && !knownKind(v):
-				errs = append(errs, fmt.Errorf("breakpoint %q: unknown kind %q (llm, tool, custom, decision, agent)", sel, v))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func knownKind(k string) bool {
-	switch steptype.Kind(k) {
-	case steptype.KindLLM, steptype.KindTool, steptype.KindCustom, steptype.KindDecision, steptype.KindAgent:
-		return true
-	}
-	return k == "tools"
-}
-
-// matchBreak returns the first selector of sels that selects the step
-// name of kind (with the tool calls of a tools step), or "".
-func matchBreak(sels []string, name string, kind steptype.Kind, tools []string) string {
-	kindIs := func(v string) bool { return string(kind) == v || (kind == steptype.KindTool && v == "tools") }
-	for _, sel := range sels {
-		typ, v, ok := strings.Cut(sel, ":")
-		var hit bool
-		switch {
-		case !ok:
-			hit = sel == "*" || sel == name || kindIs(sel) || slices.Contains(tools, sel)
-		case typ == "step":
-			hit = v == name
-		case typ == "kind":
-			hit = kindIs(v)
-		case typ == "tool":
-			hit = slices.Contains(tools, v)
-		}
-		if hit {
-			return sel
-		}
-	}
-	return ""
-}
-
 // loadBreaks sets up the run's breakpoints (the agent's and the run's
 // options') from the run's own steps: the last answered pause says
 // whether to step once and whether a state edit is still to commit.
 func (x *execution) loadBreaks(own []*Step) {
 	var runBreaks *Breakpoints
-	if bytes.Contains(x.run.Options, []byte(`"breakpoints"`)) {
+	if bytes.Contains(x.Run.Options, []byte(`"breakpoints"`)) {
 		var o runOptions
-		_ = json.Unmarshal(x.run.Options, &o)
+		_ = json.Unmarshal(x.Run.Options, &o)
 		runBreaks = o.Breakpoints
 	}
 	ab := x.agent.Breakpoints
@@ -141,78 +84,29 @@ func (x *execution) loadBreaks(own []*Step) {
 	x.bp = b
 	for i := len(own) - 1; i >= 0; i-- {
 		s := own[i]
-		if s.RunID != x.run.ID || s.Name != StepBreakpoint || s.Kind != steptype.KindInput || s.Status != steptype.StepCompleted {
+		if s.RunID != x.Run.ID || s.Name != StepBreakpoint || s.Kind != steptype.KindInput || s.Status != steptype.StepCompleted {
 			continue
 		}
 		var req InputRequest
 		if json.Unmarshal(s.Inputs, &req) != nil || req.Breakpoint == nil {
 			continue
 		}
-		a := parseBreakAnswer(s.Outputs)
+		a := answer.ParseBreak(s.Outputs)
 		b.passedAt, b.stepping = req.Breakpoint.At, a.Action == BreakStep
 		edited := false
 		for _, later := range own[i+1:] {
-			if later.RunID == x.run.ID && later.Kind == steptype.KindSystem && later.Name == StepBreakpoint {
+			if later.RunID == x.Run.ID && later.Kind == steptype.KindSystem && later.Name == StepBreakpoint {
 				edited = true
 			}
 		}
 		switch {
 		case edited:
 			b.passedAt++
-		case len(a.State) > 0 && x.run.StepCount == b.passedAt:
+		case len(a.State) > 0 && x.Run.StepCount == b.passedAt:
 			b.edit = a.State
 		}
 		return
 	}
-}
-
-// parseBreakAnswer reads a recorded (valid) answer.
-func parseBreakAnswer(raw json.RawMessage) BreakpointAnswer {
-	var a BreakpointAnswer
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		a.Action = s
-	} else {
-		_ = json.Unmarshal(raw, &a)
-	}
-	if a.Action == "" {
-		a.Action = BreakContinue
-	}
-	return a
-}
-
-// checkBreakAnswer validates the answer to a pause and returns the text
-// the step records.
-func checkBreakAnswer(answer json.RawMessage) (string, error) {
-	var a BreakpointAnswer
-	var s string
-	if json.Unmarshal(answer, &s) == nil {
-		a.Action = s
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(answer))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&a); err != nil {
-			return "", fmt.Errorf(`%w: a breakpoint is answered "continue", "step" or {"action": "continue"|"step", "state": {...}}: %v`, ErrInvalidAnswer, err)
-		}
-	}
-	switch a.Action {
-	case "", BreakContinue, BreakStep:
-	default:
-		return "", fmt.Errorf(`%w: breakpoint action %q: want "continue" or "step"`, ErrInvalidAnswer, a.Action)
-	}
-	if len(a.State) > 0 {
-		if t := bytes.TrimSpace(a.State); len(t) == 0 || t[0] != '{' {
-			return "", fmt.Errorf("%w: breakpoint state must be a JSON object (merged into the run's state)", ErrInvalidAnswer)
-		}
-	}
-	text := a.Action
-	if text == "" {
-		text = BreakContinue
-	}
-	if len(a.State) > 0 {
-		text += " with state " + string(a.State)
-	}
-	return text, nil
 }
 
 // stepKind is the kind of the step name before it runs.
@@ -231,7 +125,7 @@ func (x *execution) stepKind(name string) steptype.Kind {
 
 // toolNames are the names of the tool calls of the last assistant message.
 func (x *execution) toolNames() []string {
-	la := x.conv.LastAssistant()
+	la := x.Conv.LastAssistant()
 	if la == nil {
 		return nil
 	}
@@ -248,8 +142,8 @@ func (x *execution) toolNames() []string {
 // already began its calls (a resume after an approval, an answer or a
 // crash): it is not paused before again.
 func (x *execution) toolsStarted() bool {
-	la := x.conv.LastAssistant()
-	pending := x.conv.PendingToolCalls(nil)
+	la := x.Conv.LastAssistant()
+	pending := x.Conv.PendingToolCalls(nil)
 	if la == nil || len(pending) == 0 || len(pending) < len(la.ToolCalls) {
 		return true
 	}
@@ -269,10 +163,10 @@ func (x *execution) applyBreakEdit() error {
 		return nil
 	}
 	s := &Step{Kind: steptype.KindSystem, Name: StepBreakpoint, Content: "state edited at a breakpoint"}
-	if err := x.commit([]*Step{s}, runUpdate{patch: b.edit, patchStep: s, edit: true}); err != nil {
+	if err := x.Commit([]*Step{s}, runexec.Update{Patch: b.edit, PatchStep: s, Edit: true}); err != nil {
 		return err
 	}
-	b.edit, b.passedAt = nil, x.run.StepCount
+	b.edit, b.passedAt = nil, x.Run.StepCount
 	return nil
 }
 
@@ -280,7 +174,7 @@ func (x *execution) applyBreakEdit() error {
 // selects it, or when the last answer asked to step once.
 func (x *execution) pauseBefore(cursor string) (bool, error) {
 	b := x.bp
-	if b == nil || x.run.StepCount == b.passedAt {
+	if b == nil || x.Run.StepCount == b.passedAt {
 		return false, nil
 	}
 	kind := x.stepKind(cursor)
@@ -292,7 +186,7 @@ func (x *execution) pauseBefore(cursor string) (bool, error) {
 		}
 		tools = x.toolNames()
 	}
-	matched := matchBreak(b.before, cursor, kind, tools)
+	matched := answer.Match(b.before, cursor, kind, tools)
 	if matched == "" && b.stepping {
 		matched = BreakStep
 	}
@@ -313,14 +207,14 @@ func (x *execution) breakAfter(name string, kind steptype.Kind) string {
 	if name == StepTools && x.agent.Steps[StepTools] == nil {
 		tools = x.toolNames()
 	}
-	return matchBreak(b.after, name, kind, tools)
+	return answer.Match(b.after, name, kind, tools)
 }
 
 // pauseAfter pauses the run after the step name of kind committed, when a
 // breakpoint selects it.
 func (x *execution) pauseAfter(name string, kind steptype.Kind) (bool, error) {
 	matched := x.breakAfter(name, kind)
-	if matched == "" || x.run.Status == steptype.RunWaiting {
+	if matched == "" || x.Run.Status == steptype.RunWaiting {
 		return false, nil
 	}
 	var tools []string
@@ -333,24 +227,24 @@ func (x *execution) pauseAfter(name string, kind steptype.Kind) (bool, error) {
 // pause commits a breakpoint's pause: a waiting input step, the run
 // waiting with it.
 func (x *execution) pause(when, name string, kind steptype.Kind, tools []string, matched string) error {
-	x.flush()
-	x.mu.Lock()
-	state := x.run.State
-	x.mu.Unlock()
-	bp := &BreakpointPause{When: when, Step: name, Kind: kind, Tools: tools, Matched: matched, State: state, At: x.run.StepCount + 1}
+	x.Flush()
+	x.Mu.Lock()
+	state := x.Run.State
+	x.Mu.Unlock()
+	bp := &BreakpointPause{When: when, Step: name, Kind: kind, Tools: tools, Matched: matched, State: state, At: x.Run.StepCount + 1}
 	prompt := fmt.Sprintf("Paused %s step %s (breakpoint %s): continue, step, or edit the state.", when, name, matched)
 	if matched == BreakStep {
 		prompt = fmt.Sprintf("Paused %s step %s (stepping): continue, step, or edit the state.", when, name)
 	}
-	s, err := x.inputStep(StepBreakpoint, &InputRequest{Prompt: prompt, Schema: breakAnswerSchema, Breakpoint: bp}, nil)
+	s, err := x.inputStep(StepBreakpoint, &InputRequest{Prompt: prompt, Schema: answer.BreakSchema, Breakpoint: bp}, nil)
 	if err != nil {
 		return err
 	}
 	waiting := steptype.RunWaiting
-	if err := x.commit([]*Step{s}, runUpdate{status: &waiting}); err != nil {
+	if err := x.Commit([]*Step{s}, runexec.Update{Status: &waiting}); err != nil {
 		return err
 	}
-	x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
+	x.Publish(&Event{Type: EventRunWaiting, Run: x.RunSnapshot()})
 	return nil
 }
 

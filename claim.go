@@ -3,7 +3,8 @@ package stepwise
 import (
 	"context"
 	"fmt"
-	"time"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/internal/executor"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -12,165 +13,101 @@ import (
 
 // claim leases a run to this engine and prepares its execution.
 func (e *Engine) claim(ctx context.Context, runID string, parent *execution, owned bool) (*execution, error) {
-	e.mu.Lock()
-	closed := e.closed || e.exec.Stopping()
-	_, busy := e.active[runID]
-	e.mu.Unlock()
-	if closed {
-		return nil, ErrEngineClosed
+	if err := e.claimable(runID); err != nil {
+		return nil, err
 	}
-	if busy {
-		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
-	}
-	run, a, err := e.leaseRun(ctx, runID, owned)
+	var a *Agent
+	run, err := e.exec.Lease(ctx, runID, owned, func(r *Run) (err error) {
+		a, err = e.Agent(r.Agent)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	x := e.newExecution(ctx, a, run, parent)
 	if err := x.load(ctx); err != nil {
-		x.abandon()
-		x.handBack() // claimed but never started
+		x.Abandon()
+		x.HandBack() // claimed but never started
 		e.exec.Leases.Drop(runID)
 		return nil, err
 	}
-	x.done = make(chan struct{})
-	e.mu.Lock()
-	if _, busy := e.active[runID]; busy {
-		// The background executor registered it meanwhile (it claimed the
-		// run first and owns the execution).
-		e.mu.Unlock()
-		x.abandon() // not ours to hand back: the other execution owns it
-		return nil, fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
+	if err := e.activate(x); err != nil {
+		x.Abandon() // not ours to hand back: the other execution owns it
+		return nil, err
 	}
-	e.active[runID] = x
-	e.mu.Unlock()
-	x.topic = e.broker.Acquire(run.SessionID, x.lastSeq)
 	e.exec.StartHeartbeat()
 	return x, nil
 }
 
-// leaseRun leases a run to this engine (owned: the caller holds its lease
-// already) and returns it with its agent.
-func (e *Engine) leaseRun(ctx context.Context, runID string, owned bool) (*Run, *Agent, error) {
-	// On a store shared with other processes the claim comes first (it
-	// reads the run); the run is read on its own only to explain a refusal:
-	// an execution costs one read fewer. An exclusive store's run is read
-	// first, for the takeover of a dead process's lease.
-	shared := !owned && !e.store.Exclusive()
-	var run *Run
-	if shared {
-		var err error
-		if run, err = e.exec.ClaimOne(ctx, runID, time.Time{}, e.agentNames()); err != nil {
-			return nil, nil, err
-		}
+// claimable refuses a claim by a closed engine, or of a run that executes
+// in this process already.
+func (e *Engine) claimable(runID string) error {
+	e.mu.Lock()
+	closed := e.closed || e.exec.Stopping()
+	_, busy := e.active[runID]
+	e.mu.Unlock()
+	if closed {
+		return ErrEngineClosed
 	}
-	r := run
-	if r == nil {
-		var err error
-		if r, err = e.claimableRun(ctx, runID); err != nil {
-			return nil, nil, err
-		}
+	if busy {
+		return fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, runID)
 	}
-	a, err := e.Agent(r.Agent)
-	if err != nil {
-		if run != nil { // claimed, and the agent went away meanwhile
-			e.exec.Leases.Drop(runID)
-			e.exec.Requeue([]*Run{run})
-		}
-		return nil, nil, err
-	}
-	switch {
-	case owned:
-		run = r
-	case shared && run == nil:
-		return nil, nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
-	case !shared:
-		if run, err = e.exec.ClaimOne(ctx, runID, e.takeoverTime(r), nil); err != nil {
-			return nil, nil, err
-		}
-		if run == nil {
-			return nil, nil, fmt.Errorf("%w: run %s is leased by another owner", ErrConflict, runID)
-		}
-	}
-	return run, a, nil
+	return nil
 }
 
-// claimableRun reads a run to claim, refusing one that finished or waits
-// for input.
-func (e *Engine) claimableRun(ctx context.Context, runID string) (*Run, error) {
-	r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: runID})
-	if err != nil {
-		return nil, fmt.Errorf("run %q: %w", runID, err)
+// activate registers a loaded execution as the one of its run in this
+// process and acquires its session's topic, unless the background
+// executor registered it meanwhile (it claimed the run first and owns the
+// execution).
+func (e *Engine) activate(x *execution) error {
+	x.done = make(chan struct{})
+	e.mu.Lock()
+	if _, busy := e.active[x.Run.ID]; busy {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: run %s is already executing in this process", ErrConflict, x.Run.ID)
 	}
-	switch {
-	case r.Status.Terminal():
-		return nil, fmt.Errorf("%w: run %s is %s", ErrRunFinished, runID, r.Status)
-	case r.Status == steptype.RunWaiting:
-		return nil, fmt.Errorf("%w: run %s is waiting for input; answer its pending requests first", ErrConflict, runID)
-	}
-	return r, nil
-}
-
-// takeoverTime is the time a claim of r on an exclusive store is made at:
-// zero (the database's clock), or just after the lease of a process that
-// died.
-func (e *Engine) takeoverTime(r *Run) time.Time {
-	var now time.Time // zero: the database's clock
-	if r.LeaseOwner != "" && r.LeaseOwner != e.cfg.Owner && !executor.OwnerAlive(r.LeaseOwner) {
-		// The store is exclusive to this process and no engine of this
-		// process holds the lease, so its owner is a process that died:
-		// take the lease over at once. A lease held by another engine of
-		// this process is never taken.
-		if now = r.LeaseExpires.Add(time.Millisecond); now.Before(time.Now()) {
-			now = time.Now()
-		}
-	}
-	return now
+	e.active[x.Run.ID] = x
+	e.mu.Unlock()
+	x.Topic = e.broker.Acquire(x.Run.SessionID, x.LastSeq)
+	return nil
 }
 
 // newExecution returns the execution of a claimed run, with its contexts:
 // a child's derives from its parent's; a top-level one's is cancelled
 // with a cause of its own when ctx is, and bounded by the run timeout.
 func (e *Engine) newExecution(ctx context.Context, a *Agent, run *Run, parent *execution) *execution {
-	x := &execution{e: e, agent: a, run: run, parent: parent}
+	x := e.newExec(a, run)
+	x.parent = parent
 	if parent != nil {
-		x.ctx, x.cancel = context.WithCancelCause(parent.ctx)
-		x.sink = parent.sink
+		x.Ctx, x.Cancel = context.WithCancelCause(parent.Ctx)
+		x.Sink = parent.Sink
 	} else {
 		// The consumer's cancellation reaches the execution with a cause of
 		// its own, so that it hands the run back instead of failing a step.
-		x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-		x.unwatch = context.AfterFunc(ctx, func() { x.cancel(&goneError{cause: context.Cause(ctx)}) })
+		x.Ctx, x.Cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		x.Unwatch = context.AfterFunc(ctx, func() { x.Cancel(&runexec.GoneError{Cause: context.Cause(ctx)}) })
 	}
 	if t := a.Limits.RunTimeout; t > 0 && parent == nil {
 		var cancel context.CancelFunc
-		x.ctx, cancel = context.WithTimeoutCause(x.ctx, t, ErrRunTimeout)
-		_ = cancel // released with x.cancel
+		x.Ctx, cancel = context.WithTimeoutCause(x.Ctx, t, ErrRunTimeout)
+		_ = cancel // released with x.Cancel
 	}
 	return x
 }
 
-// abandon releases the contexts of an execution that never started.
-func (x *execution) abandon() {
-	x.cancel(nil)
-	if x.unwatch != nil {
-		x.unwatch()
-	}
-}
-
 // release ends an execution's hold on its run.
 func (x *execution) release() {
-	x.abandon()
+	x.Abandon()
 	x.e.mu.Lock()
-	if x.e.active[x.run.ID] == x {
-		delete(x.e.active, x.run.ID)
-		x.e.exec.Leases.Drop(x.run.ID)
+	if x.e.active[x.Run.ID] == x {
+		delete(x.e.active, x.Run.ID)
+		x.e.exec.Leases.Drop(x.Run.ID)
 	}
 	x.e.mu.Unlock()
 	if x.done != nil {
 		close(x.done)
 	}
-	x.e.broker.Release(x.run.SessionID)
+	x.e.broker.Release(x.Run.SessionID)
 }
 
 // executeClaimed executes a run the background executor has claimed.
@@ -184,10 +121,10 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 		e.exec.Leases.Drop(r.ID)
 		return
 	}
-	x := &execution{e: e, agent: a, run: r}
-	x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	x := e.newExec(a, r)
+	x.Ctx, x.Cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	if err := x.load(ctx); err != nil {
-		x.cancel(nil)
+		x.Cancel(nil)
 		e.exec.LoadFailed(ctx, r, err)
 		e.exec.Leases.Drop(r.ID)
 		return
@@ -216,12 +153,12 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 	x.done = make(chan struct{})
 	e.active[r.ID] = x
 	e.mu.Unlock()
-	x.topic = e.broker.Acquire(r.SessionID, x.lastSeq)
+	x.Topic = e.broker.Acquire(r.SessionID, x.LastSeq)
 	go func() {
 		select {
 		case <-e.exec.Stopped():
-			x.cancel(errShutdown)
-		case <-x.ctx.Done():
+			x.Cancel(runexec.ErrShutdown)
+		case <-x.Ctx.Done():
 		}
 	}()
 	if err := x.loop(); err != nil {
@@ -233,7 +170,7 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 
 // afterRun wakes a parent run whose child finished in the background.
 func (e *Engine) afterRun(ctx context.Context, x *execution) {
-	r := x.runSnapshot()
+	r := x.RunSnapshot()
 	if r.ParentRunID == "" || !r.Status.Terminal() {
 		return
 	}
@@ -259,19 +196,7 @@ func (e *Engine) stopExecutions() {
 	defer e.mu.Unlock()
 	for _, x := range e.active {
 		if x.parent == nil {
-			x.cancel(errShutdown)
+			x.Cancel(runexec.ErrShutdown)
 		}
 	}
 }
-
-// LeasedRun is the ID of the run the execution holds the lease of.
-func (x *execution) LeasedRun() string { return x.run.ID }
-
-// Running reports whether the execution has not been stopped.
-func (x *execution) Running() bool { return x.ctx.Err() == nil }
-
-// Stop stops the execution with cause.
-func (x *execution) Stop(cause error) { x.cancel(cause) }
-
-// LeaseRefused stops the execution whose lease renewal the store refused.
-func (x *execution) LeaseRefused() { x.cancel(x.conflict(store.ErrConflict)) }

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
@@ -19,72 +20,7 @@ func EstimateTokens(m llm.Message) int { return convo.EstimateTokens(m) }
 // window returns the messages of the next request under the agent's token
 // budget, and, when the trim point moved, the system step that records it.
 func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
-	c := x.conv
-	budget := x.tokenBudget()
-	if budget <= 0 || c.Count() == 0 {
-		return c.Messages(), nil, nil
-	}
-	var rec *Step
-	if t := c.PlanTrim(budget, x.agent.Context.Strategy); t != nil {
-		// The clock is read only for a trim: a window under its budget
-		// costs no reading.
-		start := x.e.now()
-		rec = t.Step()
-		if t.Strategy() == "summarize" && x.agent.Model != nil {
-			// Incremental: the previous summary and the newly trimmed
-			// messages, never everything since the start. The call is
-			// recorded on the context step (tokens, cost, model), so it
-			// counts in the run's and session's totals. (A conversation
-			// of an agent that summarizes is loaded from its trim point.)
-			if err := x.summarize(ctx, rec, t.Previous(), t.Dropped()); err != nil {
-				return nil, nil, fmt.Errorf("summarize trimmed context: %w", err)
-			}
-		}
-		rec.Metrics.StartedAt, rec.Metrics.FinishedAt = start, x.e.now()
-		rec.Metrics.Duration = rec.Metrics.FinishedAt.Sub(rec.Metrics.StartedAt)
-		c.ApplyTrim(t, rec.Content)
-	}
-	return c.Window(), rec, nil
-}
-
-// summarize asks the agent's model to fold newly trimmed messages into the
-// previous summary, and records the call on the context step rec: its
-// content is the summary, its metrics the call's usage, cost and duration.
-func (x *execution) summarize(ctx context.Context, rec *Step, previous string, msgs []llm.Message) error {
-	var b strings.Builder
-	if previous != "" {
-		fmt.Fprintf(&b, "Summary so far:\n%s\n\nNew messages:\n", previous)
-	}
-	for _, m := range msgs {
-		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
-	}
-	req := &llm.Request{System: "Summarize the conversation below in a few sentences, keeping facts, decisions and open questions. When a summary so far is given, return one summary that covers it and the new messages.",
-		Messages: []llm.Message{{Role: steptype.RoleUser, Content: b.String()}}}
-	model := x.agent.Model
-	m := &rec.Metrics
-	m.StartedAt, m.Model = x.e.now(), model.Name()
-	if p, ok := model.(llm.Provider); ok {
-		m.Provider = p.Provider()
-	}
-	// The call's request and response (and its HTTP exchange) are events
-	// of the context step, as an llm step's are of it: the step gets its
-	// id now, and commit keeps it.
-	if rec.ID == "" && x.e.eventsState() != nil {
-		rec.ID = NewID()
-	}
-	final, err := llm.Complete(ctx, x.observeModel(model, rec), req)
-	if err != nil {
-		return err
-	}
-	m.FinishedAt = x.e.now()
-	m.Duration = m.FinishedAt.Sub(m.StartedAt)
-	m.InputTokens, m.OutputTokens = final.Usage.InputTokens, final.Usage.OutputTokens
-	m.CachedTokens, m.ReasoningTokens = final.Usage.CachedTokens, final.Usage.ReasoningTokens
-	if price, ok := x.e.cfg.Prices.Lookup(model.Name()); ok {
-		m.Cost = price.Cost(m.InputTokens, m.OutputTokens, m.CachedTokens)
-	}
-	rec.Content = final.Content
-	return nil
+	return x.Window(ctx, runexec.WindowPolicy{Budget: x.tokenBudget(), Strategy: x.agent.Context.Strategy, Model: x.agent.Model, Prices: x.e.cfg.Prices})
 }
 
 // ContextPreview returns the exact model request the next llm step of a
@@ -134,7 +70,8 @@ func (e *Engine) ContextPreviewAt(ctx context.Context, sessionID, agentName stri
 		}
 		a = &Agent{Name: run.Agent}
 	}
-	x := &execution{e: e, agent: a, run: run, ctx: ctx, before: at}
+	x := e.newExec(a, run)
+	x.Ctx, x.before = ctx, at
 	if err := x.load(ctx); err != nil {
 		return nil, err
 	}
@@ -145,7 +82,7 @@ func (e *Engine) ContextPreviewAt(ctx context.Context, sessionID, agentName stri
 		return nil, err
 	}
 	if len(busy) == 0 {
-		x.conv.CloseCalls()
+		x.Conv.CloseCalls()
 	}
 	req := x.request()
 	msgs, _, err := x.windowPreview()
@@ -158,8 +95,8 @@ func (e *Engine) ContextPreviewAt(ctx context.Context, sessionID, agentName stri
 
 // windowPreview is window without side effects or model calls.
 func (x *execution) windowPreview() ([]llm.Message, *Step, error) {
-	saved := *x.conv
-	defer func() { *x.conv = saved }()
+	saved := *x.Conv
+	defer func() { *x.Conv = saved }()
 	a := *x.agent
 	a.Context.Strategy = "trim"
 	keep := x.agent
@@ -169,7 +106,7 @@ func (x *execution) windowPreview() ([]llm.Message, *Step, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if saved.Summary() != "" && x.conv.Summary() == "" {
+	if saved.Summary() != "" && x.Conv.Summary() == "" {
 		msgs = append([]llm.Message{convo.SummaryMessage(saved.Summary())}, msgs...)
 	}
 	return append([]llm.Message(nil), msgs...), nil, nil
@@ -183,7 +120,7 @@ func (x *execution) loadThread(ctx context.Context, sess *Session) error {
 	if err != nil {
 		return err
 	}
-	x.conv, x.allowed = conv, allowed
+	x.Conv, x.allowed = conv, allowed
 	return nil
 }
 
@@ -213,31 +150,31 @@ func (x *execution) threadEnd(sess *Session) int64 {
 // fullConversation rebuilds the whole conversation when only its tail was
 // loaded (Scope.Messages, a last answer before the loaded messages).
 func (x *execution) fullConversation() *convo.Conversation {
-	if !x.conv.Partial() {
-		return x.conv
+	if !x.Conv.Partial() {
+		return x.Conv
 	}
-	sess, err := x.e.store.SessionGet(x.ctx, &store.SessionGetParams{ID: x.run.SessionID})
+	sess, err := x.e.store.SessionGet(x.Ctx, &store.SessionGetParams{ID: x.Run.SessionID})
 	if err != nil {
-		return x.conv
+		return x.Conv
 	}
-	full, err := x.contextLoader().Full(x.ctx, sess, x.threadEnd(sess))
-	if err == nil && full.Open() && !x.conv.Open() {
-		full.CloseCalls() // as the model call did on x.conv
+	full, err := x.contextLoader().Full(x.Ctx, sess, x.threadEnd(sess))
+	if err == nil && full.Open() && !x.Conv.Open() {
+		full.CloseCalls() // as the model call did on x.Conv
 	}
-	if err != nil || full.HeadBytes() == nil || string(full.HeadBytes()) != string(x.conv.HeadBytes()) {
-		return x.conv // the tail is all there is
+	if err != nil || full.HeadBytes() == nil || string(full.HeadBytes()) != string(x.Conv.HeadBytes()) {
+		return x.Conv // the tail is all there is
 	}
-	full.SetTrimState(x.conv.TrimState())
-	x.conv = full
-	return x.conv
+	full.SetTrimState(x.Conv.TrimState())
+	x.Conv = full
+	return x.Conv
 }
 
 // allMessages returns every message of the run's context.
 func (x *execution) allMessages() []llm.Message { return x.fullConversation().Messages() }
 
 // lastAssistantText returns the content of the latest assistant message.
-func (x *execution) lastAssistantText() string {
-	if t, ok := x.conv.LastAssistantText(); ok {
+func (x *execution) LastAssistantText() string {
+	if t, ok := x.Conv.LastAssistantText(); ok {
 		return t
 	}
 	t, _ := x.fullConversation().LastAssistantText()
@@ -250,3 +187,22 @@ func (x *execution) lastAssistantText() string {
 // turn after one, a cancelled request): providers refuse an assistant tool
 // call without its result.
 const NotExecutedResult = convo.NotExecutedResult
+
+// NoTokenBudget, as ContextPolicy.TokenBudget, sends the model every
+// message of the session, whatever its context window.
+const NoTokenBudget = -1
+
+// budgetOf is the token budget of agent a's context: its
+// Context.TokenBudget when set, none for NoTokenBudget or an agent without
+// a model, and otherwise three quarters of its model's context window (the
+// rest leaves room for the instructions, the tool definitions, the answer
+// and the error of the four-characters-per-token estimate).
+func budgetOf(a *Agent, windows llm.ContextWindows) int {
+	switch b := a.Context.TokenBudget; {
+	case b > 0:
+		return b
+	case b < 0 || a.Model == nil:
+		return 0
+	}
+	return windows.Of(a.Model) / 4 * 3
+}

@@ -200,13 +200,14 @@ func build(t *testing.T, e *Engine, a Agent, sessionID string, before int64) bui
 	t.Helper()
 	var b built
 	a.Model = summarizer{got: &b.Summarized}
-	x := &execution{e: e, agent: &a, run: &Run{SessionID: sessionID, Agent: a.Name}, ctx: t.Context(), before: before}
+	x := e.newExec(&a, &Run{SessionID: sessionID, Agent: a.Name})
+	x.Ctx, x.before = t.Context(), before
 	if err := x.load(t.Context()); err != nil {
 		t.Fatalf("load %s before %d: %v", sessionID, before, err)
 	}
-	b.Pending = x.conv.PendingToolCalls(nil)
-	if x.conv.LastAssistant() != nil {
-		b.Assistant = x.conv.LastAssistant().Sequence
+	b.Pending = x.Conv.PendingToolCalls(nil)
+	if x.Conv.LastAssistant() != nil {
+		b.Assistant = x.Conv.LastAssistant().Sequence
 	}
 	b.Allowed = slices.Sorted(func(yield func(string) bool) {
 		for k := range x.allowed {
@@ -215,19 +216,19 @@ func build(t *testing.T, e *Engine, a Agent, sessionID string, before int64) bui
 			}
 		}
 	})
-	x.conv.CloseCalls()
+	x.Conv.CloseCalls()
 	req := x.request()
 	msgs, rec, err := x.window(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Messages = msgs
-	b.Messages, b.Fingerprint = msgs, x.fp.Request(x.conv, "m", req)
-	b.Trimmed, b.Summary = x.conv.Trimmed(), x.conv.Summary()
+	b.Messages, b.Fingerprint = msgs, x.fp.Request(x.Conv, "m", req)
+	b.Trimmed, b.Summary = x.Conv.Trimmed(), x.Conv.Summary()
 	if rec != nil {
 		b.Record = string(rec.Outputs) + " " + rec.Content
 	}
-	b.LastText = x.lastAssistantText()
+	b.LastText = x.LastAssistantText()
 	b.All = x.allMessages()
 	return b
 }

@@ -75,7 +75,7 @@
 // result re-runs the calls without a result); Truncate deletes a suffix when no fork depends on it; Replay reruns
 // a session reusing recorded model and tool outputs until the first
 // divergence; ContextPreview shows the next model request; Summarize and
-// RenderSteps describe a session. Whatever fork, retry or edit produced it,
+// package render describe a session. Whatever fork, retry or edit produced it,
 // the model context never holds a tool call without its result: a call the
 // conversation left behind gets a NotExecutedResult tool message.
 package stepwise

@@ -14,6 +14,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/protocol"
+
+	"github.com/stepwise-run/stepwise/internal/observation"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
+	"github.com/stepwise-run/stepwise/llm"
+
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/internal/executor"
 	"github.com/stepwise-run/stepwise/internal/ids"
@@ -39,12 +46,12 @@ type Config struct {
 	// runs queued by other processes. Default 1s.
 	PollInterval time.Duration
 	// Prices is the price table used to compute step cost. Default
-	// DefaultPrices().
-	Prices PriceTable
+	// llm.DefaultPrices().
+	Prices llm.PriceTable
 	// ContextWindows gives the context window of models, from which an
 	// agent without a token budget takes its default one (see
-	// ContextPolicy.TokenBudget). Default DefaultContextWindows().
-	ContextWindows ContextWindows
+	// ContextPolicy.TokenBudget). Default llm.DefaultContextWindows().
+	ContextWindows llm.ContextWindows
 	// Logger receives background errors. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -76,10 +83,10 @@ func (c Config) withDefaults() Config {
 		c.PollInterval = time.Second
 	}
 	if c.Prices == nil {
-		c.Prices = DefaultPrices()
+		c.Prices = llm.DefaultPrices()
 	}
 	if c.ContextWindows == nil {
-		c.ContextWindows = DefaultContextWindows()
+		c.ContextWindows = llm.DefaultContextWindows()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -101,6 +108,8 @@ type Engine struct {
 	mu       sync.Mutex
 	agents   map[string]*Agent
 	active   map[string]*execution // run id → execution in this process
+	runEnv   *runexec.Env          // what the executions share
+	proto    *protocol.Projector   // the client protocol's events
 	sessLock broker.SessionLocks   // per-session commit locks
 	closed   bool
 
@@ -112,7 +121,7 @@ type Engine struct {
 	hooks   []func(*Step) // OnCommit callbacks (hooks.go)
 
 	obsOnce sync.Once
-	obs     atomic.Pointer[observeState] // observers and masks (engine_observe.go); read on every step without e.mu
+	obs     atomic.Pointer[observation.State] // observers and masks (engine_observe.go); read on every step without e.mu
 
 }
 
@@ -128,6 +137,9 @@ func New(cfg Config) (*Engine, error) {
 		cfg: cfg, store: cfg.Store, broker: broker.New(), procClock: procClock,
 		agents: map[string]*Agent{}, active: map[string]*execution{},
 	}
+	e.proto = &protocol.Projector{Store: e.store, Broker: e.broker}
+	e.runEnv = &runexec.Env{Store: e.store, Broker: e.broker, Owner: cfg.Owner, Now: e.now, NowRead: e.nowRead,
+		LockSession: e.lockSession, Mask: e.maskSteps, AfterCommit: e.afterCommit}
 	for _, a := range cfg.Agents {
 		if err := e.Register(a); err != nil {
 			return nil, err

@@ -8,7 +8,8 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/stepwise-run/stepwise/internal/convo"
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/internal/ids"
 	"github.com/stepwise-run/stepwise/internal/stepctx"
 	"github.com/stepwise-run/stepwise/internal/stepres"
@@ -19,78 +20,78 @@ import (
 
 // loop executes steps until the run finishes, parks or is stopped.
 func (x *execution) loop() error {
-	x.sessLock = x.e.refSession(x.run.SessionID)
+	x.SessLock = x.e.refSession(x.Run.SessionID)
 	defer func() {
-		x.e.unrefSession(x.run.SessionID, x.sessLock)
-		x.sessLock = nil
+		x.e.unrefSession(x.Run.SessionID, x.SessLock)
+		x.SessLock = nil
 	}()
-	defer x.flush()
-	x.publish(&Event{Type: EventRunStarted, Run: x.runSnapshot()})
+	defer x.Flush()
+	x.Publish(&Event{Type: EventRunStarted, Run: x.RunSnapshot()})
 	if ended, err := x.upgrade(); ended || err != nil {
 		if err != nil {
-			return x.stopped(err)
+			return x.Stopped(err)
 		}
 		return nil
 	}
 	if err := x.applyBreakEdit(); err != nil {
-		return x.stopped(err)
+		return x.Stopped(err)
 	}
 	for {
-		cursor := x.run.Cursor
-		if cursor == "" || cursor == StepEnd || x.run.StepCount >= int64(x.agent.Limits.MaxSteps) {
-			x.flush() // a commit or the run's end comes next, not a step_started
+		cursor := x.Run.Cursor
+		if cursor == "" || cursor == StepEnd || x.Run.StepCount >= int64(x.agent.Limits.MaxSteps) {
+			x.Flush() // a commit or the run's end comes next, not a step_started
 		}
-		if err := context.Cause(x.ctx); err != nil {
-			x.flush()
-			return x.stopped(err)
+		if err := context.Cause(x.Ctx); err != nil {
+			x.Flush()
+			return x.Stopped(err)
 		}
 		switch {
 		case cursor == "":
 			if err := x.commitInput(); err != nil {
-				return x.stopped(err)
+				return x.Stopped(err)
 			}
 			continue
 		case cursor == StepEnd:
 			return x.finish(steptype.RunCompleted, nil)
-		case x.run.StepCount >= int64(x.agent.Limits.MaxSteps):
+		case x.Run.StepCount >= int64(x.agent.Limits.MaxSteps):
 			serr := &StepError{Message: fmt.Sprintf("step budget of %d steps exhausted", x.agent.Limits.MaxSteps), Class: steptype.ErrorPermanent, Code: "max_steps"}
-			if err := x.commit([]*Step{{Kind: steptype.KindError, Name: cursor, Status: steptype.StepFailed, Error: serr}}, runUpdate{}); err != nil {
-				return x.stopped(err)
+			if err := x.Commit([]*Step{{Kind: steptype.KindError, Name: cursor, Status: steptype.StepFailed, Error: serr}}, runexec.Update{}); err != nil {
+				return x.Stopped(err)
 			}
 			return x.finish(steptype.RunFailed, serr)
 		}
 		h := x.handler(cursor)
 		if h == nil {
-			x.flush()
+			x.Flush()
 			serr := &StepError{Message: fmt.Sprintf("step %q is not defined in agent %q (version %s); a renamed step is mapped with step_map", cursor, x.agent.Name, x.agent.Version), Class: steptype.ErrorPermanent, Code: "unknown_step"}
 			return x.finish(steptype.RunFailed, serr)
 		}
 		if x.bp != nil {
 			if paused, err := x.pauseBefore(cursor); paused || err != nil {
-				return x.stopped(err)
+				return x.Stopped(err)
 			}
 		}
 		next, serr, err := x.runStep(cursor, h)
 		if err != nil {
-			return x.stopped(err)
+			return x.Stopped(err)
 		}
 		if serr != nil {
 			return x.finish(steptype.RunFailed, serr)
 		}
 		if next.committed {
-			if x.run.Status == steptype.RunWaiting {
+			if x.Run.Status == steptype.RunWaiting {
 				return nil
 			}
 			if x.bp != nil {
 				if paused, err := x.pauseAfter(cursor, x.stepKind(cursor)); paused || err != nil {
-					return x.stopped(err)
+					return x.Stopped(err)
 				}
 			}
 			continue
 		}
 		parked, completed, err := x.record(cursor, next)
 		if err != nil {
-			return x.stopped(err)
+			return x.Stopped(err)
 		}
 		if completed {
 			return x.finished(steptype.RunCompleted, nil)
@@ -100,7 +101,7 @@ func (x *execution) loop() error {
 		}
 		if x.bp != nil {
 			if paused, err := x.pauseAfter(cursor, next.record.Kind); paused || err != nil {
-				return x.stopped(err)
+				return x.Stopped(err)
 			}
 		}
 	}
@@ -109,9 +110,9 @@ func (x *execution) loop() error {
 // commitInput records the user step of a new run and moves to the start step.
 func (x *execution) commitInput() error {
 	start := x.agent.StartStep
-	s := &Step{Kind: steptype.KindUser, Name: "input", Role: steptype.RoleUser, Content: x.run.Input}
+	s := &Step{Kind: steptype.KindUser, Name: "input", Role: steptype.RoleUser, Content: x.Run.Input}
 	s.Metrics.StartedAt, s.Metrics.FinishedAt = x.e.now(), x.e.now()
-	return x.commit([]*Step{s}, runUpdate{cursor: &start})
+	return x.Commit([]*Step{s}, runexec.Update{Cursor: &start})
 }
 
 func (x *execution) handler(name string) Handler {
@@ -164,19 +165,19 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 	measure := (name != StepTools || x.agent.Steps[StepTools] != nil) && !x.e.cfg.NoStepResources
 	for attempt := 1; ; attempt++ {
 		scope, proc, dc := x.startAttempt(name, attempt, lean)
-		streamed := x.deltas.Load()
+		streamed := x.Deltas.Load()
 		var mark stepres.Mark
 		if measure {
 			mark = stepres.Start()
 		}
 		next, err := x.call(x.hooked(name, h), scope, proc, dc)
-		setUsage(&scope.step.Metrics, mark.End())
+		runexec.SetUsage(&scope.step.Metrics, mark.End())
 		if err == nil {
 			if next, err = x.accept(name, scope, next); err == nil {
 				return next, nil, nil
 			}
 		}
-		if cause := context.Cause(x.ctx); cause != nil {
+		if cause := context.Cause(x.Ctx); cause != nil {
 			return nil, nil, cause
 		}
 		if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrStorageFull) {
@@ -185,15 +186,15 @@ func (x *execution) runStep(name string, h Handler) (*Next, *StepError, error) {
 			// (the executor takes the lease over) instead of failing.
 			return nil, nil, err
 		}
-		serr, cerr := x.failAttempt(name, scope, attempt, x.deltas.Load() != streamed, err)
+		serr, cerr := x.failAttempt(name, scope, attempt, x.Deltas.Load() != streamed, err)
 		if cerr != nil {
 			return nil, nil, cerr
 		}
 		if !serr.Recoverable {
 			return nil, serr, nil
 		}
-		if err := sleepCtx(x.ctx, backoffDelay(pol, attempt, llm.RetryAfter(err))); err != nil {
-			return nil, nil, context.Cause(x.ctx)
+		if err := runexec.Sleep(x.Ctx, pol.exec().Backoff(attempt, llm.RetryAfter(err))); err != nil {
+			return nil, nil, context.Cause(x.Ctx)
 		}
 	}
 }
@@ -223,18 +224,12 @@ func (x *execution) startAttempt(name string, attempt int, lean bool) (*Scope, t
 	scope.step.Metrics.Attempt = attempt
 	scope.step.Metrics.StartedAt = startedAt
 	started.Type, started.StepName = EventStepStarted, name
-	if x.publishWaited(started, startedAt) {
+	if x.PublishWaited(started, startedAt) {
 		// The consumer held the step back: its timeout counts from
 		// now, as it did when it was read after the publish.
 		proc = time.Time{}
 	}
 	return scope, proc, dc
-}
-
-// setUsage records on m what its step used while it ran (see
-// steptype.Metrics.CPUTime).
-func setUsage(m *steptype.Metrics, u stepres.Usage) {
-	m.CPUTime, m.AllocBytes, m.AllocObjects, m.OverlappingSteps = u.CPU, u.AllocBytes, u.AllocObjects, u.Overlapping
 }
 
 // copyUsage copies the resource use of from to m.
@@ -297,9 +292,9 @@ func (x *execution) failAttempt(name string, scope *Scope, attempt int, streamed
 	if streamed {
 		// The attempt streamed output that no step will carry: tell
 		// subscribers to discard it before anything else of the step.
-		x.publish(&Event{Type: EventStepReset, StepName: name, Reset: &Reset{Attempt: attempt, Reason: serr.Message, Retrying: retry}})
+		x.Publish(&Event{Type: EventStepReset, StepName: name, Reset: &Reset{Attempt: attempt, Reason: serr.Message, Retrying: retry}})
 	}
-	if err := x.commit([]*Step{es}, runUpdate{}); err != nil {
+	if err := x.Commit([]*Step{es}, runexec.Update{}); err != nil {
 		return nil, err
 	}
 	return serr, nil
@@ -330,9 +325,9 @@ func classify(err error) (steptype.ErrorClass, string) {
 // The timeout counts from start (a reading of time.Now), or from now when
 // start is zero. dc is the zero context the step allocated for it.
 func (x *execution) call(h Handler, s *Scope, start time.Time, dc *stepctx.Context) (next *Next, err error) {
-	// What context.WithTimeoutCause(x.ctx, StepTimeout, ErrStepTimeout)
+	// What context.WithTimeoutCause(x.Ctx, StepTimeout, ErrStepTimeout)
 	// answers, made only when the handler needs it (see stepctx.Context).
-	dc.Init(x.ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
+	dc.Init(x.Ctx, start, x.agent.Limits.StepTimeout, ErrStepTimeout)
 	defer dc.End()
 	ctx := x.observeStepContext(dc, s)
 	defer func() {
@@ -341,7 +336,7 @@ func (x *execution) call(h Handler, s *Scope, start time.Time, dc *stepctx.Conte
 		}
 	}()
 	next, err = h.HandleStep(ctx, s)
-	if err != nil && errors.Is(context.Cause(ctx), ErrStepTimeout) && x.ctx.Err() == nil {
+	if err != nil && errors.Is(context.Cause(ctx), ErrStepTimeout) && x.Ctx.Err() == nil {
 		err = fmt.Errorf("%w after %s: %w", ErrStepTimeout, x.agent.Limits.StepTimeout, err)
 	}
 	return next, err
@@ -349,7 +344,7 @@ func (x *execution) call(h Handler, s *Scope, start time.Time, dc *stepctx.Conte
 
 // record commits the step a handler produced, with the cursor move and state
 // patch. It reports whether the run parked waiting for input, or completed
-// with the step (its cursor moved to the end: see runUpdate.completes).
+// with the step (its cursor moved to the end: see runexec.Update.completes).
 func (x *execution) record(name string, next *Next) (parked, completed bool, err error) {
 	s := next.record
 	if s.Kind == "" {
@@ -366,19 +361,19 @@ func (x *execution) record(name string, next *Next) (parked, completed bool, err
 	}
 	// The built-in llm step's record is the engine's own unless a hook
 	// could read it (Scope.Record).
-	u := runUpdate{cursor: &next.Step, inPlace: name == StepLLM && x.agent.Steps[StepLLM] == nil && !x.hooks(name),
-		hold: next.Input == nil} // no park: the loop goes on
+	u := runexec.Update{Cursor: &next.Step, InPlace: name == StepLLM && x.agent.Steps[StepLLM] == nil && !x.hooks(name),
+		Hold: next.Input == nil} // no park: the loop goes on
 	if next.Step == StepEnd && next.Input == nil && (x.bp == nil || x.breakAfter(name, s.Kind) == "") {
 		// The loop would finish the run next, with nothing in between but
 		// the held event: the step's commit completes it (one transaction).
-		u.completes, u.hold = true, false
+		u.Completes, u.Hold = true, false
 	}
 	if next.State != nil {
 		patch, err := toRaw(next.State)
 		if err != nil {
 			return false, false, fmt.Errorf("step %q state: %w", name, err)
 		}
-		s.StatePatch, u.patch, u.patchStep = patch, patch, s
+		s.StatePatch, u.Patch, u.PatchStep = patch, patch, s
 	}
 	if next.Output != nil {
 		out, err := toRaw(next.Output)
@@ -396,7 +391,7 @@ func (x *execution) record(name string, next *Next) (parked, completed bool, err
 		s.Metrics.FinishedAt = x.e.now()
 		s.Metrics.Duration = s.Metrics.FinishedAt.Sub(s.Metrics.StartedAt)
 	}
-	steps := x.one(s) // an input step is appended to a copy (cap 1)
+	steps := x.One(s) // an input step is appended to a copy (cap 1)
 	if next.Input != nil {
 		in, err := x.inputStep(name, next.Input, nil)
 		if err != nil {
@@ -404,94 +399,37 @@ func (x *execution) record(name string, next *Next) (parked, completed bool, err
 		}
 		steps = append(steps, in)
 		waiting := steptype.RunWaiting
-		u.status = &waiting
+		u.Status = &waiting
 	}
-	if err := x.commit(steps, u); err != nil {
+	if err := x.Commit(steps, u); err != nil {
 		return false, false, err
 	}
-	if u.completes {
-		x.flush()
+	if u.Completes {
+		x.Flush()
 		return false, true, nil
 	}
-	if u.status != nil {
-		x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
+	if u.Status != nil {
+		x.Publish(&Event{Type: EventRunWaiting, Run: x.RunSnapshot()})
 		return true, false, nil
 	}
 	return false, false, nil
 }
 
-// outputWith is the run's output once steps are committed: the content of
-// the last assistant message, as lastAssistantText reads it after the
-// steps are added to the context — or of the run's last custom step with
-// content when the run has no assistant message (a run of custom steps
-// only ends with what its last step said).
-func (x *execution) outputWith(steps []*Step) string {
-	for i := len(steps) - 1; i >= 0; i-- {
-		s := steps[i]
-		if convo.InContext(s) && s.Role == steptype.RoleAssistant {
-			return s.Content
-		}
-	}
-	if !x.sawAssistant {
-		for i := len(steps) - 1; i >= 0; i-- {
-			if customOutput(steps[i]) {
-				return steps[i].Content
-			}
-		}
-		if x.customOut != "" {
-			return x.customOut
-		}
-	}
-	return x.lastAssistantText()
-}
-
-// customOutput reports whether s is a custom step whose content may be the
-// run's output: one with content outside the model context.
-func customOutput(s *Step) bool {
-	return s.Kind == steptype.KindCustom && s.Content != "" && !convo.InContext(s)
-}
-
-// noteOutput follows the run's output through a step of the run that
-// committed: a custom step's content until an assistant message comes
-// after it.
-func (x *execution) noteOutput(s *Step) {
-	switch {
-	case convo.InContext(s) && s.Role == steptype.RoleAssistant:
-		x.customOut, x.sawAssistant = "", true
-	case customOutput(s):
-		x.customOut = s.Content
-	}
-}
-
 // finish ends the run.
 func (x *execution) finish(status steptype.RunStatus, serr *StepError) error {
-	out := x.outputWith(nil)
-	if err := x.commit(nil, runUpdate{status: &status, output: &out, err: serr, finish: true}); err != nil {
-		return x.stopped(err)
+	out := x.OutputWith(nil)
+	if err := x.Commit(nil, runexec.Update{Status: &status, Output: &out, Err: serr, Finish: true}); err != nil {
+		return x.Stopped(err)
 	}
 	return x.finished(status, serr)
 }
 
 // finished announces a run whose finish has committed.
 func (x *execution) finished(status steptype.RunStatus, serr *StepError) error {
-	x.publish(&Event{Type: EventRunFinished, Run: x.runSnapshot()})
-	x.e.observeRunFinished(x.runSnapshot(), serr)
+	x.Publish(&Event{Type: EventRunFinished, Run: x.RunSnapshot()})
+	x.e.observeRunFinished(x.RunSnapshot(), serr)
 	if status == steptype.RunCompleted {
 		return x.queueNextTurn()
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -10,6 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stepwise-run/stepwise/internal/observation"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store/memory"
@@ -71,12 +75,12 @@ func TestObserverOrderAndFlush(t *testing.T) {
 	e := testEngine(t)
 	rec := &recorder{}
 	stop := e.Observe(rec)
-	x := &execution{e: e, run: &Run{ID: "r1", SessionID: "s1", Status: steptype.RunCompleted}}
+	x := e.newExec(nil, &Run{ID: "r1", SessionID: "s1", Status: steptype.RunCompleted})
 	e.mu.Lock()
-	e.active[x.run.ID] = x
+	e.active[x.Run.ID] = x
 	e.mu.Unlock()
 	e.runCommitHooks([]*Step{{ID: "a", RunID: "r1"}, {ID: "b", RunID: "r1"}}) // as commit does
-	e.observeRunFinished(x.runSnapshot(), &StepError{Message: "boom"})
+	e.observeRunFinished(x.RunSnapshot(), &StepError{Message: "boom"})
 	if err := e.FlushObservers(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -97,17 +101,17 @@ func TestObserverOrderAndFlush(t *testing.T) {
 func TestObserverFullQueueNeverBlocks(t *testing.T) {
 	t.Parallel()
 	e := testEngine(t)
-	rec := &recorder{block: make(chan struct{}), entered: make(chan struct{}, observerQueueSize+11)}
+	rec := &recorder{block: make(chan struct{}), entered: make(chan struct{}, observation.QueueSize+11)}
 	stop := e.Observe(rec)
 	// The first observation is taken by the observer, which then blocks.
 	e.runCommitHooks([]*Step{{ID: "s", RunID: "r"}})
 	<-rec.entered
-	for i := 1; i < observerQueueSize+10; i++ {
+	for i := 1; i < observation.QueueSize+10; i++ {
 		e.runCommitHooks([]*Step{{ID: "s", RunID: "r"}}) // must return although nothing is consumed
 	}
 	st := e.observation(false)
 	// One call is in flight, the queue is full, the rest is dropped.
-	if d := st.queues[0].Dropped(); d != 9 {
+	if d := st.Dropped(); d != 9 {
 		t.Errorf("dropped %d observations, want 9", d)
 	}
 	close(rec.block)
@@ -176,10 +180,10 @@ func (stubTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, error) {
 func TestObserveModelAndTool(t *testing.T) {
 	t.Parallel()
 	e := testEngine(t)
-	x := &execution{e: e, run: &Run{ID: "r", SessionID: "s"}}
+	x := e.newExec(nil, &Run{ID: "r", SessionID: "s"})
 	step := &Step{ID: "llm-1", Name: StepLLM}
 	step.Metrics.Attempt = 2
-	if m := x.observeModel(stubModel{}, step); m != (stubModel{}) {
+	if m := x.ObserveModel(stubModel{}, step); m != (stubModel{}) {
 		t.Fatal("model wrapped although no observer records events")
 	}
 	if RecordStepEvent(t.Context(), &StepEvent{Type: "x"}) {
@@ -188,11 +192,11 @@ func TestObserveModelAndTool(t *testing.T) {
 	rec := &recorder{}
 	defer e.Observe(rec)()
 	for _, m := range []llm.Model{stubModel{}, stubModel{fail: true}} {
-		for _, err := range x.observeModel(m, step).Generate(t.Context(), &llm.Request{}) {
+		for _, err := range x.ObserveModel(m, step).Generate(t.Context(), &llm.Request{}) {
 			_ = err
 		}
 	}
-	res, err := callTool(t.Context(), x.observeTool(stubTool{}), &tool.Call{ID: "call-1", Name: "t", SessionID: "s", RunID: "r", Attempt: 1})
+	res, err := runexec.CallTool(t.Context(), x.observeTool(stubTool{}), &tool.Call{ID: "call-1", Name: "t", SessionID: "s", RunID: "r", Attempt: 1})
 	if err != nil || res.Content != "ok" {
 		t.Fatalf("tool call = %v, %v", res, err)
 	}
@@ -227,7 +231,7 @@ func BenchmarkObserveCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Observe(nopObserver{})()
-	x := &execution{e: e, run: &Run{ID: "r", SessionID: "s"}}
+	x := e.newExec(nil, &Run{ID: "r", SessionID: "s"})
 	e.active["r"] = x
 	steps := []*Step{{ID: "a", RunID: "r"}}
 	b.ReportAllocs()

@@ -3,17 +3,14 @@ package stepwise
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"sync"
 
-	"github.com/stepwise-run/stepwise/internal/attach"
+	"github.com/stepwise-run/stepwise/internal/answer"
+
 	"github.com/stepwise-run/stepwise/internal/convo"
-	"github.com/stepwise-run/stepwise/internal/stepres"
+	"github.com/stepwise-run/stepwise/internal/runexec"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -42,32 +39,17 @@ func (x *execution) toolDefs() []llm.ToolDef {
 	return defs
 }
 
-// errSiblingFailed cancels the calls of a tools step once the commit of
-// one of them failed.
-var errSiblingFailed = errors.New("stepwise: a sibling tool call's commit failed")
-
-// outcome is what a tool worker hands to the run goroutine for commit.
-type outcome struct {
-	step  *Step
-	final bool   // the call is done (step is its result)
-	park  bool   // the call needs a human: step is a waiting input step
-	child string // a child run that parked waiting for input
-	// completed is the zero event allocated with step (toolResult), for
-	// its step_completed event; nil: a new one.
-	completed *Event
-}
-
 // toolsStep is the built-in "tools" step: it executes every pending tool
 // call of the last model response, in parallel (bounded), each committed as
 // its own step as it finishes; the last commit moves the cursor to "llm".
 func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 	// The calls live in a buffer of the execution, reused by every tools
 	// step (nothing keeps them once the step returns).
-	pending := x.conv.PendingToolCalls(x.buf.calls[:0])
+	pending := x.Conv.PendingToolCalls(x.buf.calls[:0])
 	defer func() { x.buf.calls = pending[:0] }()
 	if len(pending) == 0 {
 		llmStep := StepLLM
-		return &Next{committed: true}, x.commit(nil, runUpdate{cursor: &llmStep})
+		return &Next{committed: true}, x.Commit(nil, runexec.Update{Cursor: &llmStep})
 	}
 	r := toolsRound{x: x}
 	run, err := x.triageCalls(&r, pending)
@@ -82,18 +64,18 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 		}
 	}
 	r.remaining = len(run)
-	idemBase := idemSeed{}
-	if x.conv.LastAssistant() != nil {
-		idemBase = idemSeed{runID: x.run.ID, seq: x.conv.LastAssistant().Sequence, set: true}
+	idemBase := runexec.IdemSeed{}
+	if x.Conv.LastAssistant() != nil {
+		idemBase = runexec.IdemSeed{RunID: x.Run.ID, Seq: x.Conv.LastAssistant().Sequence, Set: true}
 	}
 	// Recorded results a replay reuses commit first, in their recorded
 	// order, so that a replay is the same story every time.
 	if x.replay != nil {
 		var live []ToolCall
 		for _, o := range x.reuseTools(run) {
-			if o.step == nil {
+			if o.Step == nil {
 				live = append(live, o.call)
-			} else if !r.handle(&o.outcome) {
+			} else if !r.handle(&o.Outcome) {
 				break
 			}
 		}
@@ -126,7 +108,7 @@ func (x *execution) triageCalls(r *toolsRound, pending []ToolCall) ([]ToolCall, 
 				if ans.Message != "" {
 					msg += " Message: " + ans.Message
 				}
-				if err := x.commit([]*Step{x.toolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runUpdate{}); err != nil {
+				if err := x.Commit([]*Step{x.ToolResultStep(call, &tool.Result{Content: msg, IsError: true})}, runexec.Update{}); err != nil {
 					return nil, err
 				}
 				continue
@@ -136,7 +118,7 @@ func (x *execution) triageCalls(r *toolsRound, pending []ToolCall) ([]ToolCall, 
 			in, err := x.inputStep(StepTools, &InputRequest{
 				Prompt:   fmt.Sprintf("Approve call of tool %q with arguments %s?", call.Name, string(call.Arguments)),
 				Approval: &approval,
-				Schema:   approvalSchema,
+				Schema:   answer.ApprovalSchema,
 			}, nil)
 			if err != nil {
 				return nil, err
@@ -150,42 +132,11 @@ func (x *execution) triageCalls(r *toolsRound, pending []ToolCall) ([]ToolCall, 
 }
 
 // execParallel executes the calls of a tools step in parallel, at most
-// Limits.MaxParallelTools at once, handing each outcome to r on this
-// goroutine. A failed commit cancels the sibling calls: their results
-// could not be committed anyway (the step re-runs them).
-func (x *execution) execParallel(ctx context.Context, r *toolsRound, run []ToolCall, idemBase idemSeed) {
-	ctx, cancelCalls := context.WithCancelCause(ctx)
-	defer cancelCalls(nil)
-	results := make(chan *outcome)
-	send := func(o *outcome) bool {
-		select {
-		case results <- o:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, x.agent.Limits.MaxParallelTools)
-	for _, call := range run {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-sem }()
-			x.execCall(ctx, call, idemBase, send)
-		}()
-	}
-	go func() { wg.Wait(); close(results) }()
-	for o := range results {
-		if !r.handle(o) {
-			cancelCalls(errSiblingFailed)
-		}
-	}
+// Limits.MaxParallelTools at once, handing each outcome to r.
+func (x *execution) execParallel(ctx context.Context, r *toolsRound, run []ToolCall, idemBase runexec.IdemSeed) {
+	runexec.ExecParallel(ctx, run, x.agent.Limits.MaxParallelTools, func(ctx context.Context, call ToolCall, send func(*runexec.Outcome) bool) {
+		x.execCall(ctx, call, idemBase, send)
+	}, r.handle)
 }
 
 // endTools ends a tools step whose calls all reported: it parks the run
@@ -203,16 +154,16 @@ func (x *execution) endTools(ctx context.Context, r *toolsRound) (*Next, error) 
 	}
 	if len(r.approvals) > 0 || r.parked || x.anyWaiting() {
 		waiting := steptype.RunWaiting
-		if err := x.commit(r.approvals, runUpdate{status: &waiting}); err != nil {
+		if err := x.Commit(r.approvals, runexec.Update{Status: &waiting}); err != nil {
 			return nil, err
 		}
-		x.publish(&Event{Type: EventRunWaiting, Run: x.runSnapshot()})
+		x.Publish(&Event{Type: EventRunWaiting, Run: x.RunSnapshot()})
 		x.recheckChildren(r.children)
 		return &Next{committed: true}, nil
 	}
 	if !r.moved {
 		llmStep := StepLLM
-		if err := x.commit(nil, runUpdate{cursor: &llmStep}); err != nil {
+		if err := x.Commit(nil, runexec.Update{Cursor: &llmStep}); err != nil {
 			return nil, err
 		}
 	}
@@ -222,19 +173,19 @@ func (x *execution) endTools(ctx context.Context, r *toolsRound) (*Next, error) 
 // recheckChildren wakes this run if a child it parked on finished before
 // the park was committed (the child's own wake-up found it still running).
 func (x *execution) recheckChildren(ids []string) {
-	ctx := context.WithoutCancel(x.ctx)
+	ctx := context.WithoutCancel(x.Ctx)
 	for _, id := range ids {
 		if r, err := x.e.store.RunGet(ctx, &store.RunGetParams{ID: id}); err == nil && r.Status.Terminal() {
-			x.e.exec.WakeParent(ctx, x.run.ID)
+			x.e.exec.WakeParent(ctx, x.Run.ID)
 			return
 		}
 	}
 }
 
 // reusedCall is a call of a tools step and, in a replay, the recorded
-// result it reuses (outcome.step nil: the call runs live).
+// result it reuses (Outcome.Step nil: the call runs live).
 type reusedCall struct {
-	outcome
+	runexec.Outcome
 	call ToolCall
 	seq  int64 // the recorded step's sequence
 }
@@ -247,18 +198,18 @@ func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
 		rc := reusedCall{call: call}
 		if x.replay != nil && call.Name != AskHumanTool && x.subAgent(call.Name) == nil {
 			fp := convo.ToolFingerprint(call.Name, call.Arguments)
-			if rec := x.replay.takeTool(call.Name, fp); rec != nil {
-				s := x.toolResultStep(call, &tool.Result{Content: rec.Content, Output: rec.Outputs, IsError: rec.Error != nil})
+			if rec := x.replay.TakeTool(call.Name, fp); rec != nil {
+				s := x.ToolResultStep(call, &tool.Result{Content: rec.Content, Output: rec.Outputs, IsError: rec.Error != nil})
 				s.Replay, s.Fingerprint = "reused", fp
 				s.Metadata = map[string]any{"replayed_from": rec.ID}
-				rc.outcome, rc.seq = outcome{step: s, final: true}, rec.Sequence
+				rc.Outcome, rc.seq = runexec.Outcome{Step: s, Final: true}, rec.Sequence
 			}
 		}
 		out = append(out, rc)
 	}
 	slices.SortStableFunc(out, func(a, b reusedCall) int {
-		if (a.step == nil) != (b.step == nil) {
-			if a.step == nil {
+		if (a.Step == nil) != (b.Step == nil) {
+			if a.Step == nil {
 				return 1
 			}
 			return -1
@@ -270,22 +221,22 @@ func (x *execution) reuseTools(calls []ToolCall) []reusedCall {
 
 // commitToolStep commits a tool result; the last one moves the cursor on.
 func (x *execution) commitToolStep(s *Step, completed *Event, last bool) error {
-	u := runUpdate{patch: s.StatePatch, patchStep: s, inPlace: true, completed: completed} // tool results are built by the engine
+	u := runexec.Update{Patch: s.StatePatch, PatchStep: s, InPlace: true, Completed: completed} // tool results are built by the engine
 	if len(s.StatePatch) > 0 {
 		if err := x.checkState(s.StatePatch); err != nil {
 			// The call happened; its state update cannot apply: the model
 			// reads why, the state is unchanged.
 			s.Content = "error: " + err.Error()
-			s.StatePatch, u.patch = nil, nil
+			s.StatePatch, u.Patch = nil, nil
 			s.Error = &StepError{Message: err.Error(), Class: steptype.ErrorPermanent, Code: "invalid_state"}
 		}
 	}
 	if last {
 		// The tools step ends with this commit: the loop goes on to the
 		// llm step.
-		u.cursor, u.hold = &cursorLLM, true
+		u.Cursor, u.Hold = &cursorLLM, true
 	}
-	return x.commit(x.one(s), u)
+	return x.Commit(x.One(s), u)
 }
 
 func (x *execution) anyWaiting() bool {
@@ -299,7 +250,7 @@ func (x *execution) anyWaiting() bool {
 
 // execCall runs one call with retries, sending error steps for failed
 // attempts and finally the result step.
-func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSeed, send func(*outcome) bool) {
+func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase runexec.IdemSeed, send func(*runexec.Outcome) bool) {
 	if sub := x.subAgent(call.Name); sub != nil {
 		if o := x.callSubAgent(ctx, sub, call); o != nil {
 			send(o)
@@ -314,114 +265,16 @@ func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase idemSe
 		send(x.clientCall(call))
 		return
 	}
-	fp := convo.ToolFingerprint(call.Name, call.Arguments)
 	t := x.tool(call.Name)
 	if t == nil {
-		send(&outcome{step: x.toolResultStep(call, &tool.Result{Content: fmt.Sprintf("error: unknown tool %q", call.Name), IsError: true}), final: true})
+		send(&runexec.Outcome{Step: x.ToolResultStep(call, &tool.Result{Content: fmt.Sprintf("error: unknown tool %q", call.Name), IsError: true}), Final: true})
 		return
 	}
-	idemKey := idemBase.key(call.ID)
-	pol := x.agent.Retry
-	for attempt := 1; ; attempt++ {
-		start := x.e.now()
-		var mark stepres.Mark
-		if !x.e.cfg.NoStepResources {
-			mark = stepres.Start()
-		}
-		res, err := callTool(ctx, x.observeTool(t), &tool.Call{
-			ID: call.ID, Name: call.Name, Arguments: call.Arguments, IdempotencyKey: idemKey,
-			SessionID: x.run.SessionID, RunID: x.run.ID, Attempt: attempt, Answers: x.toolAnswers[call.ID],
-		})
-		use := mark.End()
-		if x.interrupted() {
-			// Stopped by a shutdown, a detach or a cancel while the call was
-			// in flight: commit nothing, the call re-runs on resume.
-			return
-		}
-		if need, ok := errors.AsType[*tool.InputNeeded](err); ok {
-			send(x.toolInput(call, need))
-			return
-		}
-		if err == nil || llm.Classify(err) != steptype.ErrorTransient || attempt >= pol.MaxAttempts || ctx.Err() != nil {
-			if err != nil {
-				res = &tool.Result{Content: "error: " + err.Error(), IsError: true}
-			}
-			tr := new(toolResult)
-			s := &tr.s
-			x.fillToolResult(s, call, res)
-			s.Metrics.StartedAt, s.Metrics.Attempt, s.Fingerprint = start, attempt, fp
-			setUsage(&s.Metrics, use)
-			if x.replay != nil {
-				s.Replay = "live"
-			}
-			if err != nil {
-				s.Error = &StepError{Message: err.Error(), Class: llm.Classify(err), Attempt: attempt, Code: "tool_error"}
-			}
-			tr.o = outcome{step: s, final: true, completed: &tr.ev}
-			send(&tr.o)
-			return
-		}
-		es := &Step{Kind: steptype.KindError, Name: StepTools, Status: steptype.StepFailed, ToolName: call.Name,
-			Error: &StepError{Message: err.Error(), Class: steptype.ErrorTransient, Attempt: attempt, Recoverable: true, Code: "tool_error"}}
-		es.Metrics.StartedAt, es.Metrics.FinishedAt, es.Metrics.Attempt = start, x.e.now(), attempt
-		setUsage(&es.Metrics, use)
-		es.Inputs, _ = json.Marshal(map[string]any{"tool_call_id": call.ID})
-		send(&outcome{step: es})
-		if sleepCtx(ctx, backoffDelay(pol, attempt, llm.RetryAfter(err))) != nil {
-			return
-		}
+	p := runexec.ToolExec{Tool: x.observeTool(t), Call: call, IdemKey: idemBase.Key(call.ID), Answers: x.toolAnswers[call.ID],
+		Retry: x.agent.Retry.exec(), Measure: !x.e.cfg.NoStepResources, Replay: x.replay != nil}
+	if need := x.ExecTool(ctx, &p, send); need != nil {
+		send(x.toolInput(call, need))
 	}
-}
-
-// callTool calls a tool, turning a panic into an error.
-func callTool(ctx context.Context, t tool.Tool, c *tool.Call) (res *tool.Result, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("%w: tool %q: %v", ErrStepPanic, c.Name, r)
-		}
-	}()
-	res, err = t.Call(ctx, c)
-	if err == nil && res == nil {
-		res = &tool.Result{}
-	}
-	return res, err
-}
-
-// toolResultStep builds the tool step of a call.
-func (x *execution) toolResultStep(call ToolCall, r *tool.Result) *Step {
-	s := new(Step)
-	x.fillToolResult(s, call, r)
-	return s
-}
-
-// toolResult is a call's tool step, its outcome and the step's
-// step_completed event in one allocation (execCall).
-type toolResult struct {
-	o  outcome
-	s  Step
-	ev Event
-}
-
-// fillToolResult makes the zero step s the tool step of a call. (Field by
-// field: assigning a whole Step to *s copies all of it, write barriers
-// included.)
-func (x *execution) fillToolResult(s *Step, call ToolCall, r *tool.Result) {
-	content := r.Content
-	if content == "" && len(r.Output) > 0 {
-		content = string(r.Output)
-	}
-	s.Kind, s.Name, s.Role = steptype.KindTool, StepTools, steptype.RoleTool
-	s.Content, s.ToolCallID, s.ToolName = content, call.ID, call.Name
-	s.Inputs, s.Outputs, s.StatePatch = call.Arguments, r.Output, r.State
-	if r.IsError {
-		s.Error = &StepError{Message: content, Class: steptype.ErrorPermanent, Code: "tool_error"}
-	}
-	if len(r.Metadata) > 0 {
-		s.Metadata = r.Metadata
-	}
-	s.Metrics.StartedAt = x.e.now()
-	s.Metrics.FinishedAt = s.Metrics.StartedAt
-	attach.Stage(x.e.store, x.e.now, s, r.Attachments)
 }
 
 func (x *execution) tool(name string) tool.Tool {
@@ -458,31 +311,31 @@ type toolsRound struct {
 }
 
 // handle commits what a call produced; it runs on the step's goroutine only.
-func (r *toolsRound) handle(o *outcome) bool {
+func (r *toolsRound) handle(o *runexec.Outcome) bool {
 	if r.firstErr != nil {
 		return false // drain
 	}
 	x := r.x
 	var err error
 	switch {
-	case o.child != "":
+	case o.Child != "":
 		r.remaining--
 		r.parked = true
-		r.children = append(r.children, o.child)
-	case o.park:
+		r.children = append(r.children, o.Child)
+	case o.Park:
 		// Committed at the end with the status change, in one
 		// transaction, so an answer can never arrive before the run
 		// is waiting.
 		r.remaining--
-		r.approvals = append(r.approvals, o.step)
-		x.waiting[o.step.ToolCallID] = true
-	case o.final:
+		r.approvals = append(r.approvals, o.Step)
+		x.waiting[o.Step.ToolCallID] = true
+	case o.Final:
 		r.remaining--
 		last := r.remaining == 0 && !r.deferCursor && len(r.approvals) == 0 && !x.anyWaiting()
-		err = x.commitToolStep(o.step, o.completed, last)
+		err = x.commitToolStep(o.Step, o.Completed, last)
 		r.moved = r.moved || last
 	default:
-		err = x.commit([]*Step{o.step}, runUpdate{})
+		err = x.Commit([]*Step{o.Step}, runexec.Update{})
 	}
 	if err != nil {
 		r.firstErr = err
@@ -490,23 +343,71 @@ func (r *toolsRound) handle(o *outcome) bool {
 	return r.firstErr == nil
 }
 
-// idemSeed is what a tools step's idempotency keys derive from: the run and
-// the sequence of the assistant message whose calls it executes.
-type idemSeed struct {
-	runID string
-	seq   int64
-	set   bool
+// Client tools are tools a run's caller executes, not the engine: a front
+// end's tools (AG-UI's RunAgentInput.tools), or any program that starts a
+// run with StartParams.ClientTools. They are offered to the model with the
+// agent's tools; a call to one parks the run as a waiting input step that
+// plays the tool-result role (like ask_human), answered with the tool's
+// result by Answer. They are stored with the run, so the run survives
+// restarts and can be resumed on any instance.
+
+// checkClientTools validates client tools against the agent's own.
+func checkClientTools(a *Agent, defs []llm.ToolDef) error {
+	seen := map[string]bool{AskHumanTool: true}
+	for _, t := range a.Tools {
+		seen[t.Definition().Name] = true
+	}
+	for _, s := range a.SubAgents {
+		seen[s.Name] = true
+	}
+	for i, d := range defs {
+		switch {
+		case d.Name == "":
+			return fmt.Errorf("%w: client tool %d has no name", store.ErrInvalid, i)
+		case seen[d.Name]:
+			return fmt.Errorf("%w: client tool %q is already a tool of agent %q or named twice", store.ErrInvalid, d.Name, a.Name)
+		case len(d.Parameters) > 0 && !json.Valid(d.Parameters):
+			return fmt.Errorf("%w: client tool %q: parameters are not JSON", store.ErrInvalid, d.Name)
+		}
+		seen[d.Name] = true
+	}
+	return nil
 }
 
-// key is the idempotency key of call id: the hex of the first 16 bytes of
-// sha256("<run id>:<sequence>:<call id>"), or of sha256(":<call id>")
-// without an assistant message.
-func (b idemSeed) key(callID string) string {
-	var kb [128]byte
-	k := kb[:0]
-	if b.set {
-		k = strconv.AppendInt(append(append(k, b.runID...), ':'), b.seq, 10)
+// isClientTool reports whether name is a client tool of the run.
+func (x *execution) isClientTool(name string) bool {
+	for _, d := range x.clientTools {
+		if d.Name == name {
+			return true
+		}
 	}
-	k = append(append(k, ':'), callID...)
-	return convo.Hex16(sha256.Sum256(k))
+	return false
+}
+
+// clientCall parks a call of a client tool as a waiting input step whose
+// answer is the tool's result.
+func (x *execution) clientCall(call ToolCall) *runexec.Outcome {
+	s, err := x.inputStep(StepTools, &InputRequest{
+		Prompt:  fmt.Sprintf("Run client tool %q", call.Name),
+		Context: map[string]any{"client_tool": call.Name, "arguments": json.RawMessage(call.Arguments)},
+	}, &call)
+	if err != nil {
+		return &runexec.Outcome{Step: x.ToolResultStep(call, toolError(err.Error())), Final: true}
+	}
+	s.Metadata = map[string]any{"client_tool": true}
+	return &runexec.Outcome{Step: s, Park: true}
+}
+
+// ClientToolCall reports whether a pending input request is a call of a
+// client tool (its answer is the tool's result) and returns the call.
+func ClientToolCall(p *PendingInput) (ToolCall, bool) {
+	if p == nil || p.Request == nil || p.Step == nil || p.Step.Role != steptype.RoleTool {
+		return ToolCall{}, false
+	}
+	name, _ := p.Request.Context["client_tool"].(string)
+	if name == "" {
+		return ToolCall{}, false
+	}
+	args, _ := json.Marshal(p.Request.Context["arguments"])
+	return ToolCall{ID: p.Step.ToolCallID, Name: name, Arguments: args}, true
 }

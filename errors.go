@@ -3,6 +3,8 @@ package stepwise
 import (
 	"errors"
 
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/wire"
 )
@@ -18,12 +20,12 @@ var (
 	ErrUnknownStep     = errors.New("stepwise: unknown step")
 	ErrInvalidState    = errors.New("stepwise: state update refused")
 	ErrRunFinished     = wire.ErrRunFinished
-	ErrRunCancelled    = errors.New("stepwise: run cancelled")
+	ErrRunCancelled    = runexec.ErrRunCancelled
 	ErrMaxSteps        = errors.New("stepwise: step budget exhausted")
 	ErrStepTimeout     = errors.New("stepwise: step timed out")
 	ErrRunTimeout      = errors.New("stepwise: run timed out")
-	ErrStepPanic       = errors.New("stepwise: step panicked")
-	ErrLeaseLost       = errors.New("stepwise: run lease lost to another owner")
+	ErrStepPanic       = runexec.ErrStepPanic
+	ErrLeaseLost       = runexec.ErrLeaseLost
 	ErrAlreadyAnswered = wire.ErrAlreadyAnswered
 	ErrNotWaiting      = wire.ErrNotWaiting
 	ErrInvalidAnswer   = wire.ErrInvalidAnswer

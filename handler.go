@@ -85,23 +85,23 @@ func (s *Scope) StepName() string { return s.name }
 func (s *Scope) StepID() string { return s.step.ID }
 
 // SessionID is the session of the run.
-func (s *Scope) SessionID() string { return s.exec.run.SessionID }
+func (s *Scope) SessionID() string { return s.exec.Run.SessionID }
 
 // Run returns a copy of the run row as of the start of this step.
-func (s *Scope) Run() Run { return *s.exec.run }
+func (s *Scope) Run() Run { return *s.exec.Run }
 
 // Agent returns the agent being run.
 func (s *Scope) Agent() *Agent { return s.exec.agent }
 
 // State returns the run's custom state snapshot (a JSON object, or nil).
-func (s *Scope) State() json.RawMessage { return s.exec.run.State }
+func (s *Scope) State() json.RawMessage { return s.exec.Run.State }
 
 // DecodeState unmarshals the run's custom state into v.
 func (s *Scope) DecodeState(v any) error {
-	if len(s.exec.run.State) == 0 {
+	if len(s.exec.Run.State) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(s.exec.run.State, v); err != nil {
+	if err := json.Unmarshal(s.exec.Run.State, v); err != nil {
 		return fmt.Errorf("decode state: %w", err)
 	}
 	return nil
@@ -117,7 +117,7 @@ func (s *Scope) LastAnswer() *Step { return s.exec.lastAnswer }
 // Emit streams a custom delta (e.g. progress text) to subscribers. Deltas
 // are not stored; the committed step is.
 func (s *Scope) Emit(text string) {
-	s.exec.emitDelta(s.name, Delta{Content: text})
+	s.exec.EmitDelta(s.name, Delta{Content: text})
 }
 
 // Annotate sets the state/goal/action annotations of the step being built.
@@ -152,11 +152,11 @@ func (s *Scope) ProgressMessage(message string) { s.report(&Progress{Message: me
 
 func (s *Scope) report(p *Progress) {
 	x := s.exec
-	x.mu.Lock()
-	x.progress = p
-	x.mu.Unlock()
+	x.Mu.Lock()
+	x.Progress = p
+	x.Mu.Unlock()
 	s.step.Progress = p
-	x.publish(&Event{Type: EventStepProgress, StepName: s.name, Progress: p})
+	x.Publish(&Event{Type: EventStepProgress, StepName: s.name, Progress: p})
 	x.recordScopeEvent(s, &StepEvent{Type: StepEventProgress, Name: s.name, Payload: p})
 }
 
@@ -177,7 +177,7 @@ func (s *Scope) Yield(name string, data any) error {
 		}
 	}
 	y := &Yield{Name: name, Data: raw}
-	s.exec.publish(&Event{Type: EventStepYield, StepName: s.name, Yield: y})
+	s.exec.Publish(&Event{Type: EventStepYield, StepName: s.name, Yield: y})
 	s.exec.recordScopeEvent(s, &StepEvent{Type: StepEventYield, Name: name, Payload: raw})
 	return nil
 }
@@ -213,27 +213,27 @@ func (s *Scope) ReportCost(usd float64) {
 
 // Depth is the nesting depth of the run: 0 for a top-level run, 1 for a
 // sub-agent called by it, and so on.
-func (s *Scope) Depth() int { return s.exec.run.Hop }
+func (s *Scope) Depth() int { return s.exec.Run.Hop }
 
 // Nested reports whether the run is a sub-agent's run.
-func (s *Scope) Nested() bool { return s.exec.run.ParentRunID != "" }
+func (s *Scope) Nested() bool { return s.exec.Run.ParentRunID != "" }
 
 // ParentRunID is the run that called this sub-agent run ("" at the top).
-func (s *Scope) ParentRunID() string { return s.exec.run.ParentRunID }
+func (s *Scope) ParentRunID() string { return s.exec.Run.ParentRunID }
 
 // ParentStepID is the agent step of the parent run that called this run.
-func (s *Scope) ParentStepID() string { return s.exec.run.ParentStepID }
+func (s *Scope) ParentStepID() string { return s.exec.Run.ParentStepID }
 
 // Parent describes the calling run of a nested execution, or nil at the top.
 func (s *Scope) Parent() *ParentExecution {
 	if s.exec.parent != nil {
 		p := s.exec.parent
-		return &ParentExecution{RunID: p.run.ID, StepID: s.exec.run.ParentStepID, Agent: p.agent.Name, Depth: p.run.Hop}
+		return &ParentExecution{RunID: p.Run.ID, StepID: s.exec.Run.ParentStepID, Agent: p.agent.Name, Depth: p.Run.Hop}
 	}
-	if s.exec.run.ParentRunID == "" {
+	if s.exec.Run.ParentRunID == "" {
 		return nil
 	}
-	return &ParentExecution{RunID: s.exec.run.ParentRunID, StepID: s.exec.run.ParentStepID, Depth: s.exec.run.Hop - 1}
+	return &ParentExecution{RunID: s.exec.Run.ParentRunID, StepID: s.exec.Run.ParentStepID, Depth: s.exec.Run.Hop - 1}
 }
 
 // ParentExecution is the calling run of a sub-agent run. Agent is known
@@ -252,5 +252,5 @@ func (x *execution) recordScopeEvent(s *Scope, ev *StepEvent) {
 	if st == nil {
 		return
 	}
-	st.record(StepRef{SessionID: x.run.SessionID, RunID: x.run.ID, StepID: s.step.ID, StepName: s.name, Attempt: s.step.Metrics.Attempt}, ev)
+	st.Record(StepRef{SessionID: x.Run.SessionID, RunID: x.Run.ID, StepID: s.step.ID, StepName: s.name, Attempt: s.step.Metrics.Attempt}, ev)
 }

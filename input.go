@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/stepwise-run/stepwise/internal/answer"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -21,15 +23,8 @@ import (
 // user a question. Add AskHuman() to an agent's tools to offer it.
 const AskHumanTool = "ask_human"
 
-// approvalSchema is the answer schema of a tool-call approval.
-var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"message":{"type":"string"},"always":{"type":"boolean"}},"required":["approved"],"additionalProperties":false}`)
-
 // ApprovalAnswer is the answer to a tool-call approval request.
-type ApprovalAnswer struct {
-	Approved bool   `json:"approved"`
-	Message  string `json:"message,omitempty"` // shown to the model on rejection
-	Always   bool   `json:"always,omitempty"`  // allow this tool for the rest of the session
-}
+type ApprovalAnswer = wire.ApprovalAnswer
 
 // inputStep builds a waiting input step. For ask_human (call set) the step
 // plays the tool-result role, so its answer becomes the tool result.
@@ -41,7 +36,7 @@ func (x *execution) inputStep(name string, req *InputRequest, call *ToolCall) (*
 		}
 	}
 	if len(req.Schema) > 0 {
-		if _, err := compileSchema(req.Schema); err != nil {
+		if _, err := answer.Compile(req.Schema); err != nil {
 			return nil, fmt.Errorf("input request schema: %w", err)
 		}
 	}
@@ -61,7 +56,7 @@ func (x *execution) inputStep(name string, req *InputRequest, call *ToolCall) (*
 // waiting input step of the call: not its result (its role is none, so
 // the model never sees it), but what the call waits for; answered, the
 // call is made again with the answers (toolAnswers).
-func (x *execution) toolInput(call ToolCall, need *tool.InputNeeded) *outcome {
+func (x *execution) toolInput(call ToolCall, need *tool.InputNeeded) *runexec.Outcome {
 	ctx := map[string]any{}
 	for k, v := range need.Context {
 		ctx[k] = v
@@ -73,26 +68,26 @@ func (x *execution) toolInput(call ToolCall, need *tool.InputNeeded) *outcome {
 	}
 	s, err := x.inputStep(StepTools, &InputRequest{Prompt: prompt, Schema: need.Schema, Context: ctx}, nil)
 	if err != nil {
-		return &outcome{step: x.toolResultStep(call, toolError(fmt.Sprintf("the tool asked for input with a bad request: %v", err))), final: true}
+		return &runexec.Outcome{Step: x.ToolResultStep(call, toolError(fmt.Sprintf("the tool asked for input with a bad request: %v", err))), Final: true}
 	}
 	s.ToolCallID, s.ToolName = call.ID, call.Name
-	return &outcome{step: s, park: true}
+	return &runexec.Outcome{Step: s, Park: true}
 }
 
 // askHuman turns an ask_human call into a waiting input step.
-func (x *execution) askHuman(call ToolCall) *outcome {
+func (x *execution) askHuman(call ToolCall) *runexec.Outcome {
 	var args struct {
 		Question string          `json:"question"`
 		Schema   json.RawMessage `json:"schema,omitempty"`
 	}
 	if err := json.Unmarshal(call.Arguments, &args); err != nil || args.Question == "" {
-		return &outcome{step: x.toolResultStep(call, toolError(`ask_human needs {"question": "..."}`)), final: true}
+		return &runexec.Outcome{Step: x.ToolResultStep(call, toolError(`ask_human needs {"question": "..."}`)), Final: true}
 	}
 	s, err := x.inputStep(StepTools, &InputRequest{Prompt: args.Question, Schema: args.Schema}, &call)
 	if err != nil {
-		return &outcome{step: x.toolResultStep(call, toolError(err.Error())), final: true}
+		return &runexec.Outcome{Step: x.ToolResultStep(call, toolError(err.Error())), Final: true}
 	}
-	return &outcome{step: s, park: true}
+	return &runexec.Outcome{Step: s, Park: true}
 }
 
 func (x *execution) needsApproval(call ToolCall) bool {
@@ -125,7 +120,7 @@ func allowedBy(s *Step) (string, bool) {
 // noteRunInput records an input step of the run: an approval decision, or
 // a request still waiting.
 func (x *execution) noteRunInput(s *Step) {
-	if s.Kind != steptype.KindInput || s.RunID != x.run.ID {
+	if s.Kind != steptype.KindInput || s.RunID != x.Run.ID {
 		return
 	}
 	var req InputRequest
@@ -169,32 +164,6 @@ func (askHumanTool) Definition() llm.ToolDef {
 
 func (askHumanTool) Call(context.Context, *tool.Call) (*tool.Result, error) {
 	return nil, errors.New("stepwise: ask_human is handled by the engine")
-}
-
-// compileSchema parses and resolves a JSON Schema.
-func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("parse schema: %w", err)
-	}
-	r, err := s.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("resolve schema: %w", err)
-	}
-	return r, nil
-}
-
-// validateAgainst checks a JSON value against a schema.
-func validateAgainst(schema, value json.RawMessage) error {
-	r, err := compileSchema(schema)
-	if err != nil {
-		return err
-	}
-	var v any
-	if err := json.Unmarshal(value, &v); err != nil {
-		return fmt.Errorf("answer is not JSON: %w", err)
-	}
-	return r.Validate(v)
 }
 
 // AnswerParams answer a pending input request.
@@ -244,7 +213,7 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 		return nil, fmt.Errorf("run %q: %w", p.RunID, err)
 	}
 	s, err := e.store.StepGet(ctx, &store.StepGetParams{ID: p.RequestID})
-	if err != nil || s.Kind != steptype.KindInput || (s.RunID != run.ID && !e.descends(ctx, s.RunID, run.ID)) {
+	if err != nil || s.Kind != steptype.KindInput || (s.RunID != run.ID && !e.proto.Descends(ctx, s.RunID, run.ID)) {
 		return nil, fmt.Errorf("%w: input request %q in run %s", ErrNotFound, p.RequestID, p.RunID)
 	}
 	if s.RunID != run.ID {
@@ -271,7 +240,7 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	if !req.ExpiresAt.IsZero() && e.now().After(req.ExpiresAt) {
 		return nil, fmt.Errorf("%w: request %s expired at %s", ErrAlreadyAnswered, s.ID, req.ExpiresAt.Format(time.RFC3339))
 	}
-	content, err := checkAnswer(&req, p.Answer)
+	content, err := answer.Check(&req, p.Answer)
 	if err != nil {
 		return nil, err
 	}
@@ -305,79 +274,14 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	return out, nil
 }
 
-// checkAnswer validates an answer and returns the text the model sees.
-func checkAnswer(req *InputRequest, answer json.RawMessage) (string, error) {
-	if len(answer) == 0 || !json.Valid(answer) {
-		return "", fmt.Errorf("%w: the answer must be JSON (a string for free text)", ErrInvalidAnswer)
-	}
-	if req.Breakpoint != nil {
-		return checkBreakAnswer(answer)
-	}
-	if req.Approval != nil {
-		var a ApprovalAnswer
-		dec := json.NewDecoder(strings.NewReader(string(answer)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&a); err != nil {
-			return "", fmt.Errorf(`%w: an approval is {"approved": true|false, "message": "...", "always": bool}: %v`, ErrInvalidAnswer, err)
-		}
-		if err := validateAgainst(approvalSchema, answer); err != nil {
-			return "", fmt.Errorf("%w: %v", ErrInvalidAnswer, err)
-		}
-		if a.Approved {
-			return "approved", nil
-		}
-		return "rejected: " + a.Message, nil
-	}
-	if len(req.Schema) > 0 {
-		if err := validateAgainst(req.Schema, answer); err != nil {
-			return "", fmt.Errorf("%w: %v", ErrInvalidAnswer, err)
-		}
-		return string(convo.CanonicalJSON(answer)), nil
-	}
-	var text string
-	if err := json.Unmarshal(answer, &text); err != nil {
-		return string(convo.CanonicalJSON(answer)), nil
-	}
-	if strings.TrimSpace(text) == "" {
-		return "", fmt.Errorf("%w: an empty answer; this request needs text", ErrInvalidAnswer)
-	}
-	return text, nil
-}
-
-// expireInputs applies the expiry outcome of overdue requests, found by
-// the store's index on expiry time (StepExpiring).
+// expireInputs applies the expiry outcome of overdue requests
+// (answer.Expire): a default answer, or the run's failure, announced.
 func (e *Engine) expireInputs(ctx context.Context) {
 	now := e.now()
-	due, err := e.store.StepExpiring(ctx, &store.StepExpiringParams{Before: now, Limit: 256})
-	if err != nil {
-		return
-	}
-	for _, s := range due {
-		var req InputRequest
-		if json.Unmarshal(s.Inputs, &req) != nil || req.ExpiresAt.IsZero() || now.Before(req.ExpiresAt) {
-			continue
-		}
-		if req.OnExpire == "default" && len(req.Default) > 0 {
-			content, err := checkAnswer(&req, req.Default)
-			if err == nil {
-				_, _ = e.store.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepCompleted, Content: content, Outputs: req.Default, Now: now, QueueRun: true})
-				e.wake()
-				continue
-			}
-		}
-		// One transaction: the request expires and its run fails (closing
-		// its other requests). The update is conditional on the request
-		// still waiting, so of the instances expiring it at once exactly
-		// one does it, and an answer racing the expiry has one winner too.
-		serr := &StepError{Message: "input request " + s.ID + " expired", Class: steptype.ErrorPermanent, Code: "input_expired"}
-		if _, err := e.store.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepExpired, Now: now, FailRun: serr}); err != nil {
-			continue
-		}
-		if r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: s.RunID}); err == nil && r.Status.Terminal() {
-			e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
-			e.observeRunFinished(r, serr)
-		}
-	}
+	answer.Expire(ctx, e.store, now, e.wake, func(r *Run, serr *StepError) {
+		e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
+		e.observeRunFinished(r, serr)
+	})
 }
 
 // testHookAnswerPublish, when set (tests), runs between an answer's commit and

@@ -68,7 +68,7 @@ func TestObserverStopIsBounded(t *testing.T) {
 			obs := &slowObserver{perCall: 50 * time.Millisecond}
 			stop := e.Observe(obs)
 			const bound = 200 * time.Millisecond
-			e.observation(false).queues[0].SetStopBound(bound)
+			e.observation(false).SetStopBound(bound)
 			const queued = 400 // 20 s of deliveries
 			for range queued {
 				e.runCommitHooks([]*Step{{ID: "s", RunID: "r"}})

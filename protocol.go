@@ -3,9 +3,7 @@ package stepwise
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
-	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/wire"
 )
 
@@ -60,13 +58,6 @@ type Result = wire.Result
 // Error reports a failed or cancelled run; it is an error.
 type Error = wire.Error
 
-// fillProgress sets c's progress from its step.
-func fillProgress(c *Continuation) {
-	if c.Step != nil && c.Step.Progress != nil {
-		c.Progress, c.ProgressMessage = c.Step.Progress.Fraction, c.Step.Progress.Message
-	}
-}
-
 // Client returns the in-process client of the engine. Runs are executed by
 // the engine's background executor, which Client starts if needed.
 func (e *Engine) Client() Client { return &localClient{e: e} }
@@ -101,30 +92,6 @@ func (c *localClient) ProvideHumanInput(ctx context.Context, inv *Invocation, re
 	return err
 }
 
-func inputRequestOf(s *Step) (*HumanInputRequest, error) {
-	var req InputRequest
-	if err := json.Unmarshal(s.Inputs, &req); err != nil {
-		return nil, fmt.Errorf("input request %s: %w", s.ID, err)
-	}
-	return &HumanInputRequest{RequestID: s.ID, Prompt: req.Prompt, Schema: req.Schema, Context: req.Context, Approval: req.Approval, ExpiresAt: req.ExpiresAt, Breakpoint: req.Breakpoint}, nil
-}
-
-// finalStep converts a finished run to a Result or an Error.
-func finalStep(r *Run) AgentStep {
-	if r.Status == steptype.RunCompleted {
-		return &Result{Value: r.Output, Metadata: map[string]any{
-			"run_id": r.ID, "session_id": r.SessionID, "steps": r.StepCount,
-			"execution_time_ms": r.UpdatedAt.Sub(r.CreatedAt).Milliseconds(),
-		}}
-	}
-	out := &Error{Message: "run " + string(r.Status)}
-	if r.Error != nil {
-		out.Message, out.Cause, out.Recoverable = r.Error.Message, r.Error.Cause, r.Error.Recoverable
-		out.RetryCount = max(0, r.Error.Attempt-1)
-	}
-	return out
-}
-
 // NextStepAsync calls c.NextStep in a goroutine and delivers the outcome to
 // fn, for callers that wait on a channel rather than a call. The returned
 // channel closes after fn returns.
@@ -135,4 +102,19 @@ func NextStepAsync(ctx context.Context, c Client, inv *Invocation, fn func(Agent
 		fn(c.NextStep(ctx, inv))
 	}()
 	return done
+}
+
+// NextStep implements the protocol's next-step call over the engine (see
+// Client.NextStep): it returns the first event of the run after inv's
+// position, waiting for one if needed, and advances inv to it. The HTTP
+// server's long-poll uses it with a deadline. The events are a projection
+// of the run's step log (package internal/protocol): each step the run
+// committed, in sequence order, at position (SEQ, 0) — a
+// *HumanInputRequest when it is an input step still waiting when the
+// caller reaches it, else a *Continuation — then, once the run is
+// finished, its *Result or *Error at (L, 1), L being the sequence of the
+// run's last step. Requests of its sub-agents' runs still waiting when
+// reached are the run's events too.
+func (e *Engine) NextStep(ctx context.Context, inv *Invocation) (AgentStep, error) {
+	return e.proto.Next(ctx, inv)
 }

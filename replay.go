@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"sync"
+
+	"github.com/stepwise-run/stepwise/internal/lineage"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -64,7 +66,7 @@ func (e *Engine) Replay(ctx context.Context, p ReplayParams) (*Run, error) {
 	if first == nil {
 		return nil, fmt.Errorf("%w: session %s has no user message to replay", store.ErrInvalid, src.ID)
 	}
-	fork, err := e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: src.ID, Sequence: first.Sequence, Title: e.derivedTitle(ctx, "", "replay", src, ""), Now: e.now()})
+	fork, err := e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: src.ID, Sequence: first.Sequence, Title: lineage.DerivedTitle(ctx, e.store, "", "replay", src, ""), Now: e.now()})
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}
@@ -102,15 +104,15 @@ func (e *Engine) ReplayAll(ctx context.Context, p ReplayParams) (*Run, error) {
 
 // queueNextTurn starts the next replayed user turn after a replay run.
 func (x *execution) queueNextTurn() error {
-	if x.replay == nil || len(x.replay.opts.NextTurns) == 0 || x.run.Hop != 0 {
+	if x.replay == nil || len(x.replay.Opts.NextTurns) == 0 || x.Run.Hop != 0 {
 		return nil
 	}
-	o := x.replay.opts
+	o := x.replay.Opts
 	input := o.NextTurns[0]
 	o.NextTurns = o.NextTurns[1:]
 	opts, _ := json.Marshal(runOptions{Replay: &o, AgentVersion: x.agent.Version})
-	r := &Run{ID: NewID(), SessionID: x.run.SessionID, Agent: x.agent.Name, Status: steptype.RunQueued, Input: input, Options: opts, CreatedAt: x.e.now()}
-	if _, err := x.e.store.RunCreate(context.WithoutCancel(x.ctx), &store.RunCreateParams{Run: r}); err != nil {
+	r := &Run{ID: NewID(), SessionID: x.Run.SessionID, Agent: x.agent.Name, Status: steptype.RunQueued, Input: input, Options: opts, CreatedAt: x.e.now()}
+	if _, err := x.e.store.RunCreate(context.WithoutCancel(x.Ctx), &store.RunCreateParams{Run: r}); err != nil {
 		return fmt.Errorf("queue next replay turn: %w", err)
 	}
 	x.e.wake()
@@ -162,29 +164,14 @@ type runOptions struct {
 // model response is reused when the new request's fingerprint equals a
 // recorded one, a tool result when name and arguments are equal, unless the
 // tool is listed in LiveTools (or AllToolsLive). Everything else runs live.
-type ReplayOptions struct {
-	SourceSessionID string   `json:"source_session_id"`
-	LiveTools       []string `json:"live_tools,omitempty"`
-	AllToolsLive    bool     `json:"all_tools_live,omitempty"`
-	// NextTurns are the user messages of later turns still to replay.
-	NextTurns []string `json:"next_turns,omitempty"`
-}
-
-// replaySource indexes recorded steps by fingerprint. Each recorded step is
-// reused at most once, in order.
-type replaySource struct {
-	opts  ReplayOptions
-	mu    sync.Mutex
-	llm   map[string][]*Step
-	tools map[string][]*Step
-}
+type ReplayOptions = runexec.ReplayOptions
 
 func (x *execution) loadReplay(ctx context.Context) error {
-	if len(x.run.Options) == 0 {
+	if len(x.Run.Options) == 0 {
 		return nil
 	}
 	var o runOptions
-	if err := json.Unmarshal(x.run.Options, &o); err != nil {
+	if err := json.Unmarshal(x.Run.Options, &o); err != nil {
 		return fmt.Errorf("run options: %w", err)
 	}
 	x.clientTools = o.ClientTools
@@ -199,61 +186,7 @@ func (x *execution) loadReplay(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load replay source: %w", err)
 	}
-	r := &replaySource{opts: *o.Replay, llm: map[string][]*Step{}, tools: map[string][]*Step{}}
-	for _, s := range steps {
-		if s.Fingerprint == "" || s.Status != steptype.StepCompleted {
-			continue
-		}
-		switch s.Kind {
-		case steptype.KindLLM:
-			r.llm[s.Fingerprint] = append(r.llm[s.Fingerprint], s)
-		case steptype.KindTool:
-			r.tools[s.Fingerprint] = append(r.tools[s.Fingerprint], s)
-		}
-	}
+	r := runexec.NewReplay(*o.Replay, steps)
 	x.replay = r
 	return nil
-}
-
-func (r *replaySource) take(m map[string][]*Step, fp string) *Step {
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	q := m[fp]
-	if len(q) == 0 {
-		return nil
-	}
-	m[fp] = q[1:]
-	return q[0]
-}
-
-func (r *replaySource) takeLLM(fp string) *Step {
-	if r == nil {
-		return nil
-	}
-	return r.take(r.llm, fp)
-}
-
-func (r *replaySource) takeTool(name, fp string) *Step {
-	if r == nil || r.opts.AllToolsLive || slices.Contains(r.opts.LiveTools, name) {
-		return nil
-	}
-	return r.take(r.tools, fp)
-}
-
-// reuseRecorded copies the recorded output of rec into the step being built.
-func reuseRecorded(step, rec *Step) {
-	step.Content, step.Reasoning, step.ToolCalls = rec.Content, rec.Reasoning, rec.ToolCalls
-	step.Outputs, step.Error, step.Status = rec.Outputs, rec.Error, rec.Status
-	m := rec.Metrics
-	step.Metrics.InputTokens, step.Metrics.OutputTokens, step.Metrics.CachedTokens = m.InputTokens, m.OutputTokens, m.CachedTokens
-	step.Metrics.Model, step.Metrics.Provider = m.Model, m.Provider
-	step.Metrics.FinishedAt = step.Metrics.StartedAt
-	step.Replay = "reused"
-	if step.Metadata == nil {
-		step.Metadata = map[string]any{}
-	}
-	step.Metadata["replayed_from"] = rec.ID
 }

@@ -8,6 +8,10 @@ import (
 	"iter"
 	"time"
 
+	"github.com/stepwise-run/stepwise/internal/answer"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -74,7 +78,7 @@ func (e *Engine) startRun(ctx context.Context, p StartParams, own bool) (*Run, e
 	if err := checkClientTools(a, p.ClientTools); err != nil {
 		return nil, err
 	}
-	if err := checkBreakpoints(p.Breakpoints); err != nil {
+	if err := answer.CheckSelectors(p.Breakpoints); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrInvalid, err)
 	}
 	now := e.now()
@@ -180,7 +184,7 @@ func (e *Engine) execute(ctx context.Context, runID string, owned bool) iter.Seq
 			return
 		}
 		events := broker.NewSink()
-		x.sink = events
+		x.Sink = events
 		done := make(chan error, 1)
 		go func() {
 			err := x.loop()
@@ -192,7 +196,7 @@ func (e *Engine) execute(ctx context.Context, runID string, owned bool) iter.Seq
 			for _, ev := range batch {
 				events.Took()
 				if !yield(ev, nil) {
-					x.cancel(errDetached)
+					x.Cancel(runexec.ErrDetached)
 					for batch = events.Next(batch); batch != nil; batch = events.Next(batch) {
 					}
 					<-done
@@ -249,7 +253,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) (*Run, error)
 	x := e.active[runID]
 	e.mu.Unlock()
 	if x != nil {
-		x.cancel(ErrRunCancelled)
+		x.Cancel(ErrRunCancelled)
 	}
 	e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: e.now()})
 	e.observeRunFinished(r, nil)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stepwise-run/stepwise/internal/runexec"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -27,7 +29,7 @@ func subAgentDef(a *Agent) llm.ToolDef {
 // callSubAgent runs (or resumes) the child run of one sub-agent call in this
 // process and returns the parent's agent step. A failed child becomes a tool
 // error for the parent; a child waiting for input parks the parent.
-func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall) *outcome {
+func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall) *runexec.Outcome {
 	var args struct {
 		Input string `json:"input"`
 	}
@@ -42,7 +44,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 			limit, setBy = p.agent.Limits.MaxDepth, p.agent.Name
 		}
 	}
-	if x.run.Hop+1 > limit {
+	if x.Run.Hop+1 > limit {
 		return x.agentResult(call, "", toolError(fmt.Sprintf("sub-agent depth limit %d (of agent %s) reached", limit, setBy)))
 	}
 	for p := x; p != nil; p = p.parent {
@@ -51,7 +53,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		}
 	}
 	child, created, err := x.childRun(ctx, sub, call, args.Input)
-	if err != nil && x.interrupted() {
+	if err != nil && x.Interrupted() {
 		return nil
 	}
 	if err != nil {
@@ -59,20 +61,20 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 	}
 	if !child.Status.Terminal() {
 		cx, err := x.e.claim(ctx, child.ID, x, created)
-		if err != nil && x.interrupted() {
+		if err != nil && x.Interrupted() {
 			return nil
 		}
 		if errors.Is(err, ErrConflict) {
 			// Another execution holds the child (it was handed back to the
 			// queue and taken by an executor): wait for it, as for a child
 			// waiting for input; its end wakes this run.
-			return &outcome{child: child.ID}
+			return &runexec.Outcome{Child: child.ID}
 		}
 		if errors.Is(err, ErrRunFinished) {
 			// Another execution finished the child between the read and
 			// the claim: its end is the call's result, not a failure.
 			if child, err = x.e.store.RunGet(ctx, &store.RunGetParams{ID: child.ID}); err != nil {
-				if x.interrupted() {
+				if x.Interrupted() {
 					return nil
 				}
 				return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
@@ -84,7 +86,7 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		}
 		err = cx.loop()
 		cx.release()
-		if x.interrupted() {
+		if x.Interrupted() {
 			// The parent was stopped: the child handed itself back to the
 			// queue and the parent commits nothing for this call.
 			return nil
@@ -92,18 +94,18 @@ func (x *execution) callSubAgent(ctx context.Context, sub *Agent, call ToolCall)
 		if err != nil {
 			return x.childResult(call, child, toolError("sub-agent: "+err.Error()))
 		}
-		child = cx.runSnapshot()
+		child = cx.RunSnapshot()
 	}
 	return x.childOutcome(sub, call, child)
 }
 
 // childOutcome is the parent's outcome of a child run that stopped.
-func (x *execution) childOutcome(sub *Agent, call ToolCall, child *Run) *outcome {
+func (x *execution) childOutcome(sub *Agent, call ToolCall, child *Run) *runexec.Outcome {
 	switch child.Status {
 	case steptype.RunCompleted:
 		return x.childResult(call, child, &tool.Result{Content: child.Output})
 	case steptype.RunWaiting:
-		return &outcome{child: child.ID}
+		return &runexec.Outcome{Child: child.ID}
 	default:
 		msg := "sub-agent " + sub.Name + " " + string(child.Status)
 		if child.Error != nil {
@@ -116,7 +118,7 @@ func (x *execution) childOutcome(sub *Agent, call ToolCall, child *Run) *outcome
 // childRun finds the child run of a call (after a crash or a stop) or
 // creates it; created says it did.
 func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, input string) (*Run, bool, error) {
-	kids, err := x.e.store.RunList(ctx, &store.RunListParams{ParentRunID: x.run.ID})
+	kids, err := x.e.store.RunList(ctx, &store.RunListParams{ParentRunID: x.Run.ID})
 	if err != nil {
 		return nil, false, err
 	}
@@ -129,15 +131,15 @@ func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, inp
 	}
 	o := runOptions{ToolCallID: call.ID, AgentVersion: sub.Version}
 	if x.replay != nil {
-		o.Replay = &x.replay.opts
+		o.Replay = &x.replay.Opts
 	}
 	opts, _ := json.Marshal(o)
 	// Created leased to this engine, so that no executor takes it before
 	// this execution runs it.
 	now := x.e.now()
 	r := &Run{
-		ID: NewID(), SessionID: x.run.SessionID, Agent: sub.Name, ParentRunID: x.run.ID, ParentStepID: NewID(),
-		Hop: x.run.Hop + 1, Status: steptype.RunRunning, Input: input, Options: opts, CreatedAt: now, UpdatedAt: now,
+		ID: NewID(), SessionID: x.Run.SessionID, Agent: sub.Name, ParentRunID: x.Run.ID, ParentStepID: NewID(),
+		Hop: x.Run.Hop + 1, Status: steptype.RunRunning, Input: input, Options: opts, CreatedAt: now, UpdatedAt: now,
 		LeaseOwner: x.e.cfg.Owner, LeaseExpires: now.Add(x.e.cfg.Lease),
 	}
 	created, err := x.e.store.RunCreate(ctx, &store.RunCreateParams{Run: r})
@@ -146,19 +148,19 @@ func (x *execution) childRun(ctx context.Context, sub *Agent, call ToolCall, inp
 
 // agentResult builds the parent's agent step for a sub-agent call; stepID
 // is the id its child run links to. The step started when the call did.
-func (x *execution) agentResult(call ToolCall, stepID string, r *tool.Result) *outcome {
-	s := x.toolResultStep(call, r)
+func (x *execution) agentResult(call ToolCall, stepID string, r *tool.Result) *runexec.Outcome {
+	s := x.ToolResultStep(call, r)
 	s.Kind = steptype.KindAgent
 	s.ID = stepID
-	return &outcome{step: s, final: true}
+	return &runexec.Outcome{Step: s, Final: true}
 }
 
 // childResult is agentResult for a call that has a child run: the step
 // started when the child run did.
-func (x *execution) childResult(call ToolCall, child *Run, r *tool.Result) *outcome {
+func (x *execution) childResult(call ToolCall, child *Run, r *tool.Result) *runexec.Outcome {
 	o := x.agentResult(call, child.ParentStepID, r)
-	if !child.CreatedAt.IsZero() && child.CreatedAt.Before(o.step.Metrics.FinishedAt) {
-		o.step.Metrics.StartedAt = child.CreatedAt
+	if !child.CreatedAt.IsZero() && child.CreatedAt.Before(o.Step.Metrics.FinishedAt) {
+		o.Step.Metrics.StartedAt = child.CreatedAt
 	}
 	return o
 }

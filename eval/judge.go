@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/render"
+
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -228,7 +229,7 @@ func (j *Judge) Evaluate(ctx context.Context, in *Input) ([]Result, error) {
 func (j *Judge) prompt(in *Input) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Task\n%s\n\n", in.Run.Input)
-	trace := stepwise.RenderSteps(in.Steps)
+	trace := render.Steps(in.Steps)
 	if limit := j.cfg.MaxTranscript; len(trace) > limit {
 		cut := len(trace) - limit
 		for cut < len(trace) && trace[cut]&0xc0 == 0x80 {

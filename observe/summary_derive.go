@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/stepwise-run/stepwise/render"
+
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/store"
 )
@@ -27,12 +29,12 @@ func Derive(ctx context.Context, st store.Store, run *stepwise.Run, step *stepwi
 		a.Goal = run.Input
 	}
 	if a.Action == "" {
-		a.Action = stepwise.RenderSteps([]*stepwise.Step{step})
+		a.Action = render.Steps([]*stepwise.Step{step})
 	}
 	if a.State == "" && step.Sequence > 1 {
 		prev, err := st.StepGet(ctx, &store.StepGetParams{SessionID: step.SessionID, Sequence: step.Sequence - 1})
 		if err == nil {
-			a.State = stepwise.RenderSteps([]*stepwise.Step{prev})
+			a.State = render.Steps([]*stepwise.Step{prev})
 		}
 	}
 	return a

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stepwise-run/stepwise/render"
+
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
@@ -29,7 +31,7 @@ listing the numbers of the relevant candidates, most relevant first. Leave out i
 const DefaultRerankMaxChars = 1500
 
 // LLMReranker reranks candidates with a model of any provider: the prompt
-// lists the candidates, numbered, rendered with stepwise.RenderSteps, and
+// lists the candidates, numbered, rendered with render.Steps, and
 // asks for an ordered JSON list of numbers. The answer is parsed
 // leniently: {"ids": [...]} (or "ranking", "order", "ranked"), a bare
 // array, inside a code fence or prose, numbers as numbers or strings
@@ -95,7 +97,7 @@ func (r *LLMReranker) prompt(queries []string, hits []*Hit) string {
 	}
 	b.WriteString("\nCandidates:\n")
 	for i, h := range hits {
-		fmt.Fprintf(&b, "\n[%d]\n%s\n", i+1, truncate(stepwise.RenderSteps([]*stepwise.Step{h.Step}), limit))
+		fmt.Fprintf(&b, "\n[%d]\n%s\n", i+1, truncate(render.Steps([]*stepwise.Step{h.Step}), limit))
 	}
 	fmt.Fprintf(&b, "\nAnswer with JSON only: {\"ids\": [...]} with the numbers (1 to %d) of the relevant candidates, most relevant first.", len(hits))
 	return b.String()

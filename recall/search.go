@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepwise-run/stepwise/render"
+
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -38,7 +40,7 @@ func (r *QueryWithSteps) StepList() []*stepwise.Step {
 
 // Render renders the hits as text for a model or a terminal: a header per
 // hit (rank, score, session, time) followed by the step rendered with
-// stepwise.RenderSteps (its Action, Decision, Call Program or End Program
+// render.Steps (its Action, Decision, Call Program or End Program
 // template).
 func (r *QueryWithSteps) Render() string {
 	if len(r.Steps) == 0 {
@@ -51,7 +53,7 @@ func (r *QueryWithSteps) Render() string {
 		}
 		s := h.Step
 		fmt.Fprintf(&b, "[%d] score %.3f · session %s · %s %s\n", i+1, h.Score, s.SessionID, s.Kind, s.CreatedAt.UTC().Format(time.DateTime))
-		b.WriteString(stepwise.RenderSteps([]*stepwise.Step{s}))
+		b.WriteString(render.Steps([]*stepwise.Step{s}))
 	}
 	return b.String()
 }

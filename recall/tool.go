@@ -61,7 +61,7 @@ type toolArgs struct {
 
 // NewTool returns the past_steps_search tool: it finds the past steps most
 // similar to a query and returns them rendered as text (score, session and
-// time, then the step in its template via stepwise.RenderSteps), so
+// time, then the step in its template via render.Steps), so
 // an agent can learn from its own history. Give it to an agent like any
 // tool; steps must be embedded by a Worker (or Backfill) with the same
 // embedder.

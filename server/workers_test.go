@@ -409,3 +409,76 @@ func TestWorkerToolHumanInput(t *testing.T) {
 		t.Fatalf("tool steps = %+v", steps)
 	}
 }
+
+// TestWorkerStopEndsItsHeldPoll: a worker that stops gracefully may leave
+// a poll held on the server (its request not yet seen closed). The stop
+// ends that poll, so a task created next goes to another worker, not to
+// the stopped one's poll and its lease.
+func TestWorkerStopEndsItsHeldPoll(t *testing.T) {
+	t.Parallel()
+	var svc *worker.Service
+	e := newEnv(t, nil, func(c *Config) {
+		var err error
+		svc, err = worker.New(worker.Config{Engine: c.Engine, Build: scriptedBuild, Lease: time.Hour, Recheck: time.Hour})
+		if err != nil {
+			panic(err)
+		}
+		c.Workers = svc
+	})
+	a := &workertest.Worker{URL: e.ts.URL, ID: "w-stopping"}
+	b := &workertest.Worker{URL: e.ts.URL, ID: "w-next"}
+	for _, w := range []*workertest.Worker{a, b} {
+		if _, err := w.Register(t.Context(), shopAgent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []*wire.Task
+	var perr error
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		got, perr = a.Poll(t.Context(), []string{"shop"}, 1, 60*time.Second)
+	}()
+	for svc.Waiting() != 1 {
+		select {
+		case <-polled:
+			t.Fatalf("the poll returned before any task existed: %v, %v", got, perr)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if n, err := a.Release(t.Context()); err != nil || n != 0 {
+		t.Fatalf("release: %d, %v", n, err)
+	}
+	e.startRun("shop", "buy")
+	// The lease is an hour: the next worker gets the task only if the
+	// stopped worker's poll did not take it, or handed it back.
+	if task := poll(t, b); task.Name != "validate" {
+		t.Fatalf("the next worker got %+v", task)
+	}
+	<-polled
+	if perr != nil || len(got) != 0 {
+		t.Fatalf("the stopped worker's held poll = %v, %v; want it ended with no task", got, perr)
+	}
+}
+
+// Workers that register one new agent at the same moment all succeed: none
+// takes the others' registration for an agent the server defines itself.
+func TestWorkersRegisterOneAgentAtOnce(t *testing.T) {
+	for round := range 20 {
+		e := newEnv(t, nil, withWorkers(5*time.Second))
+		const n = 8
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				w := &workertest.Worker{URL: e.ts.URL, ID: fmt.Sprintf("w%d", i)}
+				_, err := w.Register(t.Context(), shopAgent())
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}

@@ -14,10 +14,12 @@ import (
 // every claim increments, and finished at most once, by the holder of the
 // current token.
 type TaskStore interface {
-	// TaskCreate inserts a queued task. It is idempotent by Key: when a
-	// task of that key exists, it is returned as stored (whatever its
-	// state) and nothing is written. The task's run must exist
-	// (ErrNotFound).
+	// TaskCreate inserts a queued task, or, when p.Owner is set, a task
+	// claimed by p.Owner under token 1 with a lease of p.Lease (handed to
+	// a worker waiting for one, without a claim of its own). It is
+	// idempotent by Key: when a task of that key exists, it is returned
+	// as stored (whatever its state) and nothing is written. The task's
+	// run must exist (ErrNotFound).
 	TaskCreate(ctx context.Context, p *TaskCreateParams) (*Task, error)
 	// TaskGet returns a task by ID or by Key, or ErrNotFound.
 	TaskGet(ctx context.Context, p *TaskGetParams) (*Task, error)
@@ -96,7 +98,23 @@ func (t *Task) Finished() bool {
 // TaskCreateParams are the parameters of TaskStore.TaskCreate.
 type TaskCreateParams struct {
 	Task *Task // ID, Key, Kind, Name, Agent, SessionID, RunID required
-	Now  time.Time
+	// Owner, when set, creates the task claimed by Owner with a lease of
+	// Lease (required then): its first claim.
+	Owner string
+	Lease time.Duration
+	Now   time.Time
+}
+
+// Created returns the task p creates, as TaskCreate stores it at now:
+// queued, or claimed by p.Owner.
+func (p *TaskCreateParams) Created(now time.Time) *Task {
+	t := CloneTask(p.Task)
+	t.State, t.Owner, t.Token, t.Claims, t.LeaseExpires, t.Result = TaskQueued, "", 0, 0, time.Time{}, nil
+	if p.Owner != "" {
+		t.State, t.Owner, t.Token, t.Claims, t.LeaseExpires = TaskClaimed, p.Owner, 1, 1, now.Add(p.Lease)
+	}
+	t.CreatedAt, t.UpdatedAt, t.FinishedAt = now, now, time.Time{}
+	return t
 }
 
 // TaskGetParams are the parameters of TaskStore.TaskGet: ID or Key.
@@ -160,6 +178,9 @@ func CheckTaskCreate(p *TaskCreateParams) error {
 	}
 	if t.Input != nil && !json.Valid(t.Input) {
 		return fmt.Errorf("%w: task input is not JSON", ErrInvalid)
+	}
+	if p.Owner != "" && p.Lease <= 0 {
+		return fmt.Errorf("%w: a task created claimed needs a positive lease", ErrInvalid)
 	}
 	return nil
 }

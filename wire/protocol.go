@@ -196,6 +196,13 @@ type BreakpointPause struct {
 	At int64 `json:"at"`
 }
 
+// ApprovalAnswer is the answer to a tool-call approval request.
+type ApprovalAnswer struct {
+	Approved bool   `json:"approved"`
+	Message  string `json:"message,omitempty"` // shown to the model on rejection
+	Always   bool   `json:"always,omitempty"`  // allow this tool for the rest of the session
+}
+
 // BreakpointAnswer answers a breakpoint's pause: Action "continue" (the
 // default) runs on to the next breakpoint, "step" pauses again before the
 // next step; State, a JSON object, is merged into the run's state (RFC

@@ -62,14 +62,12 @@ func (h *stepHandler) HandleStep(ctx context.Context, sc *stepwise.Scope) (*step
 	if err != nil {
 		return nil, fmt.Errorf("task input: %w", err)
 	}
-	t, err := h.svc.offer(ctx, &store.Task{ID: stepwise.NewID(), Key: StepKey(run.ID, sc.StepName(), run.StepCount), Kind: wire.TaskKindStep,
+	t, err := h.svc.serve(ctx, &store.Task{ID: stepwise.NewID(), Key: StepKey(run.ID, sc.StepName(), run.StepCount), Kind: wire.TaskKindStep,
 		Name: sc.StepName(), Agent: h.agent, AgentVersion: sc.Agent().Version, SessionID: run.SessionID, RunID: run.ID, StepID: sc.StepID(),
-		Attempt: sc.Attempt(), Input: input})
-	if err != nil {
-		return nil, err
+		Attempt: sc.Attempt(), Input: input}, func(evs []*wire.TaskEvent) { relayStep(ctx, sc, evs) })
+	if t != nil {
+		sc.SetMetadata(MetaTask, t.ID)
 	}
-	sc.SetMetadata(MetaTask, t.ID)
-	t, err = h.svc.await(ctx, t, func(evs []*wire.TaskEvent) { relayStep(ctx, sc, evs) })
 	if err != nil {
 		return nil, err
 	}
@@ -217,12 +215,8 @@ func (t *workerTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	task, err := t.svc.offer(ctx, &store.Task{ID: stepwise.NewID(), Key: toolAnswerKey(ToolKey(c.IdempotencyKey, c.Attempt), len(c.Answers)), Kind: wire.TaskKindTool,
-		Name: c.Name, Agent: t.agent, SessionID: c.SessionID, RunID: c.RunID, Attempt: c.Attempt, Input: input})
-	if err != nil {
-		return nil, err
-	}
-	task, err = t.svc.await(ctx, task, func(evs []*wire.TaskEvent) { relayTool(ctx, evs) })
+	task, err := t.svc.serve(ctx, &store.Task{ID: stepwise.NewID(), Key: toolAnswerKey(ToolKey(c.IdempotencyKey, c.Attempt), len(c.Answers)), Kind: wire.TaskKindTool,
+		Name: c.Name, Agent: t.agent, SessionID: c.SessionID, RunID: c.RunID, Attempt: c.Attempt, Input: input}, func(evs []*wire.TaskEvent) { relayTool(ctx, evs) })
 	if err != nil {
 		return nil, err
 	}
@@ -250,47 +244,83 @@ func (t *workerTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, erro
 	return r, nil
 }
 
-// offer creates a task (or finds the one of its key) and wakes pollers.
-func (s *Service) offer(ctx context.Context, t *store.Task) (*store.Task, error) {
-	got, err := s.store.TaskCreate(context.WithoutCancel(ctx), &store.TaskCreateParams{Task: t})
+// create creates task t: claimed by a poll waiting for it in this process
+// (handed over: a claim the fewer), else queued.
+func (s *Service) create(ctx context.Context, t *store.Task) (*store.Task, error) {
+	p := &store.TaskCreateParams{Task: t}
+	w := s.hub.take(t.Agent, t.Name)
+	if w != nil {
+		p.Owner, p.Lease = w.worker, s.cfg.Lease
+	}
+	got, err := s.store.TaskCreate(context.WithoutCancel(ctx), p)
+	if w != nil {
+		if err == nil && got.ID == t.ID && got.State == store.TaskClaimed && got.Token == 1 {
+			s.remember([]*store.Task{got})
+			w.ch <- got
+		} else {
+			w.ch <- nil // the key's task existed, or none was made
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create task: %w", err)
-	}
-	if got.State == store.TaskQueued {
-		s.hub.taskQueued(got.Agent)
 	}
 	return got, nil
 }
 
-// await waits for task t to finish: woken by the hub (the finishing
-// request in this process, or the store's notification from another),
-// re-reading the table every Recheck besides. Events the worker reports
-// meanwhile are passed to relay on this goroutine.
-func (s *Service) await(ctx context.Context, t *store.Task, relay func([]*wire.TaskEvent)) (*store.Task, error) {
-	if t.Finished() {
-		return t, nil
-	}
+// serve creates task t (or finds the one of its key), wakes pollers, and
+// waits for it to finish: woken by the hub (the finishing request in this
+// process hands over the finished task; the store's notification of
+// another process makes it read the table), re-reading the table every
+// Recheck besides. Events the worker reports meanwhile are passed to relay
+// on this goroutine. On an error after the task exists, the task is
+// returned with it.
+func (s *Service) serve(ctx context.Context, t *store.Task, relay func([]*wire.TaskEvent)) (*store.Task, error) {
+	// Watch the new id before the task exists: a task this call creates
+	// cannot finish unseen, so it needs no read after the create.
 	done, unwatch := s.hub.watchFinished(t.ID)
-	defer unwatch()
 	evs, unrelay := s.hub.relay(t.ID)
-	defer unrelay()
+	defer func() { unwatch(); unrelay() }()
+	got, err := s.create(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if got.Finished() {
+		return got, nil
+	}
+	if got.State == store.TaskQueued {
+		s.hub.taskQueued(got.Agent)
+	}
+	read := got.ID != t.ID // the task of the key existed: it may finish before the watch
+	if read {
+		unwatch()
+		unrelay()
+		done, unwatch = s.hub.watchFinished(got.ID)
+		evs, unrelay = s.hub.relay(got.ID)
+	}
 	tick := time.NewTicker(s.cfg.Recheck)
 	defer tick.Stop()
 	for {
-		got, err := s.store.TaskGet(ctx, &store.TaskGetParams{ID: t.ID})
-		if err == nil && got.Finished() {
-			return got, nil
+		if read {
+			ft, err := s.store.TaskGet(ctx, &store.TaskGetParams{ID: got.ID})
+			if err == nil && ft.Finished() {
+				return ft, nil
+			}
+			if err != nil && ctx.Err() != nil {
+				return got, context.Cause(ctx)
+			}
 		}
-		if err != nil && ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
+		read = true
 		select {
 		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-done:
+			return got, context.Cause(ctx)
+		case ft := <-done:
+			if ft != nil && ft.ID == got.ID && ft.Finished() {
+				return ft, nil
+			}
 		case <-tick.C:
 		case batch := <-evs:
 			relay(batch)
+			read = false
 		}
 	}
 }

@@ -93,6 +93,15 @@ type Service struct {
 
 	mu   sync.Mutex
 	regs map[string]*registration // by agent name
+	// regMu serializes registrations: between the check that a new
+	// agent's name is free and its entry in regs, another registration of
+	// the same agent would see the engine's agent and take it for one the
+	// server defines.
+	regMu sync.Mutex
+
+	claimMu sync.Mutex
+	claimed map[string]*store.Task // by id: the tasks this process's polls claimed, as claimed
+	stops   map[string]uint64      // by worker id: its graceful stops (ReleaseWorker) so far
 
 	waiting atomic.Int64 // polls held with nothing to claim
 }
@@ -115,7 +124,8 @@ func New(cfg Config) (*Service, error) {
 	}
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{cfg: cfg, store: cfg.Engine.Store(), hub: newHub(), cancel: cancel, done: make(chan struct{}), regs: map[string]*registration{}}
+	s := &Service{cfg: cfg, store: cfg.Engine.Store(), hub: newHub(), cancel: cancel, done: make(chan struct{}), regs: map[string]*registration{},
+		claimed: map[string]*store.Task{}, stops: map[string]uint64{}}
 	go s.listen(ctx)
 	return s, nil
 }
@@ -161,7 +171,7 @@ func (s *Service) listen(ctx context.Context) {
 			case len(p) > 2 && p[:2] == "Q ":
 				s.hub.taskQueued(p[2:])
 			case len(p) > 2 && p[:2] == "F ":
-				s.hub.taskFinished(p[2:])
+				s.hub.taskFinished(p[2:], nil)
 			default:
 				s.hub.wakeAll()
 			}
@@ -181,6 +191,8 @@ func (s *Service) Register(ctx context.Context, req *wire.WorkerRegister) (*wire
 	if len(req.Agents) == 0 {
 		return nil, invalid("agents: register at least one agent")
 	}
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
 	out := &wire.WorkerRegistered{WorkerID: req.WorkerID, Agents: []*wire.RegisteredAgent{}, Limits: s.Limits()}
 	// Build every agent first: a registration with one bad agent changes nothing.
 	type built struct {

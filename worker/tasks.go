@@ -36,19 +36,45 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 	if p.WaitMS > 0 {
 		wait = time.Duration(p.WaitMS) * time.Millisecond
 	}
+	request, stops := ctx, s.stopsOf(p.WorkerID)
+	// gone: nobody will read this poll's answer (the worker left, or it
+	// stopped gracefully while the poll was held): a task it claimed is
+	// handed back at once rather than left to its lease.
+	gone := func() bool { return request.Err() != nil || s.stopsOf(p.WorkerID) != stops }
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	woken, unwatch := s.hub.watchQueued(p.Agents)
 	defer unwatch()
 	tick := time.NewTicker(s.cfg.Recheck)
 	defer tick.Stop()
+	limit := max(1, p.Max)
 	for {
-		ts, err := s.store.TaskClaim(context.WithoutCancel(ctx), &store.TaskClaimParams{Owner: p.WorkerID, Agents: p.Agents, Names: p.Handlers,
-			Lease: s.cfg.Lease, Limit: max(1, p.Max)})
-		if err != nil {
-			return nil, err
+		// Waiting already while claiming: a task created meanwhile is
+		// handed over rather than left for the next claim.
+		if gone() {
+			return nil, nil
 		}
-		if len(ts) > 0 {
+		w := s.hub.wait(p.WorkerID, p.Agents, p.Handlers)
+		ts, err := s.store.TaskClaim(context.WithoutCancel(ctx), &store.TaskClaimParams{Owner: p.WorkerID, Agents: p.Agents, Names: p.Handlers,
+			Lease: s.cfg.Lease, Limit: limit})
+		if err != nil || len(ts) > 0 {
+			if !s.hub.unwait(w) {
+				if h := <-w.ch; h != nil && err == nil && len(ts) < limit {
+					ts = append(ts, h)
+				} else if h != nil {
+					s.handBack(request, h)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+			if gone() {
+				for _, t := range ts {
+					s.handBack(request, t)
+				}
+				return nil, nil
+			}
+			s.remember(ts)
 			out := make([]*wire.Task, len(ts))
 			for i, t := range ts {
 				out[i] = wireTask(t)
@@ -56,14 +82,43 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 			return out, nil
 		}
 		s.waiting.Add(1)
+		var handed *store.Task
+		received := false
 		select {
+		case handed = <-w.ch:
+			received = true
 		case <-ctx.Done():
-			s.waiting.Add(-1)
-			return nil, nil
 		case <-woken:
 		case <-tick.C:
 		}
+		if !received && !s.hub.unwait(w) {
+			handed = <-w.ch // taken meanwhile: its create answers at once
+		}
 		s.waiting.Add(-1)
+		if handed != nil {
+			if gone() {
+				s.handBack(request, handed)
+				return nil, nil
+			}
+			return []*wire.Task{wireTask(handed)}, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+	}
+}
+
+// stopsOf returns the number of graceful stops of worker so far.
+func (s *Service) stopsOf(worker string) uint64 {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	return s.stops[worker]
+}
+
+// handBack releases a task handed over to a poll that cannot take it.
+func (s *Service) handBack(ctx context.Context, t *store.Task) {
+	if _, err := s.Release(context.WithoutCancel(ctx), t.ID, t.Token); err != nil {
+		s.cfg.Logger.Warn("stepwise: hand a task back", "task", t.ID, "err", err)
 	}
 }
 
@@ -95,8 +150,58 @@ func (s *Service) fencedErr(ctx context.Context, id string, token int64) (dup bo
 	}
 }
 
-// held returns task id if token holds it.
+// maxClaimed bounds the claims a Service remembers.
+const maxClaimed = 4096
+
+// remember keeps the tasks a poll claimed, so that their completion needs
+// no read: what it checks (the kind, name and agent) and records (the
+// owner of the token) does not change while the token holds, and the
+// store's finish checks the token itself.
+func (s *Service) remember(ts []*store.Task) {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	if len(s.claimed)+len(ts) > maxClaimed {
+		// Claims whose worker went away and whose lease passed: a late
+		// call reads the task instead.
+		now := time.Now()
+		for id, t := range s.claimed {
+			if t.LeaseExpires.Before(now) {
+				delete(s.claimed, id)
+			}
+		}
+		if len(s.claimed)+len(ts) > maxClaimed {
+			clear(s.claimed)
+		}
+	}
+	for _, t := range ts {
+		s.claimed[t.ID] = t
+	}
+}
+
+// forget drops the remembered claim of task id.
+func (s *Service) forget(id string) {
+	s.claimMu.Lock()
+	delete(s.claimed, id)
+	s.claimMu.Unlock()
+}
+
+// claim returns the remembered claim of task id under token, or nil.
+func (s *Service) claim(id string, token int64) *store.Task {
+	s.claimMu.Lock()
+	defer s.claimMu.Unlock()
+	if t := s.claimed[id]; t != nil && t.Token == token {
+		return t
+	}
+	return nil
+}
+
+// held returns task id if token holds it: the claim this process made
+// under token (the store's finish checks that it still holds), or the
+// task as stored.
 func (s *Service) held(ctx context.Context, id string, token int64) (*store.Task, error) {
+	if t := s.claim(id, token); t != nil {
+		return t, nil
+	}
 	t, err := s.store.TaskGet(ctx, &store.TaskGetParams{ID: id})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrTaskNotFound, id)
@@ -317,7 +422,8 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *ou
 		return nil, err
 	}
 	done, err := s.store.TaskFinish(ctx, &store.TaskFinishParams{ID: t.ID, Token: t.Token, State: state, Result: res})
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+		s.forget(t.ID)
 		dup, ferr := s.fencedErr(ctx, t.ID, t.Token)
 		if dup {
 			return &wire.TaskResult{ID: t.ID, State: state, Duplicate: true}, nil
@@ -327,7 +433,8 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *ou
 	if err != nil {
 		return nil, err
 	}
-	s.hub.taskFinished(t.ID)
+	s.forget(t.ID)
+	s.hub.taskFinished(t.ID, done)
 	return &wire.TaskResult{ID: done.ID, State: done.State}, nil
 }
 
@@ -344,6 +451,7 @@ func (s *Service) Release(ctx context.Context, id string, token int64) (*wire.Ta
 		}
 		return nil, err
 	}
+	s.forget(id)
 	s.hub.taskQueued(ts[0].Agent)
 	return &wire.TaskResult{ID: id, State: store.TaskQueued}, nil
 }
@@ -353,11 +461,19 @@ func (s *Service) ReleaseWorker(ctx context.Context, worker string) (int, error)
 	if !workerID.MatchString(worker) {
 		return 0, invalid("worker_id %q: want 1-128 of letters, digits, _ . : -", worker)
 	}
+	// The worker's polls held now are of before its stop: they end, and
+	// hand back what they claim meanwhile (counted before the release, so
+	// a claim that commits after it is seen).
+	s.claimMu.Lock()
+	s.stops[worker]++
+	s.claimMu.Unlock()
+	s.hub.wakeAll()
 	ts, err := s.store.TaskRelease(ctx, &store.TaskReleaseParams{Owner: worker})
 	if err != nil {
 		return 0, err
 	}
 	for _, t := range ts {
+		s.forget(t.ID)
 		s.hub.taskQueued(t.Agent)
 	}
 	return len(ts), nil

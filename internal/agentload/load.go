@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stepwise-run/stepwise/render"
+
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/internal/agentfile"
 	"github.com/stepwise-run/stepwise/llm"
@@ -23,6 +25,7 @@ import (
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
+	"github.com/stepwise-run/stepwise/tool/a2a"
 	"github.com/stepwise-run/stepwise/tool/builtin"
 	"github.com/stepwise-run/stepwise/tool/mcp"
 )
@@ -46,7 +49,7 @@ type Options struct {
 type Loaded struct {
 	Agent  *stepwise.Agent
 	Spec   *agentfile.Spec
-	Prices stepwise.PriceTable // prices declared in the file (and its sub-agents)
+	Prices llm.PriceTable // prices declared in the file (and its sub-agents)
 	// Observed is the observe section of the file and of its sub-agents'
 	// files, by agent name.
 	Observed map[string]*Observed
@@ -64,7 +67,7 @@ func (l *Loaded) Close() error {
 
 // Load reads an agent file and builds its agent.
 func Load(ctx context.Context, path string, o Options) (*Loaded, error) {
-	l := &Loaded{Prices: stepwise.PriceTable{}, Observed: map[string]*Observed{}}
+	l := &Loaded{Prices: llm.PriceTable{}, Observed: map[string]*Observed{}}
 	a, err := l.load(ctx, path, o, map[string]bool{})
 	if err != nil {
 		_ = l.Close()
@@ -94,7 +97,7 @@ func FromSpec(ctx context.Context, spec *agentfile.Spec, o Options) (*Loaded, er
 	if len(spec.SubAgents) > 0 {
 		return nil, fmt.Errorf("%s: sub_agents name files; this definition cannot have them", spec.File)
 	}
-	l := &Loaded{Prices: stepwise.PriceTable{}, Observed: map[string]*Observed{}}
+	l := &Loaded{Prices: llm.PriceTable{}, Observed: map[string]*Observed{}}
 	a, err := l.build(ctx, spec, o, map[string]bool{})
 	if err != nil {
 		_ = l.Close()
@@ -144,7 +147,7 @@ func (l *Loaded) build(ctx context.Context, spec *agentfile.Spec, o Options, see
 		}
 	}
 	for m, p := range spec.Prices {
-		l.Prices[m] = stepwise.Price{Input: p.Input, Output: p.Output, CachedInput: p.Cached}
+		l.Prices[m] = llm.Price{Input: p.Input, Output: p.Output, CachedInput: p.Cached}
 	}
 	for _, t := range spec.Tools {
 		if t.Name == agentfile.ToolPastStepsSearch {
@@ -180,7 +183,35 @@ func (l *Loaded) build(ctx context.Context, spec *agentfile.Spec, o Options, see
 		}
 		a.SubAgents = append(a.SubAgents, sa)
 	}
+	for _, r := range spec.A2AAgents {
+		t, err := remoteAgent(ctx, r)
+		if err != nil {
+			name := r.Name
+			if name == "" {
+				name = r.URL
+			}
+			return nil, fmt.Errorf("%s: sub-agent %s: %w", spec.File, name, err)
+		}
+		a.Tools = append(a.Tools, t)
+	}
 	return a, nil
+}
+
+// remoteAgent builds the tool of a remote A2A sub-agent: it reads the
+// agent's card now, so a wrong URL fails the load.
+func remoteAgent(ctx context.Context, r agentfile.A2AAgent) (tool.Tool, error) {
+	headers := map[string]string{}
+	for k, v := range r.Headers {
+		headers[k] = v
+	}
+	if r.TokenEnv != "" {
+		tok := os.Getenv(r.TokenEnv)
+		if tok == "" {
+			return nil, fmt.Errorf("token_env: %s is not set", r.TokenEnv)
+		}
+		headers["Authorization"] = "Bearer " + tok
+	}
+	return a2a.New(ctx, a2a.Config{URL: r.URL, Name: r.Name, Description: r.Description, Headers: headers, CancelCause: stepwise.ErrRunCancelled})
 }
 
 func envList(m map[string]string) []string {
@@ -243,7 +274,7 @@ func buildTool(t agentfile.Tool, o Options) ([]tool.Tool, error) {
 		if o.Store == nil {
 			return nil, errors.New("needs a store")
 		}
-		return []tool.Tool{stepwise.TraceTool(o.Store)}, nil
+		return []tool.Tool{render.TraceTool(o.Store)}, nil
 	}
 	if f, ok := o.Extra[t.Name]; ok && f != nil {
 		return one(f(t))

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/stepwise-run/stepwise/llm"
+
 	"github.com/stepwise-run/stepwise"
 	"github.com/stepwise-run/stepwise/eval"
 	"github.com/stepwise-run/stepwise/internal/agentload"
@@ -110,7 +112,7 @@ func (e *env) open(ctx context.Context, agentArg string, moreFiles ...string) (*
 }
 
 // agents returns the built-in agents and the agent file's, with prices.
-func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles ...string) ([]*stepwise.Agent, stepwise.PriceTable, error) {
+func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles ...string) ([]*stepwise.Agent, llm.PriceTable, error) {
 	a, err := demo.Agents(demo.Options{})
 	if err != nil {
 		return nil, nil, err
@@ -120,7 +122,7 @@ func (e *env) agents(ctx context.Context, r *runtime, agentArg string, moreFiles
 		return nil, nil, err
 	}
 	agents := []*stepwise.Agent{a, op}
-	prices := stepwise.DefaultPrices()
+	prices := llm.DefaultPrices()
 	files := moreFiles
 	if looksLikeFile(agentArg) {
 		files = append([]string{agentArg}, files...)

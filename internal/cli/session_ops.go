@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepwise-run/stepwise/render"
+
 	"github.com/spf13/cobra"
 
 	"github.com/stepwise-run/stepwise"
@@ -158,7 +160,7 @@ func traceCmd(e *env) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("session %q: %w", args[0], err)
 			}
-			fmt.Fprintln(e.stdout, stepwise.RenderSteps(steps))
+			fmt.Fprintln(e.stdout, render.Steps(steps))
 			return nil
 		},
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stepwise-run/stepwise/render"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stepwise-run/stepwise"
@@ -62,7 +64,7 @@ func (h *handlers) readSession(ctx context.Context, req *sdk.ReadResourceRequest
 		}
 	}
 	if trace {
-		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: stepwise.RenderSteps(steps)}}}, nil
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: render.Steps(steps)}}}, nil
 	}
 	if steps == nil {
 		steps = []*stepwise.Step{}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stepwise-run/stepwise/render"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stepwise-run/stepwise"
@@ -142,7 +144,7 @@ func (h *handlers) traceRender(ctx context.Context, in rangeIn) (traceOut, error
 	if err != nil {
 		return traceOut{}, err
 	}
-	return traceOut{SessionID: sess.ID, Trace: stepwise.RenderSteps(steps)}, nil
+	return traceOut{SessionID: sess.ID, Trace: render.Steps(steps)}, nil
 }
 
 type searchIn struct {

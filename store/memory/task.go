@@ -48,10 +48,7 @@ func (m *Store) TaskCreate(ctx context.Context, p *store.TaskCreateParams) (*sto
 	if _, err := m.RunGet(ctx, &store.RunGetParams{ID: p.Task.RunID}); err != nil {
 		return nil, err
 	}
-	t := store.CloneTask(p.Task)
-	now := nowOr(p.Now)
-	t.State, t.Owner, t.Token, t.Claims, t.LeaseExpires, t.Result = store.TaskQueued, "", 0, 0, time.Time{}, nil
-	t.CreatedAt, t.UpdatedAt, t.FinishedAt = now, now, time.Time{}
+	t := p.Created(nowOr(p.Now))
 	tt.byID[t.ID], tt.byKey[t.Key] = t, t
 	return store.CloneTask(t), nil
 }

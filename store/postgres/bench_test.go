@@ -18,6 +18,11 @@ func BenchmarkStepAppendSingle(b *testing.B) {
 	storetest.BenchAppendSingle(b, openFresh(b))
 }
 
+// BenchmarkTaskCycle: a worker task created, claimed and finished.
+func BenchmarkTaskCycle(b *testing.B) {
+	storetest.BenchTaskCycle(b, openFresh(b))
+}
+
 // BenchmarkStepAppendConcurrent: 100 goroutines, each appending to its own
 // session and run, through pools of 10 (the default) and 50 connections.
 // "shared" has the 100 goroutines append to one session: they queue on its

@@ -63,13 +63,49 @@ func (s *Store) notifyTask(ctx context.Context, tx *wtx, payload string) error {
 	return err
 }
 
-// TaskCreate implements store.TaskStore.
+// TaskCreate implements store.TaskStore: the insert (of a task of a run
+// that exists, unless its key is taken) and its notification travel in
+// one round trip with the transaction's BEGIN and COMMIT.
 func (s *Store) TaskCreate(ctx context.Context, p *store.TaskCreateParams) (*store.Task, error) {
 	if err := store.CheckTaskCreate(p); err != nil {
 		return nil, err
 	}
+	channel, err := s.channelName(store.ChannelTasks)
+	if err != nil {
+		return nil, err
+	}
+	t, c := p.Task, p.Created(time.Time{})
+	got, err := inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
+		var got *store.Task
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO tasks (`+taskCols+`)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, $14, $15::bigint, $15::integer, CASE WHEN $15::bigint = 0 THEN 0 ELSE n + $16::bigint END, NULL, n, n, 0
+			FROM (SELECT `+fmt.Sprintf(taskNowSQL, 12)+` AS n) clock WHERE EXISTS (SELECT 1 FROM runs WHERE id = $8)
+			ON CONFLICT (key) DO NOTHING RETURNING `+taskCols,
+			t.ID, t.Key, t.Kind, t.Name, t.Agent, t.AgentVersion, t.SessionID, t.RunID, t.StepID, t.Attempt, blob(t.Input), taskClock(p.Now),
+			c.State, c.Owner, c.Token, p.Lease.Nanoseconds()).
+			QueryRow(func(row pgx.Row) error {
+				var err error
+				if got, err = scanTask(row); errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				return err
+			})
+		// Announced only when this insert made the task, queued.
+		b.Queue(`SELECT pg_notify($1, $2) FROM tasks WHERE id = $3 AND key = $4 AND claims = 0`,
+			channel, store.TaskQueuedChange(t.Agent), t.ID, t.Key)
+		return got, tx.send(ctx, b, true)
+	})
+	if err != nil || got != nil {
+		return got, err
+	}
+	// The key is taken (the stored task is the answer), or the run does
+	// not exist.
 	return inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
-		t := p.Task
+		got, err := scanTask(tx.QueryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE key = $1`, t.Key))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return got, err
+		}
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)`, t.RunID).Scan(&exists); err != nil {
 			return nil, err
@@ -77,18 +113,7 @@ func (s *Store) TaskCreate(ctx context.Context, p *store.TaskCreateParams) (*sto
 		if !exists {
 			return nil, rules.NotFound("run", t.RunID)
 		}
-		got, err := scanTask(tx.QueryRow(ctx, `INSERT INTO tasks (`+taskCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', '', 0, 0, 0, NULL, `+fmt.Sprintf(taskNowSQL, 12)+`, `+fmt.Sprintf(taskNowSQL, 12)+`, 0)
-			ON CONFLICT (key) DO NOTHING RETURNING `+taskCols,
-			t.ID, t.Key, t.Kind, t.Name, t.Agent, t.AgentVersion, t.SessionID, t.RunID, t.StepID, t.Attempt, blob(t.Input), taskClock(p.Now)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			// The key is taken: the stored task is the answer.
-			return scanTask(tx.QueryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE key = $1`, t.Key))
-		}
-		if err != nil {
-			return nil, err
-		}
-		return got, s.notifyTask(ctx, tx, store.TaskQueuedChange(got.Agent))
+		return nil, fmt.Errorf("stepwise: postgres: task %s was not inserted", t.ID)
 	})
 }
 
@@ -135,7 +160,9 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.TaskClaimParams) ([]*sto
 		names = []string{}
 	}
 	return inTx(s, ctx, func(tx *wtx) ([]*store.Task, error) {
-		ts, err := scanTaskRows(tx.Query(ctx, `WITH clock AS (SELECT `+fmt.Sprintf(taskNowSQL, 1)+` AS n),
+		var ts []*store.Task
+		b := &pgx.Batch{}
+		b.Queue(`WITH clock AS (SELECT `+fmt.Sprintf(taskNowSQL, 1)+` AS n),
 			cand AS (
 				SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id, clock
 				WHERE t.state IN ('queued', 'claimed') AND (t.state = 'queued' OR t.lease_expires <= clock.n)
@@ -146,8 +173,12 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.TaskClaimParams) ([]*sto
 			UPDATE tasks SET state = 'claimed', owner = $5, token = token + 1, claims = claims + 1,
 				lease_expires = (SELECT n FROM clock) + $6, updated_at = (SELECT n FROM clock)
 			WHERE id IN (SELECT id FROM cand) RETURNING `+taskCols,
-			taskClock(p.Now), p.Agents, names, limit, p.Owner, p.Lease.Nanoseconds()))
-		if err != nil {
+			taskClock(p.Now), p.Agents, names, limit, p.Owner, p.Lease.Nanoseconds()).Query(func(rows pgx.Rows) error {
+			var err error
+			ts, err = scanTaskRows(rows, nil)
+			return err
+		})
+		if err := tx.send(ctx, b, true); err != nil {
 			return nil, err
 		}
 		sortTasks(ts)
@@ -168,19 +199,45 @@ func fenced(ctx context.Context, tx *wtx, id string, token int64) error {
 	return store.TaskFenced(t, token)
 }
 
+// heldUpdate runs sql, an update of task id that changes it only while
+// token holds it, with its BEGIN and COMMIT (and notify, when set) in one
+// round trip, and returns the task it returned, or why token does not
+// hold it.
+func (s *Store) heldUpdate(ctx context.Context, id string, token int64, notify *pgx.QueuedQuery, sql string, args ...any) (*store.Task, error) {
+	t, err := inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
+		var t *store.Task
+		b := &pgx.Batch{}
+		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+			var err error
+			if t, err = scanTask(row); errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			return err
+		})
+		if notify != nil {
+			b.QueuedQueries = append(b.QueuedQueries, notify)
+		}
+		return t, tx.send(ctx, b, true)
+	})
+	if err != nil || t != nil {
+		return t, err
+	}
+	return inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
+		err := fenced(ctx, tx, id, token)
+		if err == nil {
+			err = fmt.Errorf("stepwise: postgres: task %s is held but was not changed", id)
+		}
+		return nil, err
+	})
+}
+
 // TaskRenew implements store.TaskStore.
 func (s *Store) TaskRenew(ctx context.Context, p *store.TaskRenewParams) (*store.Task, error) {
 	if err := store.CheckTaskRenew(p); err != nil {
 		return nil, err
 	}
-	return inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
-		t, err := scanTask(tx.QueryRow(ctx, `UPDATE tasks SET lease_expires = `+fmt.Sprintf(taskNowSQL, 3)+` + $4, updated_at = `+fmt.Sprintf(taskNowSQL, 3)+`
-			WHERE id = $1 AND token = $2 AND state = 'claimed' RETURNING `+taskCols, p.ID, p.Token, taskClock(p.Now), p.Lease.Nanoseconds()))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fenced(ctx, tx, p.ID, p.Token)
-		}
-		return t, err
-	})
+	return s.heldUpdate(ctx, p.ID, p.Token, nil, `UPDATE tasks SET lease_expires = `+fmt.Sprintf(taskNowSQL, 3)+` + $4, updated_at = `+fmt.Sprintf(taskNowSQL, 3)+`
+		WHERE id = $1 AND token = $2 AND state = 'claimed' RETURNING `+taskCols, p.ID, p.Token, taskClock(p.Now), p.Lease.Nanoseconds())
 }
 
 // TaskFinish implements store.TaskStore.
@@ -188,18 +245,17 @@ func (s *Store) TaskFinish(ctx context.Context, p *store.TaskFinishParams) (*sto
 	if err := store.CheckTaskFinish(p); err != nil {
 		return nil, err
 	}
-	return inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
-		t, err := scanTask(tx.QueryRow(ctx, `UPDATE tasks SET state = $3, result = $4, lease_expires = 0,
-			updated_at = `+fmt.Sprintf(taskNowSQL, 5)+`, finished_at = `+fmt.Sprintf(taskNowSQL, 5)+`
-			WHERE id = $1 AND token = $2 AND state = 'claimed' RETURNING `+taskCols, p.ID, p.Token, p.State, blob(p.Result), taskClock(p.Now)))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fenced(ctx, tx, p.ID, p.Token)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return t, s.notifyTask(ctx, tx, store.TaskFinishedChange(t.ID))
-	})
+	channel, err := s.channelName(store.ChannelTasks)
+	if err != nil {
+		return nil, err
+	}
+	// Announced when the task is finished under the token: by this
+	// update, or (a repeat, harmless) by an earlier one.
+	notify := &pgx.QueuedQuery{SQL: `SELECT pg_notify($1, $2) FROM tasks WHERE id = $3 AND token = $4 AND state = $5`,
+		Arguments: []any{channel, store.TaskFinishedChange(p.ID), p.ID, p.Token, p.State}}
+	return s.heldUpdate(ctx, p.ID, p.Token, notify, `UPDATE tasks SET state = $3, result = $4, lease_expires = 0,
+		updated_at = `+fmt.Sprintf(taskNowSQL, 5)+`, finished_at = `+fmt.Sprintf(taskNowSQL, 5)+`
+		WHERE id = $1 AND token = $2 AND state = 'claimed' RETURNING `+taskCols, p.ID, p.Token, p.State, blob(p.Result), taskClock(p.Now))
 }
 
 // TaskRelease implements store.TaskStore.

@@ -28,6 +28,11 @@ func BenchmarkStepAppendSingle(b *testing.B) {
 	}
 }
 
+// BenchmarkTaskCycle: a worker task created, claimed and finished.
+func BenchmarkTaskCycle(b *testing.B) {
+	storetest.BenchTaskCycle(b, benchOpen(b, "NORMAL"))
+}
+
 // BenchmarkStepAppendConcurrent: 100 goroutines, each appending to its own
 // session and run (group commit).
 func BenchmarkStepAppendConcurrent(b *testing.B) {

@@ -17,6 +17,8 @@ type stmts struct {
 	stepBody, stepInsert, stepForResolve, stepResolve      *sql.Stmt
 	stepWaiting                                            *sql.Stmt
 	runGet, runInsert, runUpdate, runUpdateLight           *sql.Stmt
+	taskByID, taskByKey, taskInsert, taskClaim             *sql.Stmt
+	taskClaimNames, taskRenew, taskFinish                  *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -58,6 +60,13 @@ func prepare(ctx context.Context, conn *sql.Conn) (*stmts, error) {
 		{&st.runUpdate, runUpdateSQL},
 		{&st.runUpdateLight, `UPDATE runs SET cursor = ?, state = ?, output = ?, error = ?, step_count = ?,
 			options = ?, updated_at = ?, finished_at = ? WHERE id = ?`},
+		{&st.taskByID, `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`},
+		{&st.taskByKey, `SELECT ` + taskCols + ` FROM tasks WHERE key = ?`},
+		{&st.taskInsert, taskInsertSQL},
+		{&st.taskClaim, taskClaimSQL},
+		{&st.taskClaimNames, taskClaimNamesSQL},
+		{&st.taskRenew, taskRenewSQL},
+		{&st.taskFinish, taskFinishSQL},
 	} {
 		s, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {

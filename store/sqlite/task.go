@@ -3,8 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
-	"strings"
+	"fmt"
 	"time"
 
 	"github.com/stepwise-run/stepwise/store"
@@ -13,6 +14,54 @@ import (
 
 const taskCols = `id, key, kind, name, agent, agent_version, session_id, run_id, step_id, attempt, input, state,
 	owner, token, claims, lease_expires, result, created_at, updated_at, finished_at`
+
+// taskNowSQL is the caller's clock (?N, NULL for none) or the database's.
+const taskNowSQL = `COALESCE(?%d, ` + dbNowSQL + `)`
+
+// The task writes are one prepared statement each (stmts), so a worker
+// step's create, claim and finish cost a statement, not a parse and a
+// read before the write.
+var (
+	// taskInsertSQL inserts a task of a run that exists, unless its key
+	// is taken (no row returned means one or the other): queued, or
+	// claimed by ?14 under token 1 (?15) with a lease of ?16.
+	taskInsertSQL = `INSERT INTO tasks (` + taskCols + `)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?13, ?14, ?15, ?15, CASE WHEN ?15 = 0 THEN 0 ELSE n + ?16 END, NULL, n, n, 0
+		FROM (SELECT ` + fmt.Sprintf(taskNowSQL, 12) + ` AS n) WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?8)
+		ON CONFLICT (key) DO NOTHING RETURNING ` + taskCols
+	// taskClaimSQL leases up to ?5 claimable tasks of the agents ?4, a
+	// JSON array, oldest first; taskClaimNamesSQL only those of the names
+	// ?6 (a JSON array). (LIMIT (SELECT ?5): a LIMIT ?5 would have the
+	// statement prepared again for every value bound.)
+	taskClaimSQL      = taskClaimSQLFor(``)
+	taskClaimNamesSQL = taskClaimSQLFor(`AND t.name IN (SELECT value FROM json_each(?6))`)
+	// taskRenewSQL and taskFinishSQL change task ?1 only while token ?2
+	// holds it: no row returned means it does not.
+	taskRenewSQL = `UPDATE tasks SET lease_expires = ` + fmt.Sprintf(taskNowSQL, 3) + ` + ?4, updated_at = ` + fmt.Sprintf(taskNowSQL, 3) + `
+		WHERE id = ?1 AND token = ?2 AND state = 'claimed' RETURNING ` + taskCols
+	taskFinishSQL = `UPDATE tasks SET state = ?4, result = ?5, lease_expires = 0, updated_at = ` + fmt.Sprintf(taskNowSQL, 3) + `,
+		finished_at = ` + fmt.Sprintf(taskNowSQL, 3) + ` WHERE id = ?1 AND token = ?2 AND state = 'claimed' RETURNING ` + taskCols
+)
+
+func taskClaimSQLFor(names string) string {
+	return `WITH clock AS (SELECT ` + fmt.Sprintf(taskNowSQL, 1) + ` AS n)
+		UPDATE tasks SET state = 'claimed', owner = ?2, token = token + 1, claims = claims + 1,
+			lease_expires = (SELECT n FROM clock) + ?3, updated_at = (SELECT n FROM clock)
+		WHERE id IN (SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id
+			WHERE t.state IN ('queued', 'claimed') AND (t.state = 'queued' OR t.lease_expires <= (SELECT n FROM clock))
+			AND r.status NOT IN ('completed', 'failed', 'cancelled') AND t.agent IN (SELECT value FROM json_each(?4)) ` + names + `
+			ORDER BY t.created_at, t.id LIMIT (SELECT ?5))
+		RETURNING ` + taskCols
+}
+
+// taskClock is the caller's clock as nanoseconds, or NULL for the
+// database's.
+func taskClock(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
 
 func scanTask(sc scanner) (*store.Task, error) {
 	var t store.Task
@@ -48,10 +97,15 @@ func (tx *wtx) taskNow(t time.Time) (time.Time, error) {
 	return tx.dbNow()
 }
 
-func (tx *wtx) task(where string, arg any) (*store.Task, error) {
-	t, err := scanTask(tx.conn().QueryRowContext(bg, `SELECT `+taskCols+` FROM tasks WHERE `+where, arg))
+// task reads task id (or, byKey, the task of key id) in the transaction.
+func (tx *wtx) task(id string, byKey bool) (*store.Task, error) {
+	q := tx.st.taskByID
+	if byKey {
+		q = tx.st.taskByKey
+	}
+	t, err := scanTask(q.QueryRowContext(bg, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, rules.NotFound("task", arg.(string))
+		return nil, rules.NotFound("task", id)
 	}
 	return t, err
 }
@@ -61,27 +115,27 @@ func (s *Store) TaskCreate(ctx context.Context, p *store.TaskCreateParams) (*sto
 	if err := store.CheckTaskCreate(p); err != nil {
 		return nil, err
 	}
+	c := p.Created(time.Time{})
 	return write(s, ctx, func(tx *wtx) (*store.Task, error) {
-		if t, err := tx.task(`key = ?`, p.Task.Key); err == nil || !errors.Is(err, store.ErrNotFound) {
-			return t, err
-		}
-		if _, err := tx.run(p.Task.RunID); err != nil {
-			return nil, err
-		}
-		now, err := tx.taskNow(p.Now)
-		if err != nil {
-			return nil, err
-		}
-		t := store.CloneTask(p.Task)
-		t.State, t.Owner, t.Token, t.Claims, t.LeaseExpires, t.Result = store.TaskQueued, "", 0, 0, time.Time{}, nil
-		t.CreatedAt, t.UpdatedAt, t.FinishedAt = now, now, time.Time{}
-		_, err = tx.conn().ExecContext(bg, `INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Key, t.Kind, t.Name, t.Agent, t.AgentVersion, t.SessionID, t.RunID, t.StepID, t.Attempt, blob(t.Input), t.State,
-			t.Owner, t.Token, t.Claims, int64(0), nil, nanos(now), nanos(now), int64(0))
+		t := p.Task
+		got, err := scanTask(tx.st.taskInsert.QueryRowContext(bg, t.ID, t.Key, t.Kind, t.Name, t.Agent, t.AgentVersion, t.SessionID,
+			t.RunID, t.StepID, t.Attempt, blob(t.Input), taskClock(p.Now), c.State, c.Owner, c.Token, p.Lease.Nanoseconds()))
 		if isUnique(err) {
 			return nil, rules.Conflict("task %s exists under another key", t.ID)
 		}
-		return t, err
+		if !errors.Is(err, sql.ErrNoRows) {
+			return got, err
+		}
+		// The key is taken (the stored task is the answer), or the run
+		// does not exist.
+		if got, err := tx.task(t.Key, true); err == nil || !errors.Is(err, store.ErrNotFound) {
+			return got, err
+		}
+		_, err = tx.run(t.RunID)
+		if err == nil {
+			err = fmt.Errorf("stepwise: sqlite: task %s was not inserted", t.ID)
+		}
+		return nil, err
 	})
 }
 
@@ -120,8 +174,6 @@ func (s *Store) TaskList(ctx context.Context, p *store.TaskListParams) ([]*store
 	return ts, mapErr(err)
 }
 
-func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
-
 // TaskClaim implements store.TaskStore. Claims are serialized by the
 // writer, so no task is leased twice.
 func (s *Store) TaskClaim(ctx context.Context, p *store.TaskClaimParams) ([]*store.Task, error) {
@@ -129,59 +181,40 @@ func (s *Store) TaskClaim(ctx context.Context, p *store.TaskClaimParams) ([]*sto
 	if err != nil {
 		return nil, err
 	}
+	agents, err := json.Marshal(p.Agents)
+	if err != nil {
+		return nil, err
+	}
+	names := ""
+	if len(p.Names) > 0 {
+		b, err := json.Marshal(p.Names)
+		if err != nil {
+			return nil, err
+		}
+		names = string(b)
+	}
 	return write(s, ctx, func(tx *wtx) ([]*store.Task, error) {
-		now, err := tx.taskNow(p.Now)
+		q, args := tx.st.taskClaim, []any{taskClock(p.Now), p.Owner, p.Lease.Nanoseconds(), string(agents), limit}
+		if names != "" {
+			q, args = tx.st.taskClaimNames, append(args, names)
+		}
+		rows, err := q.QueryContext(bg, args...)
 		if err != nil {
 			return nil, err
 		}
-		q := `SELECT t.id FROM tasks t JOIN runs r ON r.id = t.run_id
-			WHERE t.state IN ('queued', 'claimed') AND (t.state = 'queued' OR t.lease_expires <= ?)
-			AND r.status NOT IN ('completed', 'failed', 'cancelled') AND t.agent IN (` + placeholders(len(p.Agents)) + `)`
-		args := []any{nanos(now)}
-		for _, a := range p.Agents {
-			args = append(args, a)
-		}
-		if len(p.Names) > 0 {
-			q += ` AND t.name IN (` + placeholders(len(p.Names)) + `)`
-			for _, n := range p.Names {
-				args = append(args, n)
-			}
-		}
-		rows, err := tx.conn().QueryContext(bg, q+` ORDER BY t.created_at, t.id LIMIT ?`, append(args, limit)...)
+		ts, err := scanTasks(rows)
 		if err != nil {
 			return nil, err
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		out := []*store.Task{}
-		for _, id := range ids {
-			t, err := scanTask(tx.conn().QueryRowContext(bg, `UPDATE tasks SET state = 'claimed', owner = ?, token = token + 1,
-				claims = claims + 1, lease_expires = ?, updated_at = ? WHERE id = ? RETURNING `+taskCols,
-				p.Owner, nanos(now.Add(p.Lease)), nanos(now), id))
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, t)
-		}
-		return out, nil
+		sortTasks(ts)
+		return ts, nil
 	})
 }
 
 // held returns task id if token holds it, else ErrNotFound or the
 // fencing conflict.
 func (tx *wtx) heldTask(id string, token int64) (*store.Task, error) {
-	t, err := tx.task(`id = ?`, id)
+	t, err := tx.task(id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -197,16 +230,23 @@ func (s *Store) TaskRenew(ctx context.Context, p *store.TaskRenewParams) (*store
 		return nil, err
 	}
 	return write(s, ctx, func(tx *wtx) (*store.Task, error) {
-		if _, err := tx.heldTask(p.ID, p.Token); err != nil {
-			return nil, err
-		}
-		now, err := tx.taskNow(p.Now)
-		if err != nil {
-			return nil, err
-		}
-		return scanTask(tx.conn().QueryRowContext(bg, `UPDATE tasks SET lease_expires = ?, updated_at = ? WHERE id = ? RETURNING `+taskCols,
-			nanos(now.Add(p.Lease)), nanos(now), p.ID))
+		return tx.heldUpdate(p.ID, p.Token, tx.st.taskRenew, p.ID, p.Token, taskClock(p.Now), p.Lease.Nanoseconds())
 	})
+}
+
+// heldUpdate runs q, an update of task id that changes it only while
+// token holds it, and returns the task it returned, or why token does
+// not hold it.
+func (tx *wtx) heldUpdate(id string, token int64, q *sql.Stmt, args ...any) (*store.Task, error) {
+	t, err := scanTask(q.QueryRowContext(bg, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		_, err = tx.heldTask(id, token)
+		if err == nil {
+			err = fmt.Errorf("stepwise: sqlite: task %s is held but was not changed", id)
+		}
+		return nil, err
+	}
+	return t, err
 }
 
 // TaskFinish implements store.TaskStore.
@@ -215,15 +255,7 @@ func (s *Store) TaskFinish(ctx context.Context, p *store.TaskFinishParams) (*sto
 		return nil, err
 	}
 	return write(s, ctx, func(tx *wtx) (*store.Task, error) {
-		if _, err := tx.heldTask(p.ID, p.Token); err != nil {
-			return nil, err
-		}
-		now, err := tx.taskNow(p.Now)
-		if err != nil {
-			return nil, err
-		}
-		return scanTask(tx.conn().QueryRowContext(bg, `UPDATE tasks SET state = ?, result = ?, lease_expires = 0, updated_at = ?, finished_at = ?
-			WHERE id = ? RETURNING `+taskCols, p.State, blob(p.Result), nanos(now), nanos(now), p.ID))
+		return tx.heldUpdate(p.ID, p.Token, tx.st.taskFinish, p.ID, p.Token, taskClock(p.Now), p.State, blob(p.Result))
 	})
 }
 

@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -248,6 +251,106 @@ func testTasks(t *testing.T, h *harness) {
 			if c != 1 {
 				t.Errorf("task %s claimed %d times", id, c)
 			}
+		}
+	})
+	h.sub(t, "CreateClaimed", func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		taskRun(t, st)
+		got, err := st.TaskCreate(ctx, &store.TaskCreateParams{Task: newTask("t1", "k1"), Owner: "w1", Lease: time.Minute, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != store.TaskClaimed || got.Owner != "w1" || got.Token != 1 || got.Claims != 1 || !got.LeaseExpires.Equal(t0.Add(time.Minute)) ||
+			!got.CreatedAt.Equal(t0) {
+			t.Fatalf("created claimed = %+v", got)
+		}
+		if stored, err := st.TaskGet(ctx, &store.TaskGetParams{ID: "t1"}); err != nil || stored.State != store.TaskClaimed || stored.Token != 1 || stored.Owner != "w1" {
+			t.Fatalf("stored = %+v, %v", stored, err)
+		}
+		if again := claimTasks(t, st, "w2", 5, t0.Add(30*time.Second)); len(again) != 0 {
+			t.Fatalf("a task created claimed was claimed again under its lease: %s", taskIDs(again))
+		}
+		// The key is taken: the stored task, unchanged, whoever asks.
+		dup, err := st.TaskCreate(ctx, &store.TaskCreateParams{Task: newTask("t2", "k1"), Owner: "w2", Lease: time.Minute, Now: t0})
+		if err != nil || dup.ID != "t1" || dup.Owner != "w1" || dup.Token != 1 {
+			t.Fatalf("create of a taken key = %+v, %v", dup, err)
+		}
+		if taken := claimTasks(t, st, "w2", 5, t0.Add(61*time.Second)); taskIDs(taken) != "t1/2" {
+			t.Fatalf("after the lease: claimed %s, want t1/2", taskIDs(taken))
+		}
+		if _, err := st.TaskFinish(ctx, &store.TaskFinishParams{ID: "t1", Token: 1, State: store.TaskCompleted}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("finish under the first token after another claim = %v, want ErrConflict", err)
+		}
+		_, err = st.TaskCreate(ctx, &store.TaskCreateParams{Task: newTask("t3", "k3"), Owner: "w1"})
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("create claimed without a lease = %v, want ErrInvalid", err)
+		}
+		if _, err := st.TaskGet(ctx, &store.TaskGetParams{ID: "t3"}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a refused create stored its task: %v", err)
+		}
+	})
+	h.sub(t, "Notifications", func(t *testing.T, st store.Store) {
+		n := st.Notifier()
+		if n == nil {
+			t.Skip("the driver has no Notifier (Options.Notifier is false): tasks are announced in-process only")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		ch, err := n.Listen(ctx, store.ChannelTasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taskRun(t, st)
+		marks := 0
+		// upTo returns the payloads up to a marker sent now: what the
+		// writes before it announced.
+		upTo := func() []string {
+			t.Helper()
+			marks++
+			mark := fmt.Sprintf("mark %d", marks)
+			if err := n.Notify(ctx, store.ChannelTasks, mark); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			timeout := time.After(10 * time.Second)
+			for {
+				select {
+				case p := <-ch:
+					if p == mark {
+						return got
+					}
+					got = append(got, p)
+				case <-timeout:
+					t.Fatalf("no %q after %q", mark, got)
+				}
+			}
+		}
+		mustTask(t, st, newTask("t1", "k1"))
+		if got := upTo(); !slices.Equal(got, []string{store.TaskQueuedChange("a")}) {
+			t.Errorf("create: announced %q, want %q", got, store.TaskQueuedChange("a"))
+		}
+		mustTask(t, st, newTask("t2", "k1"))
+		if got := upTo(); len(got) != 0 {
+			t.Errorf("a create of a taken key announced %q, want nothing", got)
+		}
+		if _, err := st.TaskCreate(ctx, &store.TaskCreateParams{Task: newTask("t9", "k9"), Owner: "w9", Lease: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if got := upTo(); len(got) != 0 {
+			t.Errorf("a create claimed announced %q, want nothing (nobody may claim it)", got)
+		}
+		claimTasks(t, st, "w1", 1, time.Time{})
+		if _, err := st.TaskFinish(ctx, &store.TaskFinishParams{ID: "t1", Token: 2, State: store.TaskCompleted}); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("finish under a wrong token = %v, want ErrConflict", err)
+		}
+		if got := upTo(); len(got) != 0 {
+			t.Errorf("a refused finish announced %q, want nothing", got)
+		}
+		if _, err := st.TaskFinish(ctx, &store.TaskFinishParams{ID: "t1", Token: 1, State: store.TaskCompleted}); err != nil {
+			t.Fatal(err)
+		}
+		if got := upTo(); !slices.Equal(got, []string{store.TaskFinishedChange("t1")}) {
+			t.Errorf("finish: announced %q, want %q", got, store.TaskFinishedChange("t1"))
 		}
 	})
 	h.sub(t, "ConcurrentFinishOneWins", func(t *testing.T, st store.Store) {

@@ -38,7 +38,9 @@ export function renderDetail(el, sessionID, s, { onChanged, runActive = () => tr
       h('div', null, h('span', { class: 'seqbig', text: '#' + s.sequence }), badge(s.kind, 'kind'), h('strong', { class: 'd-name', text: s.name || '' }), badge(s.status)),
       h('div', { class: 'muted small ids' }, h('span', { title: s.id }, 'step id'), copyID(s.id, 'step id'),
         s.run_id ? [' · ', h('span', { title: s.run_id }, s.hop ? 'sub-agent run' : 'run'), copyID(s.run_id, 'run id')] : '', s.hop ? ' · hop ' + s.hop : '',
-        s.session_id !== sessionID ? [' · inherited from ', h('a', { href: '#/s/' + enc(s.session_id) + '/' + s.sequence, text: 'parent session' })] : ''),
+        s.session_id !== sessionID ? [' · inherited from ', h('a', { href: '#/s/' + enc(s.session_id) + '/' + s.sequence, text: 'parent session' })] : '',
+        // A step or tool call served by a worker process (docs/workers.md).
+        typeof s.metadata?.worker === 'string' && s.metadata.worker ? [' · served by worker ', h('code', { class: 'worker', title: 'worker id', text: s.metadata.worker })] : ''),
       actions, agentNote),
   ];
   // A request is answerable only while its run still waits for it: a

@@ -22,7 +22,9 @@ before(async () => {
     const tool = [...req.messages].reverse().find((m) => m.role === 'tool');
     return { text: tool ? `model saw: ${tool.content}` : `model answers: ${last}` };
   });
-  server = await startServer();
+  // A lease of an hour: a task another worker takes over was handed back,
+  // not left to expire (no test here waits for a lease).
+  server = await startServer({ args: ['--worker-lease', '1h'] });
   client = new Client(server.url);
 });
 
@@ -299,7 +301,6 @@ test('a graceful stop hands the task back at once and another worker completes i
   await first.w.register();
   const inv = await client.initiate('sdk-ts-handoff', 'go');
   await waitFor(() => started === 1, { what: 'the first worker to take the task' });
-  const t0 = Date.now();
   await first.w.stop();
   await first.done;
   await blocked;
@@ -307,14 +308,13 @@ test('a graceful stop hands the task back at once and another worker completes i
   try {
     const r = await finish(inv);
     assert.equal(r.last.type, 'result');
-    const elapsed = Date.now() - t0;
     const steps = await client.listSteps(inv.session_id);
     const work = steps.filter((s) => s.name === 'work');
     assert.equal(work.length, 1, 'one result committed');
     assert.equal(work[0].content, 'done by second');
     assert.equal(work[0].metadata.worker, 'ts-second');
-    // Handed back, not left to expire: well inside the 15 s lease.
-    assert.ok(elapsed < 10000, `taken over after ${elapsed} ms`);
+    // The lease is an hour: the second worker has the task because the
+    // stop handed it back.
   } finally {
     await second.w.stop();
     await second.done;

@@ -1,14 +1,14 @@
-package stepwise_test
+package llm_test
 
 import (
 	"testing"
 
-	"github.com/stepwise-run/stepwise"
+	"github.com/stepwise-run/stepwise/llm"
 )
 
 func TestDefaultPricesGeminiAndBedrock(t *testing.T) {
 	t.Parallel()
-	prices := stepwise.DefaultPrices()
+	prices := llm.DefaultPrices()
 	for model, want := range map[string]float64{
 		"gemini:gemini-2.5-flash":                             0.30,
 		"gemini:gemini-2.5-flash-lite-preview-09-2025":        0.10,
@@ -28,5 +28,23 @@ func TestDefaultPricesGeminiAndBedrock(t *testing.T) {
 	// The geography prefix is dropped for Bedrock ids only.
 	if _, ok := prices.Lookup("openai:us.amazon.nova-pro"); ok {
 		t.Error("an openai model with a Bedrock-like id has a price")
+	}
+}
+
+func TestContextWindowsLookup(t *testing.T) {
+	w := llm.DefaultContextWindows()
+	for model, want := range map[string]int{
+		"openai:gpt-4o-mini-2024-07-18":             128_000,
+		"gpt-4.1":                                   1_047_576,
+		"anthropic:claude-sonnet-4-5":               200_000,
+		"bedrock:us.anthropic.claude-sonnet-4-v1:0": 200_000,
+		"gemini:gemini-1.5-pro-002":                 2_097_152,
+	} {
+		if got, ok := w.Lookup(model); !ok || got != want {
+			t.Errorf("%s: %d %v, want %d", model, got, ok, want)
+		}
+	}
+	if got, ok := w.Lookup("scripted:demo"); ok {
+		t.Errorf("scripted:demo has a window %d", got)
 	}
 }

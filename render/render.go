@@ -1,4 +1,4 @@
-package stepwise
+package render
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 
 // DefaultTemplates render steps as text for models and people, one numbered
 // block per step (User, Assistant, Action, Decision, Call Program and End
-// Program, …). Each template receives a *RenderData.
+// Program, …). Each template receives a *Data.
 var DefaultTemplates = map[steptype.Kind]string{
 	steptype.KindUser: "--- Step {{.N}} ---\nUser: {{.Step.Content}}",
 	steptype.KindLLM: "--- Step {{.N}} ---{{if or .Step.Content (not .Step.ToolCalls)}}\nAssistant: {{.Step.Content}}{{end}}" +
@@ -33,17 +33,17 @@ var DefaultTemplates = map[steptype.Kind]string{
 	steptype.KindSystem: "--- Step {{.N}} ---\nNote: {{.Step.Content}}",
 }
 
-// RenderData is what a step template sees.
-type RenderData struct {
+// Data is what a step template sees.
+type Data struct {
 	N       int64 // the step's sequence
-	Step    *Step
+	Step    *steptype.Step
 	Purpose string // why the step happened (tool purpose, decision purpose, request prompt)
 	Choice  string // a decision's choice
 	Action  any    // a tool action: {"tool", "arguments", "result"}
 }
 
 // JSON formats v as indented JSON.
-func (RenderData) JSON(v any) string {
+func (Data) JSON(v any) string {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Sprint(v)
@@ -56,9 +56,9 @@ type Renderer struct {
 	tmpl map[steptype.Kind]*template.Template
 }
 
-// NewRenderer compiles templates; kinds missing from overrides use
+// New compiles templates; kinds missing from overrides use
 // DefaultTemplates.
-func NewRenderer(overrides map[steptype.Kind]string) (*Renderer, error) {
+func New(overrides map[steptype.Kind]string) (*Renderer, error) {
 	r := &Renderer{tmpl: map[steptype.Kind]*template.Template{}}
 	for k, src := range DefaultTemplates {
 		if o, ok := overrides[k]; ok {
@@ -73,14 +73,14 @@ func NewRenderer(overrides map[steptype.Kind]string) (*Renderer, error) {
 	return r, nil
 }
 
-var defaultRenderer, _ = NewRenderer(nil)
+var defaultRenderer, _ = New(nil)
 
-// RenderSteps renders steps with the default templates, indenting nested
+// Steps renders steps with the default templates, indenting nested
 // (sub-agent) steps by hop.
-func RenderSteps(steps []*Step) string { return defaultRenderer.Render(steps) }
+func Steps(steps []*steptype.Step) string { return defaultRenderer.Render(steps) }
 
 // Render renders steps, separated by blank lines.
-func (r *Renderer) Render(steps []*Step) string {
+func (r *Renderer) Render(steps []*steptype.Step) string {
 	var b strings.Builder
 	for i, s := range steps {
 		if i > 0 {
@@ -92,8 +92,8 @@ func (r *Renderer) Render(steps []*Step) string {
 }
 
 // RenderStep renders one step.
-func (r *Renderer) RenderStep(s *Step) string {
-	d := &RenderData{N: s.Sequence, Step: s}
+func (r *Renderer) RenderStep(s *steptype.Step) string {
+	d := &Data{N: s.Sequence, Step: s}
 	var in map[string]any
 	_ = json.Unmarshal(s.Inputs, &in)
 	switch s.Kind {
@@ -163,5 +163,5 @@ func (t *traceTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, error
 	for i, j := 0, len(steps)-1; i < j; i, j = i+1, j-1 {
 		steps[i], steps[j] = steps[j], steps[i]
 	}
-	return &tool.Result{Content: RenderSteps(steps)}, nil
+	return &tool.Result{Content: Steps(steps)}, nil
 }

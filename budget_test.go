@@ -106,7 +106,7 @@ func TestDefaultTokenBudgetFromModelWindow(t *testing.T) {
 // a model it does not know gets DefaultContextWindow.
 func TestDefaultTokenBudgetFromWindowTable(t *testing.T) {
 	m := &windowModel{name: "local:tiny-7b"}
-	runOnLongSession(t, stepwise.Config{ContextWindows: stepwise.ContextWindows{"tiny": 400}}, &stepwise.Agent{Name: "a", Model: m})
+	runOnLongSession(t, stepwise.Config{ContextWindows: llm.ContextWindows{"tiny": 400}}, &stepwise.Agent{Name: "a", Model: m})
 	if got := m.tokens.Load(); got > 300 {
 		t.Fatalf("sent %d tokens, want at most 300", got)
 	}
@@ -124,24 +124,6 @@ func TestNoTokenBudgetSendsEverything(t *testing.T) {
 		Context: stepwise.ContextPolicy{TokenBudget: stepwise.NoTokenBudget}})
 	if got := m.sent.Load(); got != 201 || trimSteps(steps) != 0 {
 		t.Fatalf("sent %d messages with %d trims, want 201 and none", got, trimSteps(steps))
-	}
-}
-
-func TestContextWindowsLookup(t *testing.T) {
-	w := stepwise.DefaultContextWindows()
-	for model, want := range map[string]int{
-		"openai:gpt-4o-mini-2024-07-18":             128_000,
-		"gpt-4.1":                                   1_047_576,
-		"anthropic:claude-sonnet-4-5":               200_000,
-		"bedrock:us.anthropic.claude-sonnet-4-v1:0": 200_000,
-		"gemini:gemini-1.5-pro-002":                 2_097_152,
-	} {
-		if got, ok := w.Lookup(model); !ok || got != want {
-			t.Errorf("%s: %d %v, want %d", model, got, ok, want)
-		}
-	}
-	if got, ok := w.Lookup("scripted:demo"); ok {
-		t.Errorf("scripted:demo has a window %d", got)
 	}
 }
 

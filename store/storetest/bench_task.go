@@ -1,0 +1,49 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
+)
+
+// BenchTaskCycle measures what a worker step costs the store
+// (docs/workers.md): a task created, claimed and finished, one after
+// another on one goroutine, with the time of each reported as create-ns,
+// claim-ns and finish-ns (means, per op).
+func BenchTaskCycle(b *testing.B, st store.Store) {
+	ctx := b.Context()
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "bench-tasks"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "bench-tasks", SessionID: "bench-tasks", Agent: "a",
+		Status: steptype.RunRunning}}); err != nil {
+		b.Fatal(err)
+	}
+	var create, claim, finish time.Duration
+	result := []byte(`{"worker":"w","complete":{"next":"g"}}`)
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		t, err := st.TaskCreate(ctx, &store.TaskCreateParams{Task: &store.Task{ID: fmt.Sprintf("t%d", i), Key: fmt.Sprintf("k%d", i),
+			Kind: "step", Name: "w", Agent: "a", SessionID: "bench-tasks", RunID: "bench-tasks", Input: []byte(`{"state":{}}`)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		ts, err := st.TaskClaim(ctx, &store.TaskClaimParams{Owner: "w", Agents: []string{"a"}, Lease: time.Minute})
+		if err != nil || len(ts) != 1 || ts[0].ID != t.ID {
+			b.Fatalf("claim: %v, %v", ts, err)
+		}
+		t2 := time.Now()
+		if _, err := st.TaskFinish(ctx, &store.TaskFinishParams{ID: t.ID, Token: ts[0].Token, State: store.TaskCompleted, Result: result}); err != nil {
+			b.Fatal(err)
+		}
+		create, claim, finish = create+t1.Sub(t0), claim+t2.Sub(t1), finish+time.Since(t2)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(create.Nanoseconds())/n, "create-ns")
+	b.ReportMetric(float64(claim.Nanoseconds())/n, "claim-ns")
+	b.ReportMetric(float64(finish.Nanoseconds())/n, "finish-ns")
+}
