@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/llm"
@@ -19,72 +20,7 @@ func EstimateTokens(m llm.Message) int { return convo.EstimateTokens(m) }
 // window returns the messages of the next request under the agent's token
 // budget, and, when the trim point moved, the system step that records it.
 func (x *execution) window(ctx context.Context) ([]llm.Message, *Step, error) {
-	c := x.Conv
-	budget := x.tokenBudget()
-	if budget <= 0 || c.Count() == 0 {
-		return c.Messages(), nil, nil
-	}
-	var rec *Step
-	if t := c.PlanTrim(budget, x.agent.Context.Strategy); t != nil {
-		// The clock is read only for a trim: a window under its budget
-		// costs no reading.
-		start := x.e.now()
-		rec = t.Step()
-		if t.Strategy() == "summarize" && x.agent.Model != nil {
-			// Incremental: the previous summary and the newly trimmed
-			// messages, never everything since the start. The call is
-			// recorded on the context step (tokens, cost, model), so it
-			// counts in the run's and session's totals. (A conversation
-			// of an agent that summarizes is loaded from its trim point.)
-			if err := x.summarize(ctx, rec, t.Previous(), t.Dropped()); err != nil {
-				return nil, nil, fmt.Errorf("summarize trimmed context: %w", err)
-			}
-		}
-		rec.Metrics.StartedAt, rec.Metrics.FinishedAt = start, x.e.now()
-		rec.Metrics.Duration = rec.Metrics.FinishedAt.Sub(rec.Metrics.StartedAt)
-		c.ApplyTrim(t, rec.Content)
-	}
-	return c.Window(), rec, nil
-}
-
-// summarize asks the agent's model to fold newly trimmed messages into the
-// previous summary, and records the call on the context step rec: its
-// content is the summary, its metrics the call's usage, cost and duration.
-func (x *execution) summarize(ctx context.Context, rec *Step, previous string, msgs []llm.Message) error {
-	var b strings.Builder
-	if previous != "" {
-		fmt.Fprintf(&b, "Summary so far:\n%s\n\nNew messages:\n", previous)
-	}
-	for _, m := range msgs {
-		fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
-	}
-	req := &llm.Request{System: "Summarize the conversation below in a few sentences, keeping facts, decisions and open questions. When a summary so far is given, return one summary that covers it and the new messages.",
-		Messages: []llm.Message{{Role: steptype.RoleUser, Content: b.String()}}}
-	model := x.agent.Model
-	m := &rec.Metrics
-	m.StartedAt, m.Model = x.e.now(), model.Name()
-	if p, ok := model.(llm.Provider); ok {
-		m.Provider = p.Provider()
-	}
-	// The call's request and response (and its HTTP exchange) are events
-	// of the context step, as an llm step's are of it: the step gets its
-	// id now, and commit keeps it.
-	if rec.ID == "" && x.e.eventsState() != nil {
-		rec.ID = NewID()
-	}
-	final, err := llm.Complete(ctx, x.observeModel(model, rec), req)
-	if err != nil {
-		return err
-	}
-	m.FinishedAt = x.e.now()
-	m.Duration = m.FinishedAt.Sub(m.StartedAt)
-	m.InputTokens, m.OutputTokens = final.Usage.InputTokens, final.Usage.OutputTokens
-	m.CachedTokens, m.ReasoningTokens = final.Usage.CachedTokens, final.Usage.ReasoningTokens
-	if price, ok := x.e.cfg.Prices.Lookup(model.Name()); ok {
-		m.Cost = price.Cost(m.InputTokens, m.OutputTokens, m.CachedTokens)
-	}
-	rec.Content = final.Content
-	return nil
+	return x.Window(ctx, runexec.WindowPolicy{Budget: x.tokenBudget(), Strategy: x.agent.Context.Strategy, Model: x.agent.Model, Prices: x.e.cfg.Prices})
 }
 
 // ContextPreview returns the exact model request the next llm step of a

@@ -65,7 +65,7 @@ func (x *execution) llmStep(ctx context.Context, s *Scope) (*Next, error) {
 	if x.replay != nil {
 		step.Replay = "live"
 	}
-	if err := x.CallModel(ctx, x.observeModel(model, step), call, s.name, step, x.e.cfg.Prices); err != nil {
+	if err := x.CallModel(ctx, x.ObserveModel(model, step), call, s.name, step, x.e.cfg.Prices); err != nil {
 		return nil, err
 	}
 	return x.builtinNext(StepLLM, Next{Step: x.afterLLM(step), record: step}), nil

@@ -198,10 +198,13 @@ func (x *execution) observeStepContext(ctx context.Context, s *Scope) context.Co
 	})
 }
 
-// observeModel wraps the model of an llm step so that its request and final
+// RecordsEvents reports whether an observer records step events.
+func (x *execution) RecordsEvents() bool { return x.e.eventsState() != nil }
+
+// ObserveModel wraps the model of an llm step so that its request and final
 // response are recorded as events of step, and HTTP transports see the step
 // in the call's context.
-func (x *execution) observeModel(m llm.Model, step *Step) llm.Model {
+func (x *execution) ObserveModel(m llm.Model, step *Step) llm.Model {
 	st := x.e.eventsState()
 	if st == nil {
 		return m

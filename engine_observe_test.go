@@ -183,7 +183,7 @@ func TestObserveModelAndTool(t *testing.T) {
 	x := e.newExec(nil, &Run{ID: "r", SessionID: "s"})
 	step := &Step{ID: "llm-1", Name: StepLLM}
 	step.Metrics.Attempt = 2
-	if m := x.observeModel(stubModel{}, step); m != (stubModel{}) {
+	if m := x.ObserveModel(stubModel{}, step); m != (stubModel{}) {
 		t.Fatal("model wrapped although no observer records events")
 	}
 	if RecordStepEvent(t.Context(), &StepEvent{Type: "x"}) {
@@ -192,7 +192,7 @@ func TestObserveModelAndTool(t *testing.T) {
 	rec := &recorder{}
 	defer e.Observe(rec)()
 	for _, m := range []llm.Model{stubModel{}, stubModel{fail: true}} {
-		for _, err := range x.observeModel(m, step).Generate(t.Context(), &llm.Request{}) {
+		for _, err := range x.ObserveModel(m, step).Generate(t.Context(), &llm.Request{}) {
 			_ = err
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/stepwise-run/stepwise/internal/lineage"
+
 	"github.com/stepwise-run/stepwise/internal/sessionsum"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
@@ -47,7 +49,7 @@ func (e *Engine) Fork(ctx context.Context, p ForkParams) (*Session, error) {
 	if edited != nil {
 		verb = "edit"
 	}
-	title := e.derivedTitle(ctx, p.Title, verb, parent, where)
+	title := lineage.DerivedTitle(ctx, e.store, p.Title, verb, parent, where)
 	var s *Session
 	if keep == 0 {
 		// Editing step 1 shares nothing: a new root session that notes its
@@ -88,61 +90,23 @@ func withMetadata(base json.RawMessage, add map[string]any) (json.RawMessage, er
 	return json.Marshal(m)
 }
 
-// Forks lists the direct forks of a session.
-func (e *Engine) Forks(ctx context.Context, sessionID string) ([]*Session, error) {
-	if _, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sessionID}); err != nil {
-		return nil, fmt.Errorf("session %q: %w", sessionID, err)
-	}
-	var out []*Session
-	cursor := ""
-	for {
-		page, err := e.store.SessionList(ctx, &store.SessionListParams{ParentID: sessionID, Cursor: cursor, Limit: 1000})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Sessions...)
-		if page.Next == "" {
-			return out, nil
-		}
-		cursor = page.Next
-	}
-}
-
 // ForkTree is a session and its forks, recursively.
 type ForkTree = wire.ForkTree
 
+// Forks lists the direct forks of a session.
+func (e *Engine) Forks(ctx context.Context, sessionID string) ([]*Session, error) {
+	return lineage.Forks(ctx, e.store, sessionID)
+}
+
 // Tree returns the fork tree rooted at the root ancestor of a session.
 func (e *Engine) Tree(ctx context.Context, sessionID string) (*ForkTree, error) {
-	s, err := e.store.SessionGet(ctx, &store.SessionGetParams{ID: sessionID})
-	if err != nil {
-		return nil, fmt.Errorf("session %q: %w", sessionID, err)
-	}
-	for s.ParentSessionID != "" {
-		if s, err = e.store.SessionGet(ctx, &store.SessionGetParams{ID: s.ParentSessionID}); err != nil {
-			return nil, err
-		}
-	}
-	var build func(s *Session, depth int) (*ForkTree, error)
-	build = func(s *Session, depth int) (*ForkTree, error) {
-		t := &ForkTree{Session: s}
-		if depth > 64 {
-			return t, nil
-		}
-		kids, err := e.Forks(ctx, s.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range kids {
-			kt, err := build(k, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			t.Forks = append(t.Forks, kt)
-		}
-		return t, nil
-	}
-	return build(s, 0)
+	return lineage.Tree(ctx, e.store, sessionID)
 }
+
+// TitleOf is the title a session gets from its first message when it is
+// created without one (StartParams.Title empty): the message's start, on
+// one line, at most 60 characters. It is "" for a blank message.
+func TitleOf(message string) string { return lineage.TitleOf(message) }
 
 // RetryParams regenerate a session from a step.
 type RetryParams = wire.RetryParams
@@ -184,7 +148,7 @@ func (e *Engine) retry(ctx context.Context, p RetryParams, forkID, runID string)
 		}
 	} else {
 		var fork *Session
-		title := e.derivedTitle(ctx, "", "retry", src, fmt.Sprintf("from #%d", p.From))
+		title := lineage.DerivedTitle(ctx, e.store, "", "retry", src, fmt.Sprintf("from #%d", p.From))
 		if p.From == 1 {
 			// Nothing to share: a new root session, with the source's
 			// metadata as a fork gets it.
@@ -308,56 +272,6 @@ func retryCursor(a *Agent, s *Step) string {
 		return s.Name
 	}
 	return a.StartStep
-}
-
-// derivedTitle names a session made from another one by what it is, e.g.
-// "retry of Plan a trip from #14": verb, the source's label, and where.
-// A title the caller chose wins.
-func (e *Engine) derivedTitle(ctx context.Context, chosen, verb string, src *Session, where string) string {
-	if chosen != "" {
-		return chosen
-	}
-	t := verb + " of " + e.sessionLabel(ctx, src)
-	if where != "" {
-		t += " " + where
-	}
-	return t
-}
-
-// sessionLabel is how a session is called in another's title: its
-// chosen title, else the start of its first user message in quotes (also
-// when its title is the one TitleOf gave it from that message), else
-// "<agent> session"; never a raw id.
-func (e *Engine) sessionLabel(ctx context.Context, s *Session) string {
-	if s.LastSequence > 0 {
-		first, err := e.store.StepGet(ctx, &store.StepGetParams{SessionID: s.ID, Sequence: 1})
-		if err == nil && first.Kind == steptype.KindUser && strings.TrimSpace(first.Content) != "" &&
-			(s.Title == "" || s.Title == TitleOf(first.Content)) {
-			return fmt.Sprintf("%q", clipLabel(first.Content, 40))
-		}
-	}
-	if s.Title != "" {
-		return s.Title
-	}
-	if s.Agent != "" {
-		return s.Agent + " session"
-	}
-	return "a session"
-}
-
-// TitleOf is the title a session gets from its first message when it is
-// created without one (StartParams.Title empty): the message's start, on
-// one line, at most 60 characters. It is "" for a blank message.
-func TitleOf(message string) string { return clipLabel(message, 60) }
-
-// clipLabel shortens text to n runes on one line.
-func clipLabel(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return strings.TrimRight(string(r[:n-1]), " ") + "…"
-	}
-	return s
 }
 
 // IngestParams record steps produced by an agent running elsewhere.

@@ -190,8 +190,10 @@ func TestInputExpiry(t *testing.T) {
 	ctx := context.Background()
 	r1, _ := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "fails"}))
 	r2, _ := e.Wait(ctx, e.Run(ctx, stepwise.StartParams{Agent: "defaults"}))
-	time.Sleep(5 * time.Millisecond)
 	pend, _ := e.Pending(ctx, r1.ID)
+	// The request expires 1 ms after it was made: wait for that instant
+	// (a deadline of the wall clock, which the engine reads too).
+	<-time.After(time.Until(pend[0].Request.ExpiresAt))
 	if _, err := e.Answer(ctx, stepwise.AnswerParams{RunID: r1.ID, RequestID: pend[0].RequestID, Answer: json.RawMessage(`"late"`)}); !errors.Is(err, stepwise.ErrAlreadyAnswered) {
 		t.Fatalf("expired answer accepted: %v", err)
 	}

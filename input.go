@@ -274,40 +274,14 @@ func (e *Engine) Answer(ctx context.Context, p AnswerParams) (*Step, error) {
 	return out, nil
 }
 
-// expireInputs applies the expiry outcome of overdue requests, found by
-// the store's index on expiry time (StepExpiring).
+// expireInputs applies the expiry outcome of overdue requests
+// (answer.Expire): a default answer, or the run's failure, announced.
 func (e *Engine) expireInputs(ctx context.Context) {
 	now := e.now()
-	due, err := e.store.StepExpiring(ctx, &store.StepExpiringParams{Before: now, Limit: 256})
-	if err != nil {
-		return
-	}
-	for _, s := range due {
-		var req InputRequest
-		if json.Unmarshal(s.Inputs, &req) != nil || req.ExpiresAt.IsZero() || now.Before(req.ExpiresAt) {
-			continue
-		}
-		if req.OnExpire == "default" && len(req.Default) > 0 {
-			content, err := answer.Check(&req, req.Default)
-			if err == nil {
-				_, _ = e.store.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepCompleted, Content: content, Outputs: req.Default, Now: now, QueueRun: true})
-				e.wake()
-				continue
-			}
-		}
-		// One transaction: the request expires and its run fails (closing
-		// its other requests). The update is conditional on the request
-		// still waiting, so of the instances expiring it at once exactly
-		// one does it, and an answer racing the expiry has one winner too.
-		serr := &StepError{Message: "input request " + s.ID + " expired", Class: steptype.ErrorPermanent, Code: "input_expired"}
-		if _, err := e.store.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepExpired, Now: now, FailRun: serr}); err != nil {
-			continue
-		}
-		if r, err := e.store.RunGet(ctx, &store.RunGetParams{ID: s.RunID}); err == nil && r.Status.Terminal() {
-			e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
-			e.observeRunFinished(r, serr)
-		}
-	}
+	answer.Expire(ctx, e.store, now, e.wake, func(r *Run, serr *StepError) {
+		e.broker.Publish(&Event{Type: EventRunFinished, SessionID: r.SessionID, RunID: r.ID, Run: r, Time: now})
+		e.observeRunFinished(r, serr)
+	})
 }
 
 // testHookAnswerPublish, when set (tests), runs between an answer's commit and

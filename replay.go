@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/stepwise-run/stepwise/internal/lineage"
+
 	"github.com/stepwise-run/stepwise/internal/runexec"
 
 	"github.com/stepwise-run/stepwise/llm"
@@ -64,7 +66,7 @@ func (e *Engine) Replay(ctx context.Context, p ReplayParams) (*Run, error) {
 	if first == nil {
 		return nil, fmt.Errorf("%w: session %s has no user message to replay", store.ErrInvalid, src.ID)
 	}
-	fork, err := e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: src.ID, Sequence: first.Sequence, Title: e.derivedTitle(ctx, "", "replay", src, ""), Now: e.now()})
+	fork, err := e.store.SessionFork(ctx, &store.SessionForkParams{ID: NewID(), ParentID: src.ID, Sequence: first.Sequence, Title: lineage.DerivedTitle(ctx, e.store, "", "replay", src, ""), Now: e.now()})
 	if err != nil {
 		return nil, fmt.Errorf("fork: %w", err)
 	}

@@ -115,6 +115,7 @@ func openAPIDocument() map[string]any {
 	ops = append(ops, workerOps()...)
 	ops = append(ops, mcpOps()...)
 	ops = append(ops, a2aOps()...)
+	ops = append(ops, langGraphOps()...)
 	for _, op := range ops {
 		item, _ := paths[op.path].(map[string]any)
 		if item == nil {
@@ -160,7 +161,7 @@ func openAPIDocument() map[string]any {
 			resps[itoa(code)] = map[string]any{"$ref": "#/components/responses/Problem" + itoa(code)}
 		}
 		for _, code := range op.detailErrors {
-			resps[itoa(code)] = map[string]any{"description": http.StatusText(code) + " (LangSmith error)", "content": map[string]any{
+			resps[itoa(code)] = map[string]any{"description": http.StatusText(code) + ` ({"detail": …}, LangSmith's and LangGraph's error shape)`, "content": map[string]any{
 				"application/json": map[string]any{"schema": ref("LangSmithDetail")}}}
 		}
 		if op.otlp != "" {
@@ -184,7 +185,7 @@ func openAPIDocument() map[string]any {
 		"paths":    paths,
 		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{}},
 		"components": map[string]any{
-			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas(), langSmithSchemas(), metricsSchemas(), workerSchemas(), mcpSchemas(), a2aSchemas()),
+			"schemas":         withSchemas(schemas(), dashboardSchemas(), observationSchemas(), searchSchemas(), otlpSchemas(), langSmithSchemas(), metricsSchemas(), workerSchemas(), mcpSchemas(), a2aSchemas(), langGraphSchemas()),
 			"responses":       responses,
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "required when the server has tokens"}},
 		},

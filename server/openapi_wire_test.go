@@ -108,6 +108,18 @@ var wireSchemas = []struct {
 	{"A2AJSONRPCResponse", a2aResponse{}},
 	{"A2AJSONRPCResponse.error", rpcError{}},
 	{"LangSmithBatch", otlpingest.RunOps{}},
+	{"LangGraphAssistantSearch", lgAssistantQuery{}},
+	{"LangGraphThreadSearch", lgThreadQuery{}},
+	{"LangGraphThreadCount", lgThreadCountQuery{}},
+	{"LangGraphAssistantCount", lgAssistantCountQuery{}},
+	{"LangGraphThreadCreate", lgThreadCreateRequest{}},
+	{"LangGraphThreadUpdate", lgThreadUpdateRequest{}},
+	{"LangGraphCheckpoint", lgCheckpointRef{}},
+	{"LangGraphStateAt", lgStateAtRequest{}},
+	{"LangGraphUpdateState", lgUpdateStateRequest{}},
+	{"LangGraphHistory", lgHistoryRequest{}},
+	{"LangGraphRunCreate", lgRunRequest{}},
+	{"LangGraphRunCreate.command", lgCommand{}},
 	{"Health", Health{}},
 	{"WorkerRegister", wire.WorkerRegister{}},
 	{"WorkerAgent", wire.WorkerAgent{}},
@@ -145,6 +157,9 @@ var notGoTyped = []string{"ExportLogsServiceRequest", "ExportLogsServiceResponse
 	"LangSmithRun", "LangSmithInfo", "LangSmithAccepted", "LangSmithDetail",
 	"JSONRPCMessage", // MCP's messages, described by its specification
 	"A2AAgentCard",   // A2A's agent card, described by its specification
+	// LangGraph's responses: the Agent Protocol's open objects, built as maps.
+	"LangGraphAssistant", "LangGraphAssistants", "LangGraphGraph", "LangGraphSchemas", "LangGraphCount", "LangGraphThread", "LangGraphThreads", "LangGraphThreadState",
+	"LangGraphThreadStates", "LangGraphUpdated", "LangGraphRun", "LangGraphRuns", "LangGraphValues",
 }
 
 // TestOpenAPIMatchesWireTypes checks the OpenAPI document against the

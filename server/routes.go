@@ -51,4 +51,5 @@ func (s *Server) register() {
 	s.registerJudgeAPI()       // LLM judges on demand (judge.go)
 	s.registerWorkerAPI()      // the worker protocol (workers.go)
 	s.registerA2A()            // A2A agent cards and JSON-RPC (a2a.go)
+	s.registerLangGraph()      // the LangGraph Server API (langgraph.go)
 }

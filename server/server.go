@@ -148,6 +148,7 @@ type Server struct {
 	tokens  [][32]byte // sha256 of each token, compared in constant time
 	otlp    *otlpingest.Ingester
 	views   *viewCache // steps of the agent views' sessions; nil: none kept
+	started time.Time  // when New returned the server
 
 	base       context.Context // cancelled by Close: ends streams and long-polls
 	cancelBase context.CancelFunc
@@ -176,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
+	s.started = time.Now()
 	oc := cfg.OTLP
 	oc.Engine = cfg.Engine
 	if oc.Logger == nil {
@@ -272,7 +274,7 @@ func unbounded(pattern string) bool {
 		strings.HasSuffix(pattern, "/judge") || strings.Contains(pattern, "attachments") ||
 		pattern == "/v1/search" || pattern == "/v1/workers/poll" || pattern == "/v1/traces" || pattern == "/v1/logs" ||
 		strings.HasPrefix(pattern, langSmithPrefix+"/runs") || pattern == mcpPath ||
-		strings.HasPrefix(pattern, a2aPrefix)
+		strings.HasPrefix(pattern, a2aPrefix) || langGraphUnbounded(pattern)
 }
 
 // requestContext is the request's context, also cancelled when the server
@@ -316,8 +318,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if k := langSmithKey(r); k != "" && h == "" {
 			h = k
 		}
+		if k := langGraphKey(r); k != "" && h == "" {
+			h = k
+		}
 		if !s.authorized(h) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="stepwise"`)
+			if strings.HasPrefix(r.URL.Path, langGraphPrefix+"/") {
+				writeJSON(w, http.StatusUnauthorized, obj{"detail": "a valid token is required (x-api-key or Authorization: Bearer)"})
+				return
+			}
 			writeProblem(w, newProblem(http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required"))
 			return
 		}

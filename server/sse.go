@@ -56,9 +56,12 @@ func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
 }
 
 // start sends the headers and the reconnection delay hint.
-func (s *sseWriter) start() error {
+func (s *sseWriter) start() error { return s.startWith("retry: 1000\n\n") }
+
+// startWith sends the headers and prelude, the stream's first bytes.
+func (s *sseWriter) startWith(prelude string) error {
 	s.w.WriteHeader(http.StatusOK)
-	s.buf = append(s.buf[:0], "retry: 1000\n\n"...)
+	s.buf = append(s.buf[:0], prelude...)
 	if err := s.write(); err != nil {
 		return err
 	}
@@ -125,6 +128,13 @@ func (s *sseWriter) finish(b []byte, typ string, data []byte) error {
 // comment writes a comment line (a heartbeat).
 func (s *sseWriter) comment(text string) error {
 	s.buf = append(append(append(s.next(), ": "...), text...), '\n', '\n')
+	return s.write()
+}
+
+// commentLine writes a comment line that ends no event: for clients (the
+// LangGraph SDK's) that dispatch an empty event at every blank line.
+func (s *sseWriter) commentLine(text string) error {
+	s.buf = append(append(append(s.next(), ": "...), text...), '\n')
 	return s.write()
 }
 

@@ -60,9 +60,7 @@ func Parse(filename string, data []byte) (*Spec, error) {
 		case "mcp_servers":
 			s.MCPServers = d.mcpServers(v, f, s.Dir)
 		case "sub_agents":
-			for _, p := range d.strList(v, f, "a path", nil) {
-				s.SubAgents = append(s.SubAgents, resolve(s.Dir, p))
-			}
+			s.SubAgents, s.A2AAgents = d.subAgents(v, f, s.Dir)
 		case "start_step":
 			if s.StartStep = d.Str(v, f); !stepName.MatchString(s.StartStep) {
 				d.Errorf(v, f, "must be a step name of letters, digits, _ . : and -")

@@ -129,6 +129,23 @@ func TestRelativePaths(t *testing.T) {
 	}
 }
 
+func TestA2ASubAgents(t *testing.T) {
+	t.Parallel()
+	src := "name: a\nmodel: openai:o\nsub_agents:\n  - b.yaml\n  - a2a: http://127.0.0.1:8081/a2a/researcher\n    name: researcher\n" +
+		"    description: Finds things.\n    headers: {X-Team: docs}\n    token_env: RESEARCHER_TOKEN\n  - {a2a: 'https://h/.well-known/agent-card.json'}\n"
+	s, err := agentfile.Parse("a.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []agentfile.A2AAgent{
+		{URL: "http://127.0.0.1:8081/a2a/researcher", Name: "researcher", Description: "Finds things.", Headers: map[string]string{"X-Team": "docs"}, TokenEnv: "RESEARCHER_TOKEN"},
+		{URL: "https://h/.well-known/agent-card.json"},
+	}
+	if len(s.SubAgents) != 1 || s.SubAgents[0] != "b.yaml" || !reflect.DeepEqual(s.A2AAgents, want) {
+		t.Fatalf("sub-agents %v, A2A %+v", s.SubAgents, s.A2AAgents)
+	}
+}
+
 func TestNullMeansUnset(t *testing.T) {
 	t.Parallel()
 	s, err := agentfile.Parse("a.yaml", []byte("name: a\nmodel: openai:o\ndescription:\ntools:\nlimits:\nmetadata: ~\nmodel_options: {temperature: null}\n"))

@@ -35,6 +35,10 @@ type Spec struct {
 	// SubAgents are the paths of agent files callable as sub-agents,
 	// resolved against Dir. They are not read by Parse.
 	SubAgents []string
+	// A2AAgents are remote agents reached over A2A (Agent2Agent, JSON-RPC),
+	// listed in sub_agents as mappings: each is a tool of this agent whose
+	// call is a task on the remote agent.
+	A2AAgents []A2AAgent
 	// StartStep is the name of the first step of a run; "" means the
 	// engine's default ("llm").
 	StartStep string
@@ -161,6 +165,24 @@ type MCPServer struct {
 	// the run, and the call is made again with the answers. The server's
 	// calls then run one at a time.
 	Elicitation bool
+}
+
+// A2AAgent is a remote A2A agent used as a sub-agent.
+type A2AAgent struct {
+	// URL is the agent's card (a URL whose path ends in .json) or its
+	// JSON-RPC endpoint, whose card is then at
+	// URL/.well-known/agent-card.json. Required.
+	URL string
+	// Name is the tool name the model calls ([a-z0-9_-]); "" means the
+	// card's name.
+	Name string
+	// Description is shown to the model; "" means the card's.
+	Description string
+	// Headers are sent with every request (card and JSON-RPC), literally.
+	Headers map[string]string
+	// TokenEnv names the environment variable holding a bearer token sent
+	// as Authorization: Bearer <token>; read when the agent is built.
+	TokenEnv string
 }
 
 // Limits bound a run; zero means the engine's default.

@@ -25,6 +25,7 @@ import (
 	"github.com/stepwise-run/stepwise/recall"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/tool"
+	"github.com/stepwise-run/stepwise/tool/a2a"
 	"github.com/stepwise-run/stepwise/tool/builtin"
 	"github.com/stepwise-run/stepwise/tool/mcp"
 )
@@ -182,7 +183,35 @@ func (l *Loaded) build(ctx context.Context, spec *agentfile.Spec, o Options, see
 		}
 		a.SubAgents = append(a.SubAgents, sa)
 	}
+	for _, r := range spec.A2AAgents {
+		t, err := remoteAgent(ctx, r)
+		if err != nil {
+			name := r.Name
+			if name == "" {
+				name = r.URL
+			}
+			return nil, fmt.Errorf("%s: sub-agent %s: %w", spec.File, name, err)
+		}
+		a.Tools = append(a.Tools, t)
+	}
 	return a, nil
+}
+
+// remoteAgent builds the tool of a remote A2A sub-agent: it reads the
+// agent's card now, so a wrong URL fails the load.
+func remoteAgent(ctx context.Context, r agentfile.A2AAgent) (tool.Tool, error) {
+	headers := map[string]string{}
+	for k, v := range r.Headers {
+		headers[k] = v
+	}
+	if r.TokenEnv != "" {
+		tok := os.Getenv(r.TokenEnv)
+		if tok == "" {
+			return nil, fmt.Errorf("token_env: %s is not set", r.TokenEnv)
+		}
+		headers["Authorization"] = "Bearer " + tok
+	}
+	return a2a.New(ctx, a2a.Config{URL: r.URL, Name: r.Name, Description: r.Description, Headers: headers, CancelCause: stepwise.ErrRunCancelled})
 }
 
 func envList(m map[string]string) []string {

@@ -6,15 +6,18 @@ package answer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stepwise-run/stepwise/internal/convo"
 	"github.com/stepwise-run/stepwise/steptype"
+	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/wire"
 )
 
@@ -198,4 +201,40 @@ func checkBreak(answer json.RawMessage) (string, error) {
 		text += " with state " + string(a.State)
 	}
 	return text, nil
+}
+
+// Expire applies the expiry outcome of overdue requests, found by the
+// store's index on expiry time (StepExpiring): a request with a default
+// answer is answered with it (answered is called), any other expires and
+// fails its run (failed is called with the finished run).
+func Expire(ctx context.Context, st store.Store, now time.Time, answered func(), failed func(*steptype.Run, *steptype.StepError)) {
+	due, err := st.StepExpiring(ctx, &store.StepExpiringParams{Before: now, Limit: 256})
+	if err != nil {
+		return
+	}
+	for _, s := range due {
+		var req wire.InputRequest
+		if json.Unmarshal(s.Inputs, &req) != nil || req.ExpiresAt.IsZero() || now.Before(req.ExpiresAt) {
+			continue
+		}
+		if req.OnExpire == "default" && len(req.Default) > 0 {
+			content, err := Check(&req, req.Default)
+			if err == nil {
+				_, _ = st.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepCompleted, Content: content, Outputs: req.Default, Now: now, QueueRun: true})
+				answered()
+				continue
+			}
+		}
+		// One transaction: the request expires and its run fails (closing
+		// its other requests). The update is conditional on the request
+		// still waiting, so of the instances expiring it at once exactly
+		// one does it, and an answer racing the expiry has one winner too.
+		serr := &steptype.StepError{Message: "input request " + s.ID + " expired", Class: steptype.ErrorPermanent, Code: "input_expired"}
+		if _, err := st.StepResolve(ctx, &store.StepResolveParams{ID: s.ID, RunID: s.RunID, Status: steptype.StepExpired, Now: now, FailRun: serr}); err != nil {
+			continue
+		}
+		if r, err := st.RunGet(ctx, &store.RunGetParams{ID: s.RunID}); err == nil && r.Status.Terminal() {
+			failed(r, serr)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepwise-run/stepwise/internal/broker"
 	"github.com/stepwise-run/stepwise/internal/convo"
+	"github.com/stepwise-run/stepwise/llm"
 	"github.com/stepwise-run/stepwise/steptype"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/wire"
@@ -44,6 +45,10 @@ type Unit interface {
 	// LastAssistantText is the content of the latest assistant message of
 	// the run's whole context.
 	LastAssistantText() string
+	// RecordsEvents reports whether an observer records step events;
+	// ObserveModel wraps a model so that its calls are events of step.
+	RecordsEvents() bool
+	ObserveModel(m llm.Model, step *steptype.Step) llm.Model
 }
 
 // Core is one process executing one run between a claim and a park or
