@@ -226,16 +226,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("stepwise server: stop engine: %w", err)
 		}
-		held := false
+		var held []string
 		for _, r := range runs {
-			held = held || r.LeaseOwner == s.eng.Owner()
+			if r.LeaseOwner == s.eng.Owner() {
+				held = append(held, r.ID)
+			}
 		}
-		if !held {
+		if len(held) == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("stepwise server: stop engine: runs still leased: %w", ctx.Err())
+			// Named, so that an operator can find them; the next start
+			// (or another instance, once the lease lapses) takes them over.
+			return fmt.Errorf("stepwise server: stop engine: runs still leased (%s): %w", strings.Join(held, ", "), ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

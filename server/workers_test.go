@@ -466,3 +466,25 @@ func TestWorkerStopEndsItsHeldPoll(t *testing.T) {
 		t.Fatalf("the stopped worker's held poll = %v, %v; want it ended with no task", got, perr)
 	}
 }
+
+// Workers that register one new agent at the same moment all succeed: none
+// takes the others' registration for an agent the server defines itself.
+func TestWorkersRegisterOneAgentAtOnce(t *testing.T) {
+	for round := range 20 {
+		e := newEnv(t, nil, withWorkers(5*time.Second))
+		const n = 8
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				w := &workertest.Worker{URL: e.ts.URL, ID: fmt.Sprintf("w%d", i)}
+				_, err := w.Register(t.Context(), shopAgent())
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}

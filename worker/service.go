@@ -93,6 +93,11 @@ type Service struct {
 
 	mu   sync.Mutex
 	regs map[string]*registration // by agent name
+	// regMu serializes registrations: between the check that a new
+	// agent's name is free and its entry in regs, another registration of
+	// the same agent would see the engine's agent and take it for one the
+	// server defines.
+	regMu sync.Mutex
 
 	claimMu sync.Mutex
 	claimed map[string]*store.Task // by id: the tasks this process's polls claimed, as claimed
@@ -186,6 +191,8 @@ func (s *Service) Register(ctx context.Context, req *wire.WorkerRegister) (*wire
 	if len(req.Agents) == 0 {
 		return nil, invalid("agents: register at least one agent")
 	}
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
 	out := &wire.WorkerRegistered{WorkerID: req.WorkerID, Agents: []*wire.RegisteredAgent{}, Limits: s.Limits()}
 	// Build every agent first: a registration with one bad agent changes nothing.
 	type built struct {

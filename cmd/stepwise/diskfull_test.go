@@ -381,7 +381,7 @@ func TestServeSIGTERMWhileDiskFull(t *testing.T) {
 	// The run's lease cannot be handed back on a full disk: the stop waits
 	// for it until ShutdownTimeout and says so; the next start takes the
 	// dead process's lease over at once.
-	if !strings.Contains(srv.log.String(), "runs still leased") {
+	if !strings.Contains(srv.log.String(), "runs still leased ("+run.ID) {
 		t.Fatalf("serve's log does not say what it left:\n%s", srv.log.String())
 	}
 	if err := os.Remove(filler); err != nil {
