@@ -350,6 +350,12 @@ func TestWorkerPollIsWokenByANewTask(t *testing.T) {
 	if perr != nil || len(got) != 1 || got[0].Name != "validate" {
 		t.Fatalf("held poll: %v, %v (not woken by the new task)", got, perr)
 	}
+	// Handed over: created claimed for the waiting worker, not queued and
+	// claimed by a write of its own.
+	stored, err := e.store.TaskGet(t.Context(), &store.TaskGetParams{ID: got[0].ID})
+	if err != nil || stored.Owner != "w1" || stored.Token != 1 || stored.Claims != 1 || !stored.UpdatedAt.Equal(stored.CreatedAt) {
+		t.Errorf("the task as stored: %+v, %v; want it created claimed by w1", stored, err)
+	}
 	if svc.Waiting() != 0 {
 		t.Errorf("%d polls still counted as held", svc.Waiting())
 	}

@@ -306,17 +306,25 @@ func crashRuns(t *testing.T) int {
 // result committed, and every transcript equals an uninterrupted run's. It
 // runs on SQLite and on PostgreSQL, with workers written in Go over plain
 // HTTP (internal/workertest) and with workers of the TypeScript SDK
-// (sdk/typescript/test/crash-worker.js, under node).
+// (sdk/typescript/test/crash-worker.js, under node). On PostgreSQL it
+// also runs two `serve` instances on the one database (postgres-2/go):
+// each worker polls one of them, runs are started on both, and the
+// server killed is either instance, so tasks created by one instance are
+// served by the workers of the other.
 func TestWorkersCrash(t *testing.T) {
 	t.Parallel()
 	for _, driver := range []string{"sqlite", "postgres"} {
 		for _, lang := range []string{"go", "typescript"} {
 			t.Run(driver+"/"+lang, func(t *testing.T) {
 				t.Parallel()
-				workersCrash(t, driver, lang)
+				workersCrash(t, driver, lang, 1)
 			})
 		}
 	}
+	t.Run("postgres-2/go", func(t *testing.T) {
+		t.Parallel()
+		workersCrash(t, "postgres", "go", 2)
+	})
 }
 
 // crashWorkerCmd returns the command of a crash test's worker process in
@@ -343,7 +351,7 @@ func crashWorkerCmd(t *testing.T, lang string) func() *exec.Cmd {
 	return nil
 }
 
-func workersCrash(t *testing.T, driver, lang string) {
+func workersCrash(t *testing.T, driver, lang string, instances int) {
 	workerCmd := crashWorkerCmd(t, lang)
 	seed := crashSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
@@ -355,27 +363,35 @@ func workersCrash(t *testing.T, driver, lang string) {
 	}
 	execLog := filepath.Join(dir, "exec.log")
 	model := shopModel(t)
-	addr := freeAddr(t)
-	url := "http://" + addr
+	addrs, urls := make([]string, instances), make([]string, instances)
+	srvs := make([]*exec.Cmd, instances)
 	var mu sync.Mutex
-	srv := serveWorkers(t, db, addr)
+	for i := range instances {
+		addrs[i] = freeAddr(t)
+		urls[i] = "http://" + addrs[i]
+		srvs[i] = serveWorkers(t, db, addrs[i])
+	}
+	url := urls[0]
 	defer func() {
 		mu.Lock()
 		defer mu.Unlock()
-		_ = srv.Process.Kill()
-		_ = srv.Wait()
+		for _, srv := range srvs {
+			_ = srv.Process.Kill()
+			_ = srv.Wait()
+		}
 	}()
 
-	startWorker := func(id string) *workerProc {
+	// Worker i polls instance i (of instances).
+	startWorker := func(id string, i int) *workerProc {
 		cmd := workerCmd()
-		cmd.Env = append(os.Environ(), "SHOP_KEY=test", "STEPWISE_TEST_WORKER="+id, "STEPWISE_TEST_WORKER_URL="+url,
+		cmd.Env = append(os.Environ(), "SHOP_KEY=test", "STEPWISE_TEST_WORKER="+id, "STEPWISE_TEST_WORKER_URL="+urls[i%instances],
 			"STEPWISE_TEST_WORKER_MODEL="+model.URL, "STEPWISE_TEST_WORKER_LOG="+execLog)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		return &workerProc{id: id, cmd: cmd}
 	}
-	workers := []*workerProc{startWorker("wa-0"), startWorker("wb-0")}
+	workers := []*workerProc{startWorker("wa-0", 0), startWorker("wb-0", 1)}
 	defer func() {
 		for _, w := range workers {
 			_ = w.cmd.Process.Kill()
@@ -383,18 +399,20 @@ func workersCrash(t *testing.T, driver, lang string) {
 		}
 	}()
 
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get(url + "/v1/agents/shop")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break // a worker registered it
+	for _, u := range urls {
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			resp, err := http.Get(u + "/v1/agents/shop")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break // a worker registered it
+				}
 			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no worker registered the agent on %s", u)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no worker registered the agent")
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	// The reference: one run before anything is killed.
 	ref, err := initiate(url, "buy")
@@ -406,7 +424,7 @@ func workersCrash(t *testing.T, driver, lang string) {
 	n := crashRuns(t)
 	var runs []string
 	for len(runs) < n {
-		id, err := initiate(url, "buy")
+		id, err := initiate(urls[len(runs)%instances], "buy")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,24 +450,28 @@ func workersCrash(t *testing.T, driver, lang string) {
 		// The first kill is a worker's, the second the server's, then at random.
 		if total := kills["server"] + kills["worker"]; total == 1 || (total > 1 && rng.IntN(3) == 0) {
 			kills["server"]++
+			i := rng.IntN(instances)
 			mu.Lock()
-			_ = srv.Process.Signal(syscall.SIGKILL)
-			_ = srv.Wait()
-			srv = serveWorkers(t, db, addr)
+			_ = srvs[i].Process.Signal(syscall.SIGKILL)
+			_ = srvs[i].Wait()
+			srvs[i] = serveWorkers(t, db, addrs[i])
 			mu.Unlock()
 		} else {
 			kills["worker"]++
 			i := rng.IntN(len(workers))
 			_ = workers[i].cmd.Process.Signal(syscall.SIGKILL)
 			_ = workers[i].cmd.Wait()
-			workers[i] = startWorker(fmt.Sprintf("w%c-%d", 'a'+i, gen))
+			workers[i] = startWorker(fmt.Sprintf("w%c-%d", 'a'+i, gen), i)
 		}
 	}
 finished:
-	t.Logf("%d runs, %d tasks; killed the server %d times, a worker %d times", len(runs)+1, 2*(len(runs)+1), kills["server"], kills["worker"])
+	t.Logf("%d runs, %d tasks; %d serve instance(s); killed a server %d times, a worker %d times", len(runs)+1, 2*(len(runs)+1), instances,
+		kills["server"], kills["worker"])
 	mu.Lock()
-	_ = srv.Process.Signal(syscall.SIGTERM)
-	_ = srv.Wait()
+	for _, srv := range srvs {
+		_ = srv.Process.Signal(syscall.SIGTERM)
+		_ = srv.Wait()
+	}
 	mu.Unlock()
 
 	st := openCrashStore(t, db)
@@ -467,6 +489,7 @@ finished:
 		t.Fatalf("reference transcript:\n%s", strings.Join(want, "\n"))
 	}
 	finishedAt := map[string]time.Time{}
+	servedBy := map[byte]int{} // 'a', 'b': tasks completed by the workers of instance 0, 1
 	for _, id := range append([]string{ref}, runs...) {
 		r, err := st.RunGet(ctx, &store.RunGetParams{ID: id})
 		if err != nil {
@@ -491,7 +514,13 @@ finished:
 				t.Errorf("task %s of run %s is %s", task.ID, id, task.State)
 			}
 			finishedAt[task.Key] = task.FinishedAt
+			if len(task.Owner) > 1 {
+				servedBy[task.Owner[1]]++
+			}
 		}
+	}
+	if instances > 1 && (servedBy['a'] == 0 || servedBy['b'] == 0) {
+		t.Errorf("tasks completed by the workers of each instance: %d and %d; want both to serve (a task is offered on every instance)", servedBy['a'], servedBy['b'])
 	}
 	// No execution of a task after its result committed.
 	b, err := os.ReadFile(execLog)
