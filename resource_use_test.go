@@ -44,8 +44,9 @@ func TestStepResourceUse(t *testing.T) {
 				resourceSink = append(resourceSink, make([]byte, 4096))
 			}
 			resourceSink = nil
-			for start := time.Now(); time.Since(start) < 5*time.Millisecond; {
-			}
+			// Spin until the process has used 5 ms of CPU (not 5 ms of the
+			// wall clock: a loaded host deschedules the spinning thread).
+			spinCPU(5 * time.Millisecond)
 			return &stepwise.Next{Step: stepwise.StepLLM, Content: "worked"}, nil
 		})}}
 	e, st := newEngine(t, a)
@@ -105,6 +106,21 @@ func TestStepResourceUseOff(t *testing.T) {
 	for _, s := range steps(t, st, run.SessionID) {
 		if m := s.Metrics; m.CPUTime != 0 || m.AllocBytes != 0 || m.AllocObjects != 0 || m.OverlappingSteps != 0 {
 			t.Fatalf("step %d (%s) measured with NoStepResources: %+v", s.Sequence, s.Kind, m)
+		}
+	}
+}
+
+// spinCPU spins until the process has used d of CPU (cpuTime), or, where
+// the CPU time is not measured, for d of the wall clock.
+func spinCPU(d time.Duration) {
+	start, t0 := cpuTime(), time.Now()
+	for {
+		if c := cpuTime(); c == 0 {
+			if time.Since(t0) >= d {
+				return
+			}
+		} else if c-start >= d {
+			return
 		}
 	}
 }
