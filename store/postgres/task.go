@@ -223,11 +223,7 @@ func (s *Store) heldUpdate(ctx context.Context, id string, token int64, notify *
 		return t, err
 	}
 	return inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
-		err := fenced(ctx, tx, id, token)
-		if err == nil {
-			err = fmt.Errorf("stepwise: postgres: task %s is held but was not changed", id)
-		}
-		return nil, err
+		return nil, fenced(ctx, tx, id, token)
 	})
 }
 
