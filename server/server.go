@@ -215,6 +215,15 @@ func (s *Server) Close() {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Close()
 	if err := s.eng.Stop(ctx); err != nil {
+		// Stop gave up (ctx ended, or the store refused the hand-back):
+		// name the runs left leased, with a short bound of their own, so
+		// that an operator can find them. The next start (or another
+		// instance, once the lease lapses) takes them over.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), heldListTimeout)
+		defer cancel()
+		if held, lerr := s.heldRuns(lctx); lerr == nil && len(held) > 0 {
+			return fmt.Errorf("stepwise server: stop engine: runs still leased (%s): %w", strings.Join(held, ", "), err)
+		}
 		return fmt.Errorf("stepwise server: stop engine: %w", err)
 	}
 	// A run handed back to the queue while the executor was stopping can be
@@ -222,27 +231,39 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// for that, so that a store closed after Shutdown holds no run of ours
 	// in the running state.
 	for {
-		runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{Statuses: []steptype.RunStatus{steptype.RunRunning}})
+		held, err := s.heldRuns(ctx)
 		if err != nil {
 			return fmt.Errorf("stepwise server: stop engine: %w", err)
-		}
-		var held []string
-		for _, r := range runs {
-			if r.LeaseOwner == s.eng.Owner() {
-				held = append(held, r.ID)
-			}
 		}
 		if len(held) == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			// Named, so that an operator can find them; the next start
-			// (or another instance, once the lease lapses) takes them over.
 			return fmt.Errorf("stepwise server: stop engine: runs still leased (%s): %w", strings.Join(held, ", "), ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// heldListTimeout bounds the listing of the runs a shutdown that gave up
+// leaves leased.
+const heldListTimeout = 2 * time.Second
+
+// heldRuns returns the ids of the running runs this server's engine
+// leases.
+func (s *Server) heldRuns(ctx context.Context) ([]string, error) {
+	runs, err := s.eng.Store().RunList(ctx, &store.RunListParams{Statuses: []steptype.RunStatus{steptype.RunRunning}})
+	if err != nil {
+		return nil, err
+	}
+	var held []string
+	for _, r := range runs {
+		if r.LeaseOwner == s.eng.Owner() {
+			held = append(held, r.ID)
+		}
+	}
+	return held, nil
 }
 
 // handlerFunc is an endpoint: it returns an error instead of writing one.
