@@ -190,18 +190,28 @@ func (f *fleet) live() []*chaosServer {
 	return out
 }
 
-// awaitReady waits until every server's current incarnation answers.
+// awaitReady waits until every server's current incarnation answers. An
+// incarnation started while the database was restarting or paused may
+// have exited, unable to open it: it is started again, as a supervisor
+// would, up to three times.
 func (f *fleet) awaitReady(ctx context.Context) error {
 	for _, s := range f.servers {
-		s.mu.Lock()
-		ready, done := s.ready, s.done
-		s.mu.Unlock()
-		select {
-		case <-ready:
-		case <-done:
-			return fmt.Errorf("server %s exited before it was ready: %s", s.addr, f.stderrTail())
-		case <-ctx.Done():
-			return fmt.Errorf("server %s not ready: %w", s.addr, ctx.Err())
+		for tries := 0; ; tries++ {
+			s.mu.Lock()
+			ready, done := s.ready, s.done
+			s.mu.Unlock()
+			select {
+			case <-ready:
+			case <-done:
+				if tries < 3 {
+					f.start(s)
+					continue
+				}
+				return fmt.Errorf("server %s exited before it was ready, %d times: %s", s.addr, tries+1, f.stderrTail())
+			case <-ctx.Done():
+				return fmt.Errorf("server %s not ready: %w", s.addr, ctx.Err())
+			}
+			break
 		}
 	}
 	return nil
