@@ -13,15 +13,15 @@ from .agent import (Agent, AskHuman, Attachment, CustomStep, Decision, Delta, Li
 from .aio import AsyncClient
 from .client import Client
 from .errors import RunError, StepwiseError
-from .records import (AgentInfo, AgentStep, Continuation, ErrorStep, Event, HumanInputRequest, Invocation, PendingInput,
-                      Result, Run, Session, Step, ToolCall)
+from .records import (AgentInfo, AgentStep, BreakpointPause, Continuation, ErrorStep, Event, HumanInputRequest,
+                      Invocation, PendingInput, Result, Run, Session, Step, ToolCall)
 from .sse import RawEvent, read_events
 from .worker import TaskContext, Worker
 
 __all__ = [
     "AskHuman", "Attachment", "CustomStep", "Decision", "Delta", "Limits", "PermanentError", "Progress", "Retry",
     "StepEvent", "StepResult", "TaskContext", "Tool", "ToolResult", "TransientError", "Usage", "Worker", "Yield",
-    "Agent", "AgentInfo", "AgentStep", "AsyncClient", "Client", "Continuation", "ErrorStep", "Event", "HumanInputRequest",
-    "Invocation", "PendingInput", "RawEvent", "Result", "Run", "RunError", "Session", "Step", "StepwiseError",
-    "ToolCall", "read_events",
+    "Agent", "AgentInfo", "AgentStep", "AsyncClient", "BreakpointPause", "Client", "Continuation", "ErrorStep", "Event",
+    "HumanInputRequest", "Invocation", "PendingInput", "RawEvent", "Result", "Run", "RunError", "Session", "Step",
+    "StepwiseError", "ToolCall", "read_events",
 ]

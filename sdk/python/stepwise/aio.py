@@ -49,9 +49,9 @@ class AsyncClient:
 
     _sync_methods = (
         "list_agents", "get_agent", "health", "start_run", "get_run", "cancel_run", "list_inputs", "answer",
-        "initiate", "next_step", "provide_human_input", "list_sessions", "create_session", "get_session",
-        "delete_session", "session_summary", "list_steps", "get_step", "list_runs", "forks", "tree", "fork",
-        "retry", "replay",
+        "continue_run", "initiate", "next_step", "provide_human_input", "list_sessions", "create_session",
+        "get_session", "delete_session", "session_summary", "list_steps", "get_step", "list_runs", "forks", "tree",
+        "fork", "retry", "replay",
     )
 
     def __init__(self, base_url: str, token: Optional[str] = None, timeout: float = 30.0) -> None:

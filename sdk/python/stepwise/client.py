@@ -94,10 +94,14 @@ class Client:
 
     def start_run(self, agent: str, input: Optional[str] = None, *, session_id: Optional[str] = None,
                   state: Optional[dict] = None, title: Optional[str] = None, continue_: bool = False,
-                  metadata: Optional[dict] = None) -> tuple[Run, Invocation]:
-        """Starts a run; it executes on the server in the background."""
+                  metadata: Optional[dict] = None, breakpoints: Optional[dict] = None) -> tuple[Run, Invocation]:
+        """Starts a run; it executes on the server in the background.
+
+        ``breakpoints``, ``{"before": [...], "after": [...]}`` of selectors
+        (docs/breakpoints.md), pause the run before or after those steps.
+        """
         body = _drop_none({"agent": agent, "input": input, "session_id": session_id, "state": state, "title": title,
-                           "continue": continue_ or None, "metadata": metadata})
+                           "continue": continue_ or None, "metadata": metadata, "breakpoints": breakpoints})
         r = self._json("POST", "/v1/runs", body)
         return Run.from_json(r["run"]), Invocation.from_json(r["invocation"])
 
@@ -115,6 +119,26 @@ class Client:
         """Answers an input request (an approval: ``{"approved": True}``); returns the answered input step."""
         r = self._json("POST", f"/v1/runs/{_seg(run_id)}/inputs/{_seg(request_id)}", {"answer": answer})
         return Step.from_json(r["step"])
+
+    def continue_run(self, run_id: str, step: bool = False, state: Optional[dict] = None) -> Step:
+        """Answers the breakpoint the run is paused at (docs/breakpoints.md).
+
+        The run goes on to its next breakpoint, or with ``step`` runs the next
+        step and pauses again before the one after it; ``state``, a dict, is
+        merged into the run's state first (RFC 7386). Returns the answered
+        input step. Raises StepwiseError ``not_at_breakpoint`` (status 409)
+        when the run has no pending pause, TypeError when state is not a dict.
+        """
+        if state is not None and not isinstance(state, dict):
+            raise TypeError(f"stepwise: continue_run state must be a dict, not {type(state).__name__}")
+        pause = next((p for p in self.list_inputs(run_id) if p.breakpoint is not None), None)
+        if pause is None:
+            raise StepwiseError(409, "not_at_breakpoint", "Not paused at a breakpoint",
+                                f"run {run_id} is not paused at a breakpoint")
+        answer: dict[str, Any] = {"action": "step" if step else "continue"}
+        if state is not None:
+            answer["state"] = state
+        return self.answer(run_id, pause.request_id, answer)
 
     # --- the step-by-step loop ---
 

@@ -157,8 +157,40 @@ class Continuation:
 
 
 @dataclass
+class BreakpointPause:
+    """Where a run paused at a breakpoint (docs/breakpoints.md).
+
+    ``when`` is "before" or "after" the step ``step`` (of kind ``kind``;
+    ``tools``, the tool calls of a tools step); ``matched`` is the selector
+    that matched, or "step" when the previous answer stepped; ``state`` the
+    run's state at the pause; ``at`` the run's step count with the pause
+    recorded.
+    """
+
+    when: str
+    step: str
+    kind: str = ""
+    tools: list[str] = field(default_factory=list)
+    matched: str = ""
+    state: Any = None
+    at: int = 0
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, d: Optional[dict]) -> Optional["BreakpointPause"]:
+        if not isinstance(d, dict):
+            return None
+        kw = _pick(cls, d)
+        kw.setdefault("when", "")
+        kw.setdefault("step", "")
+        kw["tools"] = d.get("tools") or []
+        return cls(raw=d, **kw)
+
+
+@dataclass
 class HumanInputRequest:
-    """The run waits for this request's answer (an approval when approval is set)."""
+    """The run waits for this request's answer (an approval when approval is
+    set, a breakpoint's pause when breakpoint is)."""
 
     cursor: str
     request_id: str
@@ -167,6 +199,7 @@ class HumanInputRequest:
     context: dict[str, Any] = field(default_factory=dict)
     approval: Optional[ToolCall] = None
     expires_at: str = ""
+    breakpoint: Optional[BreakpointPause] = None
     type: str = "human_input_request"
 
 
@@ -204,7 +237,8 @@ def agent_step(d: dict[str, Any]) -> AgentStep:
                             d.get("progress"), d.get("progress_message", ""))
     if t == "human_input_request":
         return HumanInputRequest(cur, d.get("request_id", ""), d.get("prompt", ""), d.get("schema"),
-                                 d.get("context") or {}, ToolCall.from_json(d.get("approval")), d.get("expires_at", ""))
+                                 d.get("context") or {}, ToolCall.from_json(d.get("approval")), d.get("expires_at", ""),
+                                 BreakpointPause.from_json(d.get("breakpoint")))
     if t == "result":
         return Result(cur, d.get("value", ""), d.get("metadata") or {})
     if t == "error":
@@ -239,14 +273,20 @@ class Event:
 
 @dataclass
 class PendingInput:
+    """A waiting input request; ``request`` is its JSON, ``breakpoint`` its
+    pause when the request is a breakpoint's (``request["breakpoint"]``)."""
+
     request_id: str
     run_id: str
     session_id: str
     request: dict[str, Any] = field(default_factory=dict)
+    breakpoint: Optional[BreakpointPause] = None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "PendingInput":
-        return cls(d["request_id"], d["run_id"], d["session_id"], d.get("request") or {})
+        req = d.get("request") or {}
+        bp = BreakpointPause.from_json(req.get("breakpoint"))
+        return cls(d["request_id"], d["run_id"], d["session_id"], req, bp)
 
 
 @dataclass

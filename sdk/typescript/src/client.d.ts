@@ -133,6 +133,8 @@ export interface HumanInputRequest {
   context?: Record<string, JSONValue>;
   approval?: ToolCall;
   expires_at?: string;
+  /** Set when the request is a breakpoint's pause; answer it with continueRun. */
+  breakpoint?: BreakpointPause;
 }
 
 export interface Result {
@@ -181,11 +183,51 @@ export interface StreamEvent {
   reset?: { attempt: number; reason: string; retrying: boolean };
 }
 
+/**
+ * Pause a run before or after the steps the selectors select: a step name,
+ * a kind, a tool name, `*`, or `step:NAME`, `kind:KIND`, `tool:NAME`
+ * (docs/breakpoints.md).
+ */
+export interface Breakpoints {
+  before?: string[];
+  after?: string[];
+}
+
+/** Where a run paused at a breakpoint. */
+export interface BreakpointPause {
+  when: 'before' | 'after';
+  /** The step the run paused before or after. */
+  step: string;
+  kind?: StepKind;
+  /** The tool calls of a tools step. */
+  tools?: string[];
+  /** The selector that matched, or "step" when the previous answer stepped. */
+  matched: string;
+  /** The run's state at the pause. */
+  state?: JSONValue;
+  /** The run's step count with the pause recorded. */
+  at: number;
+}
+
+/** The answer to a breakpoint's pause (continueRun sends it). */
+export interface BreakpointAnswer {
+  action?: 'continue' | 'step';
+  state?: Record<string, JSONValue>;
+}
+
 export interface PendingInput {
   request_id: string;
   run_id: string;
   session_id: string;
-  request: { prompt: string; schema?: JSONValue; context?: Record<string, JSONValue>; approval?: ToolCall; expires_at?: string };
+  request: {
+    prompt: string;
+    schema?: JSONValue;
+    context?: Record<string, JSONValue>;
+    approval?: ToolCall;
+    expires_at?: string;
+    /** Set when the request is a breakpoint's pause. */
+    breakpoint?: BreakpointPause;
+  };
 }
 
 export interface ClientOptions {
@@ -205,6 +247,15 @@ export interface StartRunOptions extends CallOptions {
   title?: string;
   continue?: boolean;
   metadata?: Record<string, JSONValue>;
+  /** Pause the run before or after chosen steps (docs/breakpoints.md). */
+  breakpoints?: Breakpoints;
+}
+
+export interface ContinueRunOptions extends CallOptions {
+  /** Run the next step, then pause again before the one after it. */
+  step?: boolean;
+  /** Merged into the run's state (RFC 7386) before the run goes on. */
+  state?: Record<string, JSONValue>;
 }
 
 export interface NextStepOptions extends CallOptions {
@@ -242,6 +293,8 @@ export declare class Client {
   cancelRun(id: string, reason?: string, opts?: CallOptions): Promise<Run>;
   listInputs(runId?: string, opts?: CallOptions): Promise<PendingInput[]>;
   answer(runId: string, requestId: string, answer: JSONValue, opts?: CallOptions): Promise<Step>;
+  /** Answers the run's pending breakpoint pause; StepwiseError not_at_breakpoint when there is none. */
+  continueRun(runId: string, opts?: ContinueRunOptions): Promise<Step>;
 
   initiate(agent: string, input: string, opts?: StartRunOptions): Promise<Invocation>;
   nextStep(inv: Invocation | { run_id: string; cursor: string }, opts?: NextStepOptions): Promise<AgentStep>;

@@ -97,10 +97,10 @@ export class Client {
    * Starts a run of an agent; it executes on the server in the background.
    * @returns {Promise<{run: object, invocation: {run_id: string, session_id: string, cursor: string}}>}
    */
-  startRun({ agent, input, sessionId, state, title, continue: cont, metadata, signal } = {}) {
+  startRun({ agent, input, sessionId, state, title, continue: cont, metadata, breakpoints, signal } = {}) {
     return this._json('POST', '/v1/runs', {
       signal,
-      body: { agent, input, session_id: sessionId, state, title, continue: cont || undefined, metadata },
+      body: { agent, input, session_id: sessionId, state, title, continue: cont || undefined, metadata, breakpoints },
     });
   }
 
@@ -128,6 +128,34 @@ export class Client {
       body: { answer },
     });
     return r.step;
+  }
+
+  /**
+   * Answers the breakpoint the run is paused at (docs/breakpoints.md): it
+   * runs on to its next breakpoint, or with `step` runs the next step and
+   * pauses again before the one after it; `state`, an object, is merged
+   * into the run's state first (RFC 7386). Throws StepwiseError
+   * not_at_breakpoint (status 409) when the run has no pending pause.
+   * @param {string} runId
+   * @param {{step?: boolean, state?: object, signal?: AbortSignal}} [opts]
+   * @returns {Promise<object>} the answered input step
+   */
+  async continueRun(runId, { step = false, state, signal } = {}) {
+    if (state !== undefined && (state === null || typeof state !== 'object' || Array.isArray(state))) {
+      throw new TypeError(`stepwise: continueRun state must be an object, not ${Array.isArray(state) ? 'an array' : state === null ? 'null' : typeof state}`);
+    }
+    const pause = (await this.listInputs(runId, { signal })).find((p) => p.request?.breakpoint);
+    if (!pause) {
+      throw new StepwiseError({
+        status: 409,
+        code: 'not_at_breakpoint',
+        title: 'Not paused at a breakpoint',
+        detail: `run ${runId} is not paused at a breakpoint`,
+      });
+    }
+    const answer = { action: step ? 'step' : 'continue' };
+    if (state !== undefined) answer.state = state;
+    return this.answer(runId, pause.request_id, answer, { signal });
   }
 
   // --- the step-by-step loop ---

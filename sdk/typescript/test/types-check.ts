@@ -18,6 +18,8 @@ import {
   type AgentStep,
   type StreamEvent,
   type Step,
+  type PendingInput,
+  type BreakpointPause,
 } from '../src/index.js';
 
 async function clientHalf(): Promise<void> {
@@ -31,6 +33,8 @@ async function clientHalf(): Promise<void> {
   } else if (s.type === 'human_input_request') {
     const name: string | undefined = s.approval?.name;
     void name;
+    const when: 'before' | 'after' | undefined = s.breakpoint?.when;
+    void when;
     await c.provideHumanInput(inv, s.request_id, { approved: true });
   } else if (s.type === 'result') {
     const v: string = s.value;
@@ -57,6 +61,18 @@ async function clientHalf(): Promise<void> {
     if (err instanceof StepwiseError) void (err.code + err.status);
     if (err instanceof RunError) void err.retryCount;
   }
+  const { invocation } = await c.startRun({ agent: 'a', input: 'hi', breakpoints: { before: ['tools'], after: ['step:llm'] } });
+  await c.initiate('a', 'hi', { breakpoints: { after: ['*'] } });
+  const pending: PendingInput[] = await c.listInputs(invocation.run_id);
+  const pause: BreakpointPause | undefined = pending[0]?.request.breakpoint;
+  void (pause && pause.step + pause.matched + pause.at);
+  const answered: Step = await c.continueRun(invocation.run_id, { step: true, state: { limit: 50 } });
+  void answered.outputs;
+  await c.continueRun(invocation.run_id);
+  // @ts-expect-error: the state a breakpoint's answer merges is an object
+  await c.continueRun(invocation.run_id, { state: 'x' });
+  // @ts-expect-error: breakpoints are lists of selectors
+  await c.startRun({ agent: 'a', breakpoints: { before: 'tools' } });
   // @ts-expect-error: a fork needs its sequence
   await c.fork('s', {});
   // @ts-expect-error: nextStep needs an invocation
