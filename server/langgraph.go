@@ -447,6 +447,11 @@ func (s *Server) lgThreadCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.lgWriteThread(w, r, sess)
+}
+
+// lgWriteThread answers 200 with the thread of sess.
+func (s *Server) lgWriteThread(w http.ResponseWriter, r *http.Request, sess *stepwise.Session) error {
 	t, err := s.lgThread(r.Context(), sess)
 	if err != nil {
 		return err
@@ -461,12 +466,7 @@ func (s *Server) lgThreadGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.lgThread(r.Context(), sess)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, t)
-	return nil
+	return s.lgWriteThread(w, r, sess)
 }
 
 type lgThreadUpdateRequest struct {
@@ -494,12 +494,7 @@ func (s *Server) lgThreadUpdate(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	t, err := s.lgThread(r.Context(), sess)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, t)
-	return nil
+	return s.lgWriteThread(w, r, sess)
 }
 
 // lgThreadDelete: DELETE /threads/{thread}. Refused (409) while a run is
