@@ -19,9 +19,9 @@ import (
 // shutdownBound is the documented bound of a graceful stop of serve
 // (docs/guarantees.md, Bounds): server.Config.ShutdownTimeout (30 s), then
 // the engine's own stop (30 s) and its observers' (5 s, 1 s more if one
-// ignores its context), the memory worker's stop (10 s) and the store's
-// close (postgres.CloseTimeout).
-const shutdownBound = 30*time.Second + 30*time.Second + 6*time.Second + 10*time.Second + postgres.CloseTimeout
+// ignores its context), the memory worker's stop (10 s), the listing of
+// runs left leased (2 s) and the store's close (postgres.CloseTimeout).
+const shutdownBound = 30*time.Second + 30*time.Second + 6*time.Second + 10*time.Second + 2*time.Second + postgres.CloseTimeout
 
 // termWithin sends SIGTERM to a serve process and returns how long it took
 // to exit; past shutdownBound the test fails.
