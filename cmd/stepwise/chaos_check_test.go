@@ -203,7 +203,7 @@ func checkChaos(t *testing.T, ctx context.Context, dsn string, fl *fleet, rec *r
 		}
 		fig.sessions++
 		seen := map[string]bool{}
-		calls := map[string]bool{}
+		calls := map[string]*steptype.Step{}
 		for i, s := range steps {
 			fig.steps++
 			if s.Sequence != int64(i+1) {
@@ -216,10 +216,11 @@ func checkChaos(t *testing.T, ctx context.Context, dsn string, fl *fleet, rec *r
 			byRun[s.RunID] = append(byRun[s.RunID], s)
 			if s.Kind == steptype.KindTool || s.Kind == steptype.KindAgent {
 				k := s.RunID + "/" + s.ToolCallID
-				if calls[k] {
-					t.Errorf("session %s: tool call %s has two results", sid, k)
+				if prev := calls[k]; prev != nil {
+					t.Errorf("session %s: tool call %s has two results:\n%s\n%s\nwhat the servers said of run %s:\n%s",
+						sid, k, stepLine(prev), stepLine(s), s.RunID, fl.logOf(s.RunID))
 				}
-				calls[k] = true
+				calls[k] = s
 			}
 			if s.Kind == steptype.KindTool && strings.HasPrefix(s.Content, "recorded key=") {
 				fig.toolResults++
@@ -342,4 +343,9 @@ func story(steps []*steptype.Step) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, "\n--\n")
+}
+
+// stepLine describes a step for a failure message.
+func stepLine(s *steptype.Step) string {
+	return fmt.Sprintf("  step %s seq %d parent %s created %s: %.120s", s.ID, s.Sequence, s.ParentID, s.CreatedAt.Format("15:04:05.000000"), s.Content)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -126,7 +127,7 @@ func (f *fleet) start(s *chaosServer) {
 	cmd := exec.Command(bin, "--db", f.dsn, "serve", "--addr", s.addr, "--agent", agent, "--lease", f.lease.String())
 	cmd.Dir = f.dir
 	cmd.Env = append(os.Environ(), "STEPWISE_DB=", "STEPWISE_SERVER=")
-	cmd.Stderr = &lockedWriter{f: f}
+	cmd.Stderr = &lockedWriter{f: f, tag: tag}
 	if err := cmd.Start(); err != nil {
 		f.t.Fatal(err)
 	}
@@ -246,11 +247,36 @@ func (f *fleet) stderrTail() string {
 	return string(b)
 }
 
-// lockedWriter collects the servers' stderr.
-type lockedWriter struct{ f *fleet }
+// logOf returns the lines of the servers' stderr that name id.
+func (f *fleet) logOf(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(f.stderr.String()) {
+		if strings.Contains(line, id) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
+}
+
+// lockedWriter collects a server incarnation's stderr, each line begun
+// with its tag.
+type lockedWriter struct {
+	f      *fleet
+	tag    string
+	midway bool // the last write ended inside a line
+}
 
 func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.f.mu.Lock()
 	defer w.f.mu.Unlock()
-	return w.f.stderr.Write(p)
+	for line := range strings.Lines(string(p)) {
+		if !w.midway {
+			w.f.stderr.WriteString("[" + w.tag + "] ")
+		}
+		w.f.stderr.WriteString(line)
+		w.midway = !strings.HasSuffix(line, "\n")
+	}
+	return len(p), nil
 }
