@@ -123,10 +123,23 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 	}
 	x := e.newExec(a, r)
 	x.Ctx, x.Cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	// An execution of this run that this process stopped (a stalled
+	// lease, a park) may not have let go yet, and it may still commit: a
+	// result in hand lands under the same owner, which this claim kept.
+	// Wait for it before loading, so the load sees what it committed and
+	// this execution does not run that call again.
+	if !e.await(x) {
+		x.Cancel(nil)
+		return
+	}
 	if err := x.load(ctx); err != nil {
 		x.Cancel(nil)
 		e.exec.LoadFailed(ctx, r, err)
+		e.mu.Lock()
+		delete(e.active, r.ID)
 		e.exec.Leases.Drop(r.ID)
+		e.mu.Unlock()
+		close(x.done)
 		return
 	}
 	if r.Error != nil && r.Error.Code == executor.CodeLoadFailed {
@@ -134,25 +147,6 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 		_, _ = e.store.RunUpdate(ctx, &store.RunUpdateParams{ID: r.ID, Owner: e.cfg.Owner, ExpectStatus: []steptype.RunStatus{steptype.RunRunning}, ClearError: true, Now: e.now()})
 		r.Error = nil
 	}
-	e.mu.Lock()
-	for {
-		prev, busy := e.active[r.ID]
-		if e.closed {
-			e.mu.Unlock()
-			return
-		}
-		if !busy {
-			break
-		}
-		// The execution that parked this run has committed its last step
-		// but not let go yet: wait for it, then continue with the claim.
-		e.mu.Unlock()
-		<-prev.done
-		e.mu.Lock()
-	}
-	x.done = make(chan struct{})
-	e.active[r.ID] = x
-	e.mu.Unlock()
 	x.Topic = e.broker.Acquire(r.SessionID, x.LastSeq)
 	go func() {
 		select {
@@ -166,6 +160,28 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 	}
 	x.release()
 	e.afterRun(ctx, x)
+}
+
+// await waits until no other execution of x's run is active in this
+// process and registers x as its execution; false when the engine closed.
+func (e *Engine) await(x *execution) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for {
+		if e.closed {
+			return false
+		}
+		prev, busy := e.active[x.Run.ID]
+		if !busy {
+			break
+		}
+		e.mu.Unlock()
+		<-prev.done
+		e.mu.Lock()
+	}
+	x.done = make(chan struct{})
+	e.active[x.Run.ID] = x
+	return true
 }
 
 // afterRun wakes a parent run whose child finished in the background.

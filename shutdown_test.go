@@ -227,3 +227,87 @@ func TestStopDuringSubAgentCommitsNothing(t *testing.T) {
 		t.Fatalf("child runs %v %+v", err, kids)
 	}
 }
+
+// TestStopKeepsResultReturnedAfterStop stops executions whose tool calls
+// see the stop and return their results all the same (a side effect that
+// happened): the results commit, the run is handed back, and the resumed
+// run goes on from them without calling the tool again.
+func TestStopKeepsResultReturnedAfterStop(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"stop", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			const n = 3
+			entered := make(chan struct{}, n)
+			var calls atomic.Int64
+			def := llm.ToolDef{Name: "slow", Description: "acts, and reports even when stopped", Parameters: []byte(`{"type":"object"}`)}
+			stubborn := tool.Func(def, func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
+				calls.Add(1)
+				entered <- struct{}{}
+				<-ctx.Done()
+				return &tool.Result{Content: "done " + c.ID}, nil
+			})
+			a := &stepwise.Agent{Name: "worker", Model: toolsThenDone("slow", n), Tools: []tool.Tool{stubborn}}
+			st := openSQLite(t)
+			e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{a}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			r, err := e.StartRun(ctx, stepwise.StartParams{Agent: "worker", Input: "go"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitAll := func() {
+				for range n {
+					select {
+					case <-entered:
+					case <-time.After(30 * time.Second):
+						t.Fatal("tool call never started")
+					}
+				}
+			}
+			switch how {
+			case "stop":
+				if err := e.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				waitAll()
+				if err := e.Stop(ctx); err != nil {
+					t.Fatal(err)
+				}
+			case "cancel":
+				cctx, cancel := context.WithCancel(ctx)
+				errc := make(chan error, 1)
+				go func() { _, err := e.Wait(cctx, e.Execute(cctx, r.ID)); errc <- err }()
+				waitAll()
+				cancel()
+				<-errc
+			}
+			_ = e.Close()
+			var results int
+			for _, s := range steps(t, st, r.SessionID) {
+				if s.Kind == steptype.KindTool {
+					results++
+					if !strings.HasPrefix(s.Content, "done ") || s.Error != nil {
+						t.Fatalf("tool step %q %+v, want the result the tool returned", s.Content, s.Error)
+					}
+				}
+			}
+			if results != n {
+				t.Fatalf("%d tool results committed, want the %d the tool returned after the stop", results, n)
+			}
+			got, err := st.RunGet(ctx, &store.RunGetParams{ID: r.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != steptype.RunQueued || got.LeaseOwner != "" {
+				t.Fatalf("stopped run is %s (lease %q), want queued and released", got.Status, got.LeaseOwner)
+			}
+			resumeClean(t, st, a, r, "user,llm"+strings.Repeat(",tool", n)+",llm")
+			if got := calls.Load(); got != n {
+				t.Fatalf("tool executions = %d, want %d (a result in hand is never executed again)", got, n)
+			}
+		})
+	}
+}

@@ -7,14 +7,17 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // execution is one run of the side-effect tool's handler: which server
-// incarnation (header X-Chaos-Server, "server.incarnation") called it.
+// incarnation (header X-Chaos-Server, "server.incarnation") called it, and
+// when.
 type execution struct {
 	Key, Server, Tool, Note string
+	At                      time.Time
 }
 
 // recorder is the chaos test's side-effect tool: an MCP server over
@@ -44,7 +47,7 @@ func newRecorder(t *testing.T) (*recorder, string) {
 				key, _ := req.Params.Meta["stepwise.run/idempotency-key"].(string)
 				server := req.Extra.Header.Get("X-Chaos-Server")
 				r.mu.Lock()
-				r.execs[key] = append(r.execs[key], execution{Key: key, Server: server, Tool: name, Note: a.Note})
+				r.execs[key] = append(r.execs[key], execution{Key: key, Server: server, Tool: name, Note: a.Note, At: time.Now()})
 				r.total++
 				r.mu.Unlock()
 				return &sdk.CallToolResult{Content: []sdk.Content{

@@ -56,10 +56,11 @@ func TestChaosMultiInstance(t *testing.T) {
 // TestChaosDatabaseMisbehaves is TestChaosMultiInstance on a PostgreSQL
 // cluster of the test's own, which the driver also restarts (an immediate
 // stop: every connection cut, the servers' LISTEN included, then a start
-// after a random while) and pauses (SIGSTOP of every server process for a
-// random 0.5–3 s, beyond the 2 s after which an instance stops executing
+// after a random while) and pauses (SIGSTOP of every PostgreSQL process for
+// a random 0.5–3 s, beyond the 2 s after which an instance stops executing
 // runs whose leases it cannot renew) while runs are in flight: nothing is
-// lost, duplicated or re-executed by a server that lived, and every run
+// lost or duplicated, a side effect runs again only when its server was
+// killed or the database was out around it (at least once), and every run
 // and stream ends. A short setting for CI; longer locally with
 // STEPWISE_CHAOS_DB_RESTARTS, STEPWISE_CHAOS_DB_PAUSES (default 2 each),
 // STEPWISE_CHAOS_DB_KILLS (default 20) and STEPWISE_CHAOS_DB_RUNS (default
@@ -235,6 +236,7 @@ func runChaos(t *testing.T, cfg chaosConfig) {
 	nEvents := len(dbEvents)
 	var dbRestarts, dbPauses int
 	var dbPaused time.Duration
+	var outages []outage
 	done := 0
 	inFlight := 0
 	for done < kills {
@@ -244,6 +246,7 @@ func runChaos(t *testing.T, cfg chaosConfig) {
 			d := time.Duration(500+sched.IntN(2500)) * time.Millisecond
 			switch ev {
 			case "restart":
+				from := time.Now()
 				if err := cfg.db.Stop(); err != nil {
 					t.Fatal(err)
 				}
@@ -252,13 +255,16 @@ func runChaos(t *testing.T, cfg chaosConfig) {
 				if err := cfg.db.Start(); err != nil {
 					t.Fatal(err)
 				}
+				outages = append(outages, outage{from, time.Now()})
 				dbRestarts++
 			case "pause":
+				from := time.Now()
 				if err := cfg.db.Pause(); err != nil {
 					t.Fatal(err)
 				}
 				time.Sleep(d) // the database stalls this long
 				cfg.db.Resume()
+				outages = append(outages, outage{from, time.Now()})
 				dbPauses++
 				dbPaused += d
 			}
@@ -323,7 +329,7 @@ func runChaos(t *testing.T, cfg chaosConfig) {
 	if len(startErrs) > 0 {
 		t.Errorf("%d runs could not be started: %v", len(startErrs), startErrs[:min(5, len(startErrs))])
 	}
-	fig := checkChaos(t, ctx, dsn, f, rec, started)
+	fig := checkChaos(t, ctx, dsn, f, rec, started, outages)
 	fig.seed, fig.kills, fig.inFlight, fig.chaos, fig.total = seed, done, inFlight, chaosEnd, total
 	fig.samples, fig.busy = samples.Load(), busy.Load()
 	fig.dbRestarts, fig.dbPauses, fig.dbPaused = dbRestarts, dbPauses, dbPaused

@@ -100,8 +100,9 @@ type ToolExec struct {
 // ExecTool runs a call of a tool with retries, sending an error step for
 // each failed attempt and finally the result step. It returns the tool's
 // request for input instead when the tool needs it, and sends nothing
-// when the execution was stopped while the call was in flight (the call
-// re-runs on resume).
+// when the execution was stopped while the call was in flight and the
+// call failed (the call re-runs on resume); a call that returned its
+// result sends it even then.
 func (c *Core) ExecTool(ctx context.Context, p *ToolExec, send func(*Outcome) bool) *tool.InputNeeded {
 	call := p.Call
 	fp := convo.ToolFingerprint(call.Name, call.Arguments)
@@ -116,7 +117,11 @@ func (c *Core) ExecTool(ctx context.Context, p *ToolExec, send func(*Outcome) bo
 			SessionID: c.Run.SessionID, RunID: c.Run.ID, Attempt: attempt, Answers: p.Answers,
 		})
 		use := mark.End()
-		if c.Interrupted() {
+		if c.Interrupted() && err != nil {
+			// Cut by the stop (its context's error, most likely): the call
+			// re-runs on resume. A result in hand commits all the same
+			// (fenced by the lease): its side effect happened, and a
+			// stop must not make it happen twice.
 			return nil
 		}
 		if need, ok := errors.AsType[*tool.InputNeeded](err); ok {
@@ -223,13 +228,13 @@ func ExecParallel(ctx context.Context, calls []steptype.ToolCall, limit int, exe
 	ctx, cancelCalls := context.WithCancelCause(ctx)
 	defer cancelCalls(nil)
 	results := make(chan *Outcome)
+	// The loop below reads every outcome until the calls are done (it
+	// drains after a failed commit), so a send never blocks for long: an
+	// outcome sent after the execution was stopped still reaches handle,
+	// whose fenced commit lands or fails.
 	send := func(o *Outcome) bool {
-		select {
-		case results <- o:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+		results <- o
+		return true
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, limit)
