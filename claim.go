@@ -123,11 +123,8 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 	}
 	x := e.newExec(a, r)
 	x.Ctx, x.Cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	// An execution of this run that this process stopped (a stalled
-	// lease, a park) may not have let go yet, and it may still commit: a
-	// result in hand lands under the same owner, which this claim kept.
-	// Wait for it before loading, so the load sees what it committed and
-	// this execution does not run that call again.
+	// A stopped execution of this run here may still commit (the same
+	// owner): the load comes after it let go, so it reads what it did.
 	if !e.await(x) {
 		x.Cancel(nil)
 		return
