@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/stepwise-run/stepwise"
@@ -30,6 +31,10 @@ type lgStream struct {
 	chunked   bool
 	resets    int
 	lastWrite time.Time
+	// text and chunkID are the content the chunks of the model call in
+	// flight carried and their message id: deltas are best effort, so the
+	// step's completion sends what they missed.
+	text, chunkID string
 }
 
 func (o *lgStream) start() error {
@@ -94,6 +99,8 @@ func (o *lgStream) event(ev *stepwise.Event) {
 		if d.Content != "" || d.ToolCall != nil {
 			o.chunked = true
 		}
+		o.text += d.Content
+		o.chunkID = msgID
 		if o.modes["messages-tuple"] {
 			o.emit(id, "messages", []any{chunk, o.meta(ev.StepName, ev.Position.Seq)})
 		}
@@ -116,6 +123,7 @@ func (o *lgStream) event(ev *stepwise.Event) {
 		// with none the step's message is sent whole when it completes.
 		o.chunked = false
 		o.partial = nil
+		o.text = ""
 		o.resets++
 	case stepwise.EventStepYield:
 		if o.modes["custom"] && ev.Yield != nil {
@@ -129,8 +137,8 @@ func (o *lgStream) event(ev *stepwise.Event) {
 			return
 		}
 		o.view.add(st)
-		chunked := o.chunked
-		o.chunked = false
+		chunked, text, chunkID := o.chunked, o.text, o.chunkID
+		o.chunked, o.text = false, ""
 		if st.Hop != 0 {
 			return
 		}
@@ -154,6 +162,14 @@ func (o *lgStream) event(ev *stepwise.Event) {
 			}
 		}
 		if msg != nil && msg["type"] != "human" && msg["type"] != "system" {
+			if chunked && msg["type"] == "ai" && !strings.HasPrefix(st.Content, text) {
+				chunked = false // the chunks are not this message's: send it whole
+			}
+			if o.modes["messages-tuple"] && chunked && msg["type"] == "ai" && len(st.Content) > len(text) {
+				// Deltas were lost (a slow stream): the chunk they missed.
+				rest := obj{"type": "AIMessageChunk", "id": chunkID, "content": st.Content[len(text):], "additional_kwargs": obj{}, "response_metadata": obj{}, "tool_call_chunks": []obj{}, "tool_calls": []obj{}}
+				o.emit(id, "messages", []any{rest, o.meta(node, st.Sequence)})
+			}
 			if o.modes["messages-tuple"] && (msg["type"] != "ai" || !chunked) {
 				o.emit(id, "messages", []any{msg, o.meta(node, st.Sequence)})
 			}
