@@ -98,6 +98,12 @@ func (e *Engine) newExecution(ctx context.Context, a *Agent, run *Run, parent *e
 // release ends an execution's hold on its run.
 func (x *execution) release() {
 	x.Abandon()
+	x.unregister()
+	x.e.broker.Release(x.Run.SessionID)
+}
+
+// unregister ends x's registration as its run's execution in this process.
+func (x *execution) unregister() {
 	x.e.mu.Lock()
 	if x.e.active[x.Run.ID] == x {
 		delete(x.e.active, x.Run.ID)
@@ -107,7 +113,6 @@ func (x *execution) release() {
 	if x.done != nil {
 		close(x.done)
 	}
-	x.e.broker.Release(x.Run.SessionID)
 }
 
 // executeClaimed executes a run the background executor has claimed.
@@ -132,11 +137,7 @@ func (e *Engine) executeClaimed(ctx context.Context, r *Run) {
 	if err := x.load(ctx); err != nil {
 		x.Cancel(nil)
 		e.exec.LoadFailed(ctx, r, err)
-		e.mu.Lock()
-		delete(e.active, r.ID)
-		e.exec.Leases.Drop(r.ID)
-		e.mu.Unlock()
-		close(x.done)
+		x.unregister()
 		return
 	}
 	if r.Error != nil && r.Error.Code == executor.CodeLoadFailed {

@@ -85,7 +85,7 @@ func (x *execution) toolsStep(ctx context.Context, s *Scope) (*Next, error) {
 	case r.firstErr != nil || len(run) == 0:
 	case len(run) == 1:
 		// One call: execute it on this goroutine, no hand-off.
-		x.execCall(ctx, run[0], idemBase, r.handle)
+		x.execCall(ctx, run[0], idemBase, func(o *runexec.Outcome) { r.handle(o) })
 	default:
 		x.execParallel(ctx, &r, run, idemBase)
 	}
@@ -134,7 +134,7 @@ func (x *execution) triageCalls(r *toolsRound, pending []ToolCall) ([]ToolCall, 
 // execParallel executes the calls of a tools step in parallel, at most
 // Limits.MaxParallelTools at once, handing each outcome to r.
 func (x *execution) execParallel(ctx context.Context, r *toolsRound, run []ToolCall, idemBase runexec.IdemSeed) {
-	runexec.ExecParallel(ctx, run, x.agent.Limits.MaxParallelTools, func(ctx context.Context, call ToolCall, send func(*runexec.Outcome) bool) {
+	runexec.ExecParallel(ctx, run, x.agent.Limits.MaxParallelTools, func(ctx context.Context, call ToolCall, send func(*runexec.Outcome)) {
 		x.execCall(ctx, call, idemBase, send)
 	}, r.handle)
 }
@@ -250,7 +250,7 @@ func (x *execution) anyWaiting() bool {
 
 // execCall runs one call with retries, sending error steps for failed
 // attempts and finally the result step.
-func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase runexec.IdemSeed, send func(*runexec.Outcome) bool) {
+func (x *execution) execCall(ctx context.Context, call ToolCall, idemBase runexec.IdemSeed, send func(*runexec.Outcome)) {
 	if sub := x.subAgent(call.Name); sub != nil {
 		if o := x.callSubAgent(ctx, sub, call); o != nil {
 			send(o)

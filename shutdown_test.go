@@ -85,6 +85,12 @@ func interruptedNothing(t *testing.T, st store.Store, r *stepwise.Run) {
 			t.Fatalf("an interrupted call was committed: %s %q %+v", s.Kind, s.Content, s.Error)
 		}
 	}
+	handedBack(t, st, r)
+}
+
+// handedBack checks that an interrupted run is queued, its lease released.
+func handedBack(t *testing.T, st store.Store, r *stepwise.Run) {
+	t.Helper()
 	got, err := st.RunGet(context.Background(), &store.RunGetParams{ID: r.ID})
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +132,57 @@ func resumeClean(t *testing.T, st store.Store, a *stepwise.Agent, r *stepwise.Ru
 	return done
 }
 
+// interruptTools starts a run of agent a on a new SQLite store and, once
+// wait says its tool calls are in flight, stops its execution how says:
+// "stop" (Engine.Stop of the background executor), "cancel" (the
+// consumer's context, with a cause) or "detach" (the consumer breaks out);
+// then it closes the engine.
+func interruptTools(t *testing.T, a *stepwise.Agent, how string, wait func()) (store.Store, *stepwise.Run) {
+	t.Helper()
+	st := openSQLite(t)
+	e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := e.StartRun(ctx, stepwise.StartParams{Agent: a.Name, Input: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch how {
+	case "stop":
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wait()
+		if err := e.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case "cancel":
+		cctx, cancel := context.WithCancelCause(ctx)
+		errc := make(chan error, 1)
+		go func() { _, err := e.Wait(cctx, e.Execute(cctx, r.ID)); errc <- err }()
+		wait()
+		sig := errors.New("terminated signal received")
+		cancel(sig)
+		if err := <-errc; !errors.Is(err, sig) {
+			t.Fatalf("Execute after cancel: %v, want the context's cause", err)
+		}
+	case "detach":
+		for ev, err := range e.Execute(ctx, r.ID) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type == stepwise.EventStepStarted && ev.StepName == stepwise.StepTools {
+				wait()
+				break
+			}
+		}
+	}
+	_ = e.Close()
+	return st, r
+}
+
 // TestStopDuringToolCallCommitsNothing stops executions while tool calls are
 // in flight, in every way an execution can be stopped without failing its
 // run (engine shutdown, the consumer's context cancelled, the consumer
@@ -139,47 +196,7 @@ func TestStopDuringToolCallCommitsNothing(t *testing.T) {
 				t.Parallel()
 				g := newGate()
 				a := &stepwise.Agent{Name: "worker", Model: toolsThenDone("slow", n), Tools: []tool.Tool{g.tool()}}
-				st := openSQLite(t)
-				e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{a}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx := context.Background()
-				r, err := e.StartRun(ctx, stepwise.StartParams{Agent: "worker", Input: "go"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				switch how {
-				case "stop":
-					if err := e.Start(ctx); err != nil {
-						t.Fatal(err)
-					}
-					g.waitEntered(t, n)
-					if err := e.Stop(ctx); err != nil {
-						t.Fatal(err)
-					}
-				case "cancel":
-					cctx, cancel := context.WithCancelCause(ctx)
-					errc := make(chan error, 1)
-					go func() { _, err := e.Wait(cctx, e.Execute(cctx, r.ID)); errc <- err }()
-					g.waitEntered(t, n)
-					sig := errors.New("terminated signal received")
-					cancel(sig)
-					if err := <-errc; !errors.Is(err, sig) {
-						t.Fatalf("Execute after cancel: %v, want the context's cause", err)
-					}
-				case "detach":
-					for ev, err := range e.Execute(ctx, r.ID) {
-						if err != nil {
-							t.Fatal(err)
-						}
-						if ev.Type == stepwise.EventStepStarted && ev.StepName == stepwise.StepTools {
-							g.waitEntered(t, n)
-							break
-						}
-					}
-				}
-				_ = e.Close()
+				st, r := interruptTools(t, a, how, func() { g.waitEntered(t, n) })
 				interruptedNothing(t, st, r)
 				g.release()
 				resumeClean(t, st, a, r, "user,llm"+strings.Repeat(",tool", n)+",llm")
@@ -234,7 +251,7 @@ func TestStopDuringSubAgentCommitsNothing(t *testing.T) {
 // run goes on from them without calling the tool again.
 func TestStopKeepsResultReturnedAfterStop(t *testing.T) {
 	t.Parallel()
-	for _, how := range []string{"stop", "cancel"} {
+	for _, how := range []string{"stop", "cancel", "detach"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			const n = 3
@@ -248,17 +265,7 @@ func TestStopKeepsResultReturnedAfterStop(t *testing.T) {
 				return &tool.Result{Content: "done " + c.ID}, nil
 			})
 			a := &stepwise.Agent{Name: "worker", Model: toolsThenDone("slow", n), Tools: []tool.Tool{stubborn}}
-			st := openSQLite(t)
-			e, err := stepwise.New(stepwise.Config{Store: st, Agents: []*stepwise.Agent{a}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			r, err := e.StartRun(ctx, stepwise.StartParams{Agent: "worker", Input: "go"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitAll := func() {
+			st, r := interruptTools(t, a, how, func() {
 				for range n {
 					select {
 					case <-entered:
@@ -266,25 +273,7 @@ func TestStopKeepsResultReturnedAfterStop(t *testing.T) {
 						t.Fatal("tool call never started")
 					}
 				}
-			}
-			switch how {
-			case "stop":
-				if err := e.Start(ctx); err != nil {
-					t.Fatal(err)
-				}
-				waitAll()
-				if err := e.Stop(ctx); err != nil {
-					t.Fatal(err)
-				}
-			case "cancel":
-				cctx, cancel := context.WithCancel(ctx)
-				errc := make(chan error, 1)
-				go func() { _, err := e.Wait(cctx, e.Execute(cctx, r.ID)); errc <- err }()
-				waitAll()
-				cancel()
-				<-errc
-			}
-			_ = e.Close()
+			})
 			var results int
 			for _, s := range steps(t, st, r.SessionID) {
 				if s.Kind == steptype.KindTool {
@@ -297,13 +286,7 @@ func TestStopKeepsResultReturnedAfterStop(t *testing.T) {
 			if results != n {
 				t.Fatalf("%d tool results committed, want the %d the tool returned after the stop", results, n)
 			}
-			got, err := st.RunGet(ctx, &store.RunGetParams{ID: r.ID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Status != steptype.RunQueued || got.LeaseOwner != "" {
-				t.Fatalf("stopped run is %s (lease %q), want queued and released", got.Status, got.LeaseOwner)
-			}
+			handedBack(t, st, r)
 			resumeClean(t, st, a, r, "user,llm"+strings.Repeat(",tool", n)+",llm")
 			if got := calls.Load(); got != n {
 				t.Fatalf("tool executions = %d, want %d (a result in hand is never executed again)", got, n)

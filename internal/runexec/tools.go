@@ -103,7 +103,7 @@ type ToolExec struct {
 // when the execution was stopped while the call was in flight and the
 // call failed (the call re-runs on resume); a call that returned its
 // result sends it even then.
-func (c *Core) ExecTool(ctx context.Context, p *ToolExec, send func(*Outcome) bool) *tool.InputNeeded {
+func (c *Core) ExecTool(ctx context.Context, p *ToolExec, send func(*Outcome)) *tool.InputNeeded {
 	call := p.Call
 	fp := convo.ToolFingerprint(call.Name, call.Arguments)
 	for attempt := 1; ; attempt++ {
@@ -224,7 +224,7 @@ func SetUsage(m *steptype.Metrics, u stepres.Usage) {
 // each outcome to handle on this goroutine. A failed commit (handle
 // returns false) cancels the sibling calls: their results could not be
 // committed anyway (the step re-runs them).
-func ExecParallel(ctx context.Context, calls []steptype.ToolCall, limit int, exec func(context.Context, steptype.ToolCall, func(*Outcome) bool), handle func(*Outcome) bool) {
+func ExecParallel(ctx context.Context, calls []steptype.ToolCall, limit int, exec func(context.Context, steptype.ToolCall, func(*Outcome)), handle func(*Outcome) bool) {
 	ctx, cancelCalls := context.WithCancelCause(ctx)
 	defer cancelCalls(nil)
 	results := make(chan *Outcome)
@@ -232,10 +232,7 @@ func ExecParallel(ctx context.Context, calls []steptype.ToolCall, limit int, exe
 	// drains after a failed commit), so a send never blocks for long: an
 	// outcome sent after the execution was stopped still reaches handle,
 	// whose fenced commit lands or fails.
-	send := func(o *Outcome) bool {
-		results <- o
-		return true
-	}
+	send := func(o *Outcome) { results <- o }
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, limit)
 	for _, call := range calls {
