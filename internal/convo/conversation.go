@@ -36,6 +36,9 @@ type Conversation struct {
 	open bool
 	// prefix[i] is the estimated tokens of messages [0, base+i].
 	prefix []int
+	// users are the indices of the loaded user messages, ascending: the
+	// turns a trim may cut at (PlanTrim searches them, not every message).
+	users []int
 	// trimmed messages at the front are left out under a token budget;
 	// summary replaces them when the strategy is "summarize". trimmed < base
 	// (-1 when the exact index is not known) only in a conversation whose
@@ -150,6 +153,9 @@ func (c *Conversation) Push(m llm.Message, seq int64) {
 		c.head = c.nextHash(m, n)
 	}
 	c.seqs = appendDoubling(c.seqs, seq)
+	if m.Role == steptype.RoleUser {
+		c.users = append(c.users, n)
+	}
 }
 
 // appendDoubling is append that doubles a full slice's capacity. append

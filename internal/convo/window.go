@@ -56,7 +56,6 @@ type Trim struct {
 // needs (strategy "trim" or "summarize"; empty means "trim"), nil when the
 // trim point stays. It changes nothing; ApplyTrim does.
 func (c *Conversation) PlanTrim(budget int, strategy string) *Trim {
-	msgs := c.msgs
 	n := c.Count()
 	total := c.Tokens(n)
 	cut := c.trimmed
@@ -65,15 +64,16 @@ func (c *Conversation) PlanTrim(budget int, strategy string) *Trim {
 	// Sufficient).
 	if cut < c.base || total-c.Tokens(cut)+extra > budget {
 		// Drop whole turns from the front: cut at the first user message
-		// that brings the rest under the budget, keeping the last turn.
-		for i := max(cut+1, c.base); i < n; i++ {
-			if msgs[i-c.base].Role != steptype.RoleUser {
-				continue
-			}
-			cut = i
-			if total-c.Tokens(i)+extra <= budget {
-				break
-			}
+		// that brings the rest under the budget, else at the last one
+		// (keeping the last turn). The tokens before a message only grow
+		// with its index, so the first is found by binary search among
+		// the user messages after the trim point: a plan costs
+		// O(log turns), not a scan of the session.
+		users := c.users[sort.SearchInts(c.users, max(cut+1, c.base)):]
+		if len(users) > 0 {
+			need := total + extra - budget // the tokens to leave out
+			k := sort.Search(len(users), func(k int) bool { return c.Tokens(users[k]) >= need })
+			cut = users[min(k, len(users)-1)]
 		}
 	}
 	if cut <= c.trimmed {
