@@ -38,7 +38,8 @@ type TaskStore interface {
 	// TaskFinish records the outcome of a claimed task held with p.Token:
 	// completed, failed or parked, with p.Result. ErrConflict when the
 	// task is not claimed under that token, so exactly one outcome is
-	// recorded per task.
+	// recorded per task. It returns once the outcome is durable; p.Visible
+	// hears of it as soon as other readers can see it.
 	TaskFinish(ctx context.Context, p *TaskFinishParams) (*Task, error)
 	// TaskRelease hands claimed tasks back (queued, lease cleared, token
 	// kept): the task p.ID held with p.Token (ErrConflict otherwise), or
@@ -102,7 +103,13 @@ type TaskCreateParams struct {
 	// Lease (required then): its first claim.
 	Owner string
 	Lease time.Duration
-	Now   time.Time
+	// Lazy lets the create return before it is durable (PostgreSQL
+	// commits it with synchronous_commit off): a crash of the database
+	// may then lose the task, and the caller must create it again when
+	// it finds it missing (ErrNotFound) while the step that needs it
+	// still runs. Any later synchronous commit makes it durable.
+	Lazy bool
+	Now  time.Time
 }
 
 // Created returns the task p creates, as TaskCreate stores it at now:
@@ -153,6 +160,16 @@ type TaskFinishParams struct {
 	State  string // TaskCompleted, TaskFailed or TaskParked
 	Result json.RawMessage
 	Now    time.Time
+	// Visible, when set, is called once with the finished task as soon
+	// as other readers can see the finish, which may be before it is
+	// durable: PostgreSQL commits it with synchronous_commit off and
+	// waits for a later synchronous commit (another transaction's, when
+	// one completes within a moment, else its own) before TaskFinish
+	// returns. A caller acts on the outcome in Visible (the step that
+	// waited for it commits, which makes the finish durable with it)
+	// and reports it recorded once TaskFinish returned. It is not called
+	// when TaskFinish fails.
+	Visible func(*Task)
 }
 
 // TaskReleaseParams are the parameters of TaskStore.TaskRelease: ID and

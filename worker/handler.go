@@ -247,7 +247,9 @@ func (t *workerTool) Call(ctx context.Context, c *tool.Call) (*tool.Result, erro
 // create creates task t: claimed by a poll waiting for it in this process
 // (handed over: a claim the fewer), else queued.
 func (s *Service) create(ctx context.Context, t *store.Task) (*store.Task, error) {
-	p := &store.TaskCreateParams{Task: t}
+	// Lazy: a task lost with a crash of the database is made again by
+	// serve, which finds it missing; nothing waits for its WAL flush.
+	p := &store.TaskCreateParams{Task: t, Lazy: true}
 	w := s.hub.take(t.Agent, t.Name)
 	if w != nil {
 		p.Owner, p.Lease = w.worker, s.cfg.Lease
@@ -304,6 +306,14 @@ func (s *Service) serve(ctx context.Context, t *store.Task, relay func([]*wire.T
 			ft, err := s.store.TaskGet(ctx, &store.TaskGetParams{ID: got.ID})
 			if err == nil && ft.Finished() {
 				return ft, nil
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				// Created lazily and lost with a crash of the
+				// database: made again (the same key, or the task of
+				// the key that exists by now).
+				unwatch()
+				unrelay()
+				return s.serve(ctx, t, relay)
 			}
 			if err != nil && ctx.Err() != nil {
 				return got, context.Cause(ctx)

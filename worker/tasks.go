@@ -421,7 +421,13 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *ou
 	if err != nil {
 		return nil, err
 	}
-	done, err := s.store.TaskFinish(ctx, &store.TaskFinishParams{ID: t.ID, Token: t.Token, State: state, Result: res})
+	// The step waiting for the outcome takes it as soon as it is
+	// visible: its commit makes the finish durable with it, so neither
+	// waits for a WAL flush of the other (docs/workers.md). The worker
+	// hears once the finish is durable.
+	handed := false
+	done, err := s.store.TaskFinish(ctx, &store.TaskFinishParams{ID: t.ID, Token: t.Token, State: state, Result: res,
+		Visible: func(ft *store.Task) { handed = true; s.hub.taskFinished(ft.ID, ft) }})
 	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 		s.forget(t.ID)
 		dup, ferr := s.fencedErr(ctx, t.ID, t.Token)
@@ -434,7 +440,9 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *ou
 		return nil, err
 	}
 	s.forget(t.ID)
-	s.hub.taskFinished(t.ID, done)
+	if !handed {
+		s.hub.taskFinished(t.ID, done)
+	}
 	return &wire.TaskResult{ID: done.ID, State: done.State}, nil
 }
 

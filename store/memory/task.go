@@ -192,15 +192,20 @@ func (m *Store) TaskFinish(_ context.Context, p *store.TaskFinishParams) (*store
 	m.mu.RUnlock()
 	tt := m.taskTable()
 	tt.mu.Lock()
-	defer tt.mu.Unlock()
 	t, err := tt.held(p.ID, p.Token)
 	if err != nil {
+		tt.mu.Unlock()
 		return nil, err
 	}
 	now := nowOr(p.Now)
 	t.State, t.Result, t.LeaseExpires = p.State, slices.Clone(p.Result), time.Time{}
 	t.UpdatedAt, t.FinishedAt = now, now
-	return store.CloneTask(t), nil
+	out := store.CloneTask(t)
+	tt.mu.Unlock()
+	if p.Visible != nil {
+		p.Visible(store.CloneTask(out))
+	}
+	return out, nil
 }
 
 // TaskRelease implements store.TaskStore.

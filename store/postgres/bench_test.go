@@ -23,6 +23,12 @@ func BenchmarkTaskCycle(b *testing.B) {
 	storetest.BenchTaskCycle(b, openFresh(b))
 }
 
+// BenchmarkTaskHandover: a worker task created lazily, claimed, and
+// finished with Visible, as the worker service writes it.
+func BenchmarkTaskHandover(b *testing.B) {
+	storetest.BenchTaskHandover(b, openFresh(b))
+}
+
 // BenchmarkStepAppendConcurrent: 100 goroutines, each appending to its own
 // session and run, through pools of 10 (the default) and 50 connections.
 // "shared" has the 100 goroutines append to one session: they queue on its

@@ -36,7 +36,10 @@
 // # Guarantees
 //
 // A call that returned nil is committed (with the server's
-// synchronous_commit, by default durable). A call that failed wrote
+// synchronous_commit, by default durable), except a lazy TaskCreate
+// (durable with the next synchronous commit; store.TaskCreateParams.Lazy).
+// A TaskFinish with Visible commits with synchronous_commit off but
+// returns only once a later synchronous commit flushed it (durable.go). A call that failed wrote
 // nothing, except when ctx ended or the connection broke during COMMIT,
 // where the outcome is unknown: StepAppend is idempotent by step id, so
 // retry it.

@@ -27,7 +27,8 @@ type Store struct {
 
 	vec vecindex.Spaces // in-process vector indexes (vector_index.go)
 
-	group committer // StepAppend's group commit (group.go)
+	group   committer // StepAppend's group commit (group.go)
+	commits commits   // synchronous commits, for lazy writes (durable.go)
 }
 
 // The whole driver contract.

@@ -140,6 +140,9 @@ func appendGroupTx(ctx context.Context, tx *wtx, reqs []*appendReq, channel stri
 	if b.Len() == 0 {
 		return nil
 	}
+	// Steps are inserted: the commit flushes the WAL (lazy task writes
+	// wait for one, durable.go).
+	tx.flushes = len(g.cols.ids) > 0
 	if err := tx.send(ctx, b, true); err != nil {
 		if pe := pgError(err); pe != nil && pe.Code == codeUniqueViolation && pe.ConstraintName == "steps_pkey" {
 			// An id was inserted, in another session, after our read: a

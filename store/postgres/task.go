@@ -78,6 +78,9 @@ func (s *Store) TaskCreate(ctx context.Context, p *store.TaskCreateParams) (*sto
 	got, err := inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
 		var got *store.Task
 		b := &pgx.Batch{}
+		if p.Lazy {
+			tx.lazy(b)
+		}
 		b.Queue(`INSERT INTO tasks (`+taskCols+`)
 			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, $14, $15::bigint, $15::integer, CASE WHEN $15::bigint = 0 THEN 0 ELSE n + $16::bigint END, NULL, n, n, 0
 			FROM (SELECT `+fmt.Sprintf(taskNowSQL, 12)+` AS n) clock WHERE EXISTS (SELECT 1 FROM runs WHERE id = $8)
@@ -203,10 +206,13 @@ func fenced(ctx context.Context, tx *wtx, id string, token int64) error {
 // token holds it, with its BEGIN and COMMIT (and notify, when set) in one
 // round trip, and returns the task it returned, or why token does not
 // hold it.
-func (s *Store) heldUpdate(ctx context.Context, id string, token int64, notify *pgx.QueuedQuery, sql string, args ...any) (*store.Task, error) {
+func (s *Store) heldUpdate(ctx context.Context, id string, token int64, lazy bool, notify *pgx.QueuedQuery, sql string, args ...any) (*store.Task, error) {
 	t, err := inTx(s, ctx, func(tx *wtx) (*store.Task, error) {
 		var t *store.Task
 		b := &pgx.Batch{}
+		if lazy {
+			tx.lazy(b)
+		}
 		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
 			var err error
 			if t, err = scanTask(row); errors.Is(err, pgx.ErrNoRows) {
@@ -232,7 +238,7 @@ func (s *Store) TaskRenew(ctx context.Context, p *store.TaskRenewParams) (*store
 	if err := store.CheckTaskRenew(p); err != nil {
 		return nil, err
 	}
-	return s.heldUpdate(ctx, p.ID, p.Token, nil, `UPDATE tasks SET lease_expires = `+fmt.Sprintf(taskNowSQL, 3)+` + $4, updated_at = `+fmt.Sprintf(taskNowSQL, 3)+`
+	return s.heldUpdate(ctx, p.ID, p.Token, false, nil, `UPDATE tasks SET lease_expires = `+fmt.Sprintf(taskNowSQL, 3)+` + $4, updated_at = `+fmt.Sprintf(taskNowSQL, 3)+`
 		WHERE id = $1 AND token = $2 AND state = 'claimed' RETURNING `+taskCols, p.ID, p.Token, taskClock(p.Now), p.Lease.Nanoseconds())
 }
 
@@ -249,9 +255,21 @@ func (s *Store) TaskFinish(ctx context.Context, p *store.TaskFinishParams) (*sto
 	// update, or (a repeat, harmless) by an earlier one.
 	notify := &pgx.QueuedQuery{SQL: `SELECT pg_notify($1, $2) FROM tasks WHERE id = $3 AND token = $4 AND state = $5`,
 		Arguments: []any{channel, store.TaskFinishedChange(p.ID), p.ID, p.Token, p.State}}
-	return s.heldUpdate(ctx, p.ID, p.Token, notify, `UPDATE tasks SET state = $3, result = $4, lease_expires = 0,
+	// With Visible, the finish commits lazily: the step that waited for
+	// it commits at once, and its synchronous commit flushes both.
+	lazy := p.Visible != nil
+	t, err := s.heldUpdate(ctx, p.ID, p.Token, lazy, notify, `UPDATE tasks SET state = $3, result = $4, lease_expires = 0,
 		updated_at = `+fmt.Sprintf(taskNowSQL, 5)+`, finished_at = `+fmt.Sprintf(taskNowSQL, 5)+`
 		WHERE id = $1 AND token = $2 AND state = 'claimed' RETURNING `+taskCols, p.ID, p.Token, p.State, blob(p.Result), taskClock(p.Now))
+	if err != nil || !lazy {
+		return t, err
+	}
+	mark := s.commits.mark()
+	p.Visible(store.CloneTask(t))
+	if err := s.durable(ctx, mark, t.ID); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // TaskRelease implements store.TaskStore.

@@ -21,8 +21,27 @@ var errCommitRollback = errors.New("stepwise: postgres: commit rolled back")
 // the transaction first when needed.
 type wtx struct {
 	conn      *pgxpool.Conn
+	commits   *commits // the Store's, numbering synchronous commits
 	begun     bool
 	committed bool
+	async     bool // commits with synchronous_commit off (lazy)
+	// flushes: the transaction surely wrote (a commit of nothing flushes
+	// no WAL), so its synchronous commit is numbered for lazy writes.
+	flushes bool
+}
+
+// commit sends COMMIT by send, numbered as a synchronous commit when the
+// transaction flushes and is not lazy, and returns what send returned.
+func (t *wtx) commit(send func() error) error {
+	if !t.flushes || t.async || t.commits == nil {
+		return send()
+	}
+	n := t.commits.begin()
+	err := send()
+	if err == nil {
+		t.commits.succeeded(n)
+	}
+	return err
 }
 
 func (t *wtx) begin(ctx context.Context) error {
@@ -85,7 +104,13 @@ func (t *wtx) send(ctx context.Context, b *pgx.Batch, commit bool) error {
 	}
 	t.begun = true // whatever happened: the runner ends it
 	useSendBuffer(t.conn.Conn().PgConn(), all)
-	err := t.conn.SendBatch(ctx, all).Close()
+	sendAll := func() error { return t.conn.SendBatch(ctx, all).Close() }
+	var err error
+	if commit {
+		err = t.commit(sendAll)
+	} else {
+		err = sendAll()
+	}
 	t.committed = commit && err == nil
 	return err
 }
@@ -131,7 +156,7 @@ func runTx[T any](s *Store, ctx context.Context, fn func(tx *wtx) (T, error)) (v
 		return v, err
 	}
 	defer conn.Release()
-	t := &wtx{conn: conn}
+	t := &wtx{conn: conn, commits: &s.commits}
 	defer func() {
 		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' && !conn.Conn().IsClosed() {
 			// Roll back on a fresh context: ctx may be what failed. A
@@ -145,11 +170,13 @@ func runTx[T any](s *Store, ctx context.Context, fn func(tx *wtx) (T, error)) (v
 		return v, err
 	}
 	if t.begun && !t.committed {
-		ct, err := conn.Exec(ctx, `COMMIT`)
-		if err == nil && ct.String() == "ROLLBACK" {
-			err = errCommitRollback
-		}
-		return v, err
+		return v, t.commit(func() error {
+			ct, err := conn.Exec(ctx, `COMMIT`)
+			if err == nil && ct.String() == "ROLLBACK" {
+				err = errCommitRollback
+			}
+			return err
+		})
 	}
 	return v, nil
 }

@@ -33,6 +33,12 @@ func BenchmarkTaskCycle(b *testing.B) {
 	storetest.BenchTaskCycle(b, benchOpen(b, "NORMAL"))
 }
 
+// BenchmarkTaskHandover: a worker task created lazily, claimed, and
+// finished with Visible, as the worker service writes it.
+func BenchmarkTaskHandover(b *testing.B) {
+	storetest.BenchTaskHandover(b, benchOpen(b, "NORMAL"))
+}
+
 // BenchmarkStepAppendConcurrent: 100 goroutines, each appending to its own
 // session and run (group commit).
 func BenchmarkStepAppendConcurrent(b *testing.B) {

@@ -254,9 +254,13 @@ func (s *Store) TaskFinish(ctx context.Context, p *store.TaskFinishParams) (*sto
 	if err := store.CheckTaskFinish(p); err != nil {
 		return nil, err
 	}
-	return write(s, ctx, func(tx *wtx) (*store.Task, error) {
+	t, err := write(s, ctx, func(tx *wtx) (*store.Task, error) {
 		return tx.heldUpdate(p.ID, p.Token, tx.st.taskFinish, p.ID, p.Token, taskClock(p.Now), p.State, blob(p.Result))
 	})
+	if err == nil && p.Visible != nil {
+		p.Visible(store.CloneTask(t))
+	}
+	return t, err
 }
 
 // TaskRelease implements store.TaskStore.

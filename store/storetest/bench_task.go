@@ -47,3 +47,40 @@ func BenchTaskCycle(b *testing.B, st store.Store) {
 	b.ReportMetric(float64(claim.Nanoseconds())/n, "claim-ns")
 	b.ReportMetric(float64(finish.Nanoseconds())/n, "finish-ns")
 }
+
+// BenchTaskHandover measures a worker step's task writes as the worker
+// service makes them (docs/workers.md): created lazily, already claimed
+// by a waiting worker, and finished with Visible, reported as create-ns
+// and visible-ns (until the finish is visible) besides the op's time
+// (until the finish is durable).
+func BenchTaskHandover(b *testing.B, st store.Store) {
+	ctx := b.Context()
+	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "bench-handover"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "bench-handover", SessionID: "bench-handover", Agent: "a",
+		Status: steptype.RunRunning}}); err != nil {
+		b.Fatal(err)
+	}
+	var create, visible time.Duration
+	result := []byte(`{"worker":"w","complete":{"next":"g"}}`)
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		t, err := st.TaskCreate(ctx, &store.TaskCreateParams{Task: &store.Task{ID: fmt.Sprintf("t%d", i), Key: fmt.Sprintf("k%d", i),
+			Kind: "step", Name: "w", Agent: "a", SessionID: "bench-handover", RunID: "bench-handover", Input: []byte(`{"state":{}}`)},
+			Owner: "w", Lease: time.Minute, Lazy: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		var t2 time.Time
+		if _, err := st.TaskFinish(ctx, &store.TaskFinishParams{ID: t.ID, Token: t.Token, State: store.TaskCompleted, Result: result,
+			Visible: func(*store.Task) { t2 = time.Now() }}); err != nil {
+			b.Fatal(err)
+		}
+		create, visible = create+t1.Sub(t0), visible+t2.Sub(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(create.Nanoseconds())/n, "create-ns")
+	b.ReportMetric(float64(visible.Nanoseconds())/n, "visible-ns")
+}

@@ -378,4 +378,37 @@ func testTasks(t *testing.T, h *harness) {
 			t.Errorf("%d finishes won, want 1", wins)
 		}
 	})
+	h.sub(t, "LazyCreateAndVisibleFinish", func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		taskRun(t, st)
+		c, err := st.TaskCreate(ctx, &store.TaskCreateParams{Task: newTask("t1", "k1"), Owner: "w1", Lease: time.Minute, Lazy: true, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.TaskGet(ctx, &store.TaskGetParams{Key: "k1"}); err != nil || got.State != store.TaskClaimed || got.Token != 1 {
+			t.Fatalf("lazily created task = %+v, %v; want it claimed by w1 under token 1", got, err)
+		}
+		var seen []*store.Task
+		visible := func(ft *store.Task) {
+			// The finish is visible to other readers when Visible runs.
+			got, err := st.TaskGet(ctx, &store.TaskGetParams{ID: ft.ID})
+			if err != nil || got.State != store.TaskCompleted {
+				t.Errorf("in Visible the stored task is %+v, %v; want it completed", got, err)
+			}
+			seen = append(seen, ft)
+		}
+		done, err := st.TaskFinish(ctx, &store.TaskFinishParams{ID: "t1", Token: c.Token, State: store.TaskCompleted, Result: json.RawMessage(`"ok"`), Visible: visible})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 1 || seen[0].State != store.TaskCompleted || string(seen[0].Result) != `"ok"` || done.State != store.TaskCompleted {
+			t.Fatalf("Visible saw %d tasks (%+v), finish returned %+v; want the completed task once", len(seen), seen, done)
+		}
+		// A finish that does not commit is not visible.
+		_, err = st.TaskFinish(ctx, &store.TaskFinishParams{ID: "t1", Token: c.Token, State: store.TaskFailed, Visible: visible})
+		wantErr(t, "second finish", err, store.ErrConflict)
+		if len(seen) != 1 {
+			t.Errorf("Visible called for a refused finish")
+		}
+	})
 }
