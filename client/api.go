@@ -251,3 +251,13 @@ func (c *Client) Ingest(ctx context.Context, p wire.IngestParams) ([]*steptype.S
 	_, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+seg(p.SessionID)+"/steps", nil, body, &out)
 	return out.Steps, err
 }
+
+// Workers lists the workers the server process has seen since it started,
+// and what each did through it (GET /v1/workers).
+func (c *Client) Workers(ctx context.Context) (*wire.WorkerList, error) {
+	var out wire.WorkerList
+	if _, err := c.do(ctx, http.MethodGet, "/v1/workers", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

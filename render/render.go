@@ -16,19 +16,21 @@ import (
 
 // DefaultTemplates render steps as text for models and people, one numbered
 // block per step (User, Assistant, Action, Decision, Call Program and End
-// Program, …). Each template receives a *Data.
+// Program, …); a step or tool call a worker served ends with its worker's
+// id. Each template receives a *Data.
 var DefaultTemplates = map[steptype.Kind]string{
 	steptype.KindUser: "--- Step {{.N}} ---\nUser: {{.Step.Content}}",
 	steptype.KindLLM: "--- Step {{.N}} ---{{if or .Step.Content (not .Step.ToolCalls)}}\nAssistant: {{.Step.Content}}{{end}}" +
 		"{{range .Step.ToolCalls}}\nTool Call: {{.Name}} {{printf \"%s\" .Arguments}}{{end}}",
-	steptype.KindTool:     "--- Step {{.N}} ---\nAction Purpose: {{.Purpose}}\nAction: {{.JSON .Action}}",
+	steptype.KindTool:     "--- Step {{.N}} ---\nAction Purpose: {{.Purpose}}\nAction: {{.JSON .Action}}{{if .Worker}}\nWorker: {{.Worker}}{{end}}",
 	steptype.KindDecision: "--- Step {{.N}} ---\nDecision Purpose: {{.Purpose}}\nDecision: {{.Choice}}",
 	steptype.KindAgent:    "--- Step {{.N}} ---\nCall Program: {{.Step.ToolName}}\nProgram Purpose: {{.Purpose}}\nEnd Program: {{.Step.ToolName}}\nProgram Result: {{.Step.Content}}",
 	steptype.KindInput:    "--- Step {{.N}} ---\nHuman Input Request: {{.Purpose}}\nAnswer: {{if eq .Step.Status \"waiting\"}}(waiting){{else}}{{.Step.Content}}{{end}}",
 	steptype.KindCustom: "--- Step {{.N}} ---\nStep: {{.Step.Name}}{{if .Step.Annotations.Action}}\nAction: {{.Step.Annotations.Action}}{{end}}" +
 		"{{if .Step.Content}}\nSummary: {{.Step.Content}}{{end}}{{if .Step.Inputs}}\nInputs: {{printf \"%s\" .Step.Inputs}}{{end}}" +
 		"{{if .Step.Outputs}}\nOutputs: {{printf \"%s\" .Step.Outputs}}{{end}}{{if .Step.StatePatch}}\nState Update: {{printf \"%s\" .Step.StatePatch}}{{end}}" +
-		"{{if not (or .Step.Annotations.Action .Step.Content .Step.Inputs .Step.Outputs .Step.StatePatch)}}\n(no output){{end}}",
+		"{{if not (or .Step.Annotations.Action .Step.Content .Step.Inputs .Step.Outputs .Step.StatePatch)}}\n(no output){{end}}" +
+		"{{if .Worker}}\nWorker: {{.Worker}}{{end}}",
 	steptype.KindError:  "--- Step {{.N}} ---\nError in {{.Step.Name}}: {{.Step.Error.Message}} ({{.Step.Error.Class}}, attempt {{.Step.Error.Attempt}})",
 	steptype.KindSystem: "--- Step {{.N}} ---\nNote: {{.Step.Content}}",
 }
@@ -40,6 +42,7 @@ type Data struct {
 	Purpose string // why the step happened (tool purpose, decision purpose, request prompt)
 	Choice  string // a decision's choice
 	Action  any    // a tool action: {"tool", "arguments", "result"}
+	Worker  string // the worker process that served the step or tool call (metadata "worker"), if any
 }
 
 // JSON formats v as indented JSON.
@@ -94,6 +97,7 @@ func (r *Renderer) Render(steps []*steptype.Step) string {
 // RenderStep renders one step.
 func (r *Renderer) RenderStep(s *steptype.Step) string {
 	d := &Data{N: s.Sequence, Step: s}
+	d.Worker, _ = s.Metadata["worker"].(string)
 	var in map[string]any
 	_ = json.Unmarshal(s.Inputs, &in)
 	switch s.Kind {

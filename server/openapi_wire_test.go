@@ -145,6 +145,8 @@ var wireSchemas = []struct {
 	{"TaskInputRequest", wire.TaskInputRequest{}},
 	{"TaskRelease", wire.TaskRelease{}},
 	{"TaskReleased", wire.TaskReleased{}},
+	{"WorkerList", wire.WorkerList{}},
+	{"WorkerStats", wire.WorkerStats{}},
 	{"TaskResult", wire.TaskResult{}},
 }
 

@@ -12,6 +12,7 @@ import (
 
 func (s *Server) registerWorkerAPI() {
 	post := http.MethodPost
+	s.handle(http.MethodGet, "/v1/workers", s.workerList)
 	s.handle(post, "/v1/workers/register", s.workerRegister)
 	s.handle(post, "/v1/workers/poll", s.workerPoll)
 	s.handle(post, "/v1/workers/release", s.workerRelease)
@@ -28,6 +29,15 @@ func (s *Server) workersOn() error {
 	if s.cfg.Workers == nil {
 		return errorf(http.StatusNotFound, CodeRouteNotFound, "this server serves no workers (stepwise serve does)")
 	}
+	return nil
+}
+
+// workerList: GET /v1/workers.
+func (s *Server) workerList(w http.ResponseWriter, _ *http.Request) error {
+	if err := s.workersOn(); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.cfg.Workers.Workers())
 	return nil
 }
 

@@ -11,6 +11,8 @@ func workerOps() []apiOp {
 			body: "WorkerRegister", status: 200, resp: "WorkerRegistered", errors: []int{400, 401, 409, 413, 415, 422, 503}},
 		{method: "POST", path: "/v1/workers/poll", id: "workerPoll", summary: "Long-poll for tasks of the named agents: held until one is queued or wait_ms (204: none, poll again); claims under a lease with a new fencing token",
 			body: "TaskPoll", status: 200, resp: "TaskBatch", errors: []int{400, 401, 404, 413, 415, 503}},
+		{method: "GET", path: "/v1/workers", id: "listWorkers", summary: "The workers this server process has seen since it started, and what each did through it: tasks claimed, completed, failed, parked, released, leases lost, task time p50/p95",
+			status: 200, resp: "WorkerList", errors: []int{401, 404, 503}},
 		{method: "POST", path: "/v1/workers/release", id: "workerRelease", summary: "Hand back every task the worker holds (graceful stop)",
 			body: "TaskRelease", status: 200, resp: "TaskReleased", errors: []int{400, 401, 413, 415, 503}},
 		{method: "POST", path: "/v1/workers/tasks/{id}/heartbeat", id: "taskHeartbeat", summary: "Renew a task's lease (409 lease_lost: the token is not current)",
@@ -84,6 +86,13 @@ func workerSchemas() obj {
 			"state": anyJSON("state update committed with the request"), "content": str("")}),
 		"TaskRelease":  object(true, []string{"worker_id"}, obj{"worker_id": str("")}),
 		"TaskReleased": object(false, []string{"released"}, obj{"released": integer()}),
-		"TaskResult":   object(false, []string{"id", "state", "duplicate"}, obj{"id": str(""), "state": str(""), "duplicate": boolean()}),
+		"WorkerList":   object(false, []string{"since", "workers"}, obj{"since": timeStr(), "workers": arrayOf(ref("WorkerStats"))}),
+		"WorkerStats": object(false, []string{"id", "agents", "first_seen", "last_seen", "polling", "holding", "claimed", "completed", "failed",
+			"parked", "released", "lease_lost", "task_p50_ms", "task_p95_ms", "task_samples"}, obj{
+			"id": str("the worker id"), "agents": arrayOf(str("")), "first_seen": timeStr(), "last_seen": timeStr(),
+			"polling": integer(), "holding": integer(), "claimed": integer(), "completed": integer(), "failed": integer(),
+			"parked": integer(), "released": integer(), "lease_lost": integer(),
+			"task_p50_ms": number(), "task_p95_ms": number(), "task_samples": integer()}),
+		"TaskResult": object(false, []string{"id", "state", "duplicate"}, obj{"id": str(""), "state": str(""), "duplicate": boolean()}),
 	}
 }

@@ -195,6 +195,28 @@ func TestWorkerLeaseFencing(t *testing.T) {
 	if len(steps) != 1 || steps[0].Content != "second" || steps[0].Metadata[worker.MetaWorker] != "w2" {
 		t.Fatalf("custom steps = %v", steps)
 	}
+	ws := e.workerStats()
+	if w := ws["w1"]; w == nil || w.Claimed != 1 || w.LeaseLost != 1 || w.Completed != 0 || w.Holding != 0 {
+		t.Errorf("w1, fenced: %+v", w)
+	}
+	if w := ws["w2"]; w == nil || w.Claimed != 1 || w.Completed != 1 || w.LeaseLost != 0 || w.Holding != 0 || w.TaskSamples != 1 {
+		t.Errorf("w2, whose result committed: %+v", w)
+	}
+}
+
+// workerStats returns GET /v1/workers by worker id.
+func (e *testEnv) workerStats() map[string]*wire.WorkerStats {
+	e.t.Helper()
+	status, body := e.call("GET", "/v1/workers", "")
+	var wl wire.WorkerList
+	if err := json.Unmarshal(body, &wl); status != http.StatusOK || err != nil {
+		e.t.Fatalf("GET /v1/workers: %d %s (%v)", status, body, err)
+	}
+	out := map[string]*wire.WorkerStats{}
+	for _, w := range wl.Workers {
+		out[w.ID] = w
+	}
+	return out
 }
 
 func TestWorkerReleaseReoffersAtOnce(t *testing.T) {
@@ -216,6 +238,10 @@ func TestWorkerReleaseReoffersAtOnce(t *testing.T) {
 	}
 	if third := poll(t, a); third.Token != 3 {
 		t.Fatalf("after the release of one task: %+v", third)
+	}
+	if w := e.workerStats()["w1"]; w == nil || w.Claimed != 3 || w.Released != 2 || w.Holding != 1 || w.Polling != 0 ||
+		strings.Join(w.Agents, ",") != "shop" {
+		t.Errorf("w1 after two releases: %+v", w)
 	}
 }
 

@@ -296,3 +296,33 @@ type TaskResult struct {
 	// the call changed nothing (a retried request).
 	Duplicate bool `json:"duplicate"`
 }
+
+// WorkerList is the body of GET /v1/workers: the workers this server
+// process has seen since it started (Since), and what each did through
+// it. Counters are per process: with several servers on one database,
+// each reports the calls it served.
+type WorkerList struct {
+	Since   time.Time      `json:"since"`
+	Workers []*WorkerStats `json:"workers"`
+}
+
+// WorkerStats is one worker's activity through a server process.
+type WorkerStats struct {
+	ID        string    `json:"id"`
+	Agents    []string  `json:"agents"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"` // its latest call of any kind
+	Polling   int       `json:"polling"`   // polls of it held now
+	Holding   int       `json:"holding"`   // tasks handed to it and not finished, released or lost
+	Claimed   int64     `json:"claimed"`   // tasks handed to it
+	Completed int64     `json:"completed"`
+	Failed    int64     `json:"failed"`
+	Parked    int64     `json:"parked"`     // finished with a human-input request
+	Released  int64     `json:"released"`   // handed back (graceful stop, or one task)
+	LeaseLost int64     `json:"lease_lost"` // calls refused because its lease had passed
+	// TaskP50MS and TaskP95MS are the time from a task's hand-over to its
+	// finish, over its last TaskSamples tasks (at most 512).
+	TaskP50MS   float64 `json:"task_p50_ms"`
+	TaskP95MS   float64 `json:"task_p95_ms"`
+	TaskSamples int     `json:"task_samples"`
+}

@@ -104,6 +104,8 @@ type Service struct {
 	stops   map[string]uint64      // by worker id: its graceful stops (ReleaseWorker) so far
 
 	waiting atomic.Int64 // polls held with nothing to claim
+
+	stats *stats // per worker, since the Service started (GET /v1/workers)
 }
 
 // registration is what workers registered for one agent.
@@ -125,7 +127,7 @@ func New(cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{cfg: cfg, store: cfg.Engine.Store(), hub: newHub(), cancel: cancel, done: make(chan struct{}), regs: map[string]*registration{},
-		claimed: map[string]*store.Task{}, stops: map[string]uint64{}}
+		claimed: map[string]*store.Task{}, stops: map[string]uint64{}, stats: newStats()}
 	go s.listen(ctx)
 	return s, nil
 }
@@ -252,6 +254,11 @@ func (s *Service) Register(ctx context.Context, req *wire.WorkerRegister) (*wire
 		changed := old == nil || old.version != b.reg.version
 		out.Agents = append(out.Agents, &wire.RegisteredAgent{Name: name, Version: b.reg.version, Changed: changed})
 	}
+	names := make([]string, len(out.Agents))
+	for i, a := range out.Agents {
+		names[i] = a.Name
+	}
+	s.stats.registered(req.WorkerID, names)
 	return out, nil
 }
 

@@ -18,6 +18,17 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 	if !workerID.MatchString(p.WorkerID) {
 		return nil, invalid("worker_id %q: want 1-128 of letters, digits, _ . : -", p.WorkerID)
 	}
+	s.stats.polling(p.WorkerID, 1)
+	defer s.stats.polling(p.WorkerID, -1)
+	ts, err := s.poll(ctx, p)
+	s.stats.claimedTasks(p.WorkerID, ts)
+	return ts, err
+}
+
+func (s *Service) poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, error) {
+	if !workerID.MatchString(p.WorkerID) {
+		return nil, invalid("worker_id %q: want 1-128 of letters, digits, _ . : -", p.WorkerID)
+	}
 	if len(p.Agents) == 0 {
 		return nil, invalid("agents: name at least one agent")
 	}
@@ -144,8 +155,10 @@ func (s *Service) fencedErr(ctx context.Context, id string, token int64) (dup bo
 	case t.Finished():
 		return false, fmt.Errorf("%w: task %s is %s (by token %d, not %d)", ErrTaskFinished, id, t.State, t.Token, token)
 	case t.State == store.TaskClaimed && t.Token != token:
+		s.stats.dropped(id, token, false)
 		return false, fmt.Errorf("%w: task %s is held under token %d, not %d: the lease expired and the task was claimed again", ErrLeaseLost, id, t.Token, token)
 	default:
+		s.stats.dropped(id, token, false)
 		return false, fmt.Errorf("%w: task %s is %s: its lease passed or it was released; token %d no longer holds it", ErrLeaseLost, id, t.State, token)
 	}
 }
@@ -234,6 +247,7 @@ func (s *Service) Heartbeat(ctx context.Context, id string, token int64) (*wire.
 		}
 		return nil, err
 	}
+	s.stats.seen(t.Owner)
 	lease := &wire.TaskLease{LeaseExpires: t.LeaseExpires}
 	if r, err := s.store.RunGet(ctx, &store.RunGetParams{ID: t.RunID}); err == nil && r.Status.Terminal() {
 		lease.Cancel = true
@@ -440,6 +454,7 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *ou
 		return nil, err
 	}
 	s.forget(t.ID)
+	s.stats.finished(t.Owner, t.ID, state)
 	if !handed {
 		s.hub.taskFinished(t.ID, done)
 	}
@@ -460,6 +475,7 @@ func (s *Service) Release(ctx context.Context, id string, token int64) (*wire.Ta
 		return nil, err
 	}
 	s.forget(id)
+	s.stats.dropped(id, token, true)
 	s.hub.taskQueued(ts[0].Agent)
 	return &wire.TaskResult{ID: id, State: store.TaskQueued}, nil
 }
@@ -482,6 +498,7 @@ func (s *Service) ReleaseWorker(ctx context.Context, worker string) (int, error)
 	}
 	for _, t := range ts {
 		s.forget(t.ID)
+		s.stats.dropped(t.ID, t.Token, true)
 		s.hub.taskQueued(t.Agent)
 	}
 	return len(ts), nil

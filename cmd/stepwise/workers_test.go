@@ -198,6 +198,24 @@ func TestWorkersThroughServe(t *testing.T) {
 			if strings.Join(kinds, ",") != "user,custom,llm,tool,llm" {
 				t.Errorf("steps %v", kinds)
 			}
+			out, _, code = stepwise(t, t.TempDir(), "--server", url, "trace", m[1])
+			if code != 0 || strings.Count(out, "\nWorker: go-worker-1") != 2 {
+				t.Errorf("remote trace: exit %d, want the custom and the tool step to name the worker:\n%s", code, out)
+			}
+			// Per-worker metrics: the custom step's task and the tool's.
+			out, _, code = stepwise(t, t.TempDir(), "--server", url, "workers", "--json")
+			var wl wire.WorkerList
+			if err := json.Unmarshal([]byte(out), &wl); code != 0 || err != nil || len(wl.Workers) != 1 {
+				t.Fatalf("workers --json: exit %d, %v:\n%s", code, err, out)
+			}
+			if ws := wl.Workers[0]; ws.ID != "go-worker-1" || strings.Join(ws.Agents, ",") != "shop" || ws.Claimed != 2 || ws.Completed != 2 ||
+				ws.Failed != 0 || ws.Holding != 0 || ws.TaskSamples != 2 || ws.TaskP50MS <= 0 || ws.TaskP95MS < ws.TaskP50MS {
+				t.Errorf("worker stats %+v, want go-worker-1 of shop with 2 tasks claimed and completed, timed", ws)
+			}
+			out, _, code = stepwise(t, t.TempDir(), "--server", url, "workers")
+			if code != 0 || !strings.Contains(out, "go-worker-1  shop") || !strings.Contains(out, "TASK P95") {
+				t.Errorf("workers: exit %d\n%s", code, out)
+			}
 			cancel()
 			<-served
 		})

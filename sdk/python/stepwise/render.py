@@ -1,6 +1,7 @@
 """Steps as text, with the ``--- Step N ---`` trace templates of the server
 (render.go, ``stepwise trace``): User, Assistant, Action, Decision, Call
-Program / End Program, Human Input Request, custom steps, errors, notes.
+Program / End Program, Human Input Request, custom steps, errors, notes; a
+step or tool call a worker served ends with ``Worker: ID``.
 
 ``render_steps(steps)`` gives the same text as ``stepwise trace SESSION``.
 """
@@ -80,6 +81,12 @@ def _set(v: Any) -> bool:
     return v is not None
 
 
+def _worker(s: Step) -> str:
+    """The line naming the worker that served a step or tool call, if one did."""
+    w = (s.metadata or {}).get("worker")
+    return f"\nWorker: {w}" if isinstance(w, str) and w else ""
+
+
 def render_step(s: Step) -> str:
     n = s.sequence
     inputs = s.inputs if isinstance(s.inputs, dict) else {}
@@ -95,7 +102,7 @@ def render_step(s: Step) -> str:
             out += f"\nTool Call: {c.name} {_raw(c.arguments) if c.arguments is not None else ''}"
     elif k == "tool":
         action = {"tool": s.tool_name, "arguments": s.inputs, "result": s.content}
-        out = f"{head}\nAction Purpose: call {s.tool_name}\nAction: {_go_json_indent(action)}"
+        out = f"{head}\nAction Purpose: call {s.tool_name}\nAction: {_go_json_indent(action)}{_worker(s)}"
     elif k == "decision":
         outputs = s.outputs if isinstance(s.outputs, dict) else {}
         purpose = inputs.get("purpose") if isinstance(inputs.get("purpose"), str) else ""
@@ -124,6 +131,7 @@ def render_step(s: Step) -> str:
             out += f"\nState Update: {_raw(s.state_patch)}"
         if not (action or s.content or _set(s.inputs) or _set(s.outputs) or _set(s.state_patch)):
             out += "\n(no output)"
+        out += _worker(s)
     elif k == "error" and s.error:
         e = s.error
         out = f"{head}\nError in {s.name}: {e.get('message', '')} ({e.get('class', '')}, attempt {e.get('attempt', 0)})"

@@ -63,6 +63,8 @@ class ExamplesTest(unittest.TestCase):
                      '"result": "{\\"order\\":\\"A-17\\",\\"status\\":\\"shipped\\"}"',
                      "Assistant: Order A-17 shipped yesterday."):
             self.assertIn(want, trace)
+        # The steps the Python worker served name it, as stepwise trace does.
+        self.assertRegex(trace, r"Step: normalise\n(?:[^\n]+\n)*?Worker: typed-steps-\d+")
         session = head.split()[-1]
         cli = subprocess.run([stepwise_bin(), "--server", server.url, "trace", session], capture_output=True,
                              text=True, check=True, cwd=server.dir)
