@@ -125,15 +125,5 @@ func collect(rows pgx.Rows, bodies [][]byte) ([][]byte, error) {
 	return bodies, rows.Err()
 }
 
-// decodeBodies decodes stored step bodies.
-func decodeBodies(bodies [][]byte) ([]*steptype.Step, error) {
-	out := make([]*steptype.Step, 0, len(bodies))
-	for _, b := range bodies {
-		s, err := rules.DecodeStep(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
+// decodeBodies decodes stored step bodies (rules.DecodeSteps).
+func decodeBodies(bodies [][]byte) ([]*steptype.Step, error) { return rules.DecodeSteps(bodies) }

@@ -91,15 +91,5 @@ func runArgs(r *steptype.Run) ([]any, error) {
 		nanos(r.LeaseExpires), nanos(r.CreatedAt), nanos(r.UpdatedAt), nanos(r.FinishedAt)}, nil
 }
 
-// decodeBodies decodes stored step bodies.
-func decodeBodies(bodies [][]byte) ([]*steptype.Step, error) {
-	out := make([]*steptype.Step, 0, len(bodies))
-	for _, b := range bodies {
-		s, err := rules.DecodeStep(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
+// decodeBodies decodes stored step bodies (rules.DecodeSteps).
+func decodeBodies(bodies [][]byte) ([]*steptype.Step, error) { return rules.DecodeSteps(bodies) }

@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -117,6 +118,52 @@ func DecodeStep(b []byte) (*steptype.Step, error) {
 		return nil, fmt.Errorf("%w: decode stored step: %v", store.ErrCorrupt, err)
 	}
 	return s, nil
+}
+
+// decodeShare is the fewest bodies a goroutine of DecodeSteps takes: below
+// twice that, one goroutine decodes them all.
+const decodeShare = 256
+
+// DecodeSteps decodes stored step bodies, in order. A long list (a model
+// context of thousands of steps, a session page) is decoded by up to
+// GOMAXPROCS goroutines in contiguous shares: decoding is most of such a
+// read's time, and the first model request of a long session waits for it.
+func DecodeSteps(bodies [][]byte) ([]*steptype.Step, error) {
+	out := make([]*steptype.Step, len(bodies))
+	n := min(runtime.GOMAXPROCS(0), len(bodies)/decodeShare)
+	if n <= 1 {
+		for i, b := range bodies {
+			s, err := DecodeStep(b)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	errs := make([]error, n)
+	share := (len(bodies) + n - 1) / n
+	var wg sync.WaitGroup
+	for w := range n {
+		lo, hi := w*share, min((w+1)*share, len(bodies))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				s, err := DecodeStep(bodies[i])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				out[i] = s
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // seqZero is the sequence field of a body encoded with Sequence 0.
