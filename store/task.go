@@ -170,6 +170,10 @@ type TaskFinishParams struct {
 	// and reports it recorded once TaskFinish returned. It is not called
 	// when TaskFinish fails.
 	Visible func(*Task)
+	// Quiet leaves out the announcement on ChannelTasks: the caller hands
+	// the outcome to the one waiting for it itself (Visible). Waiters in
+	// other processes then see it on their next read of the table.
+	Quiet bool
 }
 
 // TaskReleaseParams are the parameters of TaskStore.TaskRelease: ID and

@@ -162,6 +162,13 @@ func (h *hub) taskQueued(agent string) { wake(h, h.queued, agent, struct{}{}) }
 // nil (read it).
 func (h *hub) taskFinished(id string, t *store.Task) { wake(h, h.finished, id, t) }
 
+// waited reports whether a handler in this process waits for task id.
+func (h *hub) waited(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.finished[id]) > 0
+}
+
 // relay registers the handler's channel of task id's events.
 func (h *hub) relay(id string) (chan []*wire.TaskEvent, func()) {
 	ch := make(chan []*wire.TaskEvent, 64)

@@ -439,9 +439,12 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *ou
 	// visible: its commit makes the finish durable with it, so neither
 	// waits for a WAL flush of the other (docs/workers.md). The worker
 	// hears once the finish is durable.
+	// When the step waits here, no other process needs to hear of it
+	// at once: a waiter elsewhere (a re-execution after a lease passed)
+	// reads the table within Recheck.
 	handed := false
 	done, err := s.store.TaskFinish(ctx, &store.TaskFinishParams{ID: t.ID, Token: t.Token, State: state, Result: res,
-		Visible: func(ft *store.Task) { handed = true; s.hub.taskFinished(ft.ID, ft) }})
+		Quiet: s.hub.waited(t.ID), Visible: func(ft *store.Task) { handed = true; s.hub.taskFinished(ft.ID, ft) }})
 	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 		s.forget(t.ID)
 		dup, ferr := s.fencedErr(ctx, t.ID, t.Token)

@@ -94,9 +94,12 @@ func (s *Store) TaskCreate(ctx context.Context, p *store.TaskCreateParams) (*sto
 				}
 				return err
 			})
-		// Announced only when this insert made the task, queued.
-		b.Queue(`SELECT pg_notify($1, $2) FROM tasks WHERE id = $3 AND key = $4 AND claims = 0`,
-			channel, store.TaskQueuedChange(t.Agent), t.ID, t.Key)
+		// Announced only when this insert made the task, queued: a task
+		// created claimed (handed to a waiting worker) is not.
+		if c.Owner == "" {
+			b.Queue(`SELECT pg_notify($1, $2) FROM tasks WHERE id = $3 AND key = $4 AND claims = 0`,
+				channel, store.TaskQueuedChange(t.Agent), t.ID, t.Key)
+		}
 		return got, tx.send(ctx, b, true)
 	})
 	if err != nil || got != nil {
@@ -253,8 +256,11 @@ func (s *Store) TaskFinish(ctx context.Context, p *store.TaskFinishParams) (*sto
 	}
 	// Announced when the task is finished under the token: by this
 	// update, or (a repeat, harmless) by an earlier one.
-	notify := &pgx.QueuedQuery{SQL: `SELECT pg_notify($1, $2) FROM tasks WHERE id = $3 AND token = $4 AND state = $5`,
-		Arguments: []any{channel, store.TaskFinishedChange(p.ID), p.ID, p.Token, p.State}}
+	var notify *pgx.QueuedQuery
+	if !p.Quiet {
+		notify = &pgx.QueuedQuery{SQL: `SELECT pg_notify($1, $2) FROM tasks WHERE id = $3 AND token = $4 AND state = $5`,
+			Arguments: []any{channel, store.TaskFinishedChange(p.ID), p.ID, p.Token, p.State}}
+	}
 	// With Visible, the finish commits lazily: the step that waited for
 	// it commits at once, and its synchronous commit flushes both.
 	lazy := p.Visible != nil

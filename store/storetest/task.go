@@ -352,6 +352,12 @@ func testTasks(t *testing.T, h *harness) {
 		if got := upTo(); !slices.Equal(got, []string{store.TaskFinishedChange("t1")}) {
 			t.Errorf("finish: announced %q, want %q", got, store.TaskFinishedChange("t1"))
 		}
+		if _, err := st.TaskFinish(ctx, &store.TaskFinishParams{ID: "t9", Token: 1, State: store.TaskCompleted, Quiet: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := upTo(); len(got) != 0 {
+			t.Errorf("a quiet finish announced %q, want nothing", got)
+		}
 	})
 	h.sub(t, "ConcurrentFinishOneWins", func(t *testing.T, st store.Store) {
 		ctx := t.Context()
