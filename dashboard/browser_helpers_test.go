@@ -23,6 +23,7 @@ import (
 	"github.com/stepwise-run/stepwise/server"
 	"github.com/stepwise-run/stepwise/store"
 	"github.com/stepwise-run/stepwise/store/sqlite"
+	"github.com/stepwise-run/stepwise/worker"
 )
 
 // env is a Stepwise server with the dashboard on a loopback httptest
@@ -43,6 +44,9 @@ type envOptions struct {
 	wrap func(http.Handler) http.Handler
 	// tokens are the server's bearer tokens.
 	tokens []string
+	// workers, when set, serves the worker protocol with it (built on
+	// the env's engine).
+	workers func(*stepwise.Engine) *worker.Service
 }
 
 // newEnv starts an engine with agents, the API and the dashboard.
@@ -63,7 +67,12 @@ func newEnvWith(tb testing.TB, o envOptions) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Engine: eng, Logger: quiet, Heartbeat: time.Second, Tokens: o.tokens})
+	var workers *worker.Service
+	if o.workers != nil {
+		workers = o.workers(eng)
+		tb.Cleanup(func() { _ = workers.Close() })
+	}
+	srv, err := server.New(server.Config{Engine: eng, Logger: quiet, Heartbeat: time.Second, Tokens: o.tokens, Workers: workers})
 	if err != nil {
 		tb.Fatal(err)
 	}

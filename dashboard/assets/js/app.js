@@ -12,6 +12,7 @@ import { graphView } from './graph.js';
 import { agentsView, agentView } from './agents.js';
 import { inboxView } from './inbox.js';
 import { experimentsView } from './experiments.js';
+import { workersView } from './workers.js';
 
 const main = document.getElementById('main');
 let cleanup = null;
@@ -35,6 +36,7 @@ function resolve({ segs, query }) {
   if (a === 'inputs') return ['inputs', () => inboxView(main)];
   if (a === 'search') return ['search', () => searchView(main, query)];
   if (a === 'compare') return ['sessions', () => compareView(main, query)];
+  if (a === 'workers') return ['workers', () => workersView(main)];
   if (a === 'experiments') return ['experiments', () => experimentsView(main, { compare: b === 'compare', query })];
   return ['', () => { clear(main, h('div', { class: 'empty' }, h('h1', { text: 'Not found' }), h('p', null, h('a', { href: '#/', text: 'Back to sessions' })))); return null; }];
 }
