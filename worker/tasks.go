@@ -26,9 +26,6 @@ func (s *Service) Poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, err
 }
 
 func (s *Service) poll(ctx context.Context, p *wire.TaskPoll) ([]*wire.Task, error) {
-	if !workerID.MatchString(p.WorkerID) {
-		return nil, invalid("worker_id %q: want 1-128 of letters, digits, _ . : -", p.WorkerID)
-	}
 	if len(p.Agents) == 0 {
 		return nil, invalid("agents: name at least one agent")
 	}
@@ -437,11 +434,10 @@ func (s *Service) finish(ctx context.Context, t *store.Task, state string, o *ou
 	}
 	// The step waiting for the outcome takes it as soon as it is
 	// visible: its commit makes the finish durable with it, so neither
-	// waits for a WAL flush of the other (docs/workers.md). The worker
-	// hears once the finish is durable.
-	// When the step waits here, no other process needs to hear of it
-	// at once: a waiter elsewhere (a re-execution after a lease passed)
-	// reads the table within Recheck.
+	// waits for a WAL flush of the other (docs/workers.md); the worker
+	// hears once the finish is durable. When that step waits in this
+	// process the finish is not announced: a waiter elsewhere (a
+	// re-execution after a lease passed) reads the table within Recheck.
 	handed := false
 	done, err := s.store.TaskFinish(ctx, &store.TaskFinishParams{ID: t.ID, Token: t.Token, State: state, Result: res,
 		Quiet: s.hub.waited(t.ID), Visible: func(ft *store.Task) { handed = true; s.hub.taskFinished(ft.ID, ft) }})
