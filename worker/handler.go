@@ -309,11 +309,14 @@ func (s *Service) serve(ctx context.Context, t *store.Task, relay func([]*wire.T
 			}
 			if errors.Is(err, store.ErrNotFound) {
 				// Created lazily and lost with a crash of the
-				// database: made again (the same key, or the task of
-				// the key that exists by now).
+				// database: made again under a new id, so that a late
+				// report on the lost one is refused (task_not_found);
+				// or the task of the key that exists by now is taken.
 				unwatch()
 				unrelay()
-				return s.serve(ctx, t, relay)
+				again := *t
+				again.ID = stepwise.NewID()
+				return s.serve(ctx, &again, relay)
 			}
 			if err != nil && ctx.Err() != nil {
 				return got, context.Cause(ctx)

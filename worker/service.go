@@ -157,17 +157,22 @@ func (s *Service) listen(ctx context.Context) {
 	if n == nil {
 		return // one process: every change is made, and announced, here
 	}
+	// A failed listen is tried again after Recheck, doubling up to a
+	// minute while it keeps failing (a store that is down or closed).
+	wait := s.cfg.Recheck
 	for ctx.Err() == nil {
 		ch, err := n.Listen(ctx, store.ChannelTasks)
 		if err != nil {
-			s.cfg.Logger.Warn("stepwise: worker task notifications", "err", err)
+			s.cfg.Logger.Warn("stepwise: worker task notifications", "err", err, "retry_in", wait)
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(s.cfg.Recheck):
+			case <-time.After(wait):
 			}
+			wait = min(2*wait, time.Minute)
 			continue
 		}
+		wait = s.cfg.Recheck
 		for p := range ch {
 			switch {
 			case len(p) > 2 && p[:2] == "Q ":
