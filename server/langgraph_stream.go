@@ -34,7 +34,8 @@ type lgStream struct {
 	// text and chunkID are the content the chunks of the model call in
 	// flight carried and their message id: deltas are best effort, so the
 	// step's completion sends what they missed.
-	text, chunkID string
+	text    strings.Builder
+	chunkID string
 }
 
 func (o *lgStream) start() error {
@@ -92,14 +93,12 @@ func (o *lgStream) event(ev *stepwise.Event) {
 		if o.resets > 0 {
 			msgID += "-" + itoa(o.resets+1)
 		}
-		chunk := obj{"type": "AIMessageChunk", "id": msgID, "content": d.Content, "additional_kwargs": obj{}, "response_metadata": obj{}, "tool_call_chunks": []obj{}, "tool_calls": []obj{}}
+		chunk := aiChunk(msgID, d.Content)
 		if tc := d.ToolCall; tc != nil {
 			chunk["tool_call_chunks"] = []obj{{"id": nilIfEmpty(tc.ID), "name": nilIfEmpty(tc.Name), "args": tc.Arguments, "index": tc.Index, "type": "tool_call_chunk"}}
 		}
-		if d.Content != "" || d.ToolCall != nil {
-			o.chunked = true
-		}
-		o.text += d.Content
+		o.chunked = true
+		o.text.WriteString(d.Content)
 		o.chunkID = msgID
 		if o.modes["messages-tuple"] {
 			o.emit(id, "messages", []any{chunk, o.meta(ev.StepName, ev.Position.Seq)})
@@ -123,7 +122,7 @@ func (o *lgStream) event(ev *stepwise.Event) {
 		// with none the step's message is sent whole when it completes.
 		o.chunked = false
 		o.partial = nil
-		o.text = ""
+		o.text.Reset()
 		o.resets++
 	case stepwise.EventStepYield:
 		if o.modes["custom"] && ev.Yield != nil {
@@ -137,8 +136,9 @@ func (o *lgStream) event(ev *stepwise.Event) {
 			return
 		}
 		o.view.add(st)
-		chunked, text, chunkID := o.chunked, o.text, o.chunkID
-		o.chunked, o.text = false, ""
+		chunked, text, chunkID := o.chunked, o.text.String(), o.chunkID
+		o.chunked = false
+		o.text.Reset()
 		if st.Hop != 0 {
 			return
 		}
@@ -167,8 +167,7 @@ func (o *lgStream) event(ev *stepwise.Event) {
 			}
 			if o.modes["messages-tuple"] && chunked && msg["type"] == "ai" && len(st.Content) > len(text) {
 				// Deltas were lost (a slow stream): the chunk they missed.
-				rest := obj{"type": "AIMessageChunk", "id": chunkID, "content": st.Content[len(text):], "additional_kwargs": obj{}, "response_metadata": obj{}, "tool_call_chunks": []obj{}, "tool_calls": []obj{}}
-				o.emit(id, "messages", []any{rest, o.meta(node, st.Sequence)})
+				o.emit(id, "messages", []any{aiChunk(chunkID, st.Content[len(text):]), o.meta(node, st.Sequence)})
 			}
 			if o.modes["messages-tuple"] && (msg["type"] != "ai" || !chunked) {
 				o.emit(id, "messages", []any{msg, o.meta(node, st.Sequence)})
@@ -322,4 +321,9 @@ func (o *lgStream) catchUp(ctx context.Context, run *stepwise.Run) {
 		}
 		o.event(&stepwise.Event{Type: stepwise.EventStepCompleted, SessionID: st.SessionID, RunID: st.RunID, StepName: st.Name, Step: st, Position: stepwise.Position{Seq: st.Sequence}})
 	}
+}
+
+// aiChunk is a LangGraph AIMessageChunk of message id carrying content.
+func aiChunk(id, content string) obj {
+	return obj{"type": "AIMessageChunk", "id": id, "content": content, "additional_kwargs": obj{}, "response_metadata": obj{}, "tool_call_chunks": []obj{}, "tool_calls": []obj{}}
 }
