@@ -167,8 +167,10 @@ type TaskFinishParams struct {
 	// one completes within a moment, else its own) before TaskFinish
 	// returns. A caller acts on the outcome in Visible (the step that
 	// waited for it commits, which makes the finish durable with it)
-	// and reports it recorded once TaskFinish returned. It is not called
-	// when TaskFinish fails.
+	// and reports it recorded once TaskFinish returned. It is called only
+	// once the finish committed; TaskFinish may still fail after it when
+	// the finish could not be made durable (the outcome is then unknown,
+	// as with a cut COMMIT: a retry under the token reads the task).
 	Visible func(*Task)
 	// Quiet leaves out the announcement on ChannelTasks: the caller hands
 	// the outcome to the one waiting for it itself (Visible). Waiters in

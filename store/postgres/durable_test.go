@@ -13,15 +13,10 @@ import (
 // synchronous_commit off, but TaskFinish returns only once the WAL holds
 // it flushed — here by a barrier of its own, as no other commit follows.
 func TestLazyFinishIsDurableOnReturn(t *testing.T) {
-	st := openFresh(t)
-	ctx := t.Context()
-	conn := rawConn(t)
-	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "s1", Agent: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "r1", SessionID: "s1", Agent: "a", Status: steptype.RunRunning}}); err != nil {
-		t.Fatal(err)
-	}
+	f := newGroupFixture(t)
+	st, ctx, conn := f.st, t.Context(), rawConn(t)
+	f.session("s1")
+	f.run("r1", "s1", steptype.RunRunning)
 	for i := range 20 {
 		id := "t" + string(rune('a'+i))
 		task := &store.Task{ID: id, Key: "k" + id, Kind: "tool", Name: "x", Agent: "a", SessionID: "s1", RunID: "r1"}

@@ -15,13 +15,7 @@ import (
 // claim-ns and finish-ns (means, per op).
 func BenchTaskCycle(b *testing.B, st store.Store) {
 	ctx := b.Context()
-	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "bench-tasks"}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "bench-tasks", SessionID: "bench-tasks", Agent: "a",
-		Status: steptype.RunRunning}}); err != nil {
-		b.Fatal(err)
-	}
+	benchTaskRun(b, st, "bench-tasks")
 	var create, claim, finish time.Duration
 	result := []byte(`{"worker":"w","complete":{"next":"g"}}`)
 	for i := 0; b.Loop(); i++ {
@@ -55,13 +49,7 @@ func BenchTaskCycle(b *testing.B, st store.Store) {
 // (until the finish is durable).
 func BenchTaskHandover(b *testing.B, st store.Store) {
 	ctx := b.Context()
-	if _, err := st.SessionCreate(ctx, &store.SessionCreateParams{ID: "bench-handover"}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &steptype.Run{ID: "bench-handover", SessionID: "bench-handover", Agent: "a",
-		Status: steptype.RunRunning}}); err != nil {
-		b.Fatal(err)
-	}
+	benchTaskRun(b, st, "bench-handover")
 	var create, visible time.Duration
 	result := []byte(`{"worker":"w","complete":{"next":"g"}}`)
 	for i := 0; b.Loop(); i++ {
@@ -83,4 +71,16 @@ func BenchTaskHandover(b *testing.B, st store.Store) {
 	n := float64(b.N)
 	b.ReportMetric(float64(create.Nanoseconds())/n, "create-ns")
 	b.ReportMetric(float64(visible.Nanoseconds())/n, "visible-ns")
+}
+
+// benchTaskRun creates session id with a running run id of agent "a", for
+// the tasks of a benchmark.
+func benchTaskRun(b *testing.B, st store.Store, id string) {
+	b.Helper()
+	if _, err := st.SessionCreate(b.Context(), &store.SessionCreateParams{ID: id}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.RunCreate(b.Context(), &store.RunCreateParams{Run: &steptype.Run{ID: id, SessionID: id, Agent: "a", Status: steptype.RunRunning}}); err != nil {
+		b.Fatal(err)
+	}
 }
