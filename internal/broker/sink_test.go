@@ -122,3 +122,79 @@ func TestEventSinkBound(t *testing.T) {
 		t.Fatalf("batch of %d events, want only %s (the given-up event dropped)", len(batch), evs[sinkBuffer+1].StepName)
 	}
 }
+
+// TestEventSinkPacesWhileEventsFlow: after a batch the consumer waits on
+// its own clock, so a send does not wake it and it gets the event at most
+// sinkPace later; a wait that ends empty makes the next one a plain park,
+// which the first event after the lull ends at once; the end, and a
+// producer that must wait for room, wake a paced consumer at once.
+func TestEventSinkPacesWhileEventsFlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewSink()
+		evs := sinkEvents(sinkBuffer + 4)
+		s.Send(nil, evs[0], nil)
+		batch := s.Next(nil)
+		next := func() (<-chan []*steptype.Event, time.Time) {
+			got := make(chan []*steptype.Event, 1)
+			go func() { got <- s.Next(batch) }()
+			synctest.Wait()
+			return got, time.Now()
+		}
+		// Flowing: the send leaves the consumer parked; it takes the
+		// event when its pace runs out.
+		got, sent := next()
+		s.Send(nil, evs[1], nil)
+		if len(s.wake) != 0 {
+			t.Fatal("a send woke a paced consumer")
+		}
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("a paced consumer returned before its pace ran out")
+		default:
+		}
+		batch = <-got
+		if len(batch) != 1 || batch[0] != evs[1] {
+			t.Fatalf("paced batch of %d events, want 1", len(batch))
+		}
+		if d := time.Since(sent); d > sinkPace {
+			t.Fatalf("a paced consumer took an event %v after it was sent, bound %v", d, sinkPace)
+		}
+		// A lull: the paced wait ends empty, the consumer parks plainly and
+		// the first event after it wakes the consumer at once.
+		got, _ = next()
+		time.Sleep(10 * sinkPace)
+		synctest.Wait()
+		sent = time.Now()
+		s.Send(nil, evs[2], nil)
+		batch = <-got
+		if d := time.Since(sent); len(batch) != 1 || d != 0 {
+			t.Fatalf("after a lull got %d events %v after the send, want 1 at once", len(batch), d)
+		}
+		// Flowing again: a producer that finds no room wakes the consumer.
+		got, sent = next()
+		for _, ev := range evs[3 : 3+sinkBuffer] {
+			s.Send(nil, ev, nil)
+		}
+		waited := make(chan bool)
+		go func() { waited <- s.Send(nil, evs[3+sinkBuffer], nil) }()
+		batch = <-got
+		if d := time.Since(sent); len(batch) != sinkBuffer || d != 0 {
+			t.Fatalf("a full sink gave %d events %v after the sends, want %d at once", len(batch), d, sinkBuffer)
+		}
+		s.Took()
+		if !<-waited {
+			t.Fatal("the send into a full sink did not wait")
+		}
+		for range batch[1:] {
+			s.Took()
+		}
+		// Paced, the consumer learns of the end at once.
+		batch = s.Next(batch)
+		got, sent = next()
+		s.Close()
+		if b := <-got; b != nil || time.Since(sent) != 0 {
+			t.Fatalf("a paced consumer of a closed sink got %d events after %v, want the end at once", len(b), time.Since(sent))
+		}
+	})
+}
